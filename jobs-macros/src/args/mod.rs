@@ -1,0 +1,11 @@
+//! The arguments of each attribute as the user wrote them: darling structs, plain data.
+//!
+//! Nothing here decides what a value means. Every value is kept as the user's own expression
+//! (`Raw`), so the typed parsers in `crate::value` can blame the exact tokens, and darling's
+//! errors (unknown, duplicated or malformed arguments) are reworded into our voice by
+//! [`shared::voice`].
+
+pub mod job;
+mod shared;
+
+pub use shared::list;

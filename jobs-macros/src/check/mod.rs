@@ -1,0 +1,25 @@
+//! Rules that need more than one argument, or the fn itself. Single-value rules (a zero
+//! duration, an unknown backoff) are decided while parsing, in `crate::value`.
+//!
+//! Every rule writes into one accumulator and carries on, so the user sees every problem of a
+//! declaration at once; expansion starts only once the accumulator is empty.
+
+mod job;
+mod steps;
+
+use darling::error::Accumulator;
+
+use crate::model::JobDecl;
+
+/// Every rule for a `#[job]`.
+pub fn job(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+    job::key_is_declared(errs, decl);
+    job::tenant_is_declared(errs, decl);
+    job::fn_is_async(errs, decl);
+    job::fn_is_free_and_concrete(errs, decl);
+    job::fn_takes_run_and_input(errs, decl);
+    job::fn_returns_a_result(errs, decl);
+    job::retry_delays_are_ordered(errs, decl);
+    job::handle_is_free(errs, decl);
+    steps::step_names_are_unique(errs, &decl.item.block);
+}

@@ -1,0 +1,565 @@
+//! `#[job]`: parse, check, then emit the fn unchanged, its handle type, the `Job` impl, the
+//! typed enqueue methods, the registry entry and the input assertion.
+//!
+//! Generated code names the runtime only through `<crate>::__private` (default `::jobs`), and
+//! std only through absolute `::std` paths, so nothing depends on what the user imported.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{Expr, ItemFn, Pat, PatType, Type};
+
+use crate::args::job::JobArgs;
+use crate::check;
+use crate::model::{Concurrency, JobDecl};
+use crate::value::key::KeySource;
+use crate::value::key_template::KeyTemplate;
+use crate::value::tenant::Tenant;
+
+/// Expands `#[job(args)] item`. An `Err` carries every error of the declaration; the caller
+/// turns it into the fallback (see `super::fallback`).
+pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let item: ItemFn = syn::parse2(item).map_err(|_| {
+        syn::Error::new(
+            Span::call_site(),
+            "`#[job]` goes on an `async fn` taking the run context and the input: \
+             `async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError>`",
+        )
+    })?;
+
+    let mut errs = darling::Error::accumulator();
+    let args = JobArgs::parse(args, &mut errs);
+    let decl = JobDecl::from_ast(&mut errs, &item, args.as_ref());
+    check::job(&mut errs, &decl);
+    errs.finish()?;
+
+    Ok(quote_job(&decl))
+}
+
+/// The expansion of a checked declaration.
+fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
+    let item = decl.item;
+    let vis = &item.vis;
+    let fn_ident = &item.sig.ident;
+    let handle = &decl.handle;
+    let krate = &decl.crate_path;
+    let p = quote!(#krate::__private);
+    // Both are present once `check::job` passed.
+    let (Some(input_ty), Some(output_ty)) = (decl.input_ty(), decl.output_ty()) else {
+        unreachable!("checked by check::job::fn_takes_run_and_input and fn_returns_a_result");
+    };
+    let run_ty = decl.run_ty().unwrap_or(input_ty);
+
+    let docs = handle_docs(decl);
+    let descriptor = descriptor(decl, &p, input_ty);
+    let output = quote_spanned!(output_ty.span()=> <#output_ty as #p::JobReturn>::Output);
+    let key = key_fn_body(decl.key.as_ref(), input_ty, &p);
+    let tenant = tenant_fn_body(decl.tenant.as_ref(), input_ty, &p);
+    let concurrency_key = match &decl.concurrency {
+        Some(Concurrency::Keyed { key, .. }) => {
+            let body = key_fn_body(Some(key), input_ty, &p);
+            quote! {
+                fn concurrency_key(
+                    input: &#input_ty,
+                ) -> ::std::option::Option<::std::string::String> {
+                    ::std::option::Option::Some(#body)
+                }
+            }
+        }
+        _ => TokenStream::new(),
+    };
+    // The user's fn is called with the runtime's `Run`; a mismatch points at the parameter.
+    let run_arg = quote_spanned!(run_ty.span()=> __run);
+    let input_arg = quote_spanned!(input_ty.span()=> __input);
+    let on_settled = decl.on_settled.as_ref().map(|hook| {
+        let call = quote_spanned!(hook.span()=> #hook(__settled).await);
+        quote! {
+            fn on_settled(
+                __settled: #p::Settled<#input_ty, Self::Output>,
+            ) -> #p::BoxFuture<'static, ::std::result::Result<(), #p::JobError>> {
+                ::std::boxed::Box::pin(async move {
+                    #p::JobReturn::into_job_result(#call).map(|_| ())
+                })
+            }
+        }
+    });
+    let assert_input = quote_spanned! {input_ty.span()=>
+        const _: fn() = || {
+            fn assert_input<T: #p::JobInput>() {}
+            assert_input::<#input_ty>();
+        };
+    };
+    let name = &decl.name;
+    let enqueue_doc = format!(
+        "Enqueues one run of the `{name}` job.\n\nAnswers the run's ids, with `deduped` set \
+         when a live run already holds the same idempotency key."
+    );
+    let enqueue_with_doc = format!(
+        "Enqueues one run of the `{name}` job with per-call options (run time, run id, queue, \
+         tenant)."
+    );
+    let enqueue_many_doc = format!("Enqueues one run of the `{name}` job per input.");
+
+    quote! {
+        #item
+
+        #(#docs)*
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #handle;
+
+        const _: () = {
+            impl #p::Job for #handle {
+                type Input = #input_ty;
+                type Output = #output;
+
+                const DESCRIPTOR: #p::JobDescriptor = #descriptor;
+
+                fn idempotency_key(input: &#input_ty) -> ::std::string::String {
+                    #key
+                }
+
+                fn tenant(input: &#input_ty) -> ::std::option::Option<::std::string::String> {
+                    #tenant
+                }
+
+                #concurrency_key
+
+                fn run(
+                    __run: #p::Run,
+                    __input: #input_ty,
+                ) -> #p::BoxFuture<'static, ::std::result::Result<Self::Output, #p::JobError>> {
+                    ::std::boxed::Box::pin(async move {
+                        #p::JobReturn::into_job_result(#fn_ident(#run_arg, #input_arg).await)
+                    })
+                }
+
+                #on_settled
+            }
+
+            impl #handle {
+                #[doc = #enqueue_doc]
+                #vis async fn enqueue(
+                    jobs: &#p::Jobs,
+                    input: #input_ty,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    jobs.enqueue::<Self>(input).await
+                }
+
+                #[doc = #enqueue_with_doc]
+                #vis async fn enqueue_with(
+                    jobs: &#p::Jobs,
+                    input: #input_ty,
+                    options: #p::EnqueueOptions,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    jobs.enqueue_with::<Self>(input, options).await
+                }
+
+                #[doc = #enqueue_many_doc]
+                #vis async fn enqueue_many<I>(
+                    jobs: &#p::Jobs,
+                    inputs: I,
+                ) -> ::std::result::Result<::std::vec::Vec<#p::Enqueued>, #p::JobError>
+                where
+                    I: ::std::iter::IntoIterator<Item = #input_ty>,
+                {
+                    jobs.enqueue_many::<Self, I>(inputs).await
+                }
+
+                /// The declaration, as the manifest shows it.
+                #vis const fn descriptor() -> #p::JobDescriptor {
+                    <Self as #p::Job>::DESCRIPTOR
+                }
+            }
+
+            #p::inventory::submit! {
+                #p::JobEntry::of::<#handle>()
+            }
+
+            #assert_input
+        };
+    }
+}
+
+/// The handle's doc comment: what it is, then the fn's own docs.
+fn handle_docs(decl: &JobDecl<'_>) -> Vec<TokenStream> {
+    let queue = decl.queue.as_deref().unwrap_or("default");
+    let summary = format!(
+        " Handle of the `{}` job (queue `{queue}`), declared with `#[job]` on `{}`.",
+        decl.name,
+        decl.item.sig.ident.unraw(),
+    );
+    let mut docs = vec![quote!(#[doc = #summary])];
+    let own: Vec<_> = decl
+        .item
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"))
+        .collect();
+    if !own.is_empty() {
+        docs.push(quote!(#[doc = ""]));
+        docs.extend(own.into_iter().map(ToTokens::to_token_stream));
+    }
+    docs
+}
+
+/// The `DESCRIPTOR` constant: the runtime's defaults, then every declared option.
+fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStream {
+    let name = &decl.name;
+    let tenant_mode = match &decl.tenant {
+        Some(Tenant::Field(field)) => {
+            let field = field.unraw().to_string();
+            quote!(#p::TenantMode::Field(#field))
+        }
+        Some(Tenant::Derived(_)) => quote!(#p::TenantMode::Derived),
+        Some(Tenant::None) | None => quote!(#p::TenantMode::None),
+    };
+    let input_name = type_text(input_ty);
+    let mut set = Vec::new();
+    if let Some(queue) = &decl.queue {
+        set.push(quote!(d.queue = #queue;));
+    }
+    let retry = &decl.retry;
+    if let Some(attempts) = retry.attempts {
+        set.push(quote!(d.retry.attempts = #attempts;));
+    }
+    if let Some(backoff) = retry.backoff {
+        let variant = format_ident!("{}", backoff.variant());
+        set.push(quote!(d.retry.backoff = #p::Backoff::#variant;));
+    }
+    if let Some(delay) = &retry.delay {
+        let delay = millis(delay.millis);
+        set.push(quote!(d.retry.delay = #delay;));
+    }
+    if let Some(max_delay) = &retry.max_delay {
+        let max_delay = millis(max_delay.millis);
+        set.push(quote!(d.retry.max_delay = #max_delay;));
+    }
+    if let Some(jitter) = retry.jitter {
+        let variant = format_ident!("{}", jitter.variant());
+        set.push(quote!(d.retry.jitter = #p::Jitter::#variant;));
+    }
+    if let Some(dead_letter) = decl.dead_letter {
+        set.push(quote!(d.dead_letter = #dead_letter;));
+    }
+    if let Some(timeout) = &decl.timeout {
+        let timeout = millis(timeout.millis);
+        set.push(quote!(d.timeout = ::std::option::Option::Some(#timeout);));
+    }
+    if let Some(step_timeout) = &decl.step_timeout {
+        let step_timeout = millis(step_timeout.millis);
+        set.push(quote!(d.step_timeout = ::std::option::Option::Some(#step_timeout);));
+    }
+    if let Some(event_poll) = &decl.event_poll {
+        let event_poll = millis(event_poll.millis);
+        set.push(quote!(d.event_poll = #event_poll;));
+    }
+    if let Some(concurrency) = &decl.concurrency {
+        let (limit, keyed, when_busy) = match concurrency {
+            Concurrency::Plain { limit } => (*limit, false, "Wait"),
+            Concurrency::Keyed {
+                limit, when_busy, ..
+            } => (*limit, true, when_busy.variant()),
+        };
+        let when_busy = format_ident!("{}", when_busy);
+        set.push(quote! {
+            d.concurrency = ::std::option::Option::Some(#p::Concurrency {
+                limit: #limit,
+                keyed: #keyed,
+                when_busy: #p::WhenBusy::#when_busy,
+            });
+        });
+    }
+    if decl.on_settled.is_some() {
+        set.push(quote!(d.on_settled = true;));
+    }
+    let binding = if set.is_empty() {
+        quote!(d)
+    } else {
+        quote!(mut d)
+    };
+    quote! {{
+        let #binding = #p::JobDescriptor::new(
+            #name,
+            #tenant_mode,
+            #input_name,
+            #p::input_schema::<#input_ty>,
+        );
+        #(#set)*
+        d
+    }}
+}
+
+fn millis(millis: u64) -> TokenStream {
+    quote!(::std::time::Duration::from_millis(#millis))
+}
+
+/// The body of a key fn (`idempotency_key`, `concurrency_key`) over `input: &Input`.
+fn key_fn_body(key: Option<&KeySource>, input_ty: &Type, p: &TokenStream) -> TokenStream {
+    match key {
+        Some(KeySource::Template(template)) => template_body(template),
+        Some(KeySource::Callable(expr)) => {
+            let callable = with_input_type(expr, input_ty);
+            quote_spanned!(expr.span()=> #p::to_key(&(#callable)(input)))
+        }
+        None => unreachable!("checked by check::job::key_is_declared"),
+    }
+}
+
+/// `format!("welcome:{}", input.user_id)`, with every field read spanned at the template, so a
+/// field the input lacks is reported by rustc at the literal ("no field `x` on type ...").
+fn template_body(template: &KeyTemplate) -> TokenStream {
+    let span = template.lit.span();
+    let format = template.format_string();
+    let fields: Vec<TokenStream> = template
+        .fields()
+        .map(|path| {
+            let input = syn::Ident::new("input", span);
+            quote_spanned!(span=> #input #(.#path)*)
+        })
+        .collect();
+    if fields.is_empty() {
+        quote!(::std::string::String::from(#format))
+    } else {
+        quote!(::std::format!(#format, #(#fields),*))
+    }
+}
+
+/// The body of `tenant(input: &Input)`.
+fn tenant_fn_body(tenant: Option<&Tenant>, input_ty: &Type, p: &TokenStream) -> TokenStream {
+    match tenant {
+        Some(Tenant::None) => quote!(::std::option::Option::None),
+        Some(Tenant::Field(field)) => {
+            let input = syn::Ident::new("input", field.span());
+            quote_spanned! {field.span()=>
+                ::std::option::Option::Some(#p::to_key(&#input.#field))
+            }
+        }
+        Some(Tenant::Derived(expr)) => {
+            let callable = with_input_type(expr, input_ty);
+            quote_spanned! {expr.span()=>
+                ::std::option::Option::Some(#p::to_key(&(#callable)(input)))
+            }
+        }
+        None => unreachable!("checked by check::job::tenant_is_declared"),
+    }
+}
+
+/// A closure written without a parameter type (`|w| w.org_id.clone()`) gets `&Input`, so
+/// calling it in place type-checks as if the user had written the type.
+fn with_input_type(expr: &Expr, input_ty: &Type) -> Expr {
+    let Expr::Closure(closure) = expr else {
+        return expr.clone();
+    };
+    if closure.inputs.len() != 1 || matches!(closure.inputs[0], Pat::Type(_)) {
+        return expr.clone();
+    }
+    let mut closure = closure.clone();
+    let pat = closure.inputs[0].clone();
+    let span = pat.span();
+    closure.inputs[0] = Pat::Type(PatType {
+        attrs: Vec::new(),
+        pat: Box::new(pat),
+        colon_token: syn::Token![:](span),
+        ty: Box::new(syn::parse_quote_spanned!(span=> &#input_ty)),
+    });
+    Expr::Closure(closure)
+}
+
+/// The input type as written, for people reading the manifest: `Vec<Welcome>`, not
+/// `Vec < Welcome >`.
+fn type_text(ty: &Type) -> String {
+    let spaced = ty.to_token_stream().to_string();
+    let chars: Vec<char> = spaced.chars().collect();
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '\'';
+    let mut text = String::with_capacity(spaced.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' {
+            let before = i.checked_sub(1).map(|i| chars[i]);
+            let after = chars.get(i + 1).copied();
+            let between_words = before.is_some_and(word) && after.is_some_and(word);
+            if !between_words && before != Some(',') {
+                continue;
+            }
+        }
+        text.push(c);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(args: &str, item: &str) -> Result<String, String> {
+        expand(args.parse().unwrap(), item.parse().unwrap())
+            .map(|tokens| tokens.to_string())
+            .map_err(|err| {
+                err.into_iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+    }
+
+    const WELCOME: &str = "pub async fn send_welcome(run: Run, input: Welcome) \
+                           -> Result<Receipt, JobError> { Ok(Receipt) }";
+
+    #[test]
+    fn template_key_and_field_tenant() {
+        let out = expand_str(r#"key = "welcome:{user_id}", tenant = org_id"#, WELCOME).unwrap();
+        assert!(out.contains("pub struct SendWelcome"), "{out}");
+        assert!(
+            out.contains(r#"format ! ("welcome:{}" , input . user_id)"#),
+            "{out}"
+        );
+        assert!(out.contains(r#"TenantMode :: Field ("org_id")"#), "{out}");
+        assert!(out.contains("to_key (& input . org_id)"), "{out}");
+        assert!(out.contains(r#""Welcome""#), "{out}");
+        assert!(!out.contains("concurrency_key"), "{out}");
+        assert!(!out.contains("fn on_settled"), "{out}");
+    }
+
+    #[test]
+    fn every_option_lands_in_the_descriptor() {
+        let out = expand_str(
+            r#"key = |w: &Welcome| format!("w:{}", w.user_id), tenant = none,
+               name = "send-welcome", queue = "email",
+               retry(attempts = 5, backoff = linear, delay = "1s", max_delay = "1h", jitter = full),
+               dead_letter = false, timeout = "10m", step_timeout = "30s", event_poll = "500ms",
+               concurrency(key = "{org_id}", limit = 2, when_busy = fail),
+               on_settled = hooks::settled, handle = Welcomer, crate = "::my_jobs""#,
+            WELCOME,
+        )
+        .unwrap();
+        for expected in [
+            r#"JobDescriptor :: new ("send-welcome" , :: my_jobs :: __private :: TenantMode :: None"#,
+            r#"d . queue = "email""#,
+            "d . retry . attempts = 5u32",
+            "Backoff :: Linear",
+            "from_millis (1000u64)",
+            "from_millis (3600000u64)",
+            "Jitter :: Full",
+            "d . dead_letter = false",
+            "from_millis (600000u64)",
+            "from_millis (30000u64)",
+            "d . event_poll = :: std :: time :: Duration :: from_millis (500u64)",
+            "limit : 2u32 , keyed : true , when_busy : :: my_jobs :: __private :: WhenBusy :: Fail",
+            "d . on_settled = true",
+            "fn concurrency_key",
+            r#"format ! ("{}" , input . org_id)"#,
+            "hooks :: settled (__settled) . await",
+            "struct Welcomer",
+            "impl :: my_jobs :: __private :: Job for Welcomer",
+        ] {
+            assert!(out.contains(expected), "missing `{expected}` in {out}");
+        }
+    }
+
+    #[test]
+    fn untyped_closures_get_the_input_type() {
+        let out = expand_str(
+            r#"key = |w| format!("w:{}", w.user_id), tenant = |w| w.org_id.clone()"#,
+            WELCOME,
+        )
+        .unwrap();
+        assert!(out.contains("(| w : & Welcome | format !"), "{out}");
+        assert!(
+            out.contains("(| w : & Welcome | w . org_id . clone ())"),
+            "{out}"
+        );
+        assert!(out.contains("TenantMode :: Derived"), "{out}");
+    }
+
+    #[test]
+    fn missing_key_and_tenant_are_reported_together() {
+        let err = expand_str("", WELCOME).unwrap_err();
+        assert!(err.contains("X_IDEMPOTENCY_REQUIRED"), "{err}");
+        assert!(err.contains("X_JOB_TENANT_REQUIRED"), "{err}");
+    }
+
+    #[test]
+    fn many_errors_in_one_declaration() {
+        let err = expand_str(
+            r#"key = "k:{}", tenant = none, retry(attempts = 0, backoff = expo, jitter = some),
+               timeout = "0s", step_timeout = "-5s", event_poll = "3 fortnights",
+               concurrency = 0, priority = 1"#,
+            "fn job(run: Run) {}",
+        )
+        .unwrap_err();
+        for expected in [
+            "`{}` names no field",
+            "`attempts` must be at least 1",
+            "unknown backoff `expo`; expected `fixed`, `linear` or `exponential`",
+            "unknown jitter `some`; expected `full`, `equal` or `none`",
+            "invalid duration `0s` for `timeout`",
+            "invalid duration `-5s` for `step_timeout`: a duration cannot be negative",
+            "invalid duration `3 fortnights` for `event_poll`",
+            "`concurrency` must be at least 1",
+            "`#[job]` has no `priority`",
+            "must be `async`",
+            "found one parameter",
+            "returns `Result<Output, JobError>`",
+        ] {
+            assert!(err.contains(expected), "missing `{expected}` in\n{err}");
+        }
+    }
+
+    #[test]
+    fn unknown_arguments_are_reworded() {
+        let err = expand_str(r#"key = "k", tenant = none, qeue = "x""#, WELCOME).unwrap_err();
+        assert_eq!(
+            err,
+            "unknown argument `qeue` in `#[job]`; did you mean `queue`?"
+        );
+        let err = expand_str(r#"key = "k", tenant = none, retry(tries = 3)"#, WELCOME).unwrap_err();
+        assert!(
+            err.starts_with("unknown argument `tries` in `retry(..)`; expected one of"),
+            "{err}"
+        );
+        let err = expand_str(
+            r#"key = "k", tenant = none, queue = "a", queue = "b""#,
+            WELCOME,
+        )
+        .unwrap_err();
+        assert_eq!(err, "`queue` is set twice in `#[job]`; keep one");
+    }
+
+    #[test]
+    fn keyed_concurrency_needs_a_limit() {
+        let err = expand_str(
+            r#"key = "k", tenant = none, concurrency(key = "{org_id}", when_busy = later)"#,
+            WELCOME,
+        )
+        .unwrap_err();
+        assert!(err.contains("needs a `limit`"), "{err}");
+        assert!(err.contains("unknown `when_busy` value `later`"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_step_names() {
+        let err = expand_str(
+            r#"key = "k", tenant = none"#,
+            r#"async fn pay(run: Run, input: Order) -> Result<(), JobError> {
+                run.step("charge", async { Ok(1) }).await?;
+                run.step("ship", async { Ok(2) }).await?;
+                run.step("charge", async { Ok(3) }).await?;
+                Ok(())
+            }"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "step name `charge` is used twice in this job; step names must be unique within \
+             a run (X_STEP_DUPLICATE)"
+        );
+    }
+
+    #[test]
+    fn type_text_reads_like_source() {
+        let ty: Type = syn::parse_str("::std::vec::Vec<crate::Welcome>").unwrap();
+        assert_eq!(type_text(&ty), "::std::vec::Vec<crate::Welcome>");
+        let ty: Type = syn::parse_str("(u64, &'static str)").unwrap();
+        assert_eq!(type_text(&ty), "(u64, &'static str)");
+    }
+}

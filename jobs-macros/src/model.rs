@@ -1,0 +1,330 @@
+//! The declaration a `#[job]` stands for: the parsed arguments as typed values, plus
+//! back-references to the user's fn and types so any later stage can blame the user's tokens.
+//!
+//! Building the model is the parse stage: a value that does not parse records its error and is
+//! left out, so one bad argument never hides another. Rules that need more than one argument,
+//! or the fn itself, are in `crate::check`.
+
+use darling::error::Accumulator;
+use heck::ToUpperCamelCase;
+use proc_macro2::Span;
+use syn::ext::IdentExt;
+use syn::{FnArg, Ident, ItemFn, Path, ReturnType, Type};
+
+use crate::args::job::{ConcurrencyArgs, JobArgs, KeyedConcurrencyArgs, RetryArgs};
+use crate::value::backoff::Backoff;
+use crate::value::count;
+use crate::value::duration::{self, DurationValue};
+use crate::value::jitter::Jitter;
+use crate::value::key::KeySource;
+use crate::value::tenant::Tenant;
+use crate::value::text;
+use crate::value::when_busy::WhenBusy;
+
+/// One `#[job]` declaration.
+pub struct JobDecl<'a> {
+    /// The user's fn, emitted unchanged.
+    pub item: &'a ItemFn,
+    /// The arguments as written; `None` when their shape was wrong (an unknown, duplicated or
+    /// malformed argument), in which case which ones were given is not known.
+    pub args: Option<&'a JobArgs>,
+    /// The durable name (`name = ..`, else the fn's name).
+    pub name: String,
+    /// `queue = ..`, when declared.
+    pub queue: Option<String>,
+    /// `key = ..`, when declared and valid.
+    pub key: Option<KeySource>,
+    /// `tenant = ..`, when declared and valid.
+    pub tenant: Option<Tenant>,
+    /// `retry(..)`: only the parts declared.
+    pub retry: Retry,
+    /// `dead_letter = ..`, when declared.
+    pub dead_letter: Option<bool>,
+    /// `timeout = ..`, when declared.
+    pub timeout: Option<DurationValue>,
+    /// `step_timeout = ..`, when declared.
+    pub step_timeout: Option<DurationValue>,
+    /// `event_poll = ..`, when declared.
+    pub event_poll: Option<DurationValue>,
+    /// `concurrency`, when declared and complete.
+    pub concurrency: Option<Concurrency>,
+    /// `on_settled = path`, when declared.
+    pub on_settled: Option<Path>,
+    /// The generated handle type's name.
+    pub handle: Ident,
+    /// The runtime crate (`crate = ..`, else `::jobs`).
+    pub crate_path: Path,
+}
+
+/// `retry(..)`: `None` is "not declared", so the runtime's default stands.
+#[derive(Default)]
+pub struct Retry {
+    /// `attempts = N`.
+    pub attempts: Option<u32>,
+    /// `backoff = ..`.
+    pub backoff: Option<Backoff>,
+    /// `delay = ".."`.
+    pub delay: Option<DurationValue>,
+    /// `max_delay = ".."`.
+    pub max_delay: Option<DurationValue>,
+    /// `jitter = ..`.
+    pub jitter: Option<Jitter>,
+}
+
+/// A declared cap on in-flight runs.
+pub enum Concurrency {
+    /// `concurrency = N`: fleet-wide.
+    Plain {
+        /// N.
+        limit: u32,
+    },
+    /// `concurrency(key = .., limit = .., when_busy = ..)`: per key.
+    Keyed {
+        /// The key each run counts under.
+        key: KeySource,
+        /// Runs allowed at once per key.
+        limit: u32,
+        /// What a run does when its key is full.
+        when_busy: WhenBusy,
+    },
+}
+
+impl<'a> JobDecl<'a> {
+    /// Builds the model of `item` under `args`, recording every value that does not parse.
+    pub fn from_ast(errs: &mut Accumulator, item: &'a ItemFn, args: Option<&'a JobArgs>) -> Self {
+        let fn_name = item.sig.ident.unraw().to_string();
+        let mut decl = JobDecl {
+            item,
+            args,
+            name: fn_name.clone(),
+            queue: None,
+            key: None,
+            tenant: None,
+            retry: Retry::default(),
+            dead_letter: None,
+            timeout: None,
+            step_timeout: None,
+            event_poll: None,
+            concurrency: None,
+            on_settled: None,
+            handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
+            crate_path: syn::parse_quote!(::jobs),
+        };
+        let Some(args) = args else {
+            return decl;
+        };
+
+        if let Some(raw) = &args.name {
+            if let Some(name) = ok(errs, text::non_blank(&raw.0, "name")) {
+                decl.name = name.value();
+            }
+        }
+        if let Some(raw) = &args.queue {
+            decl.queue = ok(errs, text::non_blank(&raw.0, "queue")).map(|lit| lit.value());
+        }
+        if let Some(raw) = &args.key {
+            decl.key = ok(errs, KeySource::parse(&raw.0, "key"));
+        }
+        if let Some(raw) = &args.tenant {
+            decl.tenant = ok(errs, Tenant::parse(&raw.0));
+        }
+        if let Some(retry) = &args.retry {
+            decl.retry = Retry::from_args(retry, errs);
+        }
+        if let Some(raw) = &args.dead_letter {
+            decl.dead_letter = ok(errs, text::flag(&raw.0, "dead_letter"));
+        }
+        if let Some(raw) = &args.timeout {
+            decl.timeout = ok(
+                errs,
+                duration::parse(
+                    &raw.0,
+                    "timeout",
+                    "leave `timeout` out for no ceiling on an attempt",
+                ),
+            );
+        }
+        if let Some(raw) = &args.step_timeout {
+            decl.step_timeout = ok(
+                errs,
+                duration::parse(
+                    &raw.0,
+                    "step_timeout",
+                    "leave `step_timeout` out for no ceiling on a step",
+                ),
+            );
+        }
+        if let Some(raw) = &args.event_poll {
+            decl.event_poll = ok(
+                errs,
+                duration::parse(
+                    &raw.0,
+                    "event_poll",
+                    "leave `event_poll` out to poll every 30s",
+                ),
+            );
+        }
+        if let Some(concurrency) = &args.concurrency {
+            decl.concurrency = Concurrency::from_args(concurrency, errs);
+        }
+        if let Some(raw) = &args.on_settled {
+            decl.on_settled = ok(errs, text::fn_path(&raw.0, "on_settled"));
+        }
+        if let Some(raw) = &args.handle {
+            if let Some(handle) = ok(errs, text::ident(&raw.0, "handle")) {
+                decl.handle = handle;
+            }
+        }
+        if let Some(raw) = &args.crate_path {
+            if let Some(path) = ok(errs, text::crate_path(&raw.0)) {
+                decl.crate_path = path;
+            }
+        }
+        decl
+    }
+
+    /// The fn's parameters that are not `self`, in order.
+    pub fn params(&self) -> impl Iterator<Item = &'a syn::PatType> {
+        self.item.sig.inputs.iter().filter_map(|arg| match arg {
+            FnArg::Typed(pat) => Some(pat),
+            FnArg::Receiver(_) => None,
+        })
+    }
+
+    /// The input type: the second parameter's.
+    pub fn input_ty(&self) -> Option<&'a Type> {
+        self.params().nth(1).map(|pat| &*pat.ty)
+    }
+
+    /// The run context's type: the first parameter's.
+    pub fn run_ty(&self) -> Option<&'a Type> {
+        self.params().next().map(|pat| &*pat.ty)
+    }
+
+    /// The return type as written.
+    pub fn output_ty(&self) -> Option<&'a Type> {
+        match &self.item.sig.output {
+            ReturnType::Type(_, ty) => Some(ty),
+            ReturnType::Default => None,
+        }
+    }
+
+    /// The attribute itself, for errors about what it lacks.
+    pub fn attr_span(&self) -> Span {
+        Span::call_site()
+    }
+}
+
+impl Retry {
+    fn from_args(args: &RetryArgs, errs: &mut Accumulator) -> Self {
+        let mut retry = Retry::default();
+        if let Some(raw) = &args.attempts {
+            retry.attempts = ok(
+                errs,
+                count::positive(
+                    &raw.0,
+                    "attempts",
+                    "0 attempts means the job never runs; use `attempts = 1` for no retries",
+                ),
+            );
+        }
+        if let Some(raw) = &args.backoff {
+            retry.backoff = ok(errs, Backoff::parse(&raw.0));
+        }
+        if let Some(raw) = &args.delay {
+            retry.delay = ok(
+                errs,
+                duration::parse(
+                    &raw.0,
+                    "delay",
+                    "use `backoff = fixed` for evenly spaced retries",
+                ),
+            );
+        }
+        if let Some(raw) = &args.max_delay {
+            retry.max_delay = ok(
+                errs,
+                duration::parse(
+                    &raw.0,
+                    "max_delay",
+                    "leave `max_delay` out for the 1h default",
+                ),
+            );
+        }
+        if let Some(raw) = &args.jitter {
+            retry.jitter = ok(errs, Jitter::parse(&raw.0));
+        }
+        retry
+    }
+}
+
+impl Concurrency {
+    fn from_args(args: &ConcurrencyArgs, errs: &mut Accumulator) -> Option<Self> {
+        match args {
+            // concurrency = N
+            ConcurrencyArgs::Plain(raw) => ok(
+                errs,
+                count::positive(
+                    &raw.0,
+                    "concurrency",
+                    "a cap of 0 would never run the job; leave `concurrency` out for no cap",
+                ),
+            )
+            .map(|limit| Concurrency::Plain { limit }),
+            // concurrency(key = .., limit = .., when_busy = ..)
+            ConcurrencyArgs::Keyed(keyed) => Self::keyed(keyed, errs),
+        }
+    }
+
+    fn keyed(args: &KeyedConcurrencyArgs, errs: &mut Accumulator) -> Option<Self> {
+        let span = args.span.unwrap_or_else(Span::call_site);
+        let key = match &args.key {
+            Some(raw) => ok(errs, KeySource::parse(&raw.0, "concurrency(key)")),
+            None => {
+                errs.push(
+                    darling::Error::custom(
+                        "keyed `concurrency(..)` needs `key = \"<template over the input's \
+                         fields>\"`; for a fleet-wide cap write `concurrency = N` \
+                         (X_JOB_DECLARATION_INVALID)",
+                    )
+                    .with_span(&span),
+                );
+                None
+            }
+        };
+        let limit = match &args.limit {
+            Some(raw) => ok(
+                errs,
+                count::positive(
+                    &raw.0,
+                    "limit",
+                    "a limit of 0 would never run the job; use `limit = 1` for one run per key",
+                ),
+            ),
+            None => {
+                errs.push(
+                    darling::Error::custom(
+                        "keyed `concurrency(..)` needs a `limit`: add `limit = 1` for one run \
+                         per key at a time (X_JOB_DECLARATION_INVALID)",
+                    )
+                    .with_span(&span),
+                );
+                None
+            }
+        };
+        let when_busy = match &args.when_busy {
+            Some(raw) => ok(errs, WhenBusy::parse(&raw.0))?,
+            None => WhenBusy::Wait,
+        };
+        Some(Concurrency::Keyed {
+            key: key?,
+            limit: limit?,
+            when_busy,
+        })
+    }
+}
+
+/// Records a value's error and carries on without it.
+fn ok<T>(errs: &mut Accumulator, result: syn::Result<T>) -> Option<T> {
+    errs.handle(result.map_err(darling::Error::from))
+}

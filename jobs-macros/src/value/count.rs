@@ -1,0 +1,66 @@
+//! Whole numbers of at least 1: `attempts = 5`, `concurrency = 3`, `limit = 1`.
+
+use syn::{Expr, ExprLit, ExprUnary, Lit, UnOp};
+
+use super::shown;
+
+/// Parses a whole number >= 1 for `arg`. `when_zero` says why 0 makes no sense and what to
+/// write instead ("0 attempts means the job never runs; use `attempts = 1` for no retries").
+pub fn positive(expr: &Expr, arg: &str, when_zero: &str) -> syn::Result<u32> {
+    let fail = |message: String| {
+        Err(syn::Error::new_spanned(
+            expr,
+            format!("{message} (X_JOB_DECLARATION_INVALID)"),
+        ))
+    };
+    let int = match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(int), ..
+        }) => int,
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_), ..
+        }) => {
+            return fail(format!(
+                "`{arg}` must be a whole number of at least 1, found `{}`",
+                shown(expr)
+            ))
+        }
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(_), ..
+        }) => {
+            return fail(format!(
+                "`{arg}` must be a whole number of at least 1, found `{}`",
+                shown(expr)
+            ))
+        }
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => {
+            return fail(format!(
+                "`{arg}` takes a number, not a string: write `{arg} = {}`",
+                lit.value()
+            ))
+        }
+        _ => {
+            return fail(format!(
+                "`{arg}` must be a whole number literal of at least 1, found `{}`",
+                shown(expr)
+            ))
+        }
+    };
+    if !int.suffix().is_empty() {
+        return fail(format!(
+            "write `{arg} = {}` without the `{}` suffix",
+            int.base10_digits(),
+            int.suffix()
+        ));
+    }
+    match int.base10_parse::<u64>() {
+        Ok(0) => fail(format!("`{arg}` must be at least 1: {when_zero}")),
+        Ok(n) => match u32::try_from(n) {
+            Ok(n) => Ok(n),
+            Err(_) => fail(format!("`{arg}` is too large: at most {}", u32::MAX)),
+        },
+        Err(_) => fail(format!("`{arg}` is too large: at most {}", u32::MAX)),
+    }
+}
