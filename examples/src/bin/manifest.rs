@@ -1,0 +1,9 @@
+//! `cargo run --bin manifest` prints the manifest of the example jobs;
+//! `cargo run --bin manifest -- --check examples/manifest.json` fails when it is stale.
+
+// Link the example jobs so their registrations are in this binary.
+use jobs_examples as _;
+
+fn main() -> std::process::ExitCode {
+    jobs_codegen::manifest_main(std::env::args().skip(1))
+}

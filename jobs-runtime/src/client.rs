@@ -1,0 +1,328 @@
+//! [`Jobs`]: the one enqueue path. Typed handles call it; so will the scheduler and the outbox.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use crate::clock::{add, SharedClock, SystemClock, Timestamp};
+use crate::driver::{
+    ConflictPolicy, EnqueueRequest, EnqueueResult, EventPublish, JobDriver, JobId, JobRecord,
+    MemoryDriver, QueueStats, DEFAULT_EVENT_TTL,
+};
+use crate::error::{ErrorCode, JobError};
+use crate::job::Job;
+use crate::worker::WorkerBuilder;
+
+/// What an enqueue answers: the job's own ids, and whether a live job already held the key.
+pub type Enqueued = EnqueueResult;
+
+/// A concurrency key longer than this is refused at enqueue: it is an id, never a payload.
+pub const MAX_CONCURRENCY_KEY_LENGTH: usize = 200;
+
+/// The client: enqueues jobs, publishes events, reads jobs, builds workers.
+///
+/// Cheap to clone; every clone shares the driver and the clock.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let jobs = jobs::Jobs::memory();
+/// assert_eq!(jobs.driver().name(), "memory");
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Jobs {
+    inner: Arc<JobsInner>,
+}
+
+struct JobsInner {
+    driver: Arc<dyn JobDriver>,
+    clock: SharedClock,
+    /// Wakes this process's idle workers when it enqueues or publishes.
+    local_wake: Notify,
+}
+
+impl std::fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jobs")
+            .field("driver", &self.inner.driver.name())
+            .field("clock", &self.inner.clock)
+            .finish()
+    }
+}
+
+impl Jobs {
+    /// A client over `driver`, on the system clock.
+    pub fn new(driver: impl JobDriver) -> Self {
+        Self::with_clock(Arc::new(driver), Arc::new(SystemClock))
+    }
+
+    /// A client over a shared driver and an injected clock.
+    pub fn with_clock(driver: Arc<dyn JobDriver>, clock: SharedClock) -> Self {
+        Jobs {
+            inner: Arc::new(JobsInner {
+                driver,
+                clock,
+                local_wake: Notify::new(),
+            }),
+        }
+    }
+
+    /// The embedded default: an in-memory driver on the system clock. Nothing survives a
+    /// restart; for tests, demos and the quickstart.
+    pub fn memory() -> Self {
+        Self::new(MemoryDriver::new())
+    }
+
+    /// The driver.
+    pub fn driver(&self) -> &Arc<dyn JobDriver> {
+        &self.inner.driver
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
+    /// Now, on the injected clock.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    pub(crate) fn local_wake(&self) -> &Notify {
+        &self.inner.local_wake
+    }
+
+    /// Enqueues job `J`. Usually called through the handle: `SendWelcome::enqueue(&jobs, input)`.
+    pub async fn enqueue<J: Job>(&self, input: J::Input) -> Result<Enqueued, JobError> {
+        self.enqueue_with::<J>(input, EnqueueOptions::default())
+            .await
+    }
+
+    /// Enqueues job `J` with options (run time, run id, queue, tenant).
+    pub async fn enqueue_with<J: Job>(
+        &self,
+        input: J::Input,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued, JobError> {
+        let request = self.request::<J>(&input, &options)?;
+        let result = self.inner.driver.job_enqueue(&request).await?;
+        self.inner.local_wake.notify_waiters();
+        Ok(result)
+    }
+
+    /// Enqueues many inputs of job `J` in one driver call; each answers as `enqueue` would.
+    pub async fn enqueue_many<J, I>(&self, inputs: I) -> Result<Vec<Enqueued>, JobError>
+    where
+        J: Job,
+        I: IntoIterator<Item = J::Input>,
+    {
+        let options = EnqueueOptions::default();
+        let requests = inputs
+            .into_iter()
+            .map(|input| self.request::<J>(&input, &options))
+            .collect::<Result<Vec<_>, _>>()?;
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let results = self.inner.driver.job_enqueue_many(&requests).await?;
+        self.inner.local_wake.notify_waiters();
+        Ok(results)
+    }
+
+    /// Builds the driver request: the key rules are enforced here, once, for every driver.
+    fn request<J: Job>(
+        &self,
+        input: &J::Input,
+        options: &EnqueueOptions,
+    ) -> Result<EnqueueRequest, JobError> {
+        let d = &J::DESCRIPTOR;
+        let idempotency_key = J::idempotency_key(input);
+        if idempotency_key.is_empty() {
+            return Err(JobError::new(
+                ErrorCode::IdempotencyRequired,
+                format!("job `{}` derived an empty idempotency key", d.name),
+            ));
+        }
+        if d.concurrency.is_some_and(|c| c.keyed) {
+            check_concurrency_key(d.name, J::concurrency_key(input))?;
+        }
+        let run_id = match &options.run_id {
+            Some(text) => parse_run_id(text)?,
+            None => Uuid::now_v7(),
+        };
+        let now = self.now();
+        let run_at = match (options.run_at, options.delay) {
+            (Some(at), _) => at,
+            (None, Some(delay)) => add(now, delay),
+            (None, None) => now,
+        };
+        let tenant_id = match &options.tenant {
+            Some(tenant) => tenant.clone(),
+            None => J::tenant(input),
+        };
+        let input = serde_json::to_value(input).map_err(|e| {
+            JobError::new(
+                ErrorCode::JobDeclarationInvalid,
+                format!("the input of job `{}` does not serialize to JSON", d.name),
+            )
+            .with_cause(e)
+        })?;
+        Ok(EnqueueRequest {
+            id: Uuid::now_v7(),
+            run_id,
+            name: d.name.to_string(),
+            queue: options.queue.clone().unwrap_or_else(|| d.queue.to_string()),
+            input,
+            idempotency_key,
+            tenant_id,
+            max_attempts: d.retry.attempts,
+            run_at,
+            on_conflict: options.on_conflict,
+            now,
+        })
+    }
+
+    /// Publishes an event: every run waiting on `name` under `key` resumes with `payload`.
+    pub async fn publish_event<T: Serialize>(
+        &self,
+        name: &str,
+        key: &str,
+        payload: &T,
+    ) -> Result<(), JobError> {
+        let payload = serde_json::to_value(payload).map_err(|e| {
+            JobError::new(
+                ErrorCode::JobEventInvalid,
+                format!("the payload of event `{name}` does not serialize to JSON"),
+            )
+            .with_cause(e)
+        })?;
+        self.inner
+            .driver
+            .event_publish(&EventPublish {
+                id: Uuid::now_v7(),
+                name: name.to_string(),
+                key: key.to_string(),
+                payload,
+                ttl: DEFAULT_EVENT_TTL,
+                now: self.now(),
+            })
+            .await?;
+        self.inner.local_wake.notify_waiters();
+        Ok(())
+    }
+
+    /// Reads one job.
+    pub async fn job(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
+        self.inner.driver.job_get(id).await
+    }
+
+    /// Cancels a live job: a queued one at once, a running one at its next heartbeat.
+    pub async fn cancel(&self, id: JobId) -> Result<JobRecord, JobError> {
+        self.inner.driver.job_cancel(id, self.now()).await
+    }
+
+    /// Counts per queue.
+    pub async fn stats(&self) -> Result<Vec<QueueStats>, JobError> {
+        self.inner.driver.queue_stats(self.now()).await
+    }
+
+    /// A worker over this client's driver and clock.
+    pub fn worker(&self) -> WorkerBuilder {
+        WorkerBuilder::new(self.clone())
+    }
+}
+
+/// Options for one enqueue.
+///
+/// ```
+/// use jobs::EnqueueOptions;
+/// use std::time::Duration;
+///
+/// let options = EnqueueOptions::new().delay(Duration::from_secs(60)).queue("slow");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct EnqueueOptions {
+    run_at: Option<Timestamp>,
+    delay: Option<Duration>,
+    run_id: Option<String>,
+    queue: Option<String>,
+    tenant: Option<Option<String>>,
+    on_conflict: ConflictPolicy,
+}
+
+impl EnqueueOptions {
+    /// No options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs no earlier than `at`.
+    pub fn run_at(mut self, at: Timestamp) -> Self {
+        self.run_at = Some(at);
+        self
+    }
+
+    /// Runs no earlier than `delay` from now.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// Uses this run id (a lowercase uuid, else `X_ID_INVALID`).
+    pub fn run_id(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// Enqueues on this queue instead of the declared one.
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Files the job under this tenant instead of the one the declaration derives.
+    pub fn tenant(mut self, tenant: Option<String>) -> Self {
+        self.tenant = Some(tenant);
+        self
+    }
+
+    /// Refuses a live duplicate key with `X_JOB_DUPLICATE` instead of answering it.
+    pub fn error_on_duplicate(mut self) -> Self {
+        self.on_conflict = ConflictPolicy::Error;
+        self
+    }
+}
+
+fn parse_run_id(text: &str) -> Result<Uuid, JobError> {
+    let invalid = || {
+        JobError::new(
+            ErrorCode::IdInvalid,
+            "the run id given to enqueue is not a lowercase uuid",
+        )
+    };
+    if text.len() != 36 || text.chars().any(|c| c.is_ascii_uppercase()) {
+        return Err(invalid());
+    }
+    Uuid::parse_str(text).map_err(|_| invalid())
+}
+
+fn check_concurrency_key(job: &str, key: Option<String>) -> Result<(), JobError> {
+    let refuse = |why: &str| {
+        Err(JobError::new(
+            ErrorCode::JobDeclarationInvalid,
+            format!("the concurrency key of job `{job}` {why}"),
+        )
+        .with_fix("derive the concurrency key from an id of the input (1 to 200 characters)"))
+    };
+    match key {
+        None => refuse("is missing"),
+        Some(k) if k.is_empty() => refuse("is empty"),
+        Some(k) if k.chars().count() > MAX_CONCURRENCY_KEY_LENGTH => {
+            refuse("is longer than 200 characters")
+        }
+        Some(_) => Ok(()),
+    }
+}

@@ -1,0 +1,512 @@
+//! The in-memory driver: the same claim, fence and settle rules as Postgres, in one process.
+//! For tests, demos and the quickstart; nothing survives a restart.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::records::*;
+use super::JobDriver;
+use crate::clock::{add, Timestamp};
+use crate::error::{ErrorCode, JobError};
+
+/// The memory bus keeps at most this many events; the oldest are evicted first.
+pub const MAX_MEMORY_EVENTS: usize = 10_000;
+
+/// The in-memory [`JobDriver`].
+///
+/// ```
+/// use jobs::{Jobs, driver::MemoryDriver};
+/// let jobs = Jobs::new(MemoryDriver::new());
+/// ```
+#[derive(Debug, Default)]
+pub struct MemoryDriver {
+    state: Mutex<MemoryState>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryState {
+    jobs: HashMap<JobId, StoredJob>,
+    /// `(name, tenant or "", key)` -> the live job holding it: the partial unique index.
+    live_keys: HashMap<(String, String, String), JobId>,
+    /// Claim order: `(due, insertion, id)` for every claimable row. A queued row is due at its
+    /// `run_at`, a running row when its lease lapses.
+    due: BTreeSet<(Timestamp, u64, JobId)>,
+    steps: HashMap<RunId, BTreeMap<String, StepRecord>>,
+    events: VecDeque<StoredEvent>,
+    event_seq: i64,
+    seq: u64,
+}
+
+#[derive(Debug)]
+struct StoredJob {
+    record: JobRecord,
+    seq: u64,
+}
+
+#[derive(Debug)]
+struct StoredEvent {
+    mark: i64,
+    expires_at: Timestamp,
+    event: JobEvent,
+}
+
+impl StoredJob {
+    fn due_at(&self) -> Option<Timestamp> {
+        match self.record.state {
+            JobState::Ready | JobState::Delayed | JobState::Suspended => Some(self.record.run_at),
+            JobState::Running => self.record.visible_at,
+            _ => None,
+        }
+    }
+
+    fn held_by(&self, by: &ClaimIdentity) -> bool {
+        self.record.state == JobState::Running
+            && self.record.claimed_by.as_deref() == Some(by.worker_id.as_str())
+            && self.record.claims == by.claim
+    }
+}
+
+fn live_key(record: &JobRecord) -> (String, String, String) {
+    (
+        record.name.clone(),
+        record.tenant_id.clone().unwrap_or_default(),
+        record.idempotency_key.clone(),
+    )
+}
+
+impl MemoryDriver {
+    /// An empty driver.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The earliest time any live job becomes claimable (a queued row's `run_at`, a running
+    /// row's lease expiry). The test kit advances its clock to it.
+    pub fn next_due(&self) -> Option<Timestamp> {
+        let state = self.lock();
+        state.due.iter().next().map(|(at, _, _)| *at)
+    }
+
+    /// How many jobs are live (ready, delayed, running or suspended).
+    pub fn live_count(&self) -> usize {
+        self.lock()
+            .jobs
+            .values()
+            .filter(|j| j.record.state.is_live())
+            .count()
+    }
+
+    /// Every job, oldest first.
+    pub fn all_jobs(&self) -> Vec<JobRecord> {
+        let state = self.lock();
+        let mut jobs: Vec<_> = state.jobs.values().collect();
+        jobs.sort_by_key(|j| j.seq);
+        jobs.into_iter().map(|j| j.record.clone()).collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryState> {
+        // A panic while holding the lock leaves consistent maps (every mutation is a few
+        // assignments), so keep serving rather than poisoning every later call.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl MemoryState {
+    /// Applies `change` to a job and keeps the claim index and the live-key index in step.
+    fn update(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord)) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if let Some(at) = job.due_at() {
+            self.due.remove(&(at, job.seq, id));
+        }
+        let was_live = job.record.state.is_live();
+        change(&mut job.record);
+        if let Some(at) = job.due_at() {
+            self.due.insert((at, job.seq, id));
+        }
+        if was_live && !job.record.state.is_live() {
+            let key = live_key(&job.record);
+            if self.live_keys.get(&key) == Some(&id) {
+                self.live_keys.remove(&key);
+            }
+        }
+    }
+
+    fn fenced(&self, id: JobId, by: &ClaimIdentity) -> bool {
+        self.jobs.get(&id).is_some_and(|j| j.held_by(by))
+    }
+
+    fn enqueue(&mut self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
+        let key = (
+            request.name.clone(),
+            request.tenant_id.clone().unwrap_or_default(),
+            request.idempotency_key.clone(),
+        );
+        if let Some(existing) = self.live_keys.get(&key).and_then(|id| self.jobs.get(id)) {
+            if request.on_conflict == ConflictPolicy::Error {
+                return Err(JobError::new(
+                    ErrorCode::JobDuplicate,
+                    format!(
+                        "job `{}` {} already holds this idempotency key",
+                        request.name, existing.record.id
+                    ),
+                ));
+            }
+            return Ok(EnqueueResult {
+                id: existing.record.id,
+                run_id: existing.record.run_id,
+                deduped: true,
+            });
+        }
+        // An id that already names a row (an outbox re-publish) inserts nothing.
+        if let Some(existing) = self.jobs.get(&request.id) {
+            return Ok(EnqueueResult {
+                id: existing.record.id,
+                run_id: existing.record.run_id,
+                deduped: true,
+            });
+        }
+        let state = if request.run_at <= request.now {
+            JobState::Ready
+        } else {
+            JobState::Delayed
+        };
+        let record = JobRecord {
+            id: request.id,
+            run_id: request.run_id,
+            name: request.name.clone(),
+            queue: request.queue.clone(),
+            input: request.input.clone(),
+            idempotency_key: request.idempotency_key.clone(),
+            tenant_id: request.tenant_id.clone(),
+            state,
+            attempt: 0,
+            max_attempts: request.max_attempts,
+            run_at: request.run_at,
+            created_at: request.now,
+            updated_at: request.now,
+            last_error: None,
+            last_error_code: None,
+            claimed_by: None,
+            claims: 0,
+            visible_at: None,
+            progress: None,
+        };
+        self.seq += 1;
+        let job = StoredJob {
+            record,
+            seq: self.seq,
+        };
+        if let Some(at) = job.due_at() {
+            self.due.insert((at, job.seq, request.id));
+        }
+        self.jobs.insert(request.id, job);
+        self.live_keys.insert(key, request.id);
+        Ok(EnqueueResult {
+            id: request.id,
+            run_id: request.run_id,
+            deduped: false,
+        })
+    }
+}
+
+#[async_trait]
+impl JobDriver for MemoryDriver {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
+        self.lock().enqueue(request)
+    }
+
+    async fn job_enqueue_many(
+        &self,
+        requests: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        let mut state = self.lock();
+        requests.iter().map(|r| state.enqueue(r)).collect()
+    }
+
+    async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError> {
+        if params.demand.is_empty() {
+            return Err(JobError::new(
+                ErrorCode::JobClaimQueuesEmpty,
+                "a claim named no queue",
+            ));
+        }
+        let mut remaining: HashMap<&str, u32> = params
+            .demand
+            .iter()
+            .map(|d| (d.queue.as_str(), d.limit))
+            .collect();
+        let mut wanted: u32 = remaining.values().sum();
+        let mut state = self.lock();
+        let due: Vec<JobId> = state
+            .due
+            .iter()
+            .take_while(|(at, _, _)| *at <= params.now)
+            .map(|(_, _, id)| *id)
+            .collect();
+        let mut result = ClaimResult::default();
+        for id in due {
+            if wanted == 0 {
+                break;
+            }
+            let job = &state.jobs[&id].record;
+            let Some(slots) = remaining.get_mut(job.queue.as_str()) else {
+                continue;
+            };
+            if *slots == 0 {
+                continue;
+            }
+            if job.state == JobState::Running && job.attempt >= job.max_attempts {
+                // Every worker that took this row died on its final attempt: bury it rather
+                // than hand it out forever.
+                let target = if params.drop_exhausted.contains(&job.name) {
+                    JobState::Failed
+                } else {
+                    JobState::Dead
+                };
+                state.update(id, |r| {
+                    r.state = target;
+                    r.visible_at = None;
+                    r.last_error = Some(LEASE_LAPSED_FINAL_ATTEMPT.to_string());
+                    r.last_error_code = None;
+                    r.updated_at = params.now;
+                });
+                result.exhausted.push(state.jobs[&id].record.clone());
+                continue;
+            }
+            *slots -= 1;
+            wanted -= 1;
+            let visible_at = add(params.now, params.visibility_timeout);
+            state.update(id, |r| {
+                r.state = JobState::Running;
+                r.attempt += 1;
+                r.claims += 1;
+                r.claimed_by = Some(params.worker_id.clone());
+                r.visible_at = Some(visible_at);
+                r.updated_at = params.now;
+            });
+            let r = &state.jobs[&id].record;
+            result.jobs.push(ClaimedJob {
+                id,
+                run_id: r.run_id,
+                name: r.name.clone(),
+                queue: r.queue.clone(),
+                input: r.input.clone(),
+                attempt: r.attempt,
+                max_attempts: r.max_attempts,
+                tenant_id: r.tenant_id.clone(),
+                by: ClaimIdentity {
+                    worker_id: params.worker_id.clone(),
+                    claim: r.claims,
+                },
+                visible_at,
+            });
+        }
+        Ok(result)
+    }
+
+    async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError> {
+        let mut state = self.lock();
+        if !state.fenced(params.job_id, &params.by) {
+            return Ok(false);
+        }
+        state.update(params.job_id, |r| {
+            r.state = JobState::Done;
+            r.visible_at = None;
+            r.updated_at = params.now;
+        });
+        Ok(true)
+    }
+
+    async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError> {
+        let mut state = self.lock();
+        if !state.fenced(params.job_id, &params.by) {
+            return Ok(false);
+        }
+        state.update(params.job_id, |r| {
+            r.state = params.target.state();
+            if !params.counts_as_attempt {
+                r.attempt = r.attempt.saturating_sub(1);
+            }
+            r.run_at = params.run_at;
+            r.visible_at = None;
+            if params.error.is_some() {
+                r.last_error = params.error.clone();
+                r.last_error_code = params.error_code.clone();
+            }
+            r.updated_at = params.now;
+        });
+        Ok(true)
+    }
+
+    async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {
+        let mut state = self.lock();
+        if !state.fenced(params.job_id, &params.by) {
+            return Ok(false);
+        }
+        let visible_at = add(params.now, params.visibility_timeout);
+        state.update(params.job_id, |r| {
+            r.visible_at = Some(visible_at);
+            r.updated_at = params.now;
+        });
+        Ok(true)
+    }
+
+    async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError> {
+        let mut state = self.lock();
+        if !state.fenced(params.job_id, &params.by) {
+            return Ok(false);
+        }
+        state.update(params.job_id, |r| {
+            r.progress = Some(params.progress.clone());
+            r.updated_at = params.now;
+        });
+        Ok(true)
+    }
+
+    async fn job_get(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
+        Ok(self.lock().jobs.get(&id).map(|j| j.record.clone()))
+    }
+
+    async fn job_cancel(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
+        let mut state = self.lock();
+        match state.jobs.get(&id) {
+            Some(job) if job.record.state.is_live() => {}
+            Some(job) => {
+                return Err(JobError::new(
+                    ErrorCode::JobNotCancellable,
+                    format!("job {id} is {}, not live", job.record.state),
+                ))
+            }
+            None => {
+                return Err(JobError::new(
+                    ErrorCode::JobNotCancellable,
+                    format!("no job with id {id}"),
+                ))
+            }
+        }
+        state.update(id, |r| {
+            r.state = JobState::Cancelled;
+            r.visible_at = None;
+            r.updated_at = now;
+        });
+        Ok(state.jobs[&id].record.clone())
+    }
+
+    async fn queue_stats(&self, now: Timestamp) -> Result<Vec<QueueStats>, JobError> {
+        let state = self.lock();
+        let mut by_queue: BTreeMap<&str, QueueStats> = BTreeMap::new();
+        for job in state.jobs.values() {
+            let r = &job.record;
+            let stats = by_queue.entry(r.queue.as_str()).or_insert_with(|| QueueStats {
+                queue: r.queue.clone(),
+                ..QueueStats::default()
+            });
+            match r.state {
+                JobState::Ready | JobState::Delayed if r.run_at > now => stats.delayed += 1,
+                JobState::Ready | JobState::Delayed => {
+                    stats.ready += 1;
+                    let age = (now - r.run_at).num_milliseconds().max(0) as u64;
+                    stats.oldest_ready_ms = Some(stats.oldest_ready_ms.unwrap_or(0).max(age));
+                }
+                JobState::Running => stats.running += 1,
+                JobState::Suspended => stats.suspended += 1,
+                JobState::Done => stats.done += 1,
+                JobState::Failed => stats.failed += 1,
+                JobState::Dead => stats.dead += 1,
+                JobState::Cancelled => stats.cancelled += 1,
+            }
+        }
+        Ok(by_queue.into_values().collect())
+    }
+
+    async fn step_list(&self, run_id: RunId) -> Result<Vec<StepRecord>, JobError> {
+        Ok(self
+            .lock()
+            .steps
+            .get(&run_id)
+            .map(|steps| steps.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn step_put(&self, record: &StepRecord, fence: &StepFence) -> Result<bool, JobError> {
+        let mut state = self.lock();
+        if !state.fenced(fence.job_id, &fence.by) {
+            return Ok(false);
+        }
+        state
+            .steps
+            .entry(record.run_id)
+            .or_default()
+            .insert(record.name.clone(), record.clone());
+        Ok(true)
+    }
+
+    async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
+        let mut state = self.lock();
+        let now = event.now;
+        state.events.retain(|e| e.expires_at > now);
+        while state.events.len() >= MAX_MEMORY_EVENTS {
+            state.events.pop_front();
+        }
+        state.event_seq += 1;
+        let mark = state.event_seq;
+        state.events.push_back(StoredEvent {
+            mark,
+            expires_at: add(now, event.ttl),
+            event: JobEvent {
+                id: event.id,
+                name: event.name.clone(),
+                key: event.key.clone(),
+                payload: event.payload.clone(),
+                published_at: now,
+            },
+        });
+        // Wake the runs parked on this event so they resume now, not at their next poll.
+        let parked: Vec<JobId> = state
+            .jobs
+            .values()
+            .filter(|j| j.record.state == JobState::Suspended && j.record.run_at > now)
+            .filter(|j| {
+                state.steps.get(&j.record.run_id).is_some_and(|steps| {
+                    steps.values().any(|s| {
+                        s.status == StepStatus::Waiting
+                            && s.wait
+                                .as_ref()
+                                .is_some_and(|w| w.event == event.name && w.key == event.key)
+                    })
+                })
+            })
+            .map(|j| j.record.id)
+            .collect();
+        for id in parked {
+            state.update(id, |r| r.run_at = now);
+        }
+        Ok(event.id)
+    }
+
+    async fn event_mark(&self) -> Result<i64, JobError> {
+        Ok(self.lock().event_seq)
+    }
+
+    async fn event_find(
+        &self,
+        name: &str,
+        key: &str,
+        since: &EventSince,
+    ) -> Result<Option<JobEvent>, JobError> {
+        Ok(self
+            .lock()
+            .events
+            .iter()
+            .find(|e| e.mark > since.mark && e.event.name == name && e.event.key == key)
+            .map(|e| e.event.clone()))
+    }
+}

@@ -1,0 +1,95 @@
+//! The storage port. Every driver (memory, Postgres) implements [`JobDriver`]; the worker, the
+//! client and the test kit only ever talk to this trait.
+//!
+//! Methods read entity then verb (`job_enqueue`, `job_claim`, `step_put`, `event_publish`) and
+//! take one params struct each, carrying `now` from the injected clock, so a driver never reads
+//! the wall clock and a new field never touches the other operations.
+//!
+//! Settling writes (ack, nack, heartbeat, progress, step writes) are fenced on the claim: the
+//! row must still be `running` under the same worker and claim ordinal, otherwise the write
+//! lands nowhere and the method answers `false`.
+
+mod memory;
+mod records;
+
+pub use memory::MemoryDriver;
+pub use records::*;
+
+use async_trait::async_trait;
+
+use crate::clock::Timestamp;
+use crate::error::JobError;
+
+/// The one storage port: queue, steps and events live behind it, so that one store is one
+/// transaction boundary.
+#[async_trait]
+pub trait JobDriver: Send + Sync + 'static {
+    /// A short name for logs (`memory`, `postgres`).
+    fn name(&self) -> &'static str;
+
+    /// Inserts a job, or answers the live job that already holds the idempotency key with
+    /// `deduped = true` and inserts nothing.
+    async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError>;
+
+    /// Inserts many jobs; each answers as [`JobDriver::job_enqueue`] would.
+    async fn job_enqueue_many(
+        &self,
+        requests: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        let mut out = Vec::with_capacity(requests.len());
+        for request in requests {
+            out.push(self.job_enqueue(request).await?);
+        }
+        Ok(out)
+    }
+
+    /// Claims up to each queue's demand of due jobs, oldest `run_at` first, making them
+    /// invisible until `now + visibility_timeout`. A `running` row whose lease lapsed is
+    /// claimed again, unless it already used its last attempt: then it is buried (`dead`, or
+    /// `failed` for the names in `drop_exhausted`) with `LEASE_LAPSED_FINAL_ATTEMPT` and
+    /// reported in [`ClaimResult::exhausted`].
+    async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError>;
+
+    /// Settles a running job `done`. Fenced: `false` when the claim no longer holds the row.
+    async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError>;
+
+    /// Settles a running job into the state [`NackParams::target`] names. Fenced.
+    async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError>;
+
+    /// Extends a running job's invisibility. `false`: the run no longer holds the row
+    /// (cancelled, or re-claimed after its lease lapsed); stop the run.
+    async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError>;
+
+    /// Records a running job's progress. Fenced.
+    async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError>;
+
+    /// Reads one job.
+    async fn job_get(&self, id: JobId) -> Result<Option<JobRecord>, JobError>;
+
+    /// Cancels a live job: a queued one at once, a running one at its next heartbeat.
+    /// `X_JOB_NOT_CANCELLABLE` for a finished or unknown job.
+    async fn job_cancel(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError>;
+
+    /// Counts per queue.
+    async fn queue_stats(&self, now: Timestamp) -> Result<Vec<QueueStats>, JobError>;
+
+    /// Every step record of a run (one read per attempt; replays are served from memory).
+    async fn step_list(&self, run_id: RunId) -> Result<Vec<StepRecord>, JobError>;
+
+    /// Writes a step record, only while `fence` still holds the row. `false` otherwise.
+    async fn step_put(&self, record: &StepRecord, fence: &StepFence) -> Result<bool, JobError>;
+
+    /// Stores an event and wakes the runs parked waiting for it.
+    async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError>;
+
+    /// The mark a new wait records: events stored after it belong to the wait.
+    async fn event_mark(&self) -> Result<i64, JobError>;
+
+    /// The first event named `name` under `key` stored after `since`.
+    async fn event_find(
+        &self,
+        name: &str,
+        key: &str,
+        since: &EventSince,
+    ) -> Result<Option<JobEvent>, JobError>;
+}

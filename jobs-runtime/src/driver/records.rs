@@ -1,0 +1,507 @@
+//! The rows and parameters that cross the [`JobDriver`](super::JobDriver) port.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::clock::Timestamp;
+use crate::error::{ErrorCode, JobError};
+
+/// A job's id: one row in the queue.
+pub type JobId = Uuid;
+/// A run's id: stable across a job's attempts and suspensions; steps are keyed by it.
+pub type RunId = Uuid;
+/// An event's id.
+pub type EventId = Uuid;
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    /// Due now (or backing off with a `run_at` in the future after a failure).
+    Ready,
+    /// Enqueued with a `run_at` in the future.
+    Delayed,
+    /// Claimed by a worker.
+    Running,
+    /// Parked by `sleep` or `wait_for_event` until its `run_at`, or until an event wakes it.
+    Suspended,
+    /// Completed.
+    Done,
+    /// Failed for good without a dead letter (`dead_letter = false`, or refused).
+    Failed,
+    /// Dead-lettered.
+    Dead,
+    /// Cancelled by an operator.
+    Cancelled,
+}
+
+impl JobState {
+    /// Every state.
+    pub const ALL: [JobState; 8] = [
+        JobState::Ready,
+        JobState::Delayed,
+        JobState::Running,
+        JobState::Suspended,
+        JobState::Done,
+        JobState::Failed,
+        JobState::Dead,
+        JobState::Cancelled,
+    ];
+
+    /// The states that hold an idempotency key.
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            JobState::Ready | JobState::Delayed | JobState::Running | JobState::Suspended
+        )
+    }
+
+    /// The state as stored.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JobState::Ready => "ready",
+            JobState::Delayed => "delayed",
+            JobState::Running => "running",
+            JobState::Suspended => "suspended",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+            JobState::Dead => "dead",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    /// Reads a stored state, refusing one this build does not know (`X_JOB_ROW_STATUS_UNKNOWN`).
+    pub fn parse(stored: &str) -> Result<JobState, JobError> {
+        JobState::ALL
+            .into_iter()
+            .find(|s| s.as_str() == stored)
+            .ok_or_else(|| {
+                JobError::new(
+                    ErrorCode::JobRowStatusUnknown,
+                    format!("a job row carries the unknown state `{stored}`"),
+                )
+            })
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a duplicate live key does at enqueue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConflictPolicy {
+    /// Answer the live job's ids with `deduped = true` (the default).
+    #[default]
+    Dedupe,
+    /// Refuse with `X_JOB_DUPLICATE`.
+    Error,
+}
+
+/// One job to insert.
+#[derive(Debug, Clone)]
+pub struct EnqueueRequest {
+    /// The job's id (allocated by the client, so an outbox row and its job share it).
+    pub id: JobId,
+    /// The run's id.
+    pub run_id: RunId,
+    /// The job's durable name.
+    pub name: String,
+    /// The queue.
+    pub queue: String,
+    /// The serialized input.
+    pub input: serde_json::Value,
+    /// The idempotency key (never empty).
+    pub idempotency_key: String,
+    /// The tenant the key namespace and the limiter count under.
+    pub tenant_id: Option<String>,
+    /// Attempts allowed, including the first.
+    pub max_attempts: u32,
+    /// When it becomes due.
+    pub run_at: Timestamp,
+    /// What a duplicate live key does.
+    pub on_conflict: ConflictPolicy,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// What an enqueue answers: the job's own ids on every path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnqueueResult {
+    /// The job's id (the live job's when deduped).
+    pub id: JobId,
+    /// The run's id (the live job's when deduped).
+    pub run_id: RunId,
+    /// `true` when a live job already held the key and nothing was inserted.
+    pub deduped: bool,
+}
+
+/// How many jobs a claim may take from one queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueDemand {
+    /// The queue.
+    pub queue: String,
+    /// Free slots for it.
+    pub limit: u32,
+}
+
+/// A claim's parameters.
+#[derive(Debug, Clone)]
+pub struct ClaimParams {
+    /// Per queue, how many to take. Empty is refused (`X_JOB_CLAIM_QUEUES_EMPTY`).
+    pub demand: Vec<QueueDemand>,
+    /// The claiming worker.
+    pub worker_id: String,
+    /// How long a claimed job stays invisible without a heartbeat.
+    pub visibility_timeout: Duration,
+    /// Job names whose lapsed final attempts are buried `failed` (they have `dead_letter = false`).
+    pub drop_exhausted: Vec<String>,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// Who holds a claim: the fence every settling write is checked against.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClaimIdentity {
+    /// The worker that claimed.
+    pub worker_id: String,
+    /// The row's claim ordinal at that claim (never reset).
+    pub claim: i64,
+}
+
+/// A claimed job, handed to the worker.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    /// The job.
+    pub id: JobId,
+    /// The run.
+    pub run_id: RunId,
+    /// Its durable name.
+    pub name: String,
+    /// Its queue.
+    pub queue: String,
+    /// The stored input.
+    pub input: serde_json::Value,
+    /// This attempt's number, from 1.
+    pub attempt: u32,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// The row's tenant.
+    pub tenant_id: Option<String>,
+    /// The fence.
+    pub by: ClaimIdentity,
+    /// Until when the claim holds without a heartbeat.
+    pub visible_at: Timestamp,
+}
+
+/// What a claim answers.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimResult {
+    /// The jobs to run.
+    pub jobs: Vec<ClaimedJob>,
+    /// Rows the claim buried because their lease lapsed on the final attempt.
+    pub exhausted: Vec<JobRecord>,
+}
+
+/// `last_error` of a row buried by the claim after its final attempt's lease lapsed.
+pub const LEASE_LAPSED_FINAL_ATTEMPT: &str = "LEASE_LAPSED_FINAL_ATTEMPT";
+
+/// Settles a job `done`.
+#[derive(Debug, Clone)]
+pub struct AckParams {
+    /// The job.
+    pub job_id: JobId,
+    /// The claim it must still be under.
+    pub by: ClaimIdentity,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// Where a nack sends a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NackTarget {
+    /// Back to `ready` at `run_at` (a retry, a shed, an interrupted attempt).
+    Retry,
+    /// `suspended` until `run_at` (a sleep or an event wait).
+    Park,
+    /// `failed` for good.
+    Fail,
+    /// `dead`: the dead-letter queue.
+    DeadLetter,
+}
+
+impl NackTarget {
+    /// The state the row lands in.
+    pub fn state(self) -> JobState {
+        match self {
+            NackTarget::Retry => JobState::Ready,
+            NackTarget::Park => JobState::Suspended,
+            NackTarget::Fail => JobState::Failed,
+            NackTarget::DeadLetter => JobState::Dead,
+        }
+    }
+}
+
+/// Settles a job anywhere but `done`.
+#[derive(Debug, Clone)]
+pub struct NackParams {
+    /// The job.
+    pub job_id: JobId,
+    /// The claim it must still be under.
+    pub by: ClaimIdentity,
+    /// Where it goes.
+    pub target: NackTarget,
+    /// When it is due again (for `Retry` and `Park`).
+    pub run_at: Timestamp,
+    /// `false`: the attempt is handed back and its number presented again.
+    pub counts_as_attempt: bool,
+    /// The error summary to keep (never a payload).
+    pub error: Option<String>,
+    /// The error's code.
+    pub error_code: Option<String>,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// Extends a claim.
+#[derive(Debug, Clone)]
+pub struct HeartbeatParams {
+    /// The job.
+    pub job_id: JobId,
+    /// The claim it must still be under.
+    pub by: ClaimIdentity,
+    /// The new window from `now`.
+    pub visibility_timeout: Duration,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// How far a run has got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Units done.
+    pub done: u64,
+    /// Units in all.
+    pub total: u64,
+    /// A short note (never a payload).
+    pub note: Option<String>,
+}
+
+/// Records progress.
+#[derive(Debug, Clone)]
+pub struct ProgressParams {
+    /// The job.
+    pub job_id: JobId,
+    /// The claim it must still be under.
+    pub by: ClaimIdentity,
+    /// The progress.
+    pub progress: Progress,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// A job row as the operator sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// The job.
+    pub id: JobId,
+    /// The run.
+    pub run_id: RunId,
+    /// Durable name.
+    pub name: String,
+    /// Queue.
+    pub queue: String,
+    /// The stored input.
+    pub input: serde_json::Value,
+    /// The idempotency key.
+    pub idempotency_key: String,
+    /// Tenant.
+    pub tenant_id: Option<String>,
+    /// State.
+    pub state: JobState,
+    /// Attempts started and counted.
+    pub attempt: u32,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// When it is (or was) due.
+    pub run_at: Timestamp,
+    /// Created.
+    pub created_at: Timestamp,
+    /// Last written.
+    pub updated_at: Timestamp,
+    /// The last failure, summarised (code and message, never a payload).
+    pub last_error: Option<String>,
+    /// The last failure's code.
+    pub last_error_code: Option<String>,
+    /// The worker holding the claim.
+    pub claimed_by: Option<String>,
+    /// The claim ordinal.
+    pub claims: i64,
+    /// Until when the claim holds.
+    pub visible_at: Option<Timestamp>,
+    /// Last reported progress.
+    pub progress: Option<Progress>,
+}
+
+/// Counts for one queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueStats {
+    /// The queue.
+    pub queue: String,
+    /// Ready and due.
+    pub ready: u64,
+    /// Waiting on their run time (delayed, or ready and backing off).
+    pub delayed: u64,
+    /// Running.
+    pub running: u64,
+    /// Sleeping or waiting for an event.
+    pub suspended: u64,
+    /// Done.
+    pub done: u64,
+    /// Failed for good.
+    pub failed: u64,
+    /// Dead-lettered.
+    pub dead: u64,
+    /// Cancelled.
+    pub cancelled: u64,
+    /// Age of the oldest ready and due job, in milliseconds.
+    pub oldest_ready_ms: Option<u64>,
+}
+
+/// A step's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    /// Ran; its output is stored.
+    Completed,
+    /// A `sleep` that has not woken yet.
+    Sleeping,
+    /// A `wait_for_event` still open.
+    Waiting,
+    /// Its last execution failed.
+    Failed,
+}
+
+impl StepStatus {
+    /// The status as stored.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Completed => "completed",
+            StepStatus::Sleeping => "sleeping",
+            StepStatus::Waiting => "waiting",
+            StepStatus::Failed => "failed",
+        }
+    }
+
+    /// Reads a stored status, refusing an unknown one (never re-runs a step on a guess).
+    pub fn parse(stored: &str) -> Result<StepStatus, JobError> {
+        [
+            StepStatus::Completed,
+            StepStatus::Sleeping,
+            StepStatus::Waiting,
+            StepStatus::Failed,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == stored)
+        .ok_or_else(|| {
+            JobError::new(
+                ErrorCode::StepRecordInvalid,
+                format!("a step record carries the unknown status `{stored}`"),
+            )
+        })
+    }
+}
+
+/// An open `wait_for_event`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitSpec {
+    /// The event name.
+    pub event: String,
+    /// The correlation key.
+    pub key: String,
+    /// When the wait gives up.
+    pub deadline: Timestamp,
+    /// The wait's own line: only events after it are the wait's.
+    pub since: EventSince,
+}
+
+/// One durable step of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// The run.
+    pub run_id: RunId,
+    /// The step's name, unique in the run.
+    pub name: String,
+    /// Status.
+    pub status: StepStatus,
+    /// The output (a completed step), or the event payload (a completed wait; `null` on timeout).
+    pub output: Option<serde_json::Value>,
+    /// The last failure, summarised.
+    pub error: Option<String>,
+    /// Executions of the step's closure that reached the store.
+    pub attempts: u32,
+    /// When a sleep wakes.
+    pub wake_at: Option<Timestamp>,
+    /// An open wait.
+    pub wait: Option<WaitSpec>,
+    /// Last written.
+    pub updated_at: Timestamp,
+}
+
+/// The fence on a step write: the run's job must still be running under this claim.
+#[derive(Debug, Clone)]
+pub struct StepFence {
+    /// The job.
+    pub job_id: JobId,
+    /// The claim.
+    pub by: ClaimIdentity,
+}
+
+/// An event to store.
+#[derive(Debug, Clone)]
+pub struct EventPublish {
+    /// The event's id.
+    pub id: EventId,
+    /// The event name, e.g. `invoice.paid`.
+    pub name: String,
+    /// The correlation key a wait matches on.
+    pub key: String,
+    /// The payload.
+    pub payload: serde_json::Value,
+    /// How long the event stays matchable.
+    pub ttl: Duration,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// The default time an event stays matchable: 7 days.
+pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A stored event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobEvent {
+    /// Its id.
+    pub id: EventId,
+    /// Name.
+    pub name: String,
+    /// Correlation key.
+    pub key: String,
+    /// Payload.
+    pub payload: serde_json::Value,
+    /// When it was stored.
+    pub published_at: Timestamp,
+}
+
+/// The line a wait draws: only events stored after it match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventSince {
+    /// When the wait began.
+    pub at: Timestamp,
+    /// The driver's event mark when the wait began.
+    pub mark: i64,
+}

@@ -1,0 +1,407 @@
+//! One error type for the whole crate: a reference code, a message, a fix, a retry class.
+//!
+//! Messages name ids and codes, never payloads, keys or secrets.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+/// How the worker treats an error a body returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Retried with the job's backoff (also what an unclassified error gets).
+    Retryable,
+    /// Dead-lettered on the attempt it happened, remaining attempts unspent.
+    Terminal,
+    /// Retried after the delay the error states, clamped by `max_delay`.
+    RetryAfter(Duration),
+}
+
+macro_rules! error_codes {
+    ($( $(#[$doc:meta])* $variant:ident = $code:literal, $class:expr, $fix:literal; )*) => {
+        /// The reference's error codes (`X_...`), each with its retry class and a default fix.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl ErrorCode {
+            /// Every code, for documentation and `jobs errors explain`.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant),*];
+
+            /// The code as the reference spells it, e.g. `X_JOB_TIMEOUT`.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $code,)* }
+            }
+
+            /// How a body returning this code is retried.
+            pub const fn class(self) -> ErrorClass {
+                match self { $(ErrorCode::$variant => $class,)* }
+            }
+
+            /// What to do about it.
+            pub const fn fix(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $fix,)* }
+            }
+
+            /// Reads a code back from its spelling (a stored `last_error_code`).
+            pub fn parse(code: &str) -> Option<ErrorCode> {
+                match code { $($code => Some(ErrorCode::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+use ErrorClass::{Retryable as R, Terminal as T};
+
+error_codes! {
+    /// A job was declared without an idempotency key (or it evaluated to an empty string).
+    IdempotencyRequired = "X_IDEMPOTENCY_REQUIRED", T,
+        "return a non-empty key from the job's `key = ..`; it must be derived from the input only";
+    /// A job declares no tenant decision.
+    JobTenantRequired = "X_JOB_TENANT_REQUIRED", T,
+        "add `tenant = <field>` or `tenant = none` to the `#[job]`";
+    /// A declaration no worker can honour, or a derived key out of bounds.
+    JobDeclarationInvalid = "X_JOB_DECLARATION_INVALID", T,
+        "fix the `#[job]` declaration as the message says";
+    /// Two jobs share one name, or a live job holds the key.
+    JobDuplicate = "X_JOB_DUPLICATE", T,
+        "give each `#[job]` its own `name = \"..\"`, or wait until the live job holding the key finishes";
+    /// A value broke an invariant (a bad duration, zero attempts, ...).
+    Invariant = "X_INVARIANT", T,
+        "pass a value within the documented bounds";
+    /// Two steps share one name in one run.
+    StepDuplicate = "X_STEP_DUPLICATE", T,
+        "give every `run.step(..)` in one job a distinct name; suffix names built in loops with the item id";
+    /// The attempt outran the job's `timeout`, a step its `step_timeout`, or a required wait its timeout.
+    JobTimeout = "X_JOB_TIMEOUT", R,
+        "raise the job's `timeout`/`step_timeout`, or make the body honour `run.cancelled()`";
+    /// Retries exhausted; the job is dead-lettered.
+    JobMaxAttempts = "X_JOB_MAX_ATTEMPTS", T,
+        "inspect `last_error`, fix the cause, then requeue the job";
+    /// A stored event the wait refuses.
+    JobEventInvalid = "X_JOB_EVENT_INVALID", T,
+        "publish events whose payload matches the type the wait asks for";
+    /// The stored input no longer parses as the job's input type.
+    JobInputInvalid = "X_JOB_INPUT_INVALID", T,
+        "make the input type accept the stored payload (add `#[serde(default)]` to new fields), then requeue the job";
+    /// A step output could not be serialized.
+    StepOutputUnserializable = "X_STEP_OUTPUT_UNSERIALIZABLE", T,
+        "return a step output that serializes to JSON (no non-string map keys, no NaN)";
+    /// A stored step record could not be read back.
+    StepRecordInvalid = "X_STEP_RECORD_INVALID", T,
+        "the step's output type changed since it was stored: rename the step or requeue from it";
+    /// A cancelled or timed-out attempt tried to write a step.
+    Aborted = "X_ABORTED", R,
+        "stop work when `run.cancelled()` fires";
+    /// The worker is shutting down; the attempt goes back uncounted.
+    Draining = "X_DRAINING", R,
+        "nothing: the job is handed back and runs again on another worker";
+    /// A deadline passed.
+    Timeout = "X_TIMEOUT", R,
+        "retry later, or raise the deadline";
+    /// A responder asked to slow down.
+    RateLimited = "X_RATE_LIMITED", R,
+        "the job retries after the stated delay";
+    /// A responder is overloaded.
+    Overloaded = "X_OVERLOADED", R,
+        "the job retries after the stated delay";
+    /// The run no longer holds its claim (cancelled, or re-delivered after its lease lapsed).
+    JobLeaseLost = "X_JOB_LEASE_LOST", T,
+        "raise the worker's visibility timeout past the longest gap between heartbeats";
+    /// Claimed under `when_busy = fail` while the key was busy.
+    JobKeyBusy = "X_JOB_KEY_BUSY", T,
+        "requeue the job once the key's other run finishes, or declare `when_busy = wait`";
+    /// A job declares `concurrency` and the driver has no lease store.
+    JobConcurrencyUnenforceable = "X_JOB_CONCURRENCY_UNENFORCEABLE", T,
+        "run the worker on a driver with a lease store (postgres or memory)";
+    /// A claim named no queue.
+    JobClaimQueuesEmpty = "X_JOB_CLAIM_QUEUES_EMPTY", T,
+        "name at least one queue";
+    /// A row carries a state this build does not know.
+    JobRowStatusUnknown = "X_JOB_ROW_STATUS_UNKNOWN", T,
+        "upgrade this worker: a newer version wrote the row";
+    /// No driver is installed.
+    DriverUnavailable = "X_DRIVER_UNAVAILABLE", R,
+        "build `Jobs` over a driver (`Jobs::memory()` or a Postgres driver) and check it is reachable";
+    /// A run id is not a lowercase uuid.
+    IdInvalid = "X_ID_INVALID", T,
+        "pass a lowercase uuid";
+    /// `on_settled` threw on every try.
+    JobOnSettledFailed = "X_JOB_ON_SETTLED_FAILED", T,
+        "make the `on_settled` hook idempotent and let it succeed; it is retried 3 times back to back";
+    /// The driver does not implement this verb.
+    NotImplemented = "X_NOT_IMPLEMENTED", T,
+        "use a driver that implements it";
+    /// Cancel reached a job that is not live.
+    JobNotCancellable = "X_JOB_NOT_CANCELLABLE", T,
+        "only ready, delayed, running or suspended jobs can be cancelled";
+    /// No job under that id.
+    JobNotFound = "X_JOB_NOT_FOUND", T,
+        "check the job id";
+    /// Requeue of a live job.
+    JobNotRequeueable = "X_JOB_NOT_REQUEUEABLE", T,
+        "only done, failed, dead or cancelled jobs can be requeued";
+    /// The driver failed (connection, statement).
+    Driver = "X_DRIVER", R,
+        "check the database is reachable; the operation is retried";
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The error of the job system, and what a job body returns.
+///
+/// It carries a reference code (`X_...`) when the runtime raised it, a message, a fix and a
+/// retry class. Any `std::error::Error` converts into it (class: retryable), so `?` works in a
+/// body on any error type.
+///
+/// ```
+/// use jobs::{JobError, ErrorCode};
+/// use std::time::Duration;
+///
+/// let e = JobError::terminal("card declined");
+/// assert_eq!(e.code(), None);
+/// let e = JobError::retry_after("provider throttled us", Duration::from_secs(30));
+/// let e = JobError::new(ErrorCode::JobNotFound, "no job 42");
+/// assert_eq!(e.code(), Some(ErrorCode::JobNotFound));
+/// ```
+pub struct JobError {
+    code: Option<ErrorCode>,
+    message: Cow<'static, str>,
+    fix: Option<Cow<'static, str>>,
+    class: ErrorClass,
+    cause: Option<Cause>,
+}
+
+impl JobError {
+    /// An error with a reference code; class and fix come from the code.
+    pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
+        JobError {
+            code: Some(code),
+            message: message.into(),
+            fix: None,
+            class: code.class(),
+            cause: None,
+        }
+    }
+
+    /// An app error retried with the job's backoff.
+    pub fn retryable(message: impl Into<Cow<'static, str>>) -> Self {
+        JobError {
+            code: None,
+            message: message.into(),
+            fix: None,
+            class: ErrorClass::Retryable,
+            cause: None,
+        }
+    }
+
+    /// An app error that must not be retried: the job is dead-lettered now.
+    pub fn terminal(message: impl Into<Cow<'static, str>>) -> Self {
+        JobError {
+            class: ErrorClass::Terminal,
+            ..JobError::retryable(message)
+        }
+    }
+
+    /// An app error retried after `after` (clamped by the job's `max_delay`), e.g. a 429.
+    pub fn retry_after(message: impl Into<Cow<'static, str>>, after: Duration) -> Self {
+        JobError {
+            class: ErrorClass::RetryAfter(after),
+            ..JobError::retryable(message)
+        }
+    }
+
+    /// Replaces the fix.
+    pub fn with_fix(mut self, fix: impl Into<Cow<'static, str>>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    /// Attaches the underlying error.
+    pub fn with_cause(mut self, cause: impl Into<Cause>) -> Self {
+        self.cause = Some(cause.into());
+        self
+    }
+
+    /// Replaces the retry class.
+    pub fn with_class(mut self, class: ErrorClass) -> Self {
+        self.class = class;
+        self
+    }
+
+    /// The reference code, if the runtime raised it or the app chose one.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.code
+    }
+
+    /// The message (never a payload).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// What to do about it.
+    pub fn fix(&self) -> Option<&str> {
+        match &self.fix {
+            Some(fix) => Some(fix),
+            None => self.code.map(ErrorCode::fix),
+        }
+    }
+
+    /// How the worker retries it.
+    pub fn class(&self) -> ErrorClass {
+        self.class
+    }
+
+    /// The underlying error.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.cause.as_deref()
+    }
+
+    /// Whether this is the given code.
+    pub fn is(&self, code: ErrorCode) -> bool {
+        self.code == Some(code)
+    }
+
+    /// The error as an `std::error::Error` (this type is not one, so that any error converts
+    /// into it with `?`).
+    pub fn into_std(self) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        Box::new(StdJobError(self))
+    }
+
+    /// The one-line form stored as a job's `last_error`.
+    pub(crate) fn summary(&self) -> String {
+        let mut out = String::new();
+        if let Some(code) = self.code {
+            out.push_str(code.as_str());
+            out.push_str(": ");
+        }
+        out.push_str(&self.message);
+        if let Some(cause) = &self.cause {
+            out.push_str(": ");
+            out.push_str(&cause.to_string());
+        }
+        out
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.summary())?;
+        if let Some(fix) = self.fix() {
+            write!(f, " (fix: {fix})")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobError")
+            .field("code", &self.code)
+            .field("message", &self.message)
+            .field("class", &self.class)
+            .field("cause", &self.cause)
+            .finish()
+    }
+}
+
+impl<E> From<E> for JobError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    fn from(error: E) -> Self {
+        JobError::retryable(error.to_string()).with_cause(Box::new(error) as Cause)
+    }
+}
+
+/// [`JobError`] as an `std::error::Error`.
+#[derive(Debug)]
+pub struct StdJobError(pub JobError);
+
+impl fmt::Display for StdJobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for StdJobError {}
+
+/// A serde error as it may appear in a message: the shape of the problem, never the value.
+///
+/// serde quotes the offending value ("invalid type: string \"4111...\", expected u64"), which
+/// may be a payload; this keeps the field names and what was expected, and drops the value.
+pub(crate) fn redact_serde(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let expected = text
+        .find(", expected ")
+        .map(|at| &text[at + 2..])
+        .unwrap_or("");
+    let kind = ["invalid type", "invalid value", "invalid length", "unknown variant"]
+        .into_iter()
+        .find(|k| text.starts_with(k));
+    match kind {
+        Some(kind) if !expected.is_empty() => format!("{kind}, {expected}"),
+        Some(kind) => kind.to_string(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_carry_their_class() {
+        for code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(*code));
+            assert!(code.as_str().starts_with("X_"));
+            assert!(!code.fix().is_empty());
+        }
+        assert_eq!(ErrorCode::JobKeyBusy.class(), ErrorClass::Terminal);
+        assert_eq!(ErrorCode::Draining.class(), ErrorClass::Retryable);
+    }
+
+    #[test]
+    fn any_std_error_converts_and_is_retryable() {
+        fn body() -> Result<(), JobError> {
+            let _: u32 = "x".parse()?;
+            Ok(())
+        }
+        let e = body().unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Retryable);
+        assert_eq!(e.code(), None);
+        assert!(e.cause().is_some());
+    }
+
+    #[test]
+    fn serde_errors_lose_the_value() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Card {
+            number: u64,
+        }
+        let e = serde_json::from_value::<Card>(serde_json::json!({ "number": "4111-secret" }))
+            .unwrap_err();
+        let text = redact_serde(&e);
+        assert!(!text.contains("4111"), "{text}");
+        assert!(text.contains("expected u64"), "{text}");
+        let e = serde_json::from_value::<Card>(serde_json::json!({})).unwrap_err();
+        assert_eq!(redact_serde(&e), "missing field `number`");
+    }
+
+    #[test]
+    fn display_names_code_and_fix() {
+        let e = JobError::new(ErrorCode::JobNotFound, "no job with id 7");
+        let text = e.to_string();
+        assert!(text.starts_with("X_JOB_NOT_FOUND: no job with id 7"));
+        assert!(text.contains("fix: check the job id"));
+    }
+}

@@ -1,0 +1,111 @@
+//! Durable background jobs for Rust, declared with attribute macros.
+//!
+//! Put `#[job(...)]` on an `async fn` and get a typed handle to enqueue it, a JSON Schema of
+//! its input, a row in the [manifest](crate::manifest()), and a runtime that runs it at least
+//! once, with durable steps, sleeps, event waits, retries with backoff and jitter, and dead
+//! letters.
+//!
+//! # Example
+//!
+//! ```
+//! use jobs::prelude::*;
+//!
+//! #[derive(Serialize, Deserialize, JsonSchema)]
+//! pub struct Welcome { pub user_id: u64, pub org_id: String }
+//!
+//! #[job(key = "welcome:{user_id}", tenant = org_id, queue = "email", retry(attempts = 5))]
+//! async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
+//!     let message_id: String = run
+//!         .step("send", async { Ok::<_, JobError>(format!("msg-{}", input.user_id)) })
+//!         .await?;
+//!     run.sleep("3d").await?;
+//!     run.step("follow-up", async move { Ok::<_, JobError>(message_id) }).await?;
+//!     Ok(())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), JobError> {
+//! let jobs = Jobs::memory();
+//! let queued = SendWelcome::enqueue(&jobs, Welcome { user_id: 1, org_id: "acme".into() }).await?;
+//! let again = SendWelcome::enqueue(&jobs, Welcome { user_id: 1, org_id: "acme".into() }).await?;
+//! assert!(again.deduped && again.id == queued.id);
+//!
+//! let worker = jobs.worker().build()?;
+//! worker.tick().await?; // one pass: sends, then parks for three days
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
+
+// `#[job]` expansions name `::jobs`; this lets them compile inside this crate too.
+#[allow(unused_extern_crates)]
+extern crate self as jobs;
+
+mod client;
+pub mod clock;
+pub mod driver;
+pub mod duration;
+mod error;
+mod job;
+mod manifest;
+mod registry;
+pub mod retry;
+mod run;
+mod settled;
+pub mod testing;
+mod worker;
+
+#[doc(inline)]
+pub use jobs_macros::{backfill, job, ledger, task};
+
+pub use client::{EnqueueOptions, Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
+pub use driver::{JobRecord, JobState};
+pub use error::{ErrorClass, ErrorCode, JobError, StdJobError};
+pub use job::{
+    Backoff, Concurrency, Job, JobDescriptor, JobInput, JobReturn, Jitter, RetryPolicy,
+    TenantMode, WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
+};
+pub use manifest::{manifest, Manifest};
+pub use registry::{JobEntry, Registry};
+pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
+pub use settled::{Outcome, Settled, ON_SETTLED_ATTEMPTS};
+pub use worker::{
+    ExecutionOutcome, JobExecution, ShutdownReport, Worker, WorkerBuilder, WorkerHandle,
+    WorkerStats,
+};
+
+/// Everything a file that declares or enqueues jobs needs.
+pub mod prelude {
+    pub use crate::{
+        job, EnqueueOptions, Enqueued, ErrorCode, Job, JobError, JobState, Jobs, Outcome, Run,
+        Settled,
+    };
+    pub use schemars::JsonSchema;
+    pub use serde::{Deserialize, Serialize};
+}
+
+/// Not public API: what `#[job]` expansions name. May change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::client::{EnqueueOptions, Enqueued, Jobs};
+    pub use crate::error::JobError;
+    pub use crate::job::{
+        Backoff, Concurrency, Job, JobDescriptor, JobInput, JobReturn, Jitter, TenantMode,
+        WhenBusy,
+    };
+    pub use crate::registry::JobEntry;
+    pub use crate::run::Run;
+    pub use crate::settled::Settled;
+    pub use core::option::Option::{self, None, Some};
+    pub use core::time::Duration;
+    pub use futures::future::BoxFuture;
+    pub use inventory;
+
+    /// The JSON Schema of a job input, as a JSON value.
+    pub fn input_schema<T: schemars::JsonSchema>() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default()
+    }
+
+    /// A key or tenant part, from anything printable.
+    pub fn to_key<T: ToString + ?Sized>(value: &T) -> String {
+        value.to_string()
+    }
+}

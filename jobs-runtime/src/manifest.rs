@@ -1,0 +1,104 @@
+//! The manifest: what the code declares, as byte-stable JSON for dashboards, MCP and CI.
+
+use serde_json::{json, Value};
+
+use crate::error::JobError;
+use crate::job::{JobDescriptor, TenantMode};
+use crate::registry::Registry;
+
+/// Every declared job, sorted by name. Its JSON is byte-stable: keys sorted, no timestamps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    jobs: Vec<Value>,
+}
+
+/// The manifest of every `#[job]` linked into this binary. `X_JOB_DUPLICATE` when two jobs
+/// share a name.
+///
+/// ```
+/// let manifest = jobs::manifest().unwrap();
+/// assert!(manifest.to_json().starts_with("{"));
+/// ```
+pub fn manifest() -> Result<Manifest, JobError> {
+    Ok(Manifest::of(Registry::global()?))
+}
+
+impl Manifest {
+    /// The manifest of the jobs in `registry`.
+    pub fn of(registry: &Registry) -> Self {
+        Manifest {
+            jobs: registry.entries().map(|e| describe(e.descriptor())).collect(),
+        }
+    }
+
+    /// The job rows, sorted by name.
+    pub fn jobs(&self) -> &[Value] {
+        &self.jobs
+    }
+
+    /// The manifest as a JSON value.
+    pub fn to_value(&self) -> Value {
+        json!({ "version": 1, "jobs": self.jobs })
+    }
+
+    /// Pretty JSON with sorted keys and a final newline: the committed form.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(&sorted(self.to_value()))
+            .expect("a JSON value always serializes");
+        text.push('\n');
+        text
+    }
+}
+
+fn ms(d: std::time::Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+/// One job's row. It never carries a key: keys are app data.
+fn describe(d: &JobDescriptor) -> Value {
+    let tenant = match d.tenant {
+        TenantMode::None => json!({ "mode": "none" }),
+        TenantMode::Field(field) => json!({ "mode": "field", "field": field }),
+        TenantMode::Derived => json!({ "mode": "derived" }),
+    };
+    json!({
+        "kind": "job",
+        "name": d.name,
+        "queue": d.queue,
+        "idempotent": true,
+        "retry": {
+            "attempts": d.retry.attempts,
+            "backoff": d.retry.backoff.as_str(),
+            "delay_ms": ms(d.retry.delay),
+            "max_delay_ms": ms(d.retry.max_delay),
+            "jitter": d.retry.jitter.as_str(),
+            "dead_letter": d.dead_letter,
+        },
+        "timeout_ms": d.timeout.map(ms),
+        "step_timeout_ms": d.step_timeout.map(ms),
+        "event_poll_ms": ms(d.event_poll),
+        "concurrency": d.concurrency.map(|c| json!({
+            "limit": c.limit,
+            "keyed": c.keyed,
+            "when_busy": if c.keyed { Some(c.when_busy.as_str()) } else { None },
+        })),
+        "tenant": tenant,
+        "on_settled": d.on_settled,
+        // Step names are chosen at run time, so the manifest lists none by design.
+        "steps": [],
+        "input": { "type": d.input_type, "schema": (d.input_schema)() },
+    })
+}
+
+/// Rebuilds every object with its keys in byte order, whatever map the JSON library uses.
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}

@@ -1,0 +1,208 @@
+//! The link-time registry of declared jobs. Every `#[job]` submits one [`JobEntry`]; a worker
+//! and [`manifest()`](crate::manifest()) read them all without a hand-written list.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use futures::future::BoxFuture;
+
+use crate::driver::{JobId, RunId};
+use crate::error::{ErrorCode, JobError};
+use crate::job::{Job, JobDescriptor};
+use crate::run::Run;
+use crate::settled::{Outcome, Settled};
+
+/// What a body returned, type-erased; only its own job's hook looks inside.
+pub(crate) type ErasedOutput = Box<dyn Any + Send>;
+
+/// One declared job, type-erased for the registry. `#[job]` submits `JobEntry::of::<Handle>()`.
+#[derive(Clone, Copy)]
+pub struct JobEntry {
+    descriptor: JobDescriptor,
+    type_name: fn() -> &'static str,
+    execute: fn(Run, serde_json::Value) -> BoxFuture<'static, Result<ErasedOutput, JobError>>,
+    on_settled: fn(ErasedSettled) -> BoxFuture<'static, Result<(), JobError>>,
+}
+
+inventory::collect!(JobEntry);
+
+impl std::fmt::Debug for JobEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobEntry")
+            .field("name", &self.descriptor.name)
+            .field("type", &(self.type_name)())
+            .finish()
+    }
+}
+
+/// An ending, before its input and result are given back their types.
+pub(crate) struct ErasedSettled {
+    pub outcome: Outcome,
+    pub job_id: JobId,
+    pub run_id: RunId,
+    pub tenant: Option<String>,
+    pub input: serde_json::Value,
+    pub result: Option<ErasedOutput>,
+    pub error: Option<String>,
+    pub code: Option<ErrorCode>,
+}
+
+impl JobEntry {
+    /// The entry for job `J`.
+    pub const fn of<J: Job>() -> Self {
+        JobEntry {
+            descriptor: J::DESCRIPTOR,
+            type_name: std::any::type_name::<J>,
+            execute: execute::<J>,
+            on_settled: on_settled::<J>,
+        }
+    }
+
+    /// The declaration.
+    pub fn descriptor(&self) -> &JobDescriptor {
+        &self.descriptor
+    }
+
+    /// Parses the stored input and runs the body. A payload that no longer parses is
+    /// `X_JOB_INPUT_INVALID` (terminal): the job is dead-lettered, the worker carries on.
+    pub(crate) fn execute(
+        &self,
+        run: Run,
+        input: serde_json::Value,
+    ) -> BoxFuture<'static, Result<ErasedOutput, JobError>> {
+        (self.execute)(run, input)
+    }
+
+    pub(crate) fn on_settled(
+        &self,
+        settled: ErasedSettled,
+    ) -> BoxFuture<'static, Result<(), JobError>> {
+        (self.on_settled)(settled)
+    }
+}
+
+fn parse_input<J: Job>(input: serde_json::Value) -> Result<J::Input, JobError> {
+    serde_json::from_value(input).map_err(|e| {
+        // serde's message names the field and the expected type, never the value.
+        JobError::new(
+            ErrorCode::JobInputInvalid,
+            format!(
+                "the stored input of job `{}` no longer parses as `{}`: {}",
+                J::DESCRIPTOR.name,
+                J::DESCRIPTOR.input_type,
+                crate::error::redact_serde(&e)
+            ),
+        )
+    })
+}
+
+fn execute<J: Job>(
+    run: Run,
+    input: serde_json::Value,
+) -> BoxFuture<'static, Result<ErasedOutput, JobError>> {
+    Box::pin(async move {
+        let input = parse_input::<J>(input)?;
+        let output = J::run(run, input).await?;
+        Ok(Box::new(output) as ErasedOutput)
+    })
+}
+
+fn on_settled<J: Job>(settled: ErasedSettled) -> BoxFuture<'static, Result<(), JobError>> {
+    let typed = Settled {
+        outcome: settled.outcome,
+        job_id: settled.job_id,
+        run_id: settled.run_id,
+        tenant: settled.tenant,
+        input: parse_input::<J>(settled.input).ok(),
+        result: settled
+            .result
+            .and_then(|r| r.downcast::<J::Output>().ok())
+            .map(|r| *r),
+        error: settled.error,
+        code: settled.code,
+    };
+    J::on_settled(typed)
+}
+
+/// A set of jobs by name, with the duplicate-name rule enforced.
+#[derive(Clone, Default)]
+pub struct Registry {
+    jobs: BTreeMap<&'static str, JobEntry>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.jobs.keys()).finish()
+    }
+}
+
+static GLOBAL: OnceLock<Result<Registry, String>> = OnceLock::new();
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every `#[job]` linked into this binary. Two jobs under one name are `X_JOB_DUPLICATE`.
+    pub fn global() -> Result<&'static Registry, JobError> {
+        GLOBAL
+            .get_or_init(|| {
+                let mut registry = Registry::new();
+                for entry in inventory::iter::<JobEntry> {
+                    registry.add(*entry).map_err(|e| e.message().to_string())?;
+                }
+                Ok(registry)
+            })
+            .as_ref()
+            .map_err(|message| JobError::new(ErrorCode::JobDuplicate, message.clone()))
+    }
+
+    /// Adds job `J`. Adding the same job twice is one registration; another job under the same
+    /// name is `X_JOB_DUPLICATE`.
+    pub fn register<J: Job>(&mut self) -> Result<&mut Self, JobError> {
+        self.add(JobEntry::of::<J>())?;
+        Ok(self)
+    }
+
+    fn add(&mut self, entry: JobEntry) -> Result<(), JobError> {
+        let name = entry.descriptor.name;
+        if let Some(existing) = self.jobs.get(name) {
+            if (existing.type_name)() == (entry.type_name)() {
+                return Ok(());
+            }
+            return Err(JobError::new(
+                ErrorCode::JobDuplicate,
+                format!(
+                    "two jobs are declared under the name `{name}`: `{}` and `{}`",
+                    (existing.type_name)(),
+                    (entry.type_name)()
+                ),
+            )
+            .with_fix("give one of them its own `#[job(name = \"..\")]`"));
+        }
+        self.jobs.insert(name, entry);
+        Ok(())
+    }
+
+    /// The job declared under `name`.
+    pub fn get(&self, name: &str) -> Option<&JobEntry> {
+        self.jobs.get(name)
+    }
+
+    /// Every job, sorted by name (byte order).
+    pub fn entries(&self) -> impl Iterator<Item = &JobEntry> {
+        self.jobs.values()
+    }
+
+    /// How many jobs.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+}

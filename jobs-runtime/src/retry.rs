@@ -1,0 +1,120 @@
+//! Retry delays: the backoff curve, jitter, and the delay an error states.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use crate::error::ErrorClass;
+use crate::job::{Backoff, Jitter, RetryPolicy};
+
+/// The delay before the retry that follows failed attempt `attempt` (counting from 1), before
+/// jitter: `fixed` = delay, `linear` = delay x attempt, `exponential` = delay x 2^(attempt-1),
+/// each capped at `max_delay`.
+///
+/// ```
+/// use jobs::{retry::backoff_delay, RetryPolicy};
+/// use std::time::Duration;
+///
+/// let policy = RetryPolicy { attempts: 5, ..RetryPolicy::DEFAULT };
+/// let delays: Vec<_> = (1..5).map(|a| backoff_delay(&policy, a)).collect();
+/// assert_eq!(delays, [1, 2, 4, 8].map(Duration::from_secs));
+/// ```
+pub fn backoff_delay(policy: &RetryPolicy, attempt: u32) -> Duration {
+    let attempt = attempt.max(1);
+    let raw = match policy.backoff {
+        Backoff::Fixed => policy.delay,
+        Backoff::Linear => policy.delay.saturating_mul(attempt),
+        Backoff::Exponential => {
+            let factor = 2u32.checked_pow(attempt - 1).unwrap_or(u32::MAX);
+            policy.delay.saturating_mul(factor)
+        }
+    };
+    raw.min(policy.max_delay)
+}
+
+/// The un-jittered delays between the attempts of a policy (`attempts - 1` of them).
+pub fn retry_schedule(policy: &RetryPolicy) -> Vec<Duration> {
+    (1..policy.attempts)
+        .map(|a| backoff_delay(policy, a))
+        .collect()
+}
+
+/// Applies jitter: `full` draws from `[0, d]`, `equal` from `[d/2, d]`, `none` keeps `d`.
+pub fn jittered(delay: Duration, jitter: Jitter, rng: &mut impl Rng) -> Duration {
+    match jitter {
+        Jitter::None => delay,
+        Jitter::Full => delay.mul_f64(rng.random::<f64>()),
+        Jitter::Equal => delay / 2 + (delay / 2).mul_f64(rng.random::<f64>()),
+    }
+}
+
+/// The delay before retrying an attempt that failed with `class`: a stated delay (clamped by
+/// `max_delay`, plus up to a tenth of it so a throttled burst does not come back in lockstep,
+/// unless jitter is `none`), or the jittered backoff.
+pub fn retry_delay(policy: &RetryPolicy, attempt: u32, class: ErrorClass) -> Duration {
+    let mut rng = rand::rng();
+    match class {
+        ErrorClass::RetryAfter(stated) => {
+            let base = stated.min(policy.max_delay);
+            match policy.jitter {
+                Jitter::None => base,
+                _ => base + (base / 10).mul_f64(rng.random::<f64>()),
+            }
+        }
+        _ => jittered(backoff_delay(policy, attempt), policy.jitter, &mut rng),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(backoff: Backoff) -> RetryPolicy {
+        RetryPolicy {
+            attempts: 5,
+            backoff,
+            delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(5),
+            jitter: Jitter::None,
+        }
+    }
+
+    #[test]
+    fn curves_match_the_reference_and_cap_at_max_delay() {
+        let secs = |p: RetryPolicy| -> Vec<u64> {
+            retry_schedule(&p).iter().map(|d| d.as_secs()).collect()
+        };
+        assert_eq!(secs(policy(Backoff::Fixed)), [1, 1, 1, 1]);
+        assert_eq!(secs(policy(Backoff::Linear)), [1, 2, 3, 4]);
+        assert_eq!(secs(policy(Backoff::Exponential)), [1, 2, 4, 5]);
+    }
+
+    #[test]
+    fn exponential_never_overflows() {
+        let p = RetryPolicy {
+            attempts: 200,
+            ..RetryPolicy::DEFAULT
+        };
+        assert_eq!(backoff_delay(&p, 150), p.max_delay);
+    }
+
+    #[test]
+    fn jitter_stays_in_its_band() {
+        let mut rng = rand::rng();
+        let d = Duration::from_secs(10);
+        for _ in 0..1000 {
+            let full = jittered(d, Jitter::Full, &mut rng);
+            assert!(full <= d);
+            let equal = jittered(d, Jitter::Equal, &mut rng);
+            assert!(equal >= d / 2 && equal <= d);
+            assert_eq!(jittered(d, Jitter::None, &mut rng), d);
+        }
+    }
+
+    #[test]
+    fn stated_delay_is_clamped_by_max_delay() {
+        let p = policy(Backoff::Fixed);
+        let d = retry_delay(&p, 1, ErrorClass::RetryAfter(Duration::from_secs(3600)));
+        assert_eq!(d, p.max_delay);
+    }
+}

@@ -1,0 +1,215 @@
+//! A test kit for code that declares jobs: a memory driver, a frozen clock and a worker driven
+//! pass by pass, plus a count of how many times each step's closure really ran.
+//!
+//! ```
+//! use jobs::prelude::*;
+//! use jobs::testing::TestKit;
+//! use std::time::Duration;
+//!
+//! #[derive(Serialize, Deserialize, JsonSchema)]
+//! struct Reminder { user: u64 }
+//!
+//! #[job(key = "remind:{user}", tenant = none)]
+//! async fn remind(run: Run, input: Reminder) -> Result<(), JobError> {
+//!     run.step("first", async { Ok::<_, JobError>(()) }).await?;
+//!     run.sleep("3d").await?;
+//!     run.step("second", async { Ok::<_, JobError>(()) }).await?;
+//!     Ok(())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let kit = TestKit::new();
+//! let queued = kit.enqueue::<Remind>(Reminder { user: 7 }).await;
+//! kit.run_until_idle().await;                        // runs `first`, then parks for 3 days
+//! assert_eq!(kit.job(queued.id).await.state, JobState::Suspended);
+//! kit.advance(Duration::from_secs(3 * 86_400));
+//! kit.run_until_idle().await;                        // replays `first`, runs `second`
+//! assert_eq!(kit.job(queued.id).await.state, JobState::Done);
+//! assert_eq!(kit.step_runs(queued.run_id, "first"), 1);
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::client::{Enqueued, Jobs};
+use crate::clock::TestClock;
+use crate::driver::{JobDriver, JobId, JobRecord, MemoryDriver, RunId, StepRecord};
+use crate::job::Job;
+use crate::registry::Registry;
+use crate::run::StepObserver;
+use crate::worker::{JobExecution, Worker, WorkerBuilder};
+
+/// Passes after which the kit gives up on reaching idle (a job that re-queues itself forever).
+const MAX_PASSES: usize = 10_000;
+
+/// A memory driver, a [`TestClock`] and a worker, driven by hand.
+pub struct TestKit {
+    jobs: Jobs,
+    clock: TestClock,
+    driver: Arc<MemoryDriver>,
+    worker: Worker,
+    steps: Arc<StepCounter>,
+}
+
+#[derive(Default)]
+struct StepCounter {
+    runs: Mutex<HashMap<(RunId, String), u32>>,
+}
+
+impl StepObserver for StepCounter {
+    fn step_executed(&self, _job_id: JobId, run_id: RunId, name: &str) {
+        let mut runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        *runs.entry((run_id, name.to_string())).or_insert(0) += 1;
+    }
+}
+
+impl std::fmt::Debug for TestKit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestKit")
+            .field("clock", &self.clock)
+            .field("worker", &self.worker)
+            .finish()
+    }
+}
+
+impl Default for TestKit {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestKit {
+    /// A kit whose worker runs every `#[job]` linked into the test binary.
+    ///
+    /// # Panics
+    /// When the registry is invalid (two jobs under one name).
+    pub fn new() -> Self {
+        Self::with_worker(|w| w)
+    }
+
+    /// A kit whose worker runs exactly the jobs in `registry`.
+    pub fn with_registry(registry: Registry) -> Self {
+        Self::with_worker(|w| w.registry(registry))
+    }
+
+    /// A kit whose worker is configured by `configure` (registry, queues, slots, context...).
+    ///
+    /// # Panics
+    /// When the worker configuration is refused.
+    pub fn with_worker(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Self {
+        let clock = TestClock::new();
+        let driver = Arc::new(MemoryDriver::new());
+        let jobs = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
+        let steps = Arc::new(StepCounter::default());
+        let worker = configure(jobs.worker().observer(steps.clone()))
+            .build()
+            .unwrap_or_else(|e| panic!("the test kit's worker was refused: {e}"));
+        TestKit {
+            jobs,
+            clock,
+            driver,
+            worker,
+            steps,
+        }
+    }
+
+    /// The client (enqueue, publish events, read jobs).
+    pub fn jobs(&self) -> &Jobs {
+        &self.jobs
+    }
+
+    /// The frozen clock.
+    pub fn clock(&self) -> &TestClock {
+        &self.clock
+    }
+
+    /// The memory driver underneath.
+    pub fn driver(&self) -> &MemoryDriver {
+        &self.driver
+    }
+
+    /// The worker.
+    pub fn worker(&self) -> &Worker {
+        &self.worker
+    }
+
+    /// Enqueues job `J`.
+    ///
+    /// # Panics
+    /// When the enqueue is refused.
+    pub async fn enqueue<J: Job>(&self, input: J::Input) -> Enqueued {
+        self.jobs
+            .enqueue::<J>(input)
+            .await
+            .unwrap_or_else(|e| panic!("enqueue of `{}` refused: {e}", J::DESCRIPTOR.name))
+    }
+
+    /// Runs passes until one claims nothing; time does not move.
+    pub async fn run_until_idle(&self) -> Vec<JobExecution> {
+        let mut all = Vec::new();
+        for _ in 0..MAX_PASSES {
+            let pass = self
+                .worker
+                .tick()
+                .await
+                .unwrap_or_else(|e| panic!("a worker pass failed: {e}"));
+            if pass.is_empty() {
+                return all;
+            }
+            all.extend(pass);
+        }
+        panic!("the queue did not go idle within {MAX_PASSES} passes");
+    }
+
+    /// Runs until no job is live, moving the clock to each next due time (retry backoffs,
+    /// sleeps, event-wait polls and timeouts) as it goes.
+    pub async fn run_to_completion(&self) -> Vec<JobExecution> {
+        let mut all = self.run_until_idle().await;
+        for _ in 0..MAX_PASSES {
+            match self.driver.next_due() {
+                Some(at) => self.clock.set(at),
+                None => return all,
+            }
+            all.extend(self.run_until_idle().await);
+        }
+        panic!("jobs were still live after {MAX_PASSES} clock moves");
+    }
+
+    /// Enqueues job `J` and runs to completion; answers the job's final row.
+    pub async fn run<J: Job>(&self, input: J::Input) -> JobRecord {
+        let queued = self.enqueue::<J>(input).await;
+        self.run_to_completion().await;
+        self.job(queued.id).await
+    }
+
+    /// Moves the frozen clock forward.
+    pub fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+
+    /// One job's row.
+    ///
+    /// # Panics
+    /// When there is no such job.
+    pub async fn job(&self, id: JobId) -> JobRecord {
+        self.driver
+            .job_get(id)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("no job with id {id}"))
+    }
+
+    /// A run's step records.
+    pub async fn steps(&self, run_id: RunId) -> Vec<StepRecord> {
+        self.driver.step_list(run_id).await.unwrap_or_default()
+    }
+
+    /// How many times step `name`'s closure really ran in `run_id` (replays are not runs).
+    pub fn step_runs(&self, run_id: RunId, name: &str) -> u32 {
+        let runs = self.steps.runs.lock().unwrap_or_else(|e| e.into_inner());
+        runs.get(&(run_id, name.to_string())).copied().unwrap_or(0)
+    }
+}

@@ -1,0 +1,270 @@
+//! [`WorkerBuilder`]: a worker's queues, slots and timings, checked before it starts.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::{Worker, WorkerCounters, WorkerShared};
+use crate::client::Jobs;
+use crate::error::{ErrorCode, JobError};
+use crate::job::DEFAULT_QUEUE;
+use crate::registry::Registry;
+use crate::run::StepObserver;
+
+/// Slots per queue when none are configured.
+pub const DEFAULT_CONCURRENCY: u32 = 8;
+/// How long a claim stays invisible without a heartbeat.
+pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The wait between passes while there is work.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// The ceiling of the idle wait.
+pub const DEFAULT_IDLE_POLL_MAX: Duration = Duration::from_secs(2);
+/// How long a shutdown lets running jobs finish.
+pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(25);
+
+/// Configures a [`Worker`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// use std::time::Duration;
+/// let jobs = jobs::Jobs::memory();
+/// let worker = jobs
+///     .worker()
+///     .queues(["default", "email"])
+///     .concurrency(8)
+///     .queue_concurrency("email", 2)
+///     .visibility_timeout(Duration::from_secs(60))
+///     .build()
+///     .unwrap();
+/// assert_eq!(worker.queues(), ["default", "email"]);
+/// # }
+/// ```
+pub struct WorkerBuilder {
+    jobs: Jobs,
+    registry: Option<Registry>,
+    queues: Option<Vec<String>>,
+    concurrency: u32,
+    queue_concurrency: BTreeMap<String, u32>,
+    visibility_timeout: Duration,
+    heartbeat_interval: Option<Duration>,
+    poll_interval: Duration,
+    idle_poll_max: Duration,
+    shutdown_deadline: Duration,
+    context: Option<Arc<dyn Any + Send + Sync>>,
+    observer: Option<Arc<dyn StepObserver>>,
+    id: Option<String>,
+}
+
+impl std::fmt::Debug for WorkerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerBuilder")
+            .field("queues", &self.queues)
+            .field("concurrency", &self.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkerBuilder {
+    pub(crate) fn new(jobs: Jobs) -> Self {
+        WorkerBuilder {
+            jobs,
+            registry: None,
+            queues: None,
+            concurrency: DEFAULT_CONCURRENCY,
+            queue_concurrency: BTreeMap::new(),
+            visibility_timeout: DEFAULT_VISIBILITY_TIMEOUT,
+            heartbeat_interval: None,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            idle_poll_max: DEFAULT_IDLE_POLL_MAX,
+            shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
+            context: None,
+            observer: None,
+            id: None,
+        }
+    }
+
+    /// The jobs this worker can run (default: every `#[job]` linked into the binary).
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// The queues to claim from (default: every queue a registered job names, and `default`).
+    pub fn queues<I, S>(mut self, queues: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.queues = Some(queues.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Slots per queue (default 8).
+    pub fn concurrency(mut self, slots: u32) -> Self {
+        self.concurrency = slots;
+        self
+    }
+
+    /// Slots for one queue, overriding [`WorkerBuilder::concurrency`].
+    pub fn queue_concurrency(mut self, queue: impl Into<String>, slots: u32) -> Self {
+        self.queue_concurrency.insert(queue.into(), slots);
+        self
+    }
+
+    /// How long a claim holds without a heartbeat (default 30 s).
+    pub fn visibility_timeout(mut self, timeout: Duration) -> Self {
+        self.visibility_timeout = timeout;
+        self
+    }
+
+    /// How often a running job's claim is renewed (default a third of the visibility timeout).
+    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat_interval = Some(interval);
+        self
+    }
+
+    /// The wait between passes while there is work (default 250 ms).
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// The ceiling of the idle wait (default 2 s).
+    pub fn idle_poll_max(mut self, max: Duration) -> Self {
+        self.idle_poll_max = max;
+        self
+    }
+
+    /// How long a shutdown lets running jobs finish (default 25 s).
+    pub fn shutdown_deadline(mut self, deadline: Duration) -> Self {
+        self.shutdown_deadline = deadline;
+        self
+    }
+
+    /// App state a job reads with `run.context::<T>()`.
+    pub fn context<T: Send + Sync + 'static>(mut self, context: Arc<T>) -> Self {
+        self.context = Some(context);
+        self
+    }
+
+    /// Told about every step closure that runs.
+    pub fn observer(mut self, observer: Arc<dyn StepObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// This worker's id (default a fresh uuid).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Checks the configuration and builds the worker.
+    pub fn build(self) -> Result<Worker, JobError> {
+        let registry = match self.registry {
+            Some(registry) => registry,
+            None => Registry::global()?.clone(),
+        };
+        refuse_unenforceable_concurrency(&registry)?;
+        for (what, value) in [
+            ("visibility_timeout", self.visibility_timeout),
+            ("poll_interval", self.poll_interval),
+            ("idle_poll_max", self.idle_poll_max),
+        ] {
+            if value.is_zero() {
+                return Err(JobError::new(
+                    ErrorCode::Invariant,
+                    format!("the worker's `{what}` is zero"),
+                )
+                .with_fix("give it a positive duration"));
+            }
+        }
+        let heartbeat_interval = self
+            .heartbeat_interval
+            .unwrap_or(self.visibility_timeout / 3);
+        if heartbeat_interval.is_zero() || heartbeat_interval >= self.visibility_timeout {
+            return Err(JobError::new(
+                ErrorCode::Invariant,
+                "the worker's heartbeat interval must be positive and shorter than its visibility timeout",
+            ));
+        }
+        let queues = match self.queues {
+            Some(queues) => queues,
+            None => {
+                let mut queues: Vec<String> = registry
+                    .entries()
+                    .map(|e| e.descriptor().queue.to_string())
+                    .collect();
+                queues.push(DEFAULT_QUEUE.to_string());
+                queues
+            }
+        };
+        let mut queues = queues;
+        queues.sort();
+        queues.dedup();
+        if queues.is_empty() {
+            return Err(JobError::new(
+                ErrorCode::JobClaimQueuesEmpty,
+                "the worker was given no queue",
+            ));
+        }
+        let slots = queues
+            .iter()
+            .map(|q| {
+                let n = self
+                    .queue_concurrency
+                    .get(q)
+                    .copied()
+                    .unwrap_or(self.concurrency);
+                (q.clone(), n)
+            })
+            .collect();
+        let (in_flight_total, _) = watch::channel(0);
+        Ok(Worker {
+            shared: Arc::new(WorkerShared {
+                jobs: self.jobs,
+                registry,
+                id: self.id.unwrap_or_else(|| Uuid::now_v7().to_string()),
+                queues,
+                slots,
+                visibility_timeout: self.visibility_timeout,
+                heartbeat_interval,
+                poll_interval: self.poll_interval,
+                idle_poll_max: self.idle_poll_max,
+                shutdown_deadline: self.shutdown_deadline,
+                context: self.context,
+                observer: self.observer,
+                in_flight: Mutex::new(BTreeMap::new()),
+                in_flight_total,
+                drain: CancellationToken::new(),
+                kick: Notify::new(),
+                stats: WorkerCounters::default(),
+            }),
+        })
+    }
+}
+
+/// A job declaring `concurrency` needs a lease store to hold its fleet-wide slots; no driver
+/// has one yet, so such a worker refuses to start rather than run the job uncapped.
+fn refuse_unenforceable_concurrency(registry: &Registry) -> Result<(), JobError> {
+    let capped: Vec<&str> = registry
+        .entries()
+        .filter(|e| e.descriptor().concurrency.is_some())
+        .map(|e| e.descriptor().name)
+        .collect();
+    if capped.is_empty() {
+        return Ok(());
+    }
+    Err(JobError::new(
+        ErrorCode::JobConcurrencyUnenforceable,
+        format!(
+            "jobs {} declare `concurrency`, and this driver has no lease store to enforce it",
+            capped.join(", ")
+        ),
+    ))
+}
