@@ -37,10 +37,10 @@ pub trait StepObserver: Send + Sync + 'static {
 /// use jobs::prelude::*;
 ///
 /// #[derive(Serialize, Deserialize, JsonSchema)]
-/// struct Charge { order_id: u64 }
+/// struct ChargeOrder { order_id: u64 }
 ///
 /// #[job(key = "charge:{order_id}", tenant = none)]
-/// async fn charge(run: Run, input: Charge) -> Result<String, JobError> {
+/// async fn charge(run: Run, input: ChargeOrder) -> Result<String, JobError> {
 ///     let receipt: String = run
 ///         .step("charge-card", async { Ok::<_, JobError>(format!("rcpt-{}", input.order_id)) })
 ///         .await?;
