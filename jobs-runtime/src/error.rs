@@ -322,6 +322,20 @@ where
     }
 }
 
+// `JobError` is not an `std::error::Error` (so that every error converts into it), but it goes
+// into the boxed errors `main` and libraries return, as anyhow's error does.
+impl From<JobError> for Box<dyn std::error::Error + Send + Sync + 'static> {
+    fn from(error: JobError) -> Self {
+        error.into_std()
+    }
+}
+
+impl From<JobError> for Box<dyn std::error::Error + 'static> {
+    fn from(error: JobError) -> Self {
+        error.into_std()
+    }
+}
+
 /// [`JobError`] as an `std::error::Error`.
 #[derive(Debug)]
 pub struct StdJobError(pub JobError);
@@ -344,9 +358,14 @@ pub(crate) fn redact_serde(error: &serde_json::Error) -> String {
         .find(", expected ")
         .map(|at| &text[at + 2..])
         .unwrap_or("");
-    let kind = ["invalid type", "invalid value", "invalid length", "unknown variant"]
-        .into_iter()
-        .find(|k| text.starts_with(k));
+    let kind = [
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "unknown variant",
+    ]
+    .into_iter()
+    .find(|k| text.starts_with(k));
     match kind {
         Some(kind) if !expected.is_empty() => format!("{kind}, {expected}"),
         Some(kind) => kind.to_string(),
