@@ -54,7 +54,9 @@ mod tests {
         assert_eq!(check(&path, "{\n  \"a\": 1\n}\n"), CheckResult::Fresh);
         assert_eq!(
             check(&path, "{\n  \"a\": 2\n}\n"),
-            CheckResult::Stale { first_difference: 2 }
+            CheckResult::Stale {
+                first_difference: 2
+            }
         );
         assert!(matches!(
             check(&dir.join("missing.json"), "{}"),

@@ -127,7 +127,9 @@ impl Default for TestClock {
 
 impl fmt::Debug for TestClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TestClock").field("now", &self.now()).finish()
+        f.debug_struct("TestClock")
+            .field("now", &self.now())
+            .finish()
     }
 }
 

@@ -60,8 +60,8 @@ pub use client::{EnqueueOptions, Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
 pub use driver::{JobRecord, JobState};
 pub use error::{ErrorClass, ErrorCode, JobError, StdJobError};
 pub use job::{
-    Backoff, Concurrency, Job, JobDescriptor, JobInput, JobReturn, Jitter, RetryPolicy,
-    TenantMode, WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
+    Backoff, Concurrency, Jitter, Job, JobDescriptor, JobInput, JobReturn, RetryPolicy, TenantMode,
+    WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
 };
 pub use manifest::{manifest, Manifest};
 pub use registry::{JobEntry, Registry};
@@ -88,8 +88,7 @@ pub mod __private {
     pub use crate::client::{EnqueueOptions, Enqueued, Jobs};
     pub use crate::error::JobError;
     pub use crate::job::{
-        Backoff, Concurrency, Job, JobDescriptor, JobInput, JobReturn, Jitter, TenantMode,
-        WhenBusy,
+        Backoff, Concurrency, Jitter, Job, JobDescriptor, JobInput, JobReturn, TenantMode, WhenBusy,
     };
     pub use crate::registry::JobEntry;
     pub use crate::run::Run;

@@ -27,7 +27,10 @@ impl Manifest {
     /// The manifest of the jobs in `registry`.
     pub fn of(registry: &Registry) -> Self {
         Manifest {
-            jobs: registry.entries().map(|e| describe(e.descriptor())).collect(),
+            jobs: registry
+                .entries()
+                .map(|e| describe(e.descriptor()))
+                .collect(),
         }
     }
 

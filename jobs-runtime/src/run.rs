@@ -512,21 +512,31 @@ impl Run {
         fill: impl FnOnce(&mut StepRecord),
     ) -> Result<(), JobError> {
         self.refuse_if_cancelled()?;
-        let mut record = self.state().stored.get(name).cloned().unwrap_or(StepRecord {
-            run_id: self.inner.run_id,
-            name: name.to_string(),
-            status: StepStatus::Failed,
-            output: None,
-            error: None,
-            attempts: 0,
-            wake_at: None,
-            wait: None,
-            updated_at: self.now(),
-        });
+        let mut record = self
+            .state()
+            .stored
+            .get(name)
+            .cloned()
+            .unwrap_or(StepRecord {
+                run_id: self.inner.run_id,
+                name: name.to_string(),
+                status: StepStatus::Failed,
+                output: None,
+                error: None,
+                attempts: 0,
+                wake_at: None,
+                wait: None,
+                updated_at: self.now(),
+            });
         record.attempts = attempts;
         record.updated_at = self.now();
         fill(&mut record);
-        if !self.inner.driver.step_put(&record, &self.inner.fence).await? {
+        if !self
+            .inner
+            .driver
+            .step_put(&record, &self.inner.fence)
+            .await?
+        {
             return Err(JobError::new(
                 ErrorCode::JobLeaseLost,
                 format!(
@@ -551,7 +561,10 @@ fn decode_output<T: DeserializeOwned>(
     serde_json::from_value(output.unwrap_or(serde_json::Value::Null)).map_err(|e| {
         JobError::new(
             ErrorCode::StepRecordInvalid,
-            format!("the stored output of step `{name}` no longer parses: {}", crate::error::redact_serde(&e)),
+            format!(
+                "the stored output of step `{name}` no longer parses: {}",
+                crate::error::redact_serde(&e)
+            ),
         )
     })
 }
@@ -565,7 +578,10 @@ fn decode_event<T: DeserializeOwned>(
             serde_json::from_value(p).map_err(|e| {
                 JobError::new(
                     ErrorCode::JobEventInvalid,
-                    format!("event `{event}` does not match the type the wait asks for: {}", crate::error::redact_serde(&e)),
+                    format!(
+                        "event `{event}` does not match the type the wait asks for: {}",
+                        crate::error::redact_serde(&e)
+                    ),
                 )
             })
         })

@@ -405,10 +405,12 @@ impl JobDriver for MemoryDriver {
         let mut by_queue: BTreeMap<&str, QueueStats> = BTreeMap::new();
         for job in state.jobs.values() {
             let r = &job.record;
-            let stats = by_queue.entry(r.queue.as_str()).or_insert_with(|| QueueStats {
-                queue: r.queue.clone(),
-                ..QueueStats::default()
-            });
+            let stats = by_queue
+                .entry(r.queue.as_str())
+                .or_insert_with(|| QueueStats {
+                    queue: r.queue.clone(),
+                    ..QueueStats::default()
+                });
             match r.state {
                 JobState::Ready | JobState::Delayed if r.run_at > now => stats.delayed += 1,
                 JobState::Ready | JobState::Delayed => {
@@ -492,8 +494,8 @@ impl JobDriver for MemoryDriver {
         Ok(event.id)
     }
 
-    async fn event_mark(&self) -> Result<i64, JobError> {
-        Ok(self.lock().event_seq)
+    async fn event_mark(&self) -> Result<String, JobError> {
+        Ok(self.lock().event_seq.to_string())
     }
 
     async fn event_find(
@@ -502,11 +504,13 @@ impl JobDriver for MemoryDriver {
         key: &str,
         since: &EventSince,
     ) -> Result<Option<JobEvent>, JobError> {
+        // A mark this driver did not write matches every stored event of the name and key.
+        let mark: i64 = since.mark.parse().unwrap_or(0);
         Ok(self
             .lock()
             .events
             .iter()
-            .find(|e| e.mark > since.mark && e.event.name == name && e.event.key == key)
+            .find(|e| e.mark > mark && e.event.name == name && e.event.key == key)
             .map(|e| e.event.clone()))
     }
 }

@@ -83,7 +83,7 @@ pub trait JobDriver: Send + Sync + 'static {
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError>;
 
     /// The mark a new wait records: events stored after it belong to the wait.
-    async fn event_mark(&self) -> Result<i64, JobError>;
+    async fn event_mark(&self) -> Result<String, JobError>;
 
     /// The first event named `name` under `key` stored after `since`.
     async fn event_find(

@@ -502,6 +502,7 @@ pub struct JobEvent {
 pub struct EventSince {
     /// When the wait began.
     pub at: Timestamp,
-    /// The driver's event mark when the wait began.
-    pub mark: i64,
+    /// The driver's mark when the wait began: which events the wait could already see (a
+    /// sequence number in memory, a transaction snapshot in Postgres).
+    pub mark: String,
 }

@@ -9,9 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::settle::{self, Verdict};
 use super::WorkerShared;
 use crate::clock::{add, Timestamp};
-use crate::driver::{
-    ClaimedJob, HeartbeatParams, JobId, NackParams, NackTarget, RunId, StepFence,
-};
+use crate::driver::{ClaimedJob, HeartbeatParams, JobId, NackParams, NackTarget, RunId, StepFence};
 use crate::error::{ErrorCode, JobError};
 use crate::run::{Run, RunSeed};
 

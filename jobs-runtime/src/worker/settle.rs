@@ -35,7 +35,9 @@ pub(crate) async fn settle(
         run_at,
         counts_as_attempt,
         error: error.map(JobError::summary),
-        error_code: error.and_then(JobError::code).map(|c| c.as_str().to_string()),
+        error_code: error
+            .and_then(JobError::code)
+            .map(|c| c.as_str().to_string()),
         now,
     };
 
@@ -52,7 +54,11 @@ pub(crate) async fn settle(
                 })
                 .await;
             let execution = JobExecution::new(job, ExecutionOutcome::Completed);
-            (landed, execution, Some((Outcome::Completed, Some(output), None)))
+            (
+                landed,
+                execution,
+                Some((Outcome::Completed, Some(output), None)),
+            )
         }
         Verdict::Suspended(until) => {
             let landed = driver
@@ -88,7 +94,11 @@ pub(crate) async fn settle(
                         ExecutionOutcome::DeadLettered,
                     )
                 } else {
-                    (NackTarget::Fail, Outcome::Dropped, ExecutionOutcome::Dropped)
+                    (
+                        NackTarget::Fail,
+                        Outcome::Dropped,
+                        ExecutionOutcome::Dropped,
+                    )
                 };
                 let stop = if terminal {
                     "not retried: this error is classified terminal"
@@ -110,7 +120,11 @@ pub(crate) async fn settle(
                 let landed = driver.job_nack(&params).await;
                 execution.outcome = execution_outcome;
                 execution.error = Some(summary.clone());
-                (landed, execution, Some((outcome, None, Some((summary, error.code())))))
+                (
+                    landed,
+                    execution,
+                    Some((outcome, None, Some((summary, error.code())))),
+                )
             } else {
                 let delay = retry_delay(&descriptor.retry, job.attempt, error.class());
                 let run_at = add(now, delay);
