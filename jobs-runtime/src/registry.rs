@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use futures::future::BoxFuture;
+use serde::Deserialize;
 
 use crate::driver::{JobId, RunId};
 use crate::error::{ErrorCode, JobError};
@@ -22,6 +23,7 @@ pub struct JobEntry {
     descriptor: JobDescriptor,
     type_name: fn() -> &'static str,
     execute: fn(Run, serde_json::Value) -> BoxFuture<'static, Result<ErasedOutput, JobError>>,
+    tenant: fn(&serde_json::Value) -> Option<Option<String>>,
     on_settled: fn(ErasedSettled) -> BoxFuture<'static, Result<(), JobError>>,
 }
 
@@ -55,6 +57,7 @@ impl JobEntry {
             descriptor: J::DESCRIPTOR,
             type_name: std::any::type_name::<J>,
             execute: execute::<J>,
+            tenant: tenant::<J>,
             on_settled: on_settled::<J>,
         }
     }
@@ -72,6 +75,17 @@ impl JobEntry {
         input: serde_json::Value,
     ) -> BoxFuture<'static, Result<ErasedOutput, JobError>> {
         (self.execute)(run, input)
+    }
+
+    /// The run's tenant: the declaration's `tenant` over the stored input. The row's own
+    /// `tenant_id` is the enqueuer's bucket (an enqueue may override it), never the run's
+    /// authority; it is used only when the payload no longer parses.
+    pub(crate) fn run_tenant(
+        &self,
+        input: &serde_json::Value,
+        row_tenant: Option<&String>,
+    ) -> Option<String> {
+        (self.tenant)(input).unwrap_or_else(|| row_tenant.cloned())
     }
 
     pub(crate) fn on_settled(
@@ -106,6 +120,10 @@ fn execute<J: Job>(
         let output = J::run(run, input).await?;
         Ok(Box::new(output) as ErasedOutput)
     })
+}
+
+fn tenant<J: Job>(input: &serde_json::Value) -> Option<Option<String>> {
+    J::Input::deserialize(input).ok().map(|input| J::tenant(&input))
 }
 
 fn on_settled<J: Job>(settled: ErasedSettled) -> BoxFuture<'static, Result<(), JobError>> {

@@ -93,7 +93,7 @@ pub(crate) async fn execute(shared: &WorkerShared, job: ClaimedJob) -> JobExecut
         run_id: job.run_id,
         attempt: job.attempt,
         max_attempts: job.max_attempts,
-        tenant: job.tenant_id.clone(),
+        tenant: entry.run_tenant(&job.input, job.tenant_id.as_ref()),
         descriptor,
         driver: shared.jobs.driver().clone(),
         clock: shared.jobs.clock().clone(),

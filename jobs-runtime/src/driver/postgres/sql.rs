@@ -1,0 +1,113 @@
+//! The named statements of the Postgres driver, one `.sql` file each beside this module, so an
+//! operator can read and run the exact statement. Each is rendered once per driver for its
+//! schema; every value is a bound parameter.
+
+use crate::error::{ErrorCode, JobError};
+
+/// The job columns every read returns (never `*`).
+const JOB_COLUMNS: &[&str] = &[
+    "id",
+    "run_id",
+    "name",
+    "queue",
+    "input",
+    "idempotency_key",
+    "tenant_id",
+    "state",
+    "attempt",
+    "max_attempts",
+    "run_at",
+    "created_at",
+    "updated_at",
+    "last_error",
+    "last_error_code",
+    "claimed_by",
+    "claims",
+    "visible_at",
+    "progress",
+];
+
+macro_rules! statements {
+    ($($name:ident),* $(,)?) => {
+        /// Every statement, rendered for one schema.
+        #[derive(Debug)]
+        pub(crate) struct Statements {
+            $(pub $name: String,)*
+        }
+
+        impl Statements {
+            pub(crate) fn new(schema: &str) -> Self {
+                Statements {
+                    $($name: render(include_str!(concat!("sql/", stringify!($name), ".sql")), schema),)*
+                }
+            }
+        }
+    };
+}
+
+statements!(
+    job_enqueue,
+    job_claim,
+    job_ack,
+    job_nack,
+    job_heartbeat,
+    job_progress,
+    job_get,
+    job_cancel,
+    queue_stats,
+    step_list,
+    step_put,
+    event_publish,
+    event_mark,
+    event_find,
+);
+
+/// Fills the `{schema}` and column-list placeholders.
+pub(crate) fn render(template: &str, schema: &str) -> String {
+    let prefixed: Vec<String> = JOB_COLUMNS.iter().map(|c| format!("j.{c}")).collect();
+    template
+        .replace("{schema}", schema)
+        .replace("{job_columns}", &JOB_COLUMNS.join(", "))
+        .replace("{j_job_columns}", &prefixed.join(", "))
+}
+
+/// A schema name the driver can splice into its statements: a plain lower-case identifier.
+pub(crate) fn check_schema(schema: &str) -> Result<(), JobError> {
+    let valid = !schema.is_empty()
+        && schema.len() <= 63
+        && schema.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && schema
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(JobError::new(
+            ErrorCode::Invariant,
+            format!("`{schema}` is not a schema name the driver accepts"),
+        )
+        .with_fix("use lower-case letters, digits and underscores, starting with a letter (at most 63)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_statement_is_rendered_for_its_schema() {
+        let s = Statements::new("tenant_a");
+        for text in [&s.job_enqueue, &s.job_claim, &s.step_put, &s.event_find] {
+            assert!(!text.contains('{') || text.contains("'{"), "{text}");
+            assert!(text.contains("tenant_a."));
+        }
+    }
+
+    #[test]
+    fn schema_names_are_checked() {
+        assert!(check_schema("jobs_1").is_ok());
+        for bad in ["", "Jobs", "1jobs", "a;drop", "a b", "\"x\""] {
+            assert!(check_schema(bad).is_err(), "{bad}");
+        }
+    }
+}

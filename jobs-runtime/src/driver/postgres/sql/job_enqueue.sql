@@ -1,0 +1,34 @@
+-- job_enqueue: inserts the job unless a live row holds its (name, tenant, key) or its id already
+-- names a row; then answers the row that holds the job, with deduped = true when it is not new.
+-- "on conflict do nothing" without a target covers both the primary key and the partial unique
+-- index x_jobs_name_tenant_idempotency_live_idx, whose expression the lookup below spells.
+-- When the conflicting row committed after this statement began, neither arm sees it and the
+-- statement answers nothing: the caller runs it once more (an enqueue runs at most twice).
+with inserted as (
+    insert into {schema}.x_jobs (
+        id, run_id, name, queue, input, idempotency_key, tenant_id, state,
+        max_attempts, run_at, created_at, updated_at
+    )
+    values (
+        $1, $2, $3, $4, $5, $6, $7,
+        case when $9 <= $10 then 'ready' else 'delayed' end,
+        $8, $9, $10, $10
+    )
+    on conflict do nothing
+    returning id, run_id
+)
+select id, run_id, false as deduped from inserted
+union all
+(
+    select j.id, j.run_id, true as deduped
+    from {schema}.x_jobs j
+    where not exists (select 1 from inserted)
+      and (
+            (j.name = $3
+             and coalesce(j.tenant_id, '') = coalesce($7, '')
+             and j.idempotency_key = $6
+             and j.state in ('ready', 'delayed', 'running', 'suspended'))
+         or j.id = $1
+      )
+    limit 1
+)
