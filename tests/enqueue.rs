@@ -1,11 +1,15 @@
 //! Typed enqueue: ids, live-key dedupe, the key namespace, and the per-call options.
 
+mod common;
+
 use std::sync::Mutex;
 use std::time::Duration;
 
 use jobs::prelude::*;
 use jobs::testing::TestKit;
 use jobs::ExecutionOutcome;
+
+use common::elapsed;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 struct PingInput {
@@ -334,9 +338,4 @@ async fn an_empty_derived_key_is_refused() {
         .unwrap();
     assert_eq!(kit.job(fine.id).await.idempotency_key, "k-1");
     assert_eq!(kit.job(fine.id).await.tenant_id, None);
-}
-
-/// `to - from`, as a std duration (panics when negative).
-fn elapsed(from: jobs::clock::Timestamp, to: jobs::clock::Timestamp) -> Duration {
-    (to - from).to_std().expect("not negative")
 }
