@@ -10,9 +10,13 @@
 //! lands nowhere and the method answers `false`.
 
 mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod records;
 
 pub use memory::MemoryDriver;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresDriver;
 pub use records::*;
 
 use async_trait::async_trait;

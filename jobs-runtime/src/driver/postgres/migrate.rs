@@ -1,0 +1,78 @@
+//! The embedded migrations (`migrations/NNNN_*.sql` at the workspace root), applied in order,
+//! once each, under an advisory lock so concurrent starters take turns.
+
+use sqlx::PgPool;
+
+use super::classify::classify;
+use super::sql::{render, safe};
+use crate::error::JobError;
+
+/// One embedded migration.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// Its number.
+    pub version: i32,
+    /// Its file name.
+    pub name: &'static str,
+    sql: &'static str,
+}
+
+/// Every migration this build knows, oldest first.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "0001_jobs.sql",
+    sql: include_str!("../../../../migrations/0001_jobs.sql"),
+}];
+
+/// Creates the schema and applies every migration not yet applied there. Idempotent; safe to
+/// run from several processes at once. Answers the versions it applied.
+pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, JobError> {
+    let mut tx = pool.begin().await.map_err(|e| classify("migrate", e))?;
+    sqlx::query("select pg_advisory_xact_lock(hashtext($1))")
+        .bind(format!("jobs.migrate:{schema}"))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| classify("migrate lock", e))?;
+    let bootstrap = render(
+        "create schema if not exists {schema};
+         create table if not exists {schema}.x_jobs_migrations (
+             version    integer     primary key,
+             name       text        not null,
+             applied_at timestamptz not null default now()
+         );",
+        schema,
+    );
+    sqlx::raw_sql(safe(bootstrap))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| classify("migrate bootstrap", e))?;
+    let applied: Vec<i32> = sqlx::query_scalar(safe(render(
+        "select version from {schema}.x_jobs_migrations",
+        schema,
+    )))
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| classify("migrate read", e))?;
+    let mut done = Vec::new();
+    for migration in MIGRATIONS {
+        if applied.contains(&migration.version) {
+            continue;
+        }
+        sqlx::raw_sql(safe(render(migration.sql, schema)))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| classify("migrate apply", e))?;
+        sqlx::query(safe(render(
+            "insert into {schema}.x_jobs_migrations (version, name) values ($1, $2)",
+            schema,
+        )))
+        .bind(migration.version)
+        .bind(migration.name)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| classify("migrate record", e))?;
+        done.push(migration.version);
+    }
+    tx.commit().await.map_err(|e| classify("migrate commit", e))?;
+    Ok(done)
+}

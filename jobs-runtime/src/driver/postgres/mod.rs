@@ -1,0 +1,425 @@
+//! The Postgres driver: the engine a fleet of workers shares.
+//!
+//! Every port method is a short adapter: bind the params, run the named statement from
+//! `sql/`, classify the error, decode the row. Statements run on a pool or, for
+//! [`PostgresDriver::enqueue_in`], on the caller's own transaction: the job then exists if and
+//! only if that transaction commits.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), jobs::JobError> {
+//! use jobs::{driver::PostgresDriver, Jobs};
+//!
+//! let driver = PostgresDriver::connect("postgres://postgres@127.0.0.1/app").await?;
+//! driver.migrate().await?;
+//! let jobs = Jobs::new(driver);
+//! # Ok(()) }
+//! ```
+
+mod classify;
+mod migrate;
+mod rows;
+mod sql;
+
+pub use migrate::{Migration, MIGRATIONS};
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
+use sqlx::Row;
+
+use self::classify::classify;
+use self::sql::Statements;
+use super::records::*;
+use super::JobDriver;
+use crate::clock::{add, Timestamp};
+use crate::error::{ErrorCode, JobError};
+
+/// The schema the driver uses unless told otherwise.
+pub const DEFAULT_SCHEMA: &str = "public";
+
+/// The Postgres [`JobDriver`].
+#[derive(Debug, Clone)]
+pub struct PostgresDriver {
+    pool: PgPool,
+    schema: Arc<str>,
+    sql: Arc<Statements>,
+}
+
+impl PostgresDriver {
+    /// Connects a pool to `url` and uses the `public` schema.
+    pub async fn connect(url: &str) -> Result<Self, JobError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(10)
+            .connect(url)
+            .await
+            .map_err(|e| classify("connect", e))?;
+        Self::new(pool, DEFAULT_SCHEMA)
+    }
+
+    /// A driver over an existing pool, keeping its tables in `schema` (a plain lower-case
+    /// identifier; `X_INVARIANT` otherwise).
+    pub fn new(pool: PgPool, schema: &str) -> Result<Self, JobError> {
+        sql::check_schema(schema)?;
+        Ok(PostgresDriver {
+            pool,
+            sql: Arc::new(Statements::new(schema)),
+            schema: schema.into(),
+        })
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Creates the schema and applies the embedded migrations not yet applied. Idempotent, and
+    /// safe to run from several processes at once. Answers the versions it applied.
+    pub async fn migrate(&self) -> Result<Vec<i32>, JobError> {
+        migrate::migrate(&self.pool, &self.schema).await
+    }
+
+    /// Enqueues on the caller's connection or transaction: the job exists if and only if that
+    /// transaction commits (the transactional outbox).
+    pub async fn enqueue_in(
+        &self,
+        conn: &mut PgConnection,
+        request: &EnqueueRequest,
+    ) -> Result<EnqueueResult, JobError> {
+        self.enqueue_on(conn, request).await
+    }
+
+    async fn enqueue_on(
+        &self,
+        conn: &mut PgConnection,
+        request: &EnqueueRequest,
+    ) -> Result<EnqueueResult, JobError> {
+        // A key whose holder committed after the statement began is seen by neither arm of the
+        // statement; the second run sees it. Two runs at most.
+        for _ in 0..2 {
+            let row = sqlx::query(self.sql.job_enqueue.clone())
+                .bind(request.id)
+                .bind(request.run_id)
+                .bind(&request.name)
+                .bind(&request.queue)
+                .bind(&request.input)
+                .bind(&request.idempotency_key)
+                .bind(&request.tenant_id)
+                .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
+                .bind(request.run_at)
+                .bind(request.now)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(|e| classify("job_enqueue", e))?;
+            if let Some(row) = row {
+                let result = EnqueueResult {
+                    id: row.try_get("id").map_err(|e| classify("job_enqueue", e))?,
+                    run_id: row.try_get("run_id").map_err(|e| classify("job_enqueue", e))?,
+                    deduped: row
+                        .try_get("deduped")
+                        .map_err(|e| classify("job_enqueue", e))?,
+                };
+                if result.deduped && request.on_conflict == ConflictPolicy::Error {
+                    return Err(JobError::new(
+                        ErrorCode::JobDuplicate,
+                        format!(
+                            "job `{}` {} already holds this idempotency key",
+                            request.name, result.id
+                        ),
+                    ));
+                }
+                return Ok(result);
+            }
+        }
+        Err(JobError::new(
+            ErrorCode::Driver,
+            format!(
+                "enqueue of `{}` met a key that moved twice under it; retry",
+                request.name
+            ),
+        ))
+    }
+
+    async fn execute_fenced(
+        &self,
+        operation: &'static str,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> Result<bool, JobError> {
+        let done = query
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify(operation, e))?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+fn claim_slots(limit: u32) -> i32 {
+    i32::try_from(limit).unwrap_or(i32::MAX)
+}
+
+#[async_trait]
+impl JobDriver for PostgresDriver {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| classify("job_enqueue", e))?;
+        self.enqueue_on(&mut conn, request).await
+    }
+
+    async fn job_enqueue_many(
+        &self,
+        requests: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        // One transaction: all of them or none.
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| classify("job_enqueue_many", e))?;
+        let mut out = Vec::with_capacity(requests.len());
+        for request in requests {
+            out.push(self.enqueue_on(&mut tx, request).await?);
+        }
+        tx.commit()
+            .await
+            .map_err(|e| classify("job_enqueue_many", e))?;
+        Ok(out)
+    }
+
+    async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError> {
+        if params.demand.is_empty() {
+            return Err(JobError::new(
+                ErrorCode::JobClaimQueuesEmpty,
+                "a claim named no queue",
+            ));
+        }
+        let queues: Vec<&str> = params.demand.iter().map(|d| d.queue.as_str()).collect();
+        let slots: Vec<i32> = params.demand.iter().map(|d| claim_slots(d.limit)).collect();
+        let visible_at = add(params.now, params.visibility_timeout);
+        let rows = sqlx::query(self.sql.job_claim.clone())
+            .bind(&queues)
+            .bind(&slots)
+            .bind(&params.worker_id)
+            .bind(params.now)
+            .bind(visible_at)
+            .bind(&params.drop_exhausted)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("job_claim", e))?;
+        let mut result = ClaimResult::default();
+        for row in &rows {
+            let buried: bool = row.try_get("buried").map_err(|e| classify("job_claim", e))?;
+            let record = rows::job_record(row)?;
+            if buried {
+                result.exhausted.push(record);
+                continue;
+            }
+            result.jobs.push(ClaimedJob {
+                id: record.id,
+                run_id: record.run_id,
+                name: record.name,
+                queue: record.queue,
+                input: record.input,
+                attempt: record.attempt,
+                max_attempts: record.max_attempts,
+                tenant_id: record.tenant_id,
+                by: ClaimIdentity {
+                    worker_id: params.worker_id.clone(),
+                    claim: record.claims,
+                },
+                visible_at,
+            });
+        }
+        // The statement's order is not the claim order once the queues are merged.
+        result.jobs.sort_by_key(|j| j.id);
+        Ok(result)
+    }
+
+    async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError> {
+        let query = sqlx::query(self.sql.job_ack.clone())
+            .bind(params.job_id)
+            .bind(&params.by.worker_id)
+            .bind(params.by.claim)
+            .bind(params.now);
+        self.execute_fenced("job_ack", query).await
+    }
+
+    async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError> {
+        let query = sqlx::query(self.sql.job_nack.clone())
+            .bind(params.job_id)
+            .bind(&params.by.worker_id)
+            .bind(params.by.claim)
+            .bind(params.target.state().as_str())
+            .bind(params.counts_as_attempt)
+            .bind(params.run_at)
+            .bind(&params.error)
+            .bind(&params.error_code)
+            .bind(params.now);
+        self.execute_fenced("job_nack", query).await
+    }
+
+    async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {
+        let query = sqlx::query(self.sql.job_heartbeat.clone())
+            .bind(params.job_id)
+            .bind(&params.by.worker_id)
+            .bind(params.by.claim)
+            .bind(add(params.now, params.visibility_timeout))
+            .bind(params.now);
+        self.execute_fenced("job_heartbeat", query).await
+    }
+
+    async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError> {
+        let progress = serde_json::to_value(&params.progress).unwrap_or_default();
+        let query = sqlx::query(self.sql.job_progress.clone())
+            .bind(params.job_id)
+            .bind(&params.by.worker_id)
+            .bind(params.by.claim)
+            .bind(progress)
+            .bind(params.now);
+        self.execute_fenced("job_progress", query).await
+    }
+
+    async fn job_get(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
+        let row = sqlx::query(self.sql.job_get.clone())
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| classify("job_get", e))?;
+        row.as_ref().map(rows::job_record).transpose()
+    }
+
+    async fn job_cancel(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
+        let row = sqlx::query(self.sql.job_cancel.clone())
+            .bind(id)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| classify("job_cancel", e))?;
+        if let Some(row) = row {
+            return rows::job_record(&row);
+        }
+        let message = match self.job_get(id).await? {
+            Some(job) => format!("job {id} is {}, not live", job.state),
+            None => format!("no job with id {id}"),
+        };
+        Err(JobError::new(ErrorCode::JobNotCancellable, message))
+    }
+
+    async fn queue_stats(&self, now: Timestamp) -> Result<Vec<QueueStats>, JobError> {
+        let rows = sqlx::query(self.sql.queue_stats.clone())
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("queue_stats", e))?;
+        let mut by_queue: std::collections::BTreeMap<String, QueueStats> = Default::default();
+        for row in &rows {
+            let get = |e| classify("queue_stats", e);
+            let queue: String = row.try_get("queue").map_err(get)?;
+            let state: String = row.try_get("state").map_err(get)?;
+            let not_due: bool = row.try_get("not_due").map_err(get)?;
+            let n = u64::try_from(row.try_get::<i64, _>("n").map_err(get)?).unwrap_or(0);
+            let oldest: Option<Timestamp> = row.try_get("oldest_run_at").map_err(get)?;
+            let stats = by_queue.entry(queue.clone()).or_insert_with(|| QueueStats {
+                queue,
+                ..QueueStats::default()
+            });
+            match JobState::parse(&state)? {
+                JobState::Ready | JobState::Delayed if not_due => stats.delayed += n,
+                JobState::Ready | JobState::Delayed => {
+                    stats.ready += n;
+                    if let Some(oldest) = oldest {
+                        let age = (now - oldest).num_milliseconds().max(0) as u64;
+                        stats.oldest_ready_ms = Some(stats.oldest_ready_ms.unwrap_or(0).max(age));
+                    }
+                }
+                JobState::Running => stats.running += n,
+                JobState::Suspended => stats.suspended += n,
+                JobState::Done => stats.done += n,
+                JobState::Failed => stats.failed += n,
+                JobState::Dead => stats.dead += n,
+                JobState::Cancelled => stats.cancelled += n,
+            }
+        }
+        Ok(by_queue.into_values().collect())
+    }
+
+    async fn step_list(&self, run_id: RunId) -> Result<Vec<StepRecord>, JobError> {
+        let rows = sqlx::query(self.sql.step_list.clone())
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("step_list", e))?;
+        rows.iter().map(rows::step_record).collect()
+    }
+
+    async fn step_put(&self, record: &StepRecord, fence: &StepFence) -> Result<bool, JobError> {
+        let wait = record
+            .wait
+            .as_ref()
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|_| JobError::new(ErrorCode::StepRecordInvalid, "a wait did not serialize"))?;
+        let query = sqlx::query(self.sql.step_put.clone())
+            .bind(record.run_id)
+            .bind(&record.name)
+            .bind(record.status.as_str())
+            .bind(&record.output)
+            .bind(&record.error)
+            .bind(i32::try_from(record.attempts).unwrap_or(i32::MAX))
+            .bind(record.wake_at)
+            .bind(wait)
+            .bind(record.updated_at)
+            .bind(fence.job_id)
+            .bind(&fence.by.worker_id)
+            .bind(fence.by.claim);
+        self.execute_fenced("step_put", query).await
+    }
+
+    async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
+        let row = sqlx::query(self.sql.event_publish.clone())
+            .bind(event.id)
+            .bind(&event.name)
+            .bind(&event.key)
+            .bind(&event.payload)
+            .bind(event.now)
+            .bind(add(event.now, event.ttl))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| classify("event_publish", e))?;
+        row.try_get("id").map_err(|e| classify("event_publish", e))
+    }
+
+    async fn event_mark(&self) -> Result<String, JobError> {
+        sqlx::query_scalar(self.sql.event_mark.clone())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| classify("event_mark", e))
+    }
+
+    async fn event_find(
+        &self,
+        name: &str,
+        key: &str,
+        since: &EventSince,
+    ) -> Result<Option<JobEvent>, JobError> {
+        let row = sqlx::query(self.sql.event_find.clone())
+            .bind(name)
+            .bind(key)
+            .bind(&since.mark)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| classify("event_find", e))?;
+        row.as_ref().map(rows::job_event).transpose()
+    }
+}
