@@ -13,6 +13,7 @@ use proc_macro::TokenStream;
 
 mod args;
 mod check;
+mod errors;
 mod expand;
 mod model;
 mod value;

@@ -5,13 +5,13 @@
 //! left out, so one bad argument never hides another. Rules that need more than one argument,
 //! or the fn itself, are in `crate::check`.
 
-use darling::error::Accumulator;
 use heck::ToUpperCamelCase;
 use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path, ReturnType, Type};
 
 use crate::args::job::{ConcurrencyArgs, JobArgs, KeyedConcurrencyArgs, RetryArgs};
+use crate::errors::Errors;
 use crate::value::backoff::Backoff;
 use crate::value::count;
 use crate::value::duration::{self, DurationValue};
@@ -91,7 +91,7 @@ pub enum Concurrency {
 
 impl<'a> JobDecl<'a> {
     /// Builds the model of `item` under `args`, recording every value that does not parse.
-    pub fn from_ast(errs: &mut Accumulator, item: &'a ItemFn, args: Option<&'a JobArgs>) -> Self {
+    pub fn from_ast(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a JobArgs>) -> Self {
         let fn_name = item.sig.ident.unraw().to_string();
         let mut decl = JobDecl {
             item,
@@ -115,68 +115,61 @@ impl<'a> JobDecl<'a> {
         };
 
         if let Some(raw) = &args.name {
-            if let Some(name) = ok(errs, text::non_blank(&raw.0, "name")) {
+            if let Some(name) = errs.handle(text::non_blank(&raw.0, "name")) {
                 decl.name = name.value();
             }
         }
         if let Some(raw) = &args.queue {
-            decl.queue = ok(errs, text::non_blank(&raw.0, "queue")).map(|lit| lit.value());
+            decl.queue = errs
+                .handle(text::non_blank(&raw.0, "queue"))
+                .map(|lit| lit.value());
         }
         if let Some(raw) = &args.key {
-            decl.key = ok(errs, KeySource::parse(&raw.0, "key"));
+            decl.key = errs.handle(KeySource::parse(&raw.0, "key"));
         }
         if let Some(raw) = &args.tenant {
-            decl.tenant = ok(errs, Tenant::parse(&raw.0));
+            decl.tenant = errs.handle(Tenant::parse(&raw.0));
         }
         if let Some(retry) = &args.retry {
             decl.retry = Retry::from_args(retry, errs);
         }
         if let Some(raw) = &args.dead_letter {
-            decl.dead_letter = ok(errs, text::flag(&raw.0, "dead_letter"));
+            decl.dead_letter = errs.handle(text::flag(&raw.0, "dead_letter"));
         }
         if let Some(raw) = &args.timeout {
-            decl.timeout = ok(
-                errs,
-                duration::parse(
-                    &raw.0,
-                    "timeout",
-                    "leave `timeout` out for no ceiling on an attempt",
-                ),
-            );
+            decl.timeout = errs.handle(duration::parse(
+                &raw.0,
+                "timeout",
+                "leave `timeout` out for no ceiling on an attempt",
+            ));
         }
         if let Some(raw) = &args.step_timeout {
-            decl.step_timeout = ok(
-                errs,
-                duration::parse(
-                    &raw.0,
-                    "step_timeout",
-                    "leave `step_timeout` out for no ceiling on a step",
-                ),
-            );
+            decl.step_timeout = errs.handle(duration::parse(
+                &raw.0,
+                "step_timeout",
+                "leave `step_timeout` out for no ceiling on a step",
+            ));
         }
         if let Some(raw) = &args.event_poll {
-            decl.event_poll = ok(
-                errs,
-                duration::parse(
-                    &raw.0,
-                    "event_poll",
-                    "leave `event_poll` out to poll every 30s",
-                ),
-            );
+            decl.event_poll = errs.handle(duration::parse(
+                &raw.0,
+                "event_poll",
+                "leave `event_poll` out to poll every 30s",
+            ));
         }
         if let Some(concurrency) = &args.concurrency {
             decl.concurrency = Concurrency::from_args(concurrency, errs);
         }
         if let Some(raw) = &args.on_settled {
-            decl.on_settled = ok(errs, text::fn_path(&raw.0, "on_settled"));
+            decl.on_settled = errs.handle(text::fn_path(&raw.0, "on_settled"));
         }
         if let Some(raw) = &args.handle {
-            if let Some(handle) = ok(errs, text::ident(&raw.0, "handle")) {
+            if let Some(handle) = errs.handle(text::ident(&raw.0, "handle")) {
                 decl.handle = handle;
             }
         }
         if let Some(raw) = &args.crate_path {
-            if let Some(path) = ok(errs, text::crate_path(&raw.0)) {
+            if let Some(path) = errs.handle(text::crate_path(&raw.0)) {
                 decl.crate_path = path;
             }
         }
@@ -216,104 +209,85 @@ impl<'a> JobDecl<'a> {
 }
 
 impl Retry {
-    fn from_args(args: &RetryArgs, errs: &mut Accumulator) -> Self {
+    fn from_args(args: &RetryArgs, errs: &mut Errors) -> Self {
         let mut retry = Retry::default();
         if let Some(raw) = &args.attempts {
-            retry.attempts = ok(
-                errs,
-                count::positive(
-                    &raw.0,
-                    "attempts",
-                    "0 attempts means the job never runs; use `attempts = 1` for no retries",
-                ),
-            );
+            retry.attempts = errs.handle(count::positive(
+                &raw.0,
+                "attempts",
+                "0 attempts means the job never runs; use `attempts = 1` for no retries",
+            ));
         }
         if let Some(raw) = &args.backoff {
-            retry.backoff = ok(errs, Backoff::parse(&raw.0));
+            retry.backoff = errs.handle(Backoff::parse(&raw.0));
         }
         if let Some(raw) = &args.delay {
-            retry.delay = ok(
-                errs,
-                duration::parse(
-                    &raw.0,
-                    "delay",
-                    "use `backoff = fixed` for evenly spaced retries",
-                ),
-            );
+            retry.delay = errs.handle(duration::parse(
+                &raw.0,
+                "delay",
+                "use `backoff = fixed` for evenly spaced retries",
+            ));
         }
         if let Some(raw) = &args.max_delay {
-            retry.max_delay = ok(
-                errs,
-                duration::parse(
-                    &raw.0,
-                    "max_delay",
-                    "leave `max_delay` out for the 1h default",
-                ),
-            );
+            retry.max_delay = errs.handle(duration::parse(
+                &raw.0,
+                "max_delay",
+                "leave `max_delay` out for the 1h default",
+            ));
         }
         if let Some(raw) = &args.jitter {
-            retry.jitter = ok(errs, Jitter::parse(&raw.0));
+            retry.jitter = errs.handle(Jitter::parse(&raw.0));
         }
         retry
     }
 }
 
 impl Concurrency {
-    fn from_args(args: &ConcurrencyArgs, errs: &mut Accumulator) -> Option<Self> {
+    fn from_args(args: &ConcurrencyArgs, errs: &mut Errors) -> Option<Self> {
         match args {
             // concurrency = N
-            ConcurrencyArgs::Plain(raw) => ok(
-                errs,
-                count::positive(
+            ConcurrencyArgs::Plain(raw) => errs
+                .handle(count::positive(
                     &raw.0,
                     "concurrency",
                     "a cap of 0 would never run the job; leave `concurrency` out for no cap",
-                ),
-            )
-            .map(|limit| Concurrency::Plain { limit }),
+                ))
+                .map(|limit| Concurrency::Plain { limit }),
             // concurrency(key = .., limit = .., when_busy = ..)
             ConcurrencyArgs::Keyed(keyed) => Self::keyed(keyed, errs),
         }
     }
 
-    fn keyed(args: &KeyedConcurrencyArgs, errs: &mut Accumulator) -> Option<Self> {
-        let span = args.span.unwrap_or_else(Span::call_site);
+    fn keyed(args: &KeyedConcurrencyArgs, errs: &mut Errors) -> Option<Self> {
         let key = match &args.key {
-            Some(raw) => ok(errs, KeySource::parse(&raw.0, "concurrency(key)")),
+            Some(raw) => errs.handle(KeySource::parse(&raw.0, "concurrency(key)")),
             None => {
-                errs.push(
-                    darling::Error::custom(
-                        "keyed `concurrency(..)` needs `key = \"<template over the input's \
-                         fields>\"`; for a fleet-wide cap write `concurrency = N` \
-                         (X_JOB_DECLARATION_INVALID)",
-                    )
-                    .with_span(&span),
+                errs.spanned(
+                    &args.original,
+                    "keyed `concurrency(..)` needs `key = \"<template over the input's \
+                     fields>\"`; for a fleet-wide cap write `concurrency = N` \
+                     (X_JOB_DECLARATION_INVALID)",
                 );
                 None
             }
         };
         let limit = match &args.limit {
-            Some(raw) => ok(
-                errs,
-                count::positive(
-                    &raw.0,
-                    "limit",
-                    "a limit of 0 would never run the job; use `limit = 1` for one run per key",
-                ),
-            ),
+            Some(raw) => errs.handle(count::positive(
+                &raw.0,
+                "limit",
+                "a limit of 0 would never run the job; use `limit = 1` for one run per key",
+            )),
             None => {
-                errs.push(
-                    darling::Error::custom(
-                        "keyed `concurrency(..)` needs a `limit`: add `limit = 1` for one run \
-                         per key at a time (X_JOB_DECLARATION_INVALID)",
-                    )
-                    .with_span(&span),
+                errs.spanned(
+                    &args.original,
+                    "keyed `concurrency(..)` needs a `limit`: add `limit = 1` for one run per \
+                     key at a time (X_JOB_DECLARATION_INVALID)",
                 );
                 None
             }
         };
         let when_busy = match &args.when_busy {
-            Some(raw) => ok(errs, WhenBusy::parse(&raw.0))?,
+            Some(raw) => errs.handle(WhenBusy::parse(&raw.0))?,
             None => WhenBusy::Wait,
         };
         Some(Concurrency::Keyed {
@@ -322,9 +296,4 @@ impl Concurrency {
             when_busy,
         })
     }
-}
-
-/// Records a value's error and carries on without it.
-fn ok<T>(errs: &mut Accumulator, result: syn::Result<T>) -> Option<T> {
-    errs.handle(result.map_err(darling::Error::from))
 }

@@ -1,12 +1,12 @@
 //! `#[job(..)]` as written.
 
 use darling::ast::NestedMeta;
-use darling::error::Accumulator;
 use darling::FromMeta;
-use proc_macro2::{Span, TokenStream};
-use syn::spanned::Spanned;
+use proc_macro2::TokenStream;
+use quote::ToTokens;
 
 use super::shared::{voice, Raw};
+use crate::errors::Errors;
 
 /// The arguments of `#[job(..)]`. Every one is optional here: which are required, and what
 /// each value means, is decided by `crate::model` and `crate::check`.
@@ -74,9 +74,9 @@ pub struct KeyedConcurrencyArgs {
     pub limit: Option<Raw>,
     /// `when_busy = wait`
     pub when_busy: Option<Raw>,
-    /// The whole `concurrency(..)`, for errors about what it lacks.
+    /// The whole `concurrency(..)` as written, for errors about what it lacks.
     #[darling(skip)]
-    pub span: Option<Span>,
+    pub original: TokenStream,
 }
 
 impl FromMeta for ConcurrencyArgs {
@@ -85,7 +85,7 @@ impl FromMeta for ConcurrencyArgs {
             syn::Meta::List(list) => {
                 let items = NestedMeta::parse_meta_list(list.tokens.clone())?;
                 let mut keyed = KeyedConcurrencyArgs::from_list(&items)?;
-                keyed.span = Some(item.span());
+                keyed.original = item.to_token_stream();
                 Ok(ConcurrencyArgs::Keyed(Box::new(keyed)))
             }
             syn::Meta::NameValue(nv) => Raw::from_expr(&nv.value).map(ConcurrencyArgs::Plain),
@@ -142,11 +142,11 @@ impl JobArgs {
     /// Parses the attribute's tokens. Every problem goes into `errs`; `None` means the
     /// arguments' shape was wrong (an unknown, duplicated or malformed argument), and the
     /// arguments that did parse are not known.
-    pub fn parse(tokens: TokenStream, errs: &mut Accumulator) -> Option<JobArgs> {
+    pub fn parse(tokens: TokenStream, errs: &mut Errors) -> Option<JobArgs> {
         let items = match NestedMeta::parse_meta_list(tokens) {
             Ok(items) => items,
             Err(err) => {
-                errs.push(err.into());
+                errs.push(err);
                 return None;
             }
         };
@@ -155,12 +155,12 @@ impl JobArgs {
             match refused_reason(&item) {
                 Some(reason) => {
                     // A refused argument leaves the rest intact: keep checking them.
-                    errs.push(darling::Error::custom(reason).with_span(&item));
+                    errs.spanned(&item, reason);
                 }
                 None => kept.push(item),
             }
         }
-        errs.handle(JobArgs::from_list(&kept).map_err(|e| voice(e, "job", ARGUMENTS)))
+        errs.handle(JobArgs::from_list(&kept).map_err(|err| voice(err, "job", ARGUMENTS).into()))
     }
 }
 

@@ -1,23 +1,17 @@
 //! The `#[job]` rules, one function each, numbered as in seed-inventory.md §30.
 
-use darling::error::Accumulator;
 use quote::quote;
-use syn::spanned::Spanned;
 use syn::{FnArg, ReturnType, Type};
 
+use crate::errors::Errors;
 use crate::model::JobDecl;
-
-fn error(errs: &mut Accumulator, span: &impl Spanned, message: impl std::fmt::Display) {
-    errs.push(darling::Error::custom(message).with_span(span));
-}
 
 /// §30 item 1: a job has an idempotency key. Without one, every enqueue is a new run and
 /// at-least-once delivery cannot be made effectively-once (X_IDEMPOTENCY_REQUIRED).
-pub fn key_is_declared(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+pub fn key_is_declared(errs: &mut Errors, decl: &JobDecl<'_>) {
     if decl.args.is_some_and(|args| args.key.is_none()) {
-        error(
-            errs,
-            &decl.attr_span(),
+        errs.at(
+            decl.attr_span(),
             "`#[job]` needs an idempotency key: add `key = \"<template over the input's \
              fields>\"` (X_IDEMPOTENCY_REQUIRED)",
         );
@@ -26,11 +20,10 @@ pub fn key_is_declared(errs: &mut Accumulator, decl: &JobDecl<'_>) {
 
 /// §30 item 2: a job states its tenant, or states that it has none; tenant-scoped reads are
 /// checked against it, so it is never left to a default (X_JOB_TENANT_REQUIRED).
-pub fn tenant_is_declared(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+pub fn tenant_is_declared(errs: &mut Errors, decl: &JobDecl<'_>) {
     if decl.args.is_some_and(|args| args.tenant.is_none()) {
-        error(
-            errs,
-            &decl.attr_span(),
+        errs.at(
+            decl.attr_span(),
             "`#[job]` needs a tenant decision: add `tenant = <field of the input>` or \
              `tenant = none` (X_JOB_TENANT_REQUIRED)",
         );
@@ -39,13 +32,12 @@ pub fn tenant_is_declared(errs: &mut Accumulator, decl: &JobDecl<'_>) {
 
 /// §30 item 3: the body is an `async fn`; the worker awaits it, and steps, sleeps and event
 /// waits are all awaited inside it.
-pub fn fn_is_async(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+pub fn fn_is_async(errs: &mut Errors, decl: &JobDecl<'_>) {
     let sig = &decl.item.sig;
     if sig.asyncness.is_none() {
         let fn_token = &sig.fn_token;
         let ident = &sig.ident;
-        error(
-            errs,
+        errs.spanned(
             &quote!(#fn_token #ident),
             format!(
                 "a `#[job]` fn must be `async`: write `async fn {ident}` \
@@ -57,19 +49,17 @@ pub fn fn_is_async(errs: &mut Accumulator, decl: &JobDecl<'_>) {
 
 /// §30 item 3: the body is a free, non-generic fn; the job's input and output are concrete
 /// types, because the manifest describes them and the queue stores them.
-pub fn fn_is_free_and_concrete(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+pub fn fn_is_free_and_concrete(errs: &mut Errors, decl: &JobDecl<'_>) {
     let sig = &decl.item.sig;
     if let Some(FnArg::Receiver(receiver)) = sig.inputs.first() {
-        error(
-            errs,
+        errs.spanned(
             receiver,
             "a `#[job]` fn is a free fn, not a method: take `run: Run, input: YourInput` \
              instead of `self` (X_JOB_DECLARATION_INVALID)",
         );
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        error(
-            errs,
+        errs.spanned(
             &sig.generics,
             "a `#[job]` fn cannot be generic: its input and output are stored and described \
              in the manifest, so they must be concrete types (X_JOB_DECLARATION_INVALID)",
@@ -78,7 +68,7 @@ pub fn fn_is_free_and_concrete(errs: &mut Accumulator, decl: &JobDecl<'_>) {
 }
 
 /// §30 item 3: the body takes exactly the run context and the input, in that order.
-pub fn fn_takes_run_and_input(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+pub fn fn_takes_run_and_input(errs: &mut Errors, decl: &JobDecl<'_>) {
     let sig = &decl.item.sig;
     if matches!(sig.inputs.first(), Some(FnArg::Receiver(_))) {
         return; // reported by `fn_is_free_and_concrete`
@@ -87,16 +77,14 @@ pub fn fn_takes_run_and_input(errs: &mut Accumulator, decl: &JobDecl<'_>) {
     let shape = format!("`async fn {ident}(run: Run, input: YourInput)`");
     match sig.inputs.len() {
         2 => {}
-        0 => error(
-            errs,
-            &sig.paren_token.span.join(),
+        0 => errs.at(
+            sig.paren_token.span.join(),
             format!(
                 "a `#[job]` fn takes the run context and the input: write {shape} \
                  (X_JOB_DECLARATION_INVALID)"
             ),
         ),
-        1 => error(
-            errs,
+        1 => errs.spanned(
             &sig.inputs,
             format!(
                 "a `#[job]` fn takes the run context and then the input, found one \
@@ -106,8 +94,7 @@ pub fn fn_takes_run_and_input(errs: &mut Accumulator, decl: &JobDecl<'_>) {
         ),
         _ => {
             let extra: Vec<_> = sig.inputs.iter().skip(2).collect();
-            error(
-                errs,
+            errs.spanned(
                 &quote!(#(#extra),*),
                 format!(
                     "a `#[job]` fn takes exactly two parameters, the run context and the \
@@ -119,8 +106,7 @@ pub fn fn_takes_run_and_input(errs: &mut Accumulator, decl: &JobDecl<'_>) {
     }
     if let Some(FnArg::Typed(input)) = sig.inputs.iter().nth(1) {
         if let Type::Reference(reference) = &*input.ty {
-            error(
-                errs,
+            errs.spanned(
                 reference,
                 "a job input is taken by value, not by reference: the worker deserializes \
                  it from the queue and hands it over (X_JOB_DECLARATION_INVALID)",
@@ -131,13 +117,12 @@ pub fn fn_takes_run_and_input(errs: &mut Accumulator, decl: &JobDecl<'_>) {
 
 /// §30 item 3: the body returns a `Result`, whose `Ok` is the job's output; the rest of the
 /// shape is checked by the `JobReturn` bound on the return type.
-pub fn fn_returns_a_result(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+pub fn fn_returns_a_result(errs: &mut Errors, decl: &JobDecl<'_>) {
     let sig = &decl.item.sig;
     if let ReturnType::Default = sig.output {
         let ident = &sig.ident;
         let inputs = &sig.inputs;
-        error(
-            errs,
+        errs.spanned(
             &quote!(#ident (#inputs)),
             "a `#[job]` fn returns `Result<Output, JobError>`: add `-> Result<(), JobError>` \
              (X_JOB_DECLARATION_INVALID)",
@@ -147,11 +132,10 @@ pub fn fn_returns_a_result(errs: &mut Accumulator, decl: &JobDecl<'_>) {
 
 /// Two retry delays stated together must make sense together: a `max_delay` below `delay`
 /// would silently cap every delay below the one declared.
-pub fn retry_delays_are_ordered(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+pub fn retry_delays_are_ordered(errs: &mut Errors, decl: &JobDecl<'_>) {
     if let (Some(delay), Some(max_delay)) = (&decl.retry.delay, &decl.retry.max_delay) {
         if max_delay.millis < delay.millis {
-            error(
-                errs,
+            errs.spanned(
                 &max_delay.lit,
                 format!(
                     "`max_delay` ({}) is shorter than `delay` ({}): every retry would wait \
@@ -167,7 +151,7 @@ pub fn retry_delays_are_ordered(errs: &mut Accumulator, decl: &JobDecl<'_>) {
 
 /// The handle is a unit struct, so it takes its name in both the type and the value
 /// namespace: it must not collide with the fn itself or with the input type.
-pub fn handle_is_free(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+pub fn handle_is_free(errs: &mut Errors, decl: &JobDecl<'_>) {
     let handle = &decl.handle;
     let declared = decl.args.is_some_and(|args| args.handle.is_some());
     let fix = format!("name the handle yourself, e.g. `handle = {handle}Job`");
@@ -178,8 +162,7 @@ pub fn handle_is_free(errs: &mut Accumulator, decl: &JobDecl<'_>) {
         &decl.item.sig.ident
     };
     if *handle == decl.item.sig.ident {
-        error(
-            errs,
+        errs.spanned(
             blame,
             format!("the handle `{handle}` would have the same name as the fn: {fix}"),
         );
@@ -190,8 +173,7 @@ pub fn handle_is_free(errs: &mut Accumulator, decl: &JobDecl<'_>) {
         _ => None,
     });
     if input_name == Some(handle) {
-        error(
-            errs,
+        errs.spanned(
             blame,
             format!("the handle `{handle}` would have the same name as the input type: {fix}"),
         );

@@ -7,12 +7,12 @@
 mod job;
 mod steps;
 
-use darling::error::Accumulator;
+use crate::errors::Errors;
 
 use crate::model::JobDecl;
 
 /// Every rule for a `#[job]`.
-pub fn job(errs: &mut Accumulator, decl: &JobDecl<'_>) {
+pub fn job(errs: &mut Errors, decl: &JobDecl<'_>) {
     job::key_is_declared(errs, decl);
     job::tenant_is_declared(errs, decl);
     job::fn_is_async(errs, decl);

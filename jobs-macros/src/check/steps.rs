@@ -6,22 +6,22 @@
 
 use std::collections::HashSet;
 
-use darling::error::Accumulator;
+use crate::errors::Errors;
 use syn::visit::Visit;
 use syn::{Block, Expr, ExprLit, ExprMethodCall, Item, Lit, LitStr};
 
 /// Reports the second and later uses of each literal step name in `body`.
-pub fn step_names_are_unique(errs: &mut Accumulator, body: &Block) {
+pub fn step_names_are_unique(errs: &mut Errors, body: &Block) {
     let mut steps = StepNames::default();
     steps.visit_block(body);
     for lit in steps.duplicates {
-        errs.push(
-            darling::Error::custom(format!(
+        errs.spanned(
+            &lit,
+            format!(
                 "step name `{}` is used twice in this job; step names must be unique within a \
                  run (X_STEP_DUPLICATE)",
                 lit.value()
-            ))
-            .with_span(&lit),
+            ),
         );
     }
 }

@@ -12,6 +12,7 @@ use syn::{Expr, ItemFn, Pat, PatType, Type};
 
 use crate::args::job::JobArgs;
 use crate::check;
+use crate::errors::Errors;
 use crate::model::{Concurrency, JobDecl};
 use crate::value::key::KeySource;
 use crate::value::key_template::KeyTemplate;
@@ -28,7 +29,7 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         )
     })?;
 
-    let mut errs = darling::Error::accumulator();
+    let mut errs = Errors::new();
     let args = JobArgs::parse(args, &mut errs);
     let decl = JobDecl::from_ast(&mut errs, &item, args.as_ref());
     check::job(&mut errs, &decl);
@@ -53,7 +54,22 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
 
     let docs = handle_docs(decl);
     let descriptor = descriptor(decl, &p, input_ty);
-    let output = quote_spanned!(output_ty.span()=> <#output_ty as #p::JobReturn>::Output);
+    // Both uses of `JobReturn` point at the return type, so a body that does not return a
+    // `Result` gets one error there, not a second one at the attribute.
+    let output =
+        quote_spanned!(output_ty.span()=> type Output = <#output_ty as #p::JobReturn>::Output;);
+    // The user's fn is called with the runtime's `Run`; a mismatch points at the parameter.
+    let run_arg = quote_spanned!(run_ty.span()=> __run);
+    let input_arg = quote_spanned!(input_ty.span()=> __input);
+    // `run` is spanned at the return type: a body that does not return a `Result` is reported
+    // once, there, not again at the attribute.
+    let run_body = quote! {
+        ::std::boxed::Box::pin(async move {
+            #p::JobReturn::into_job_result(#fn_ident(#run_arg, #input_arg).await)
+        })
+    };
+    let output_of_run = quote_spanned!(output_ty.span()=> Self::Output);
+    let run_fn = quote_spanned!(output_ty.span()=> fn run);
     let key = key_fn_body(decl.key.as_ref(), input_ty, &p);
     let tenant = tenant_fn_body(decl.tenant.as_ref(), input_ty, &p);
     let concurrency_key = match &decl.concurrency {
@@ -69,9 +85,6 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
         }
         _ => TokenStream::new(),
     };
-    // The user's fn is called with the runtime's `Run`; a mismatch points at the parameter.
-    let run_arg = quote_spanned!(run_ty.span()=> __run);
-    let input_arg = quote_spanned!(input_ty.span()=> __input);
     let on_settled = decl.on_settled.as_ref().map(|hook| {
         let call = quote_spanned!(hook.span()=> #hook(__settled).await);
         quote! {
@@ -109,9 +122,13 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
         #vis struct #handle;
 
         const _: () = {
+            // First, so that a bad input type is reported with the job input's own message
+            // before the bounds that follow from it.
+            #assert_input
+
             impl #p::Job for #handle {
                 type Input = #input_ty;
-                type Output = #output;
+                #output
 
                 const DESCRIPTOR: #p::JobDescriptor = #descriptor;
 
@@ -125,13 +142,11 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
 
                 #concurrency_key
 
-                fn run(
+                #run_fn(
                     __run: #p::Run,
                     __input: #input_ty,
-                ) -> #p::BoxFuture<'static, ::std::result::Result<Self::Output, #p::JobError>> {
-                    ::std::boxed::Box::pin(async move {
-                        #p::JobReturn::into_job_result(#fn_ident(#run_arg, #input_arg).await)
-                    })
+                ) -> #p::BoxFuture<'static, ::std::result::Result<#output_of_run, #p::JobError>> {
+                    #run_body
                 }
 
                 #on_settled
@@ -175,8 +190,6 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
             #p::inventory::submit! {
                 #p::JobEntry::of::<#handle>()
             }
-
-            #assert_input
         };
     }
 }

@@ -48,6 +48,13 @@ pub fn positive(expr: &Expr, arg: &str, when_zero: &str) -> syn::Result<u32> {
             ))
         }
     };
+    // In an attribute, syn reads `-1` as one negative literal.
+    if int.base10_digits().starts_with('-') {
+        return fail(format!(
+            "`{arg}` must be a whole number of at least 1, found `{}`",
+            int.base10_digits()
+        ));
+    }
     if !int.suffix().is_empty() {
         return fail(format!(
             "write `{arg} = {}` without the `{}` suffix",

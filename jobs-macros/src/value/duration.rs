@@ -27,7 +27,7 @@ pub fn parse(expr: &Expr, arg: &str, when_zero: &str) -> syn::Result<DurationVal
         }) => lit,
         Expr::Lit(ExprLit {
             lit: Lit::Int(int), ..
-        }) => {
+        }) if !int.base10_digits().starts_with('-') => {
             return Err(syn::Error::new_spanned(
                 expr,
                 format!(

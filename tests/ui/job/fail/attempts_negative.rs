@@ -1,0 +1,16 @@
+// Attempts are a whole number of at least 1.
+use jobs::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Welcome {
+    pub user_id: u64,
+    pub org_id: String,
+}
+
+#[job(key = "welcome:{user_id}", tenant = org_id, retry(attempts = -1))]
+pub async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
+    let _ = (run, input);
+    Ok(())
+}
+
+fn main() {}

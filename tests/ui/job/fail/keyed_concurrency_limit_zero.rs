@@ -1,0 +1,16 @@
+// A keyed limit of 0 would never run the job.
+use jobs::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Welcome {
+    pub user_id: u64,
+    pub org_id: String,
+}
+
+#[job(key = "welcome:{user_id}", tenant = org_id, concurrency(key = "{org_id}", limit = 0))]
+pub async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
+    let _ = (run, input);
+    Ok(())
+}
+
+fn main() {}

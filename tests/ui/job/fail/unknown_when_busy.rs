@@ -1,0 +1,20 @@
+// when_busy is wait or fail.
+use jobs::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Welcome {
+    pub user_id: u64,
+    pub org_id: String,
+}
+
+#[job(
+    key = "welcome:{user_id}",
+    tenant = org_id,
+    concurrency(key = "{org_id}", limit = 1, when_busy = retry),
+)]
+pub async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
+    let _ = (run, input);
+    Ok(())
+}
+
+fn main() {}
