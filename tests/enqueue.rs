@@ -72,7 +72,11 @@ async fn enqueue_answers_ids_and_a_live_key_dedupes() {
     assert!(again.deduped);
     assert_eq!(again.id, first.id);
     assert_eq!(again.run_id, first.run_id);
-    assert_eq!(kit.driver().live_count(), 1, "a deduped enqueue inserts nothing");
+    assert_eq!(
+        kit.driver().live_count(),
+        1,
+        "a deduped enqueue inserts nothing"
+    );
 
     let other = Ping::enqueue(kit.jobs(), acme(2)).await.unwrap();
     assert!(!other.deduped);
@@ -154,10 +158,9 @@ async fn keys_are_namespaced_by_name_tenant_and_key() {
     assert!(overridden.deduped);
     assert_eq!(overridden.id, globex.id);
 
-    let untenanted =
-        Ping::enqueue_with(kit.jobs(), acme(1), EnqueueOptions::new().tenant(None))
-            .await
-            .unwrap();
+    let untenanted = Ping::enqueue_with(kit.jobs(), acme(1), EnqueueOptions::new().tenant(None))
+        .await
+        .unwrap();
     assert!(!untenanted.deduped);
     assert_eq!(kit.job(untenanted.id).await.tenant_id, None);
     assert_eq!(kit.driver().live_count(), 4);
@@ -180,7 +183,10 @@ async fn the_run_tenant_is_the_declared_one_whatever_the_row_is_filed_under() {
     kit.run_until_idle().await;
     assert_eq!(kit.job(queued.id).await.state, JobState::Done);
     let seen = PING_TENANTS.lock().unwrap().clone();
-    let tenant = seen.iter().find(|(id, _)| *id == 77).map(|(_, t)| t.clone());
+    let tenant = seen
+        .iter()
+        .find(|(id, _)| *id == 77)
+        .map(|(_, t)| t.clone());
     assert_eq!(tenant, Some(Some("acme".to_string())));
 }
 
@@ -254,7 +260,11 @@ async fn a_lowercase_run_id_is_kept_and_anything_else_is_refused() {
             .unwrap_err();
         assert_eq!(error.code(), Some(ErrorCode::IdInvalid), "{bad:?}: {error}");
     }
-    assert_eq!(kit.driver().live_count(), 1, "a refused enqueue inserts nothing");
+    assert_eq!(
+        kit.driver().live_count(),
+        1,
+        "a refused enqueue inserts nothing"
+    );
 }
 
 #[tokio::test]
@@ -296,7 +306,9 @@ async fn enqueue_many_answers_each_input_as_enqueue_would() {
     assert!(none.is_empty());
 
     // A key already live before the batch is deduped too.
-    let more = Ping::enqueue_many(kit.jobs(), [acme(2), acme(3)]).await.unwrap();
+    let more = Ping::enqueue_many(kit.jobs(), [acme(2), acme(3)])
+        .await
+        .unwrap();
     assert!(more[0].deduped);
     assert_eq!(more[0].id, results[1].id);
     assert!(!more[1].deduped);
@@ -306,20 +318,32 @@ async fn enqueue_many_answers_each_input_as_enqueue_would() {
 #[tokio::test]
 async fn error_on_duplicate_refuses_a_live_key() {
     let kit = TestKit::new();
-    let first = Ping::enqueue_with(kit.jobs(), acme(1), EnqueueOptions::new().error_on_duplicate())
-        .await
-        .unwrap();
+    let first = Ping::enqueue_with(
+        kit.jobs(),
+        acme(1),
+        EnqueueOptions::new().error_on_duplicate(),
+    )
+    .await
+    .unwrap();
     assert!(!first.deduped);
-    let error = Ping::enqueue_with(kit.jobs(), acme(1), EnqueueOptions::new().error_on_duplicate())
-        .await
-        .unwrap_err();
+    let error = Ping::enqueue_with(
+        kit.jobs(),
+        acme(1),
+        EnqueueOptions::new().error_on_duplicate(),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::JobDuplicate));
     assert_eq!(kit.driver().live_count(), 1);
 
     kit.run_until_idle().await;
-    let after = Ping::enqueue_with(kit.jobs(), acme(1), EnqueueOptions::new().error_on_duplicate())
-        .await
-        .unwrap();
+    let after = Ping::enqueue_with(
+        kit.jobs(),
+        acme(1),
+        EnqueueOptions::new().error_on_duplicate(),
+    )
+    .await
+    .unwrap();
     assert!(!after.deduped);
     assert_ne!(after.id, first.id);
 }

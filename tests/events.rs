@@ -59,7 +59,9 @@ fn invoice(name: &str) -> Invoice {
 async fn a_wait_suspends_and_a_publish_under_its_key_wakes_it() {
     let kit = TestKit::new();
     let start = kit.jobs().now();
-    let queued = AwaitPayment::enqueue(kit.jobs(), invoice("inv-1")).await.unwrap();
+    let queued = AwaitPayment::enqueue(kit.jobs(), invoice("inv-1"))
+        .await
+        .unwrap();
 
     let executions = kit.run_until_idle().await;
     assert_eq!(executions[0].outcome, ExecutionOutcome::Suspended);
@@ -92,7 +94,11 @@ async fn a_wait_suspends_and_a_publish_under_its_key_wakes_it() {
         .unwrap();
     let woken = kit.job(queued.id).await;
     assert_eq!(woken.state, JobState::Suspended);
-    assert_eq!(woken.run_at, kit.jobs().now(), "the publish makes it due now");
+    assert_eq!(
+        woken.run_at,
+        kit.jobs().now(),
+        "the publish makes it due now"
+    );
 
     let executions = kit.run_until_idle().await;
     assert_eq!(executions.len(), 1);
@@ -112,7 +118,9 @@ async fn an_event_published_before_the_wait_began_is_not_its_own() {
         .publish_event("invoice.paid", "inv-2", &Paid { amount: 1 })
         .await
         .unwrap();
-    let queued = AwaitPayment::enqueue(kit.jobs(), invoice("inv-2")).await.unwrap();
+    let queued = AwaitPayment::enqueue(kit.jobs(), invoice("inv-2"))
+        .await
+        .unwrap();
     kit.run_until_idle().await;
     assert_eq!(kit.job(queued.id).await.state, JobState::Suspended);
 
@@ -136,7 +144,9 @@ async fn an_event_published_before_the_wait_began_is_not_its_own() {
 async fn a_wait_times_out_with_none() {
     let kit = TestKit::new();
     let start = kit.jobs().now();
-    let queued = AwaitPayment::enqueue(kit.jobs(), invoice("inv-3")).await.unwrap();
+    let queued = AwaitPayment::enqueue(kit.jobs(), invoice("inv-3"))
+        .await
+        .unwrap();
     let executions = kit.run_to_completion().await;
     assert_eq!(
         executions.last().unwrap().outcome,
@@ -163,7 +173,9 @@ async fn a_wait_times_out_with_none() {
 #[tokio::test]
 async fn a_payload_of_the_wrong_type_is_terminal() {
     let kit = TestKit::new();
-    let queued = AwaitPayment::enqueue(kit.jobs(), invoice("inv-4")).await.unwrap();
+    let queued = AwaitPayment::enqueue(kit.jobs(), invoice("inv-4"))
+        .await
+        .unwrap();
     kit.run_until_idle().await;
     kit.jobs()
         .publish_event(

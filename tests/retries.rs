@@ -26,7 +26,10 @@ fn plan(id: u64, fail_times: u32) -> Plan {
 
 fn fail_or_succeed(run: &Run, input: &Plan) -> Result<u32, JobError> {
     if run.attempt() <= input.fail_times {
-        Err(JobError::retryable(format!("boom on attempt {}", run.attempt())))
+        Err(JobError::retryable(format!(
+            "boom on attempt {}",
+            run.attempt()
+        )))
     } else {
         Ok(run.attempt())
     }
@@ -236,7 +239,9 @@ fn secs(list: &[u64]) -> Vec<Duration> {
 #[tokio::test]
 async fn failing_twice_then_succeeding_ends_done_after_three_attempts() {
     let kit = TestKit::new();
-    let queued = ExponentialJob::enqueue(kit.jobs(), plan(1, 2)).await.unwrap();
+    let queued = ExponentialJob::enqueue(kit.jobs(), plan(1, 2))
+        .await
+        .unwrap();
     let (delays, executions) = drive(&kit, queued.id).await;
     assert_eq!(delays, secs(&[10, 20]));
     let outcomes: Vec<_> = executions.iter().map(|e| (e.attempt, e.outcome)).collect();
@@ -282,7 +287,9 @@ async fn backoff_is_capped_at_max_delay() {
 async fn equal_jitter_stays_in_the_upper_half_of_the_delay() {
     let kit = TestKit::new();
     for id in 0..20 {
-        let queued = EqualJitterJob::enqueue(kit.jobs(), plan(id, 2)).await.unwrap();
+        let queued = EqualJitterJob::enqueue(kit.jobs(), plan(id, 2))
+            .await
+            .unwrap();
         let (delays, _) = drive(&kit, queued.id).await;
         assert_eq!(delays.len(), 2);
         for (delay, full) in delays.iter().zip(secs(&[10, 20])) {
@@ -299,7 +306,9 @@ async fn equal_jitter_stays_in_the_upper_half_of_the_delay() {
 #[tokio::test]
 async fn exhausting_attempts_dead_letters() {
     let kit = TestKit::new();
-    let queued = ExhaustedJob::enqueue(kit.jobs(), plan(1, 99)).await.unwrap();
+    let queued = ExhaustedJob::enqueue(kit.jobs(), plan(1, 99))
+        .await
+        .unwrap();
     let executions = kit.run_to_completion().await;
     assert_eq!(executions.len(), 2);
     assert_eq!(executions[0].outcome, ExecutionOutcome::Retried);
@@ -352,12 +361,24 @@ async fn dead_letter_false_settles_failed() {
 #[tokio::test]
 async fn retry_after_uses_the_stated_delay_clamped_by_max_delay() {
     let kit = TestKit::new();
-    let short = ThrottledJob::enqueue(kit.jobs(), Throttle { id: 1, after_secs: 30 })
-        .await
-        .unwrap();
-    let long = ThrottledJob::enqueue(kit.jobs(), Throttle { id: 2, after_secs: 600 })
-        .await
-        .unwrap();
+    let short = ThrottledJob::enqueue(
+        kit.jobs(),
+        Throttle {
+            id: 1,
+            after_secs: 30,
+        },
+    )
+    .await
+    .unwrap();
+    let long = ThrottledJob::enqueue(
+        kit.jobs(),
+        Throttle {
+            id: 2,
+            after_secs: 600,
+        },
+    )
+    .await
+    .unwrap();
     let now = kit.jobs().now();
     let executions = kit.run_until_idle().await;
     assert_eq!(executions.len(), 2);
@@ -381,7 +402,9 @@ async fn retry_after_uses_the_stated_delay_clamped_by_max_delay() {
 #[tokio::test]
 async fn final_attempt_is_true_only_on_the_last_attempt() {
     let kit = TestKit::new();
-    let queued = FinalAttemptJob::enqueue(kit.jobs(), plan(1, 0)).await.unwrap();
+    let queued = FinalAttemptJob::enqueue(kit.jobs(), plan(1, 0))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
     assert_eq!(kit.job(queued.id).await.state, JobState::Dead);
     assert_eq!(
@@ -442,10 +465,15 @@ async fn on_settled_hears_completed_with_the_typed_result() {
 #[tokio::test]
 async fn on_settled_hears_dead_lettered_with_its_code_and_not_the_retries() {
     let kit = TestKit::new();
-    let queued = SettleDeadJob::enqueue(kit.jobs(), plan(1, 0)).await.unwrap();
+    let queued = SettleDeadJob::enqueue(kit.jobs(), plan(1, 0))
+        .await
+        .unwrap();
     kit.run_until_idle().await;
     assert_eq!(kit.job(queued.id).await.state, JobState::Ready);
-    assert!(settled_for(queued.id).is_empty(), "a retry is not an ending");
+    assert!(
+        settled_for(queued.id).is_empty(),
+        "a retry is not an ending"
+    );
 
     kit.run_to_completion().await;
     assert_eq!(kit.job(queued.id).await.state, JobState::Dead);
@@ -462,7 +490,9 @@ async fn on_settled_hears_dead_lettered_with_its_code_and_not_the_retries() {
 #[tokio::test]
 async fn on_settled_hears_dropped() {
     let kit = TestKit::new();
-    let queued = SettleDroppedJob::enqueue(kit.jobs(), plan(5, 0)).await.unwrap();
+    let queued = SettleDroppedJob::enqueue(kit.jobs(), plan(5, 0))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
     assert_eq!(kit.job(queued.id).await.state, JobState::Failed);
     let seen = settled_for(queued.id);

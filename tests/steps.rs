@@ -101,14 +101,20 @@ async fn a_step_is_persisted_before_it_returns_and_replayed_on_the_next_attempt(
     assert_eq!(rest[0].attempt, 2);
     assert_eq!(rest[0].outcome, ExecutionOutcome::Completed);
     assert_eq!(kit.job(queued.id).await.state, JobState::Done);
-    assert_eq!(kit.step_runs(queued.run_id, "charge"), 1, "replayed, not re-run");
+    assert_eq!(
+        kit.step_runs(queued.run_id, "charge"),
+        1,
+        "replayed, not re-run"
+    );
     assert_eq!(CHARGES.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
 async fn a_repeated_dynamic_step_name_is_a_terminal_duplicate() {
     let kit = TestKit::new();
-    let queued = Duplicated::enqueue(kit.jobs(), Item { id: 3 }).await.unwrap();
+    let queued = Duplicated::enqueue(kit.jobs(), Item { id: 3 })
+        .await
+        .unwrap();
     let executions = kit.run_to_completion().await;
     assert_eq!(executions.len(), 1);
     assert_eq!(executions[0].outcome, ExecutionOutcome::DeadLettered);
@@ -166,7 +172,9 @@ async fn sleep_parks_the_run_without_spending_an_attempt() {
 async fn two_sleeps_of_one_length_get_distinct_names() {
     let kit = TestKit::new();
     let start = kit.jobs().now();
-    let queued = SleepsTwice::enqueue(kit.jobs(), Item { id: 1 }).await.unwrap();
+    let queued = SleepsTwice::enqueue(kit.jobs(), Item { id: 1 })
+        .await
+        .unwrap();
     let executions = kit.run_to_completion().await;
     let outcomes: Vec<_> = executions.iter().map(|e| e.outcome).collect();
     assert_eq!(
@@ -201,10 +209,15 @@ async fn two_sleeps_of_one_length_get_distinct_names() {
 #[tokio::test]
 async fn an_output_that_cannot_be_serialized_is_refused() {
     let kit = TestKit::new();
-    let queued = Unserializable::enqueue(kit.jobs(), Item { id: 1 }).await.unwrap();
+    let queued = Unserializable::enqueue(kit.jobs(), Item { id: 1 })
+        .await
+        .unwrap();
     let executions = kit.run_to_completion().await;
     assert_eq!(executions.len(), 1);
-    assert_eq!(executions[0].code, Some(ErrorCode::StepOutputUnserializable));
+    assert_eq!(
+        executions[0].code,
+        Some(ErrorCode::StepOutputUnserializable)
+    );
     let row = kit.job(queued.id).await;
     assert_eq!(row.state, JobState::Dead);
     assert_eq!(
@@ -223,7 +236,9 @@ async fn an_output_that_cannot_be_serialized_is_refused() {
 #[tokio::test]
 async fn step_timeout_fails_the_step() {
     let kit = TestKit::new();
-    let queued = StepTimesOut::enqueue(kit.jobs(), Item { id: 1 }).await.unwrap();
+    let queued = StepTimesOut::enqueue(kit.jobs(), Item { id: 1 })
+        .await
+        .unwrap();
     let worker = kit.worker().clone();
     let pass = tokio::spawn(async move { worker.tick().await });
     // The heartbeat (10 s) and the step ceiling (5 s).
