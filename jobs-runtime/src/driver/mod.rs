@@ -9,6 +9,8 @@
 //! row must still be `running` under the same worker and claim ordinal, otherwise the write
 //! lands nowhere and the method answers `false`.
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
