@@ -1,0 +1,296 @@
+//! `job_claim`: demand, claim order, per-queue limits, due times, exclusive hand-out under
+//! concurrency, re-delivery after a lapsed lease, and the burial of a lapsed final attempt.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::*;
+
+/// A claim that names no queue is refused with `X_JOB_CLAIM_QUEUES_EMPTY`.
+pub async fn job_claim_refuses_empty_demand(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    enqueue_key(d, "k").await;
+    let mut params = claim_params("w1", 10, t0());
+    params.demand.clear();
+    assert_refused(d.job_claim(&params).await, ErrorCode::JobClaimQueuesEmpty);
+    assert_eq!(
+        stats_of(d, QUEUE, t0()).await.ready,
+        1,
+        "nothing was claimed"
+    );
+}
+
+/// A claimed row is `running` under the claiming worker with claim ordinal 1, attempt 1, and
+/// invisible until `now + visibility_timeout`; the claimed job carries the row.
+pub async fn job_claim_marks_rows_running_under_the_claim(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut req = request("conformance.job", "k");
+    req.tenant_id = Some("acme".into());
+    req.max_attempts = 4;
+    enqueue(d, &req).await;
+    let job = claim_one(d, "w1", at(5)).await;
+    assert_eq!(job.id, req.id);
+    assert_eq!(job.run_id, req.run_id);
+    assert_eq!(job.name, "conformance.job");
+    assert_eq!(job.queue, QUEUE);
+    assert_eq!(job.input, req.input);
+    assert_eq!(job.attempt, 1);
+    assert_eq!(job.max_attempts, 4);
+    assert_eq!(job.tenant_id.as_deref(), Some("acme"));
+    assert_eq!(
+        job.by,
+        ClaimIdentity {
+            worker_id: "w1".into(),
+            claim: 1
+        }
+    );
+    assert_eq!(job.visible_at, at(35));
+
+    let row = get(d, req.id).await;
+    assert_eq!(row.state, JobState::Running);
+    assert_eq!(row.attempt, 1);
+    assert_eq!(row.claims, 1);
+    assert_eq!(row.claimed_by.as_deref(), Some("w1"));
+    assert_eq!(row.visible_at, Some(at(35)));
+    assert_eq!(row.updated_at, at(5));
+    claim_none(d, "w2", at(5)).await;
+}
+
+/// Due rows are taken oldest `run_at` first: with room for two of three, the two earliest go.
+pub async fn job_claim_takes_due_rows_oldest_run_at_first(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut ids = Vec::new();
+    for (key, run_at) in [("late", 3), ("early", 1), ("middle", 2)] {
+        let mut req = request("conformance.job", key);
+        req.run_at = at(run_at);
+        ids.push(enqueue(d, &req).await.id);
+    }
+    let (late, early, middle) = (ids[0], ids[1], ids[2]);
+    let result = claim(d, &claim_params("w1", 2, at(10))).await;
+    let taken: HashSet<_> = result.jobs.iter().map(|j| j.id).collect();
+    assert_eq!(taken, HashSet::from([early, middle]));
+    let next = claim_one(d, "w1", at(10)).await;
+    assert_eq!(next.id, late);
+}
+
+/// A row whose `run_at` is still in the future is not claimed until it is due.
+pub async fn job_claim_skips_rows_not_yet_due(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut req = request("conformance.job", "later");
+    req.run_at = at(60);
+    enqueue(d, &req).await;
+    claim_none(d, "w1", t0()).await;
+    claim_none(d, "w1", at(59)).await;
+    assert_eq!(get(d, req.id).await.state, JobState::Delayed);
+    let job = claim_one(d, "w1", at(60)).await;
+    assert_eq!(job.id, req.id);
+}
+
+/// Each queue gives at most its own demand; a queue not named gives nothing; a zero demand
+/// takes nothing.
+pub async fn job_claim_respects_each_queue_limit(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    for queue in ["a", "b", "c"] {
+        for i in 0..5 {
+            let mut req = request("conformance.job", &format!("{queue}-{i}"));
+            req.queue = queue.to_string();
+            enqueue(d, &req).await;
+        }
+    }
+    let mut params = claim_params("w1", 0, t0());
+    params.demand = vec![
+        QueueDemand {
+            queue: "a".into(),
+            limit: 2,
+        },
+        QueueDemand {
+            queue: "b".into(),
+            limit: 3,
+        },
+        QueueDemand {
+            queue: "c".into(),
+            limit: 0,
+        },
+        QueueDemand {
+            queue: "empty".into(),
+            limit: 4,
+        },
+    ];
+    let result = claim(d, &params).await;
+    let count = |q: &str| result.jobs.iter().filter(|j| j.queue == q).count();
+    assert_eq!((count("a"), count("b"), count("c")), (2, 3, 0));
+    assert_eq!(result.jobs.len(), 5);
+    assert_eq!(stats_of(d, "a", t0()).await.ready, 3);
+    assert_eq!(stats_of(d, "b", t0()).await.ready, 2);
+    assert_eq!(stats_of(d, "c", t0()).await.ready, 5);
+}
+
+/// Ten claimers at once over a hundred rows: every row is handed out exactly once.
+pub async fn job_claim_never_hands_one_row_to_two_claimers(driver: Arc<dyn JobDriver>) {
+    let requests: Vec<_> = (0..100)
+        .map(|i| request("conformance.job", &format!("k{i}")))
+        .collect();
+    driver.job_enqueue_many(&requests).await.unwrap();
+    let barrier = Arc::new(tokio::sync::Barrier::new(10));
+    let tasks: Vec<_> = (0..10)
+        .map(|w| {
+            let driver = driver.clone();
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let mut mine = Vec::new();
+                loop {
+                    let params = claim_params(&format!("w{w}"), 7, t0());
+                    let result = driver.job_claim(&params).await.expect("claim failed");
+                    if result.jobs.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(result.jobs.into_iter().map(|j| j.id));
+                }
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.expect("claimer panicked"));
+    }
+    let distinct: HashSet<_> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), all.len(), "a row was handed out twice");
+    assert_eq!(all.len(), 100, "every row was handed out");
+    claim_none(&*driver, "late", t0()).await;
+    assert_eq!(stats_of(&*driver, QUEUE, t0()).await.running, 100);
+}
+
+/// A running row whose lease lapsed is claimed again, by any worker, with the next attempt and
+/// a new claim ordinal; not a moment before `visible_at`.
+pub async fn job_claim_redelivers_a_running_row_after_its_visibility_timeout(
+    driver: Arc<dyn JobDriver>,
+) {
+    let d = &*driver;
+    let id = enqueue_key(d, "k").await;
+    let first = claim_one(d, "w1", t0()).await;
+    assert_eq!(first.visible_at, at(30));
+    claim_none(d, "w2", at(29)).await;
+    let second = claim_one(d, "w2", at(30)).await;
+    assert_eq!(second.id, id);
+    assert_eq!(second.run_id, first.run_id);
+    assert_eq!(second.attempt, 2);
+    assert_eq!(
+        second.by,
+        ClaimIdentity {
+            worker_id: "w2".into(),
+            claim: 2
+        }
+    );
+    assert_eq!(second.visible_at, at(60));
+    // The same worker re-claiming after a lapse also gets a new ordinal.
+    let third = claim_one(d, "w2", at(60)).await;
+    assert_eq!(third.attempt, 3);
+    assert_eq!(third.by.claim, 3);
+    let row = get(d, id).await;
+    assert_eq!(row.claims, 3);
+    assert_eq!(row.attempt, 3);
+}
+
+/// Lapsed running rows and queued rows share one queue's demand.
+pub async fn job_claim_counts_lapsed_and_queued_rows_against_one_limit(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let lapsed = enqueue_key(d, "lapsed").await;
+    claim_one(d, "w1", t0()).await;
+    let mut queued = Vec::new();
+    for i in 0..3 {
+        let mut req = request("conformance.job", &format!("q{i}"));
+        req.run_at = at(i);
+        req.now = at(i);
+        queued.push(enqueue(d, &req).await.id);
+    }
+    let result = claim(d, &claim_params("w2", 2, at(40))).await;
+    assert_eq!(result.jobs.len(), 2, "one limit for lapsed and queued rows");
+    let taken: HashSet<_> = result.jobs.iter().map(|j| j.id).collect();
+    // Due times: q0 at 0, q1 at 1, q2 at 2, the lapsed row at 30.
+    assert_eq!(taken, HashSet::from([queued[0], queued[1]]));
+    let rest = claim(d, &claim_params("w2", 10, at(40))).await;
+    let taken: HashSet<_> = rest.jobs.iter().map(|j| j.id).collect();
+    assert_eq!(taken, HashSet::from([queued[2], lapsed]));
+}
+
+/// A running row whose lease lapsed on its final attempt is buried `dead` with
+/// `LEASE_LAPSED_FINAL_ATTEMPT`, reported in `exhausted`, never handed out, and its key freed.
+pub async fn job_claim_buries_a_lapsed_final_attempt_dead(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut req = request("conformance.job", "k");
+    req.max_attempts = 1;
+    enqueue(d, &req).await;
+    claim_one(d, "w1", t0()).await;
+    let result = claim(d, &claim_params("w2", 10, at(30))).await;
+    assert!(
+        result.jobs.is_empty(),
+        "a lapsed final attempt is never handed out"
+    );
+    assert_eq!(result.exhausted.len(), 1);
+    let buried = &result.exhausted[0];
+    assert_eq!(buried.id, req.id);
+    assert_eq!(buried.state, JobState::Dead);
+    assert_eq!(
+        buried.last_error.as_deref(),
+        Some(LEASE_LAPSED_FINAL_ATTEMPT)
+    );
+    let row = get(d, req.id).await;
+    assert_eq!(row.state, JobState::Dead);
+    assert_eq!(row.attempt, 1);
+    assert_eq!(row.visible_at, None);
+    assert_eq!(row.last_error.as_deref(), Some(LEASE_LAPSED_FINAL_ATTEMPT));
+    // Reported once: the next claim neither hands it out nor reports it again.
+    let again = claim(d, &claim_params("w2", 10, at(100))).await;
+    assert!(again.jobs.is_empty() && again.exhausted.is_empty());
+    assert_eq!(stats_of(d, QUEUE, at(100)).await.dead, 1);
+    assert!(!enqueue(d, &request("conformance.job", "k")).await.deduped);
+}
+
+/// The same burial settles `failed` for the job names in `drop_exhausted` (no dead letter);
+/// other names in the same claim are still buried `dead`.
+pub async fn job_claim_buries_a_lapsed_final_attempt_failed_for_dropped_names(
+    driver: Arc<dyn JobDriver>,
+) {
+    let d = &*driver;
+    let mut dropped = request("conformance.dropped", "k");
+    dropped.max_attempts = 1;
+    enqueue(d, &dropped).await;
+    let mut kept = request("conformance.kept", "k");
+    kept.max_attempts = 1;
+    enqueue(d, &kept).await;
+    assert_eq!(claim(d, &claim_params("w1", 10, t0())).await.jobs.len(), 2);
+
+    let mut params = claim_params("w2", 10, at(30));
+    params.drop_exhausted = vec!["conformance.dropped".into()];
+    let result = claim(d, &params).await;
+    assert!(result.jobs.is_empty());
+    assert_eq!(result.exhausted.len(), 2);
+    let dropped_row = get(d, dropped.id).await;
+    assert_eq!(dropped_row.state, JobState::Failed);
+    assert_eq!(
+        dropped_row.last_error.as_deref(),
+        Some(LEASE_LAPSED_FINAL_ATTEMPT)
+    );
+    assert_eq!(get(d, kept.id).await.state, JobState::Dead);
+    let stats = stats_of(d, QUEUE, at(30)).await;
+    assert_eq!((stats.failed, stats.dead, stats.running), (1, 1, 0));
+}
+
+/// A parked (suspended) row is claimed again once its `run_at` comes, with the attempt it was
+/// parked under handed back.
+pub async fn job_claim_takes_a_suspended_row_once_due(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let id = enqueue_key(d, "k").await;
+    let job = claim_one(d, "w1", t0()).await;
+    let mut park = nack_params(id, &job.by, NackTarget::Park, at(3600), at(1));
+    park.counts_as_attempt = false;
+    park.error = None;
+    park.error_code = None;
+    assert!(nack(d, &park).await);
+    claim_none(d, "w1", at(3599)).await;
+    let resumed = claim_one(d, "w1", at(3600)).await;
+    assert_eq!(resumed.id, id);
+    assert_eq!(resumed.attempt, 1, "a suspension spends no attempt");
+    assert_eq!(resumed.by.claim, 2);
+}

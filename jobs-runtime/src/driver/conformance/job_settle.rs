@@ -1,0 +1,394 @@
+//! Settling writes (`job_ack`, `job_nack`, `job_heartbeat`, `job_progress`), fenced on the
+//! claim; `job_cancel`; `job_get`; `queue_stats`.
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use super::*;
+
+/// Runs `k`, lets its lease lapse and has `w2` re-claim it: answers the stale first claim and
+/// the live second one.
+async fn reclaimed(d: &dyn JobDriver) -> (JobId, ClaimIdentity, ClaimedJob) {
+    let id = enqueue_key(d, "k").await;
+    let first = claim_one(d, "w1", t0()).await;
+    let second = claim_one(d, "w2", at(30)).await;
+    assert_eq!(second.id, id);
+    (id, first.by, second)
+}
+
+/// An ack settles the running job `done`, clears its lease, and lands once.
+pub async fn job_ack_settles_done(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let id = enqueue_key(d, "k").await;
+    let job = claim_one(d, "w1", t0()).await;
+    assert!(ack(d, id, &job.by, at(3)).await);
+    let row = get(d, id).await;
+    assert_eq!(row.state, JobState::Done);
+    assert_eq!(row.attempt, 1);
+    assert_eq!(row.visible_at, None);
+    assert_eq!(row.updated_at, at(3));
+    assert!(
+        !ack(d, id, &job.by, at(4)).await,
+        "a second ack lands nowhere"
+    );
+    claim_none(d, "w1", at(100)).await;
+}
+
+/// An ack under a claim that no longer holds the row (re-claimed by another worker, or by the
+/// same worker, or never this worker's) answers `false` and changes nothing.
+pub async fn job_ack_is_fenced_on_the_claim(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let (id, stale, live) = reclaimed(d).await;
+    assert!(!ack(d, id, &stale, at(31)).await, "the lapsed claim");
+    let wrong_worker = ClaimIdentity {
+        worker_id: "w1".into(),
+        claim: live.by.claim,
+    };
+    assert!(
+        !ack(d, id, &wrong_worker, at(31)).await,
+        "another worker, same ordinal"
+    );
+    let row = get(d, id).await;
+    assert_eq!(row.state, JobState::Running);
+    assert_eq!(row.claimed_by.as_deref(), Some("w2"));
+
+    // The same worker re-claiming after a lapse: its older claim is stale too.
+    let again = claim_one(d, "w2", at(60)).await;
+    assert!(
+        !ack(d, id, &live.by, at(61)).await,
+        "the same worker's older claim"
+    );
+    assert!(ack(d, id, &again.by, at(61)).await);
+    assert!(
+        !ack(d, Uuid::now_v7(), &again.by, at(61)).await,
+        "an unknown job"
+    );
+}
+
+/// A nack under a stale claim answers `false` and moves nothing.
+pub async fn job_nack_is_fenced_on_the_claim(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let (id, stale, live) = reclaimed(d).await;
+    for target in [
+        NackTarget::Retry,
+        NackTarget::Park,
+        NackTarget::Fail,
+        NackTarget::DeadLetter,
+    ] {
+        let params = nack_params(id, &stale, target, at(100), at(31));
+        assert!(!nack(d, &params).await, "{target:?} under the lapsed claim");
+    }
+    let row = get(d, id).await;
+    assert_eq!(row.state, JobState::Running);
+    assert_eq!(row.last_error, None);
+    assert!(
+        nack(
+            d,
+            &nack_params(id, &live.by, NackTarget::Retry, at(100), at(31))
+        )
+        .await
+    );
+    assert!(
+        !nack(
+            d,
+            &nack_params(id, &live.by, NackTarget::Retry, at(100), at(31))
+        )
+        .await,
+        "a settled row takes no second nack"
+    );
+}
+
+/// Each nack target lands in its state (retry -> ready, park -> suspended, fail -> failed,
+/// dead letter -> dead), keeping the error, the counted attempt, and the new `run_at`.
+pub async fn job_nack_sends_each_target_to_its_state(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    for (target, state) in [
+        (NackTarget::Retry, JobState::Ready),
+        (NackTarget::Park, JobState::Suspended),
+        (NackTarget::Fail, JobState::Failed),
+        (NackTarget::DeadLetter, JobState::Dead),
+    ] {
+        let mut req = request("conformance.job", &format!("{target:?}"));
+        req.run_at = at(-1);
+        enqueue(d, &req).await;
+        let job = claim_one(d, "w1", t0()).await;
+        assert_eq!(job.id, req.id);
+        let params = nack_params(req.id, &job.by, target, at(50), at(2));
+        assert!(nack(d, &params).await);
+        let row = get(d, req.id).await;
+        assert_eq!(row.state, state, "{target:?}");
+        assert_eq!(row.attempt, 1, "{target:?} counts the attempt");
+        assert_eq!(row.visible_at, None);
+        assert_eq!(row.updated_at, at(2));
+        assert_eq!(row.last_error, params.error, "{target:?}");
+        assert_eq!(row.last_error_code, params.error_code, "{target:?}");
+        if matches!(target, NackTarget::Retry | NackTarget::Park) {
+            assert_eq!(row.run_at, at(50), "{target:?}");
+        }
+    }
+    let stats = stats_of(d, QUEUE, at(2)).await;
+    assert_eq!(
+        (stats.delayed, stats.suspended, stats.failed, stats.dead),
+        (1, 1, 1, 1),
+        "{stats:?}"
+    );
+    // The retried row comes back at its new run_at with the next attempt.
+    claim_none(d, "w1", at(49)).await;
+    let retried = claim_one(d, "w1", at(50)).await;
+    assert_eq!(retried.attempt, 2);
+}
+
+/// `counts_as_attempt = false` hands the attempt back: the next claim presents the same
+/// number again, under a new claim ordinal; a nack with no error keeps the last one.
+pub async fn job_nack_hands_the_attempt_back_when_not_counted(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let id = enqueue_key(d, "k").await;
+    let first = claim_one(d, "w1", t0()).await;
+    let failed = nack_params(id, &first.by, NackTarget::Retry, at(1), at(1));
+    assert!(nack(d, &failed).await);
+    let second = claim_one(d, "w1", at(1)).await;
+    assert_eq!(second.attempt, 2);
+
+    let mut shed = nack_params(id, &second.by, NackTarget::Retry, at(2), at(2));
+    shed.counts_as_attempt = false;
+    shed.error = None;
+    shed.error_code = None;
+    assert!(nack(d, &shed).await);
+    let row = get(d, id).await;
+    assert_eq!(row.state, JobState::Ready);
+    assert_eq!(row.attempt, 1, "the uncounted attempt was handed back");
+    assert_eq!(
+        row.last_error, failed.error,
+        "no error given: the last one stays"
+    );
+    assert_eq!(row.last_error_code, failed.error_code);
+    let third = claim_one(d, "w1", at(2)).await;
+    assert_eq!(third.attempt, 2, "the same attempt number, presented again");
+    assert_eq!(third.by.claim, 3);
+}
+
+/// A heartbeat pushes `visible_at` to `now + visibility_timeout`: the row is not re-delivered
+/// before then.
+pub async fn job_heartbeat_extends_the_claim(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let id = enqueue_key(d, "k").await;
+    let job = claim_one(d, "w1", t0()).await;
+    assert!(heartbeat(d, id, &job.by, at(20)).await);
+    let row = get(d, id).await;
+    assert_eq!(row.visible_at, Some(at(50)));
+    assert_eq!(row.state, JobState::Running);
+    claim_none(d, "w2", at(40)).await;
+    let again = claim_one(d, "w2", at(50)).await;
+    assert_eq!(again.attempt, 2);
+    assert!(
+        !heartbeat(d, id, &job.by, at(51)).await,
+        "re-claimed: stop the run"
+    );
+}
+
+/// A heartbeat under a stale claim answers `false` and does not extend the live claim.
+pub async fn job_heartbeat_is_fenced_on_the_claim(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let (id, stale, live) = reclaimed(d).await;
+    assert!(!heartbeat(d, id, &stale, at(45)).await);
+    assert_eq!(get(d, id).await.visible_at, Some(at(60)));
+    assert!(heartbeat(d, id, &live.by, at(45)).await);
+    assert_eq!(get(d, id).await.visible_at, Some(at(75)));
+    assert!(ack(d, id, &live.by, at(46)).await);
+    assert!(
+        !heartbeat(d, id, &live.by, at(47)).await,
+        "a settled row holds no claim"
+    );
+}
+
+/// Progress is recorded under the live claim and refused under a stale one.
+pub async fn job_progress_records_progress_and_is_fenced(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let (id, stale, live) = reclaimed(d).await;
+    let progress = |done| Progress {
+        done,
+        total: 10,
+        note: Some("rows".into()),
+    };
+    let params = |by: &ClaimIdentity, done| ProgressParams {
+        job_id: id,
+        by: by.clone(),
+        progress: progress(done),
+        now: at(31),
+    };
+    assert!(d.job_progress(&params(&live.by, 4)).await.unwrap());
+    assert_eq!(get(d, id).await.progress, Some(progress(4)));
+    assert!(!d.job_progress(&params(&stale, 9)).await.unwrap());
+    assert_eq!(get(d, id).await.progress, Some(progress(4)));
+}
+
+/// Cancelling a queued job settles it `cancelled` at once, answers the row, and frees its key;
+/// a cancelled row is never claimed.
+pub async fn job_cancel_cancels_a_queued_job_and_frees_its_key(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let ready = enqueue_key(d, "k").await;
+    let mut later = request("conformance.job", "later");
+    later.run_at = at(60);
+    enqueue(d, &later).await;
+    for id in [ready, later.id] {
+        let row = d.job_cancel(id, at(1)).await.unwrap();
+        assert_eq!(row.id, id);
+        assert_eq!(row.state, JobState::Cancelled);
+        assert_eq!(row.updated_at, at(1));
+        assert_eq!(get(d, id).await.state, JobState::Cancelled);
+    }
+    claim_none(d, "w1", at(100)).await;
+    assert!(!enqueue(d, &request("conformance.job", "k")).await.deduped);
+    assert_eq!(stats_of(d, QUEUE, at(1)).await.cancelled, 2);
+}
+
+/// Cancelling a running job settles it `cancelled`; the worker finds out at its next
+/// heartbeat (`false`), and can neither ack, nack, report progress nor write a step.
+pub async fn job_cancel_stops_a_running_job_at_its_next_heartbeat(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let id = enqueue_key(d, "k").await;
+    let job = claim_one(d, "w1", t0()).await;
+    let row = d.job_cancel(id, at(1)).await.unwrap();
+    assert_eq!(row.state, JobState::Cancelled);
+    assert!(!heartbeat(d, id, &job.by, at(2)).await);
+    assert!(!ack(d, id, &job.by, at(2)).await);
+    assert!(
+        !nack(
+            d,
+            &nack_params(id, &job.by, NackTarget::Retry, at(2), at(2))
+        )
+        .await
+    );
+    let step = StepRecord {
+        run_id: job.run_id,
+        name: "after-cancel".into(),
+        status: StepStatus::Completed,
+        output: Some(serde_json::json!(1)),
+        error: None,
+        attempts: 1,
+        wake_at: None,
+        wait: None,
+        updated_at: at(2),
+    };
+    let fence = StepFence {
+        job_id: id,
+        by: job.by.clone(),
+    };
+    assert!(!d.step_put(&step, &fence).await.unwrap());
+    assert!(d.step_list(job.run_id).await.unwrap().is_empty());
+    assert_eq!(
+        get(d, id).await.state,
+        JobState::Cancelled,
+        "nothing un-cancels it"
+    );
+    claim_none(d, "w2", at(100)).await;
+}
+
+/// A finished job, an already cancelled one, and an unknown id are `X_JOB_NOT_CANCELLABLE`.
+pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let id = enqueue_key(d, "k").await;
+    let job = claim_one(d, "w1", t0()).await;
+    assert!(ack(d, id, &job.by, at(1)).await);
+    assert_refused(d.job_cancel(id, at(2)).await, ErrorCode::JobNotCancellable);
+    assert_eq!(get(d, id).await.state, JobState::Done);
+
+    let other = enqueue_key(d, "other").await;
+    d.job_cancel(other, at(2)).await.unwrap();
+    assert_refused(
+        d.job_cancel(other, at(3)).await,
+        ErrorCode::JobNotCancellable,
+    );
+    assert_refused(
+        d.job_cancel(Uuid::now_v7(), at(3)).await,
+        ErrorCode::JobNotCancellable,
+    );
+}
+
+/// `job_get` answers `None` for an id no row carries.
+pub async fn job_get_answers_none_for_an_unknown_id(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    enqueue_key(d, "k").await;
+    assert_eq!(d.job_get(Uuid::now_v7()).await.unwrap(), None);
+}
+
+/// `queue_stats` counts each queue per state: a queued row not yet due is `delayed`, the age
+/// of the oldest due row is reported, and each queue is its own row.
+pub async fn queue_stats_counts_each_queue_per_state(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    // At t0: six due rows (run_at -20 .. -15) and one delayed to +100.
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let mut req = request("conformance.job", &format!("k{i}"));
+        req.run_at = at(-20 + i);
+        ids.push(enqueue(d, &req).await.id);
+    }
+    let mut delayed = request("conformance.job", "delayed");
+    delayed.run_at = at(100);
+    enqueue(d, &delayed).await;
+    let mut elsewhere = request("conformance.job", "elsewhere");
+    elsewhere.queue = "other".into();
+    enqueue(d, &elsewhere).await;
+
+    // Claim the five oldest, then settle four of them differently; one stays running.
+    let claimed = claim(d, &claim_params("w1", 5, t0())).await.jobs;
+    assert_eq!(claimed.len(), 5);
+    let by = |id: JobId| claimed.iter().find(|j| j.id == id).unwrap().by.clone();
+    assert!(ack(d, ids[0], &by(ids[0]), t0()).await);
+    assert!(
+        nack(
+            d,
+            &nack_params(ids[1], &by(ids[1]), NackTarget::Fail, t0(), t0())
+        )
+        .await
+    );
+    assert!(
+        nack(
+            d,
+            &nack_params(ids[2], &by(ids[2]), NackTarget::DeadLetter, t0(), t0())
+        )
+        .await
+    );
+    assert!(
+        nack(
+            d,
+            &nack_params(ids[3], &by(ids[3]), NackTarget::Park, at(500), t0())
+        )
+        .await
+    );
+    // ids[4] stays running; ids[5] stays ready (due since -15); cancel a fresh one.
+    let cancelled = enqueue_key(d, "cancelled").await;
+    d.job_cancel(cancelled, t0()).await.unwrap();
+
+    let all = d.queue_stats(t0()).await.unwrap();
+    let stats = all
+        .iter()
+        .find(|s| s.queue == QUEUE)
+        .expect("the queue's row");
+    assert_eq!(
+        *stats,
+        QueueStats {
+            queue: QUEUE.to_string(),
+            ready: 1,
+            delayed: 1,
+            running: 1,
+            suspended: 1,
+            done: 1,
+            failed: 1,
+            dead: 1,
+            cancelled: 1,
+            oldest_ready_ms: Some(15_000),
+        }
+    );
+    let other = all
+        .iter()
+        .find(|s| s.queue == "other")
+        .expect("the other row");
+    assert_eq!((other.ready, other.running), (1, 0));
+    assert_eq!(other.oldest_ready_ms, Some(0));
+    // At +100 the delayed row is due too; the oldest is still the one due since -15.
+    let later = stats_of(d, QUEUE, at(100)).await;
+    assert_eq!((later.ready, later.delayed), (2, 0));
+    assert_eq!(later.oldest_ready_ms, Some(115_000));
+}

@@ -1,0 +1,340 @@
+//! The driver conformance suite: one set of cases every [`JobDriver`] must pass, run unchanged
+//! against the memory and the Postgres driver (River's `riverdrivertest`).
+//!
+//! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
+//! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`step`], [`event`], [`worker`]),
+//! named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
+//! `job_ack_is_fenced_on_the_claim`). Port cases call the driver directly with explicit `now`
+//! values, so no clock is needed; worker cases drive a [`Worker`](crate::Worker) with
+//! `tick()` over a [`TestClock`](crate::clock::TestClock).
+//!
+//! [`conformance_suite!`](crate::conformance_suite) expands one `#[tokio::test]` per case for a
+//! driver factory; a driver's test file invokes it once. Every case gets a fresh driver from
+//! the factory (for Postgres, a fresh schema), so the cases run in parallel. A case that needs
+//! a capability the driver lacks skips on that capability, never on the driver's name (the port
+//! has no optional capability yet, so no case skips today).
+//!
+//! ```ignore
+//! // tests/driver_memory.rs
+//! use std::sync::Arc;
+//! use jobs::driver::MemoryDriver;
+//!
+//! jobs::conformance_suite!(async { Arc::new(MemoryDriver::new()) });
+//!
+//! // tests/driver_postgres.rs: the factory may take the case's name (for its schema).
+//! jobs::conformance_suite!(|case| support::pg::driver(case));
+//! ```
+
+pub mod event;
+pub mod job_claim;
+pub mod job_enqueue;
+pub mod job_settle;
+pub mod step;
+pub mod worker;
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::records::*;
+use super::JobDriver;
+use crate::clock::Timestamp;
+use crate::error::{ErrorCode, JobError};
+
+/// How long one case may take in real time before it is reported as hung.
+pub const CASE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs one case under [`CASE_TIMEOUT`]. Not public API: what [`conformance_suite!`] expands
+/// to.
+///
+/// [`conformance_suite!`]: crate::conformance_suite
+#[doc(hidden)]
+pub async fn run_case<F>(name: &str, case: F)
+where
+    F: std::future::Future<Output = ()>,
+{
+    if tokio::time::timeout(CASE_TIMEOUT, case).await.is_err() {
+        panic!("conformance case `{name}` did not finish within {CASE_TIMEOUT:?}");
+    }
+}
+
+/// The cases, in one list: `conformance_suite!` expands one test per entry.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ($callback:ident ! { $($args:tt)* }) => {
+        $crate::$callback! { @cases { $($args)* }
+            job_enqueue::job_enqueue_answers_the_ids_it_was_given,
+            job_enqueue::job_enqueue_in_the_future_is_delayed,
+            job_enqueue::job_enqueue_dedupes_a_live_key,
+            job_enqueue::job_enqueue_frees_the_key_once_finished,
+            job_enqueue::job_enqueue_namespaces_keys_by_name_and_tenant,
+            job_enqueue::job_enqueue_dedupes_by_id,
+            job_enqueue::job_enqueue_refuses_a_live_key_under_conflict_error,
+            job_enqueue::job_enqueue_many_answers_each_request,
+            job_enqueue::job_enqueue_of_one_key_from_many_tasks_inserts_one_row,
+            job_claim::job_claim_refuses_empty_demand,
+            job_claim::job_claim_marks_rows_running_under_the_claim,
+            job_claim::job_claim_takes_due_rows_oldest_run_at_first,
+            job_claim::job_claim_skips_rows_not_yet_due,
+            job_claim::job_claim_respects_each_queue_limit,
+            job_claim::job_claim_never_hands_one_row_to_two_claimers,
+            job_claim::job_claim_redelivers_a_running_row_after_its_visibility_timeout,
+            job_claim::job_claim_counts_lapsed_and_queued_rows_against_one_limit,
+            job_claim::job_claim_buries_a_lapsed_final_attempt_dead,
+            job_claim::job_claim_buries_a_lapsed_final_attempt_failed_for_dropped_names,
+            job_claim::job_claim_takes_a_suspended_row_once_due,
+            job_settle::job_ack_settles_done,
+            job_settle::job_ack_is_fenced_on_the_claim,
+            job_settle::job_nack_is_fenced_on_the_claim,
+            job_settle::job_nack_sends_each_target_to_its_state,
+            job_settle::job_nack_hands_the_attempt_back_when_not_counted,
+            job_settle::job_heartbeat_extends_the_claim,
+            job_settle::job_heartbeat_is_fenced_on_the_claim,
+            job_settle::job_progress_records_progress_and_is_fenced,
+            job_settle::job_cancel_cancels_a_queued_job_and_frees_its_key,
+            job_settle::job_cancel_stops_a_running_job_at_its_next_heartbeat,
+            job_settle::job_cancel_refuses_finished_and_unknown_jobs,
+            job_settle::job_get_answers_none_for_an_unknown_id,
+            job_settle::queue_stats_counts_each_queue_per_state,
+            step::step_put_then_list_round_trips,
+            step::step_put_overwrites_by_name,
+            step::step_put_is_fenced_on_the_claim,
+            step::step_list_is_per_run,
+            event::event_find_matches_an_event_published_after_the_mark,
+            event::event_find_ignores_an_event_published_before_the_mark,
+            event::event_find_ignores_another_key_or_name,
+            event::event_find_answers_the_first_event_after_the_mark,
+            event::event_publish_wakes_a_suspended_job_waiting_on_it,
+            worker::worker_runs_steps_and_a_sleep_to_done,
+            worker::worker_retries_then_dead_letters,
+            worker::worker_resumes_a_wait_when_its_event_is_published,
+        }
+    };
+}
+
+/// Expands the conformance suite for a driver factory: one `#[tokio::test]` per case, each on a
+/// fresh driver.
+///
+/// The factory is an expression evaluating to a future of a driver (anything that coerces to
+/// `Arc<dyn JobDriver>`), evaluated once per case. The `|case| factory` form binds the case's
+/// name (`&'static str`), e.g. to name a Postgres schema after it. The test crate needs `tokio`
+/// (with `macros` and `rt-multi-thread`).
+///
+/// ```ignore
+/// jobs::conformance_suite!(async { std::sync::Arc::new(jobs::driver::MemoryDriver::new()) });
+/// jobs::conformance_suite!(|case| support::pg::driver(case));
+/// ```
+#[macro_export]
+macro_rules! conformance_suite {
+    (@cases { $case_name:ident => $factory:expr } $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $case() {
+                let $case_name: &'static str = ::core::stringify!($case);
+                $crate::driver::conformance::run_case($case_name, async move {
+                    let driver: ::std::sync::Arc<dyn $crate::driver::JobDriver> = $factory.await;
+                    $crate::driver::conformance::$module::$case(driver).await;
+                })
+                .await;
+            }
+        )*
+    };
+    (| $case_name:ident | $factory:expr $(,)?) => {
+        $crate::__conformance_cases!(conformance_suite! { $case_name => $factory });
+    };
+    ($factory:expr $(,)?) => {
+        $crate::__conformance_cases!(conformance_suite! { _case => $factory });
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared fixtures: explicit times, requests and claims, so each case reads as its rule.
+
+/// The cases' epoch: 2030-01-01T00:00:00Z (whole seconds: Postgres keeps microseconds).
+pub(crate) fn t0() -> Timestamp {
+    DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z")
+        .expect("valid literal")
+        .with_timezone(&Utc)
+}
+
+/// `t0 + secs`.
+pub(crate) fn at(secs: i64) -> Timestamp {
+    t0() + chrono::Duration::seconds(secs)
+}
+
+/// The queue most cases use.
+pub(crate) const QUEUE: &str = "conformance";
+
+/// The visibility timeout claims take.
+pub(crate) const VISIBILITY: Duration = Duration::from_secs(30);
+
+/// A due request for job `name` under `key` on [`QUEUE`], 3 attempts, at `t0`.
+pub(crate) fn request(name: &str, key: &str) -> EnqueueRequest {
+    EnqueueRequest {
+        id: Uuid::now_v7(),
+        run_id: Uuid::now_v7(),
+        name: name.to_string(),
+        queue: QUEUE.to_string(),
+        input: serde_json::json!({ "key": key, "nested": { "n": 1, "list": [1, 2, 3] } }),
+        idempotency_key: key.to_string(),
+        tenant_id: None,
+        max_attempts: 3,
+        run_at: t0(),
+        on_conflict: ConflictPolicy::Dedupe,
+        now: t0(),
+    }
+}
+
+/// Enqueues, panicking on a refusal.
+pub(crate) async fn enqueue(driver: &dyn JobDriver, request: &EnqueueRequest) -> EnqueueResult {
+    driver
+        .job_enqueue(request)
+        .await
+        .unwrap_or_else(|e| panic!("enqueue of `{}` refused: {e}", request.idempotency_key))
+}
+
+/// Enqueues a fresh due job under `key` and answers its id.
+pub(crate) async fn enqueue_key(driver: &dyn JobDriver, key: &str) -> JobId {
+    enqueue(driver, &request("conformance.job", key)).await.id
+}
+
+/// A claim of up to `limit` from [`QUEUE`] by `worker` at `now`.
+pub(crate) fn claim_params(worker: &str, limit: u32, now: Timestamp) -> ClaimParams {
+    ClaimParams {
+        demand: vec![QueueDemand {
+            queue: QUEUE.to_string(),
+            limit,
+        }],
+        worker_id: worker.to_string(),
+        visibility_timeout: VISIBILITY,
+        drop_exhausted: Vec::new(),
+        now,
+    }
+}
+
+/// Claims, panicking on an error.
+pub(crate) async fn claim(driver: &dyn JobDriver, params: &ClaimParams) -> ClaimResult {
+    driver
+        .job_claim(params)
+        .await
+        .unwrap_or_else(|e| panic!("claim failed: {e}"))
+}
+
+/// Claims exactly one job from [`QUEUE`] by `worker` at `now`.
+pub(crate) async fn claim_one(driver: &dyn JobDriver, worker: &str, now: Timestamp) -> ClaimedJob {
+    let mut result = claim(driver, &claim_params(worker, 1, now)).await;
+    assert_eq!(
+        result.jobs.len(),
+        1,
+        "expected one claimable job at {now}, got {:?}",
+        result.jobs.iter().map(|j| j.id).collect::<Vec<_>>()
+    );
+    result.jobs.remove(0)
+}
+
+/// Claims nothing from [`QUEUE`] at `now`.
+pub(crate) async fn claim_none(driver: &dyn JobDriver, worker: &str, now: Timestamp) {
+    let result = claim(driver, &claim_params(worker, 10, now)).await;
+    assert!(
+        result.jobs.is_empty(),
+        "expected nothing claimable at {now}, got {:?}",
+        result.jobs.iter().map(|j| j.id).collect::<Vec<_>>()
+    );
+}
+
+/// One job's row, which must exist.
+pub(crate) async fn get(driver: &dyn JobDriver, id: JobId) -> JobRecord {
+    driver
+        .job_get(id)
+        .await
+        .unwrap_or_else(|e| panic!("job_get failed: {e}"))
+        .unwrap_or_else(|| panic!("no job with id {id}"))
+}
+
+/// Acks `job` at `now`, answering whether it landed.
+pub(crate) async fn ack(
+    driver: &dyn JobDriver,
+    job: JobId,
+    by: &ClaimIdentity,
+    now: Timestamp,
+) -> bool {
+    driver
+        .job_ack(&AckParams {
+            job_id: job,
+            by: by.clone(),
+            now,
+        })
+        .await
+        .unwrap_or_else(|e| panic!("ack failed: {e}"))
+}
+
+/// A counted nack of `job` to `target`, due again at `run_at`.
+pub(crate) fn nack_params(
+    job: JobId,
+    by: &ClaimIdentity,
+    target: NackTarget,
+    run_at: Timestamp,
+    now: Timestamp,
+) -> NackParams {
+    NackParams {
+        job_id: job,
+        by: by.clone(),
+        target,
+        run_at,
+        counts_as_attempt: true,
+        error: Some(format!("X_INVARIANT: nacked to {target:?}")),
+        error_code: Some(ErrorCode::Invariant.as_str().to_string()),
+        now,
+    }
+}
+
+/// Nacks, answering whether it landed.
+pub(crate) async fn nack(driver: &dyn JobDriver, params: &NackParams) -> bool {
+    driver
+        .job_nack(params)
+        .await
+        .unwrap_or_else(|e| panic!("nack failed: {e}"))
+}
+
+/// A heartbeat of `job` at `now`, answering whether the claim still holds.
+pub(crate) async fn heartbeat(
+    driver: &dyn JobDriver,
+    job: JobId,
+    by: &ClaimIdentity,
+    now: Timestamp,
+) -> bool {
+    driver
+        .job_heartbeat(&HeartbeatParams {
+            job_id: job,
+            by: by.clone(),
+            visibility_timeout: VISIBILITY,
+            now,
+        })
+        .await
+        .unwrap_or_else(|e| panic!("heartbeat failed: {e}"))
+}
+
+/// Asserts `result` is refused with `code`.
+pub(crate) fn assert_refused<T: Debug>(result: Result<T, JobError>, code: ErrorCode) {
+    match result {
+        Err(e) => assert_eq!(e.code(), Some(code), "refused with the wrong code: {e}"),
+        Ok(value) => panic!("expected {}, got Ok({value:?})", code.as_str()),
+    }
+}
+
+/// The stats row of `queue` (all zeros when the driver reports none).
+pub(crate) async fn stats_of(driver: &dyn JobDriver, queue: &str, now: Timestamp) -> QueueStats {
+    driver
+        .queue_stats(now)
+        .await
+        .unwrap_or_else(|e| panic!("queue_stats failed: {e}"))
+        .into_iter()
+        .find(|s| s.queue == queue)
+        .unwrap_or_else(|| QueueStats {
+            queue: queue.to_string(),
+            ..QueueStats::default()
+        })
+}

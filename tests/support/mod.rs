@@ -1,0 +1,6 @@
+//! Harnesses shared by the integration tests that need more than the memory driver.
+//! Include with `mod support;`.
+
+#![allow(dead_code)]
+
+pub mod pg;
