@@ -67,6 +67,14 @@ async fn plain(run: Run, _input: Item) -> Result<u32, JobError> {
     Ok(run.attempt())
 }
 
+#[job(key = "flaky-once:{id}", tenant = none, retry(attempts = 2, delay = "1s", jitter = none))]
+async fn flaky_once(run: Run, _input: Item) -> Result<u32, JobError> {
+    if run.attempt() == 1 {
+        return Err(JobError::retryable("first attempt fails"));
+    }
+    Ok(run.attempt())
+}
+
 static BURIED: Mutex<Vec<(uuid::Uuid, Outcome, Option<String>, Option<ErrorCode>)>> =
     Mutex::new(Vec::new());
 
@@ -523,6 +531,28 @@ async fn settles_are_fenced_on_the_claim() {
 }
 
 // ---- shutdown ----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_started_worker_runs_new_jobs_and_their_due_retries() {
+    let kit = TestKit::new();
+    let handle = kit.worker().start();
+    let queued = FlakyOnce::enqueue(kit.jobs(), Item { id: 1 }).await.unwrap();
+    // The loop waits on the test clock: move it a poll interval at a time until the job,
+    // its 1 s backoff and its second attempt are through.
+    wait_until("the job is done", || {
+        kit.advance(Duration::from_millis(250));
+        let jobs = kit.jobs().clone();
+        async move { jobs.job(queued.id).await.unwrap().unwrap().state == JobState::Done }
+    })
+    .await;
+    let row = kit.job(queued.id).await;
+    assert_eq!(row.attempt, 2);
+    assert_eq!(row.last_error.as_deref(), Some("first attempt fails"));
+    let stats = kit.worker().stats();
+    assert_eq!((stats.retried, stats.completed), (1, 1));
+    let report = bounded("shutdown", handle.shutdown()).await;
+    assert_eq!(report.interrupted, 0);
+}
 
 #[tokio::test]
 async fn shutdown_lets_a_running_job_finish() {
