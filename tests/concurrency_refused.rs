@@ -45,7 +45,11 @@ fn the_refusal_names_every_capped_job() {
     let error = Jobs::memory().worker().build().unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::JobConcurrencyUnenforceable));
     assert!(error.message().contains("capped"), "{}", error.message());
-    assert!(error.message().contains("keyed_capped"), "{}", error.message());
+    assert!(
+        error.message().contains("keyed_capped"),
+        "{}",
+        error.message()
+    );
     assert!(!error.message().contains("uncapped"), "{}", error.message());
 }
 
@@ -60,18 +64,38 @@ fn a_worker_without_capped_jobs_starts() {
 #[tokio::test]
 async fn a_keyed_concurrency_key_is_checked_at_enqueue() {
     let jobs = Jobs::memory();
-    let empty = KeyedCapped::enqueue(&jobs, Account { account: String::new() })
-        .await
-        .unwrap_err();
+    let empty = KeyedCapped::enqueue(
+        &jobs,
+        Account {
+            account: String::new(),
+        },
+    )
+    .await
+    .unwrap_err();
     assert_eq!(empty.code(), Some(ErrorCode::JobDeclarationInvalid));
-    let long = KeyedCapped::enqueue(&jobs, Account { account: "a".repeat(201) })
-        .await
-        .unwrap_err();
+    let long = KeyedCapped::enqueue(
+        &jobs,
+        Account {
+            account: "a".repeat(201),
+        },
+    )
+    .await
+    .unwrap_err();
     assert_eq!(long.code(), Some(ErrorCode::JobDeclarationInvalid));
-    let fine = KeyedCapped::enqueue(&jobs, Account { account: "a".repeat(200) })
-        .await
-        .unwrap();
+    let fine = KeyedCapped::enqueue(
+        &jobs,
+        Account {
+            account: "a".repeat(200),
+        },
+    )
+    .await
+    .unwrap();
     assert!(!fine.deduped);
     // Enqueue itself does not need a lease store.
-    assert!(!Capped::enqueue(&jobs, Push { user_id: 1 }).await.unwrap().deduped);
+    assert!(
+        !Capped::enqueue(&jobs, Push { user_id: 1 })
+            .await
+            .unwrap()
+            .deduped
+    );
 }

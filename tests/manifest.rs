@@ -87,7 +87,10 @@ fn describes_queue_retry_timeouts_and_tenant() {
     assert_eq!(sync["step_timeout_ms"], 30_000);
     assert_eq!(sync["event_poll_ms"], 5_000);
     assert_eq!(sync["concurrency"], serde_json::Value::Null);
-    assert_eq!(sync["tenant"], json!({ "mode": "field", "field": "org_id" }));
+    assert_eq!(
+        sync["tenant"],
+        json!({ "mode": "field", "field": "org_id" })
+    );
     assert_eq!(sync["on_settled"], false);
 
     let digest = row(&manifest, "alpha_digest");
@@ -109,7 +112,10 @@ fn describes_queue_retry_timeouts_and_tenant() {
     assert_eq!(digest["tenant"], json!({ "mode": "none" }));
     assert_eq!(digest["on_settled"], true);
 
-    assert_eq!(row(&manifest, "middle")["tenant"], json!({ "mode": "derived" }));
+    assert_eq!(
+        row(&manifest, "middle")["tenant"],
+        json!({ "mode": "derived" })
+    );
 }
 
 #[test]

@@ -75,8 +75,10 @@ async fn flaky_once(run: Run, _input: Item) -> Result<u32, JobError> {
     Ok(run.attempt())
 }
 
-static BURIED: Mutex<Vec<(uuid::Uuid, Outcome, Option<String>, Option<ErrorCode>)>> =
-    Mutex::new(Vec::new());
+/// `(job, outcome, error, code)` for every ending the hook heard.
+type Ending = (uuid::Uuid, Outcome, Option<String>, Option<ErrorCode>);
+
+static BURIED: Mutex<Vec<Ending>> = Mutex::new(Vec::new());
 
 async fn on_buried(settled: Settled<Item, ()>) -> Result<(), JobError> {
     BURIED.lock().unwrap().push((
@@ -536,7 +538,9 @@ async fn settles_are_fenced_on_the_claim() {
 async fn a_started_worker_runs_new_jobs_and_their_due_retries() {
     let kit = TestKit::new();
     let handle = kit.worker().start();
-    let queued = FlakyOnce::enqueue(kit.jobs(), Item { id: 1 }).await.unwrap();
+    let queued = FlakyOnce::enqueue(kit.jobs(), Item { id: 1 })
+        .await
+        .unwrap();
     // The loop waits on the test clock: move it a poll interval at a time until the job,
     // its 1 s backoff and its second attempt are through.
     wait_until("the job is done", || {
