@@ -46,6 +46,9 @@ create index if not exists x_jobs_finished_idx
 
 create index if not exists x_jobs_run_idx on {schema}.x_jobs (run_id);
 
+-- The enqueue wake throttle looks for another row of the queue created in the same slot.
+create index if not exists x_jobs_queue_created_idx on {schema}.x_jobs (queue, created_at);
+
 create table if not exists {schema}.x_job_steps (
     run_id     uuid        not null,
     name       text        not null,

@@ -132,6 +132,53 @@ impl Jobs {
         Ok(results)
     }
 
+    /// Enqueues job `J` on the caller's Postgres connection or transaction: the job exists if
+    /// and only if that transaction commits (the transactional outbox). The same statement as
+    /// [`Jobs::enqueue`], with the same dedupe.
+    ///
+    /// ```no_run
+    /// # use jobs::prelude::*;
+    /// # #[derive(Serialize, Deserialize, JsonSchema)] struct Signup { user_id: u64 }
+    /// # #[job(key = "welcome:{user_id}", tenant = none)]
+    /// # async fn send_welcome(_run: Run, _input: Signup) -> Result<(), JobError> { Ok(()) }
+    /// # async fn demo(jobs: Jobs, pool: jobs::sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut tx = pool.begin().await?;
+    /// // ... the caller's own writes on `tx` ...
+    /// jobs.enqueue_in::<SendWelcome>(&mut tx, Signup { user_id: 7 }).await?;
+    /// tx.commit().await?; // the job exists from here on, and only if this commits
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "postgres")]
+    pub async fn enqueue_in<J: Job>(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        input: J::Input,
+    ) -> Result<Enqueued, JobError> {
+        self.enqueue_in_with::<J>(conn, input, EnqueueOptions::default())
+            .await
+    }
+
+    /// [`Jobs::enqueue_in`] with options.
+    #[cfg(feature = "postgres")]
+    pub async fn enqueue_in_with<J: Job>(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        input: J::Input,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued, JobError> {
+        let Some(postgres) = self.inner.driver.as_postgres() else {
+            return Err(JobError::new(
+                ErrorCode::DriverUnavailable,
+                format!(
+                    "enqueue inside a transaction needs the Postgres driver; this client runs on `{}`",
+                    self.inner.driver.name()
+                ),
+            ));
+        };
+        let request = self.request::<J>(&input, &options)?;
+        postgres.enqueue_in(conn, &request).await
+    }
+
     /// Builds the driver request: the key rules are enforced here, once, for every driver.
     fn request<J: Job>(
         &self,

@@ -56,6 +56,10 @@ mod worker;
 #[doc(inline)]
 pub use jobs_macros::{backfill, job, ledger, task};
 
+/// The sqlx this crate is built with, so an app shares one version with it.
+#[cfg(feature = "postgres")]
+pub use sqlx;
+
 pub use client::{EnqueueOptions, Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
 pub use driver::{JobRecord, JobState};
 pub use error::{ErrorClass, ErrorCode, JobError, StdJobError};

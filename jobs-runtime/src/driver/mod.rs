@@ -23,6 +23,20 @@ pub use records::*;
 
 use async_trait::async_trait;
 
+/// What a push wake reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WakeSignal {
+    /// Due jobs arrived on this queue.
+    Queue(String),
+    /// A probe came back: wakes are being delivered.
+    Live,
+    /// The session was lost: wakes may be missed until it is proven again.
+    Lost,
+}
+
+/// The receiving end of a push wake.
+pub type WakeReceiver = tokio::sync::mpsc::Receiver<WakeSignal>;
+
 use crate::clock::Timestamp;
 use crate::error::JobError;
 
@@ -32,6 +46,13 @@ use crate::error::JobError;
 pub trait JobDriver: Send + Sync + 'static {
     /// A short name for logs (`memory`, `postgres`).
     fn name(&self) -> &'static str;
+
+    /// This driver as the Postgres driver, when it is one: enqueue inside a caller's
+    /// transaction needs its statements.
+    #[cfg(feature = "postgres")]
+    fn as_postgres(&self) -> Option<&PostgresDriver> {
+        None
+    }
 
     /// Inserts a job, or answers the live job that already holds the idempotency key with
     /// `deduped = true` and inserts nothing.
@@ -90,6 +111,13 @@ pub trait JobDriver: Send + Sync + 'static {
 
     /// The mark a new wait records: events stored after it belong to the wait.
     async fn event_mark(&self) -> Result<String, JobError>;
+
+    /// A push wake, when the driver has one: it reports the queues that received due jobs,
+    /// and whether the wake is proven live. `None`: the poll is all there is (the memory
+    /// driver's in-process wake lives in [`Jobs`](crate::Jobs) itself).
+    async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {
+        Ok(None)
+    }
 
     /// The first event named `name` under `key` stored after `since`.
     async fn event_find(

@@ -54,6 +54,7 @@ pub struct WorkerBuilder {
     heartbeat_interval: Option<Duration>,
     poll_interval: Duration,
     idle_poll_max: Duration,
+    idle_poll_max_declared: bool,
     shutdown_deadline: Duration,
     context: Option<Arc<dyn Any + Send + Sync>>,
     observer: Option<Arc<dyn StepObserver>>,
@@ -81,6 +82,7 @@ impl WorkerBuilder {
             heartbeat_interval: None,
             poll_interval: DEFAULT_POLL_INTERVAL,
             idle_poll_max: DEFAULT_IDLE_POLL_MAX,
+            idle_poll_max_declared: false,
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
             context: None,
             observer: None,
@@ -134,9 +136,11 @@ impl WorkerBuilder {
         self
     }
 
-    /// The ceiling of the idle wait (default 2 s).
+    /// The ceiling of the idle wait (default 2 s, raised to 5 s while a push wake is proven;
+    /// a declared value is the ceiling either way).
     pub fn idle_poll_max(mut self, max: Duration) -> Self {
         self.idle_poll_max = max;
+        self.idle_poll_max_declared = true;
         self
     }
 
@@ -236,6 +240,7 @@ impl WorkerBuilder {
                 heartbeat_interval,
                 poll_interval: self.poll_interval,
                 idle_poll_max: self.idle_poll_max,
+                idle_poll_max_declared: self.idle_poll_max_declared,
                 shutdown_deadline: self.shutdown_deadline,
                 context: self.context,
                 observer: self.observer,
@@ -243,6 +248,7 @@ impl WorkerBuilder {
                 in_flight_total,
                 drain: CancellationToken::new(),
                 kick: Notify::new(),
+                woken: Notify::new(),
                 stats: WorkerCounters::default(),
             }),
         })

@@ -14,7 +14,7 @@ pub use execute::{ExecutionOutcome, JobExecution};
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +22,10 @@ use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Jobs;
-use crate::driver::{ClaimParams, ClaimedJob, QueueDemand};
+use crate::driver::{ClaimParams, ClaimedJob, QueueDemand, WakeSignal};
+
+/// The idle ceiling once a push wake is proven: 12 claims a minute at most.
+pub const WOKEN_IDLE_POLL_CEILING: Duration = Duration::from_secs(5);
 use crate::error::JobError;
 use crate::registry::Registry;
 use crate::run::StepObserver;
@@ -57,6 +60,10 @@ pub(crate) struct WorkerShared {
     pub drain: CancellationToken,
     /// One more pass, please (a slot freed, a retry came due).
     pub kick: Notify,
+    /// The driver's push wake named a served queue.
+    pub woken: Notify,
+    /// Whether `idle_poll_max` was set by the user (then it stays the ceiling when woken).
+    pub idle_poll_max_declared: bool,
     pub stats: WorkerCounters,
 }
 
@@ -79,6 +86,8 @@ pub struct WorkerStats {
     pub lease_lost: u64,
     /// Claimed jobs handed back because no job of that name is registered here.
     pub deferred: u64,
+    /// Claim statements issued (an idle worker's cost).
+    pub claims: u64,
 }
 
 #[derive(Default)]
@@ -91,6 +100,7 @@ pub(crate) struct WorkerCounters {
     interrupted: AtomicU64,
     lease_lost: AtomicU64,
     deferred: AtomicU64,
+    claims: AtomicU64,
 }
 
 impl WorkerCounters {
@@ -119,6 +129,7 @@ impl WorkerCounters {
             interrupted: get(&self.interrupted),
             lease_lost: get(&self.lease_lost),
             deferred: get(&self.deferred),
+            claims: get(&self.claims),
         }
     }
 }
@@ -171,6 +182,8 @@ impl Worker {
         let shared = &self.shared;
         let clock = shared.jobs.clock().clone();
         let mut idle_wait = shared.poll_interval;
+        let wake_live = Arc::new(AtomicBool::new(false));
+        let forwarder = self.forward_wakes(wake_live.clone()).await;
         tracing::info!(target: "jobs.worker.started", worker = %shared.id, queues = ?shared.queues);
         loop {
             if stop.is_cancelled() {
@@ -191,7 +204,7 @@ impl Worker {
             };
             let wait = if claimed.is_empty() {
                 let wait = idle_wait;
-                idle_wait = (idle_wait * 2).min(shared.idle_poll_max);
+                idle_wait = (idle_wait * 2).min(self.idle_ceiling(&wake_live));
                 wait
             } else {
                 idle_wait = shared.poll_interval;
@@ -209,10 +222,61 @@ impl Worker {
                 _ = stop.cancelled() => break,
                 _ = clock.sleep(wait) => {}
                 _ = shared.kick.notified() => idle_wait = shared.poll_interval,
+                _ = shared.woken.notified() => idle_wait = shared.poll_interval,
                 _ = wake => idle_wait = shared.poll_interval,
             }
         }
+        if let Some(forwarder) = forwarder {
+            forwarder.abort();
+        }
         tracing::info!(target: "jobs.worker.stopped", worker = %shared.id);
+    }
+
+    /// The idle wait's ceiling: `idle_poll_max`, raised to [`WOKEN_IDLE_POLL_CEILING`] once the
+    /// driver's push wake is proven live, unless the ceiling was set explicitly.
+    fn idle_ceiling(&self, wake_live: &AtomicBool) -> Duration {
+        let shared = &self.shared;
+        if wake_live.load(Ordering::Relaxed) && !shared.idle_poll_max_declared {
+            WOKEN_IDLE_POLL_CEILING
+        } else {
+            shared.idle_poll_max
+        }
+    }
+
+    /// Forwards the driver's push wake: a served queue kicks a pass; `Live`/`Lost` flip the
+    /// idle ceiling.
+    async fn forward_wakes(
+        &self,
+        wake_live: Arc<AtomicBool>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let mut wakes = match self.shared.jobs.driver().wake_listen().await {
+            Ok(Some(wakes)) => wakes,
+            Ok(None) => return None,
+            Err(error) => {
+                tracing::warn!(
+                    target: "jobs.wake.unavailable",
+                    code = error.code().map(|c| c.as_str()),
+                    "no push wake; polling only"
+                );
+                return None;
+            }
+        };
+        let shared = Arc::downgrade(&self.shared);
+        Some(tokio::spawn(async move {
+            while let Some(signal) = wakes.recv().await {
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                match signal {
+                    WakeSignal::Queue(queue) if shared.queues.contains(&queue) => {
+                        shared.woken.notify_one();
+                    }
+                    WakeSignal::Queue(_) => {}
+                    WakeSignal::Live => wake_live.store(true, Ordering::Relaxed),
+                    WakeSignal::Lost => wake_live.store(false, Ordering::Relaxed),
+                }
+            }
+        }))
     }
 
     /// A retry or a wake due within a minute gets a timer that kicks one pass.
@@ -266,6 +330,7 @@ impl Worker {
                 .collect(),
             now: shared.jobs.now(),
         };
+        shared.stats.claims.fetch_add(1, Ordering::Relaxed);
         let result = shared.jobs.driver().job_claim(&params).await?;
         for buried in result.exhausted {
             settle::announce_exhausted(shared, buried).await;

@@ -19,6 +19,7 @@ mod classify;
 mod migrate;
 mod rows;
 mod sql;
+mod wake;
 
 pub use migrate::{Migration, MIGRATIONS};
 
@@ -31,7 +32,7 @@ use sqlx::Row;
 use self::classify::classify;
 use self::sql::Statements;
 use super::records::*;
-use super::JobDriver;
+use super::{JobDriver, WakeReceiver};
 use crate::clock::{add, Timestamp};
 use crate::error::{ErrorCode, JobError};
 
@@ -43,6 +44,7 @@ pub const DEFAULT_SCHEMA: &str = "public";
 pub struct PostgresDriver {
     pool: PgPool,
     schema: Arc<str>,
+    wake_channel: Arc<str>,
     sql: Arc<Statements>,
 }
 
@@ -65,7 +67,13 @@ impl PostgresDriver {
             pool,
             sql: Arc::new(Statements::new(schema)),
             schema: schema.into(),
+            wake_channel: wake::channel(schema).into(),
         })
+    }
+
+    /// The same pool, with the tables kept in `schema`.
+    pub fn with_schema(self, schema: &str) -> Result<Self, JobError> {
+        Self::new(self.pool, schema)
     }
 
     /// The pool.
@@ -113,6 +121,8 @@ impl PostgresDriver {
                 .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
                 .bind(request.run_at)
                 .bind(request.now)
+                .bind(&*self.wake_channel)
+                .bind(wake_slot(request.now))
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(|e| classify("job_enqueue", e))?;
@@ -158,6 +168,16 @@ impl PostgresDriver {
     }
 }
 
+/// Enqueues announce their queue at most once per slot of this length.
+const WAKE_SLOT_MS: i64 = 250;
+
+/// The start of the wake slot `now` falls in.
+fn wake_slot(now: Timestamp) -> Timestamp {
+    let ms = now.timestamp_millis();
+    let start = ms - ms.rem_euclid(WAKE_SLOT_MS);
+    chrono::DateTime::from_timestamp_millis(start).unwrap_or(now)
+}
+
 fn claim_slots(limit: u32) -> i32 {
     i32::try_from(limit).unwrap_or(i32::MAX)
 }
@@ -166,6 +186,10 @@ fn claim_slots(limit: u32) -> i32 {
 impl JobDriver for PostgresDriver {
     fn name(&self) -> &'static str {
         "postgres"
+    }
+
+    fn as_postgres(&self) -> Option<&PostgresDriver> {
+        Some(self)
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
@@ -398,6 +422,13 @@ impl JobDriver for PostgresDriver {
             .await
             .map_err(|e| classify("event_publish", e))?;
         row.try_get("id").map_err(|e| classify("event_publish", e))
+    }
+
+    async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {
+        Ok(Some(wake::spawn(
+            self.pool.clone(),
+            self.wake_channel.to_string(),
+        )))
     }
 
     async fn event_mark(&self) -> Result<String, JobError> {

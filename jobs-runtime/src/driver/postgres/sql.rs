@@ -84,7 +84,7 @@ pub(crate) fn render(template: &str, schema: &str) -> String {
 /// A schema name the driver can splice into its statements: a plain lower-case identifier.
 pub(crate) fn check_schema(schema: &str) -> Result<(), JobError> {
     let valid = !schema.is_empty()
-        && schema.len() <= 63
+        && schema.len() <= 48
         && schema.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
         && schema
             .chars()
@@ -96,7 +96,7 @@ pub(crate) fn check_schema(schema: &str) -> Result<(), JobError> {
             ErrorCode::Invariant,
             format!("`{schema}` is not a schema name the driver accepts"),
         )
-        .with_fix("use lower-case letters, digits and underscores, starting with a letter (at most 63)"))
+        .with_fix("use lower-case letters, digits and underscores, starting with a letter (at most 48, so the wake channel name fits)"))
     }
 }
 

@@ -2,6 +2,10 @@
 -- names a row; then answers the row that holds the job, with deduped = true when it is not new.
 -- "on conflict do nothing" without a target covers both the primary key and the partial unique
 -- index x_jobs_name_tenant_idempotency_live_idx, whose expression the lookup below spells.
+-- A new row due within a second announces its queue on the wake channel ($11), unless another
+-- row of that queue was created in the same 250 ms slot (from $12): the notification is
+-- throttled here, in the statement, because every notifying commit queues behind one lock.
+-- The payload is the queue name, never an id, an input or a tenant.
 -- When the conflicting row committed after this statement began, neither arm sees it and the
 -- statement answers nothing: the caller runs it once more (an enqueue runs at most twice).
 with inserted as (
@@ -15,12 +19,24 @@ with inserted as (
         $8, $9, $10, $10
     )
     on conflict do nothing
-    returning id, run_id
+    returning id, run_id, queue, run_at
 )
-select id, run_id, false as deduped from inserted
+select i.id, i.run_id, false as deduped,
+       case
+           when i.run_at <= $10 + interval '1 second'
+            and not exists (
+                select 1 from {schema}.x_jobs o
+                where o.queue = i.queue
+                  and o.created_at >= $12
+                  and o.created_at <= $10
+                  and o.id <> i.id
+            )
+           then (select true from pg_notify($11, i.queue))
+       end as woke
+from inserted i
 union all
 (
-    select j.id, j.run_id, true as deduped
+    select j.id, j.run_id, true as deduped, null::boolean as woke
     from {schema}.x_jobs j
     where not exists (select 1 from inserted)
       and (
