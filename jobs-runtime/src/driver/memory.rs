@@ -135,6 +135,20 @@ impl MemoryState {
         }
     }
 
+    /// Removes a job and its index entries (an `enqueue_many` taking its inserts back).
+    fn remove(&mut self, id: JobId) {
+        let Some(job) = self.jobs.remove(&id) else {
+            return;
+        };
+        if let Some(at) = job.due_at() {
+            self.due.remove(&(at, job.seq, id));
+        }
+        let key = live_key(&job.record);
+        if self.live_keys.get(&key) == Some(&id) {
+            self.live_keys.remove(&key);
+        }
+    }
+
     fn fenced(&self, id: JobId, by: &ClaimIdentity) -> bool {
         self.jobs.get(&id).is_some_and(|j| j.held_by(by))
     }
@@ -228,7 +242,21 @@ impl JobDriver for MemoryDriver {
         requests: &[EnqueueRequest],
     ) -> Result<Vec<EnqueueResult>, JobError> {
         let mut state = self.lock();
-        requests.iter().map(|r| state.enqueue(r)).collect()
+        let mut out = Vec::with_capacity(requests.len());
+        for request in requests {
+            match state.enqueue(request) {
+                Ok(result) => out.push(result),
+                Err(error) => {
+                    // All of them or none, as Postgres' one transaction: take this batch's
+                    // inserts back.
+                    for inserted in out.iter().filter(|r| !r.deduped) {
+                        state.remove(inserted.id);
+                    }
+                    return Err(error);
+                }
+            }
+        }
+        Ok(out)
     }
 
     async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError> {

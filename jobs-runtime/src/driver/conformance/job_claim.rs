@@ -247,6 +247,29 @@ pub async fn job_claim_buries_a_lapsed_final_attempt_dead(driver: Arc<dyn JobDri
     assert!(!enqueue(d, &request("conformance.job", "k")).await.deduped);
 }
 
+/// A burial spends none of the demand: with room for one, the claim buries a lapsed final
+/// attempt and still hands out the next due row.
+pub async fn job_claim_buries_without_spending_demand(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut exhausted = request("conformance.job", "exhausted");
+    exhausted.max_attempts = 1;
+    enqueue(d, &exhausted).await;
+    claim_one(d, "w1", t0()).await;
+    let mut ready = request("conformance.job", "ready");
+    ready.run_at = at(31);
+    enqueue(d, &ready).await;
+    // Due order at +40: the lapsed row (visible_at +30), then the ready one (+31).
+    let result = claim(d, &claim_params("w2", 1, at(40))).await;
+    assert_eq!(
+        result.exhausted.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![exhausted.id]
+    );
+    assert_eq!(
+        result.jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
+        vec![ready.id]
+    );
+}
+
 /// The same burial settles `failed` for the job names in `drop_exhausted` (no dead letter);
 /// other names in the same claim are still buried `dead`.
 pub async fn job_claim_buries_a_lapsed_final_attempt_failed_for_dropped_names(

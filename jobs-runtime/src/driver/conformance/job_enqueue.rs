@@ -263,6 +263,28 @@ pub async fn job_enqueue_many_answers_each_request(driver: Arc<dyn JobDriver>) {
     assert!(d.job_enqueue_many(&[]).await.unwrap().is_empty());
 }
 
+/// `job_enqueue_many` is all or nothing: when one request is refused, none of the batch is
+/// stored and the keys it took are free again.
+pub async fn job_enqueue_many_is_all_or_nothing(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let held = request("conformance.job", "held");
+    enqueue(d, &held).await;
+    let mut refused = request("conformance.job", "held");
+    refused.on_conflict = ConflictPolicy::Error;
+    let batch = vec![request("conformance.job", "a"), refused];
+    assert_refused(d.job_enqueue_many(&batch).await, ErrorCode::JobDuplicate);
+    assert_eq!(
+        d.job_get(batch[0].id).await.unwrap(),
+        None,
+        "the batch left no row"
+    );
+    assert_eq!(stats_of(d, QUEUE, t0()).await.ready, 1);
+    assert!(
+        !enqueue(d, &request("conformance.job", "a")).await.deduped,
+        "its key is free"
+    );
+}
+
 /// Twenty enqueues of one key at once insert exactly one row; all twenty answer its ids.
 pub async fn job_enqueue_of_one_key_from_many_tasks_inserts_one_row(driver: Arc<dyn JobDriver>) {
     let barrier = Arc::new(tokio::sync::Barrier::new(20));
