@@ -101,7 +101,7 @@ pub(crate) async fn settle(
                     )
                 };
                 let stop = if terminal {
-                    "not retried: this error is classified terminal"
+                    "not retried: this code is classified terminal"
                 } else {
                     "not retried: attempts exhausted"
                 };
