@@ -120,12 +120,11 @@ pub fn fn_takes_run_and_input(errs: &mut Errors, decl: &JobDecl<'_>) {
 pub fn fn_returns_a_result(errs: &mut Errors, decl: &JobDecl<'_>) {
     let sig = &decl.item.sig;
     if let ReturnType::Default = sig.output {
-        let ident = &sig.ident;
-        let inputs = &sig.inputs;
-        errs.spanned(
-            &quote!(#ident (#inputs)),
+        // At the closing parenthesis, where the return type goes.
+        errs.at(
+            sig.paren_token.span.close(),
             "a `#[job]` fn returns `Result<Output, JobError>`: add `-> Result<(), JobError>` \
-             (X_JOB_DECLARATION_INVALID)",
+             after the parameters (X_JOB_DECLARATION_INVALID)",
         );
     }
 }

@@ -54,22 +54,17 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
 
     let docs = handle_docs(decl);
     let descriptor = descriptor(decl, &p, input_ty);
-    // Both uses of `JobReturn` point at the return type, so a body that does not return a
-    // `Result` gets one error there, not a second one at the attribute.
-    let output =
-        quote_spanned!(output_ty.span()=> type Output = <#output_ty as #p::JobReturn>::Output;);
+    // Spanned at the return type, so a body that does not return a `Result` is reported there
+    // first, with `JobReturn`'s message.
+    let output = quote_spanned!(output_ty.span()=> <#output_ty as #p::JobReturn>::Output);
     // The user's fn is called with the runtime's `Run`; a mismatch points at the parameter.
     let run_arg = quote_spanned!(run_ty.span()=> __run);
     let input_arg = quote_spanned!(input_ty.span()=> __input);
-    // `run` is spanned at the return type: a body that does not return a `Result` is reported
-    // once, there, not again at the attribute.
     let run_body = quote! {
         ::std::boxed::Box::pin(async move {
             #p::JobReturn::into_job_result(#fn_ident(#run_arg, #input_arg).await)
         })
     };
-    let output_of_run = quote_spanned!(output_ty.span()=> Self::Output);
-    let run_fn = quote_spanned!(output_ty.span()=> fn run);
     let key = key_fn_body(decl.key.as_ref(), input_ty, &p);
     let tenant = tenant_fn_body(decl.tenant.as_ref(), input_ty, &p);
     let concurrency_key = match &decl.concurrency {
@@ -128,7 +123,7 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
 
             impl #p::Job for #handle {
                 type Input = #input_ty;
-                #output
+                type Output = #output;
 
                 const DESCRIPTOR: #p::JobDescriptor = #descriptor;
 
@@ -142,10 +137,10 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
 
                 #concurrency_key
 
-                #run_fn(
+                fn run(
                     __run: #p::Run,
                     __input: #input_ty,
-                ) -> #p::BoxFuture<'static, ::std::result::Result<#output_of_run, #p::JobError>> {
+                ) -> #p::BoxFuture<'static, ::std::result::Result<Self::Output, #p::JobError>> {
                     #run_body
                 }
 

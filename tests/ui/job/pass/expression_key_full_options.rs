@@ -1,4 +1,5 @@
 // An expression key, `tenant = none`, every retry option, keyed concurrency and on_settled.
+#![deny(warnings)]
 use std::time::Duration;
 
 use jobs::prelude::*;

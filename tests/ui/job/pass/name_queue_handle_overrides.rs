@@ -1,5 +1,6 @@
 // `name`, `queue` and `handle` override the defaults taken from the fn; the handle has the
 // fn's visibility and its docs.
+#![deny(warnings)]
 use jobs::prelude::*;
 
 mod mail {

@@ -1,4 +1,5 @@
 // A template key over the input's fields and a field tenant: the smallest real declaration.
+#![deny(warnings)]
 use jobs::prelude::*;
 
 #[derive(Serialize, Deserialize, JsonSchema)]

@@ -1,5 +1,6 @@
 // Closures without a parameter type get `&Input`; `{0}` reads a tuple struct's field, `{{`
 // and `}}` are literal braces; a derived tenant is computed from the input.
+#![deny(warnings)]
 use jobs::prelude::*;
 
 #[derive(Serialize, Deserialize, JsonSchema)]
