@@ -1,6 +1,9 @@
-// The input must be Serialize + Deserialize + JsonSchema.
+// The input must be Serialize + Deserialize + JsonSchema: the queue stores it and the manifest
+// publishes its schema.
 use jobs::prelude::*;
 
+// Deserialize only: no Serialize, no JsonSchema.
+#[derive(Deserialize)]
 pub struct Welcome {
     pub user_id: u64,
     pub org_id: String,

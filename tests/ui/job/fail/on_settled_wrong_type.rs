@@ -13,7 +13,7 @@ pub async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
     Ok(())
 }
 
-async fn welcome_settled(settled: Settled<Welcome, String>) -> Result<(), JobError> {
+async fn welcome_settled(settled: Settled<Welcome, u64>) -> Result<(), JobError> {
     let _ = settled;
     Ok(())
 }
