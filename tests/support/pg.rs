@@ -40,6 +40,7 @@ use std::process::{Command, Output};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use jobs::driver::conformance::sqlx;
 use jobs::driver::{JobDriver, PostgresDriver};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 
@@ -238,8 +239,8 @@ fn find_server_binaries() -> Option<PathBuf> {
 
 /// Runs the server binaries as an unprivileged user: ourselves, or `postgres` when we are root.
 struct Runner {
-    /// `(uid, gid)` of `postgres` when we are root.
-    as_postgres: Option<(u32, u32)>,
+    /// `(uid, gid)` of `postgres` and the `runuser` binary, when we are root.
+    as_postgres: Option<(u32, u32, PathBuf)>,
 }
 
 impl Runner {
@@ -253,15 +254,26 @@ impl Runner {
                 .to_string()
         })?;
         let gid = id(&["-g", "postgres"])?;
+        // Often in /usr/sbin, which a minimal PATH leaves out.
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let runuser = std::env::split_paths(&path)
+            .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+            .map(|dir| dir.join("runuser"))
+            .find(|p| p.is_file())
+            .ok_or_else(|| {
+                "running as root, and initdb refuses root: install `runuser` (util-linux) to run \
+                 it as `postgres`, or set DATABASE_URL"
+                    .to_string()
+            })?;
         Ok(Runner {
-            as_postgres: Some((uid, gid)),
+            as_postgres: Some((uid, gid, runuser)),
         })
     }
 
     fn command(&self, program: &Path) -> Command {
-        match self.as_postgres {
-            Some(_) => {
-                let mut command = Command::new("runuser");
+        match &self.as_postgres {
+            Some((_, _, runuser)) => {
+                let mut command = Command::new(runuser);
                 command.args(["-u", "postgres", "--"]).arg(program);
                 command
             }
@@ -277,7 +289,7 @@ impl Runner {
             &uuid::Uuid::new_v4().simple().to_string()[..12]
         ));
         fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        if let Some((uid, gid)) = self.as_postgres {
+        if let Some((uid, gid, _)) = self.as_postgres {
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
                 .map_err(|e| format!("cannot hand {} to postgres: {e}", dir.display()))?;
         }
@@ -316,7 +328,7 @@ fn id(args: &[&str]) -> Result<u32, String> {
 }
 
 fn check(what: &str, out: std::io::Result<Output>) -> Result<(), String> {
-    let out = out.map_err(|e| format!("cannot run {what}: {e}"))?;
+    let out = out.map_err(|e| format!("cannot run {what} (or the runuser around it): {e}"))?;
     if out.status.success() {
         return Ok(());
     }

@@ -32,6 +32,13 @@ pub mod job_settle;
 pub mod step;
 pub mod worker;
 
+/// The `sqlx` the Postgres driver is built on, for test harnesses that make its pools and
+/// schemas (a direct `sqlx` dev-dependency of the tests would change the paths rustc prints in
+/// the trybuild `.stderr` files).
+#[cfg(feature = "postgres")]
+#[doc(hidden)]
+pub use sqlx;
+
 use std::fmt::Debug;
 use std::time::Duration;
 
