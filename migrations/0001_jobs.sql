@@ -100,3 +100,27 @@ create table if not exists {schema}.x_job_leases (
 create index if not exists x_job_leases_expiry_idx on {schema}.x_job_leases (expires_at);
 
 create sequence if not exists {schema}.x_job_lease_fence;
+
+-- The commit wake: a publish inside a transaction wakes again when it commits, so a run that
+-- parked on the event while the transaction was open resumes at the commit, not at its next
+-- poll. A deferred constraint trigger runs at commit, with a snapshot that sees those waits.
+create or replace function {schema}.x_job_events_commit_wake() returns trigger
+language plpgsql as $body$
+begin
+    update {schema}.x_jobs j
+    set run_at = least(j.run_at, now())
+    from {schema}.x_job_steps s
+    where s.status = 'waiting'
+      and s.wait ->> 'event' = new.name
+      and s.wait ->> 'key' = new.key
+      and j.run_id = s.run_id
+      and j.state = 'suspended'
+      and j.run_at > now();
+    return null;
+end
+$body$;
+
+create constraint trigger x_job_events_commit_wake
+    after insert on {schema}.x_job_events
+    deferrable initially deferred
+    for each row execute function {schema}.x_job_events_commit_wake();

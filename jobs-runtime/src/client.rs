@@ -148,10 +148,9 @@ impl Jobs {
     /// tx.commit().await?; // the job exists from here on, and only if this commits
     /// # Ok(()) }
     /// ```
-    #[cfg(feature = "postgres")]
     pub async fn enqueue_in<J: Job>(
         &self,
-        conn: &mut sqlx::PgConnection,
+        conn: &mut crate::__private::PgConnection,
         input: J::Input,
     ) -> Result<Enqueued, JobError> {
         self.enqueue_in_with::<J>(conn, input, EnqueueOptions::default())
@@ -159,24 +158,22 @@ impl Jobs {
     }
 
     /// [`Jobs::enqueue_in`] with options.
-    #[cfg(feature = "postgres")]
     pub async fn enqueue_in_with<J: Job>(
         &self,
-        conn: &mut sqlx::PgConnection,
+        conn: &mut crate::__private::PgConnection,
         input: J::Input,
         options: EnqueueOptions,
     ) -> Result<Enqueued, JobError> {
-        let Some(postgres) = self.inner.driver.as_postgres() else {
-            return Err(JobError::new(
-                ErrorCode::DriverUnavailable,
-                format!(
-                    "enqueue inside a transaction needs the Postgres driver; this client runs on `{}`",
-                    self.inner.driver.name()
-                ),
-            ));
+        #[cfg(feature = "postgres")]
+        return {
+            let request = self.request::<J>(&input, &options)?;
+            self.postgres()?.enqueue_in(conn, &request).await
         };
-        let request = self.request::<J>(&input, &options)?;
-        postgres.enqueue_in(conn, &request).await
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = (input, options);
+            match *conn {}
+        }
     }
 
     /// Builds the driver request: the key rules are enforced here, once, for every driver.
@@ -239,6 +236,34 @@ impl Jobs {
         key: &str,
         payload: &T,
     ) -> Result<(), JobError> {
+        let event = self.event(name, key, payload)?;
+        self.inner.driver.event_publish(&event).await?;
+        self.inner.local_wake.notify_waiters();
+        Ok(())
+    }
+
+    /// Publishes an event on the caller's Postgres connection or transaction: it exists, and
+    /// wakes the runs waiting for it, if and only if that transaction commits. A wait that
+    /// began before the commit still matches it.
+    #[cfg(feature = "postgres")]
+    pub async fn publish_event_in<T: Serialize>(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        name: &str,
+        key: &str,
+        payload: &T,
+    ) -> Result<(), JobError> {
+        let event = self.event(name, key, payload)?;
+        self.postgres()?.event_publish_in(conn, &event).await?;
+        Ok(())
+    }
+
+    fn event<T: Serialize>(
+        &self,
+        name: &str,
+        key: &str,
+        payload: &T,
+    ) -> Result<EventPublish, JobError> {
         let payload = serde_json::to_value(payload).map_err(|e| {
             JobError::new(
                 ErrorCode::JobEventInvalid,
@@ -246,19 +271,27 @@ impl Jobs {
             )
             .with_cause(e)
         })?;
-        self.inner
-            .driver
-            .event_publish(&EventPublish {
-                id: Uuid::now_v7(),
-                name: name.to_string(),
-                key: key.to_string(),
-                payload,
-                ttl: DEFAULT_EVENT_TTL,
-                now: self.now(),
-            })
-            .await?;
-        self.inner.local_wake.notify_waiters();
-        Ok(())
+        Ok(EventPublish {
+            id: Uuid::now_v7(),
+            name: name.to_string(),
+            key: key.to_string(),
+            payload,
+            ttl: DEFAULT_EVENT_TTL,
+            now: self.now(),
+        })
+    }
+
+    #[cfg(feature = "postgres")]
+    fn postgres(&self) -> Result<&crate::driver::PostgresDriver, JobError> {
+        self.inner.driver.as_postgres().ok_or_else(|| {
+            JobError::new(
+                ErrorCode::DriverUnavailable,
+                format!(
+                    "work inside a caller's transaction needs the Postgres driver; this client runs on `{}`",
+                    self.inner.driver.name()
+                ),
+            )
+        })
     }
 
     /// Reads one job.

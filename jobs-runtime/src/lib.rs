@@ -107,6 +107,15 @@ pub mod __private {
         serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default()
     }
 
+    /// The connection `enqueue_in` runs on: Postgres' when the driver is built in.
+    #[cfg(feature = "postgres")]
+    pub use sqlx::PgConnection;
+
+    /// Without the Postgres driver there is no connection to enqueue on.
+    #[cfg(not(feature = "postgres"))]
+    #[derive(Debug)]
+    pub enum PgConnection {}
+
     /// A key or tenant part, from anything printable.
     pub fn to_key<T: ToString + ?Sized>(value: &T) -> String {
         value.to_string()

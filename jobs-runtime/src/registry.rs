@@ -123,7 +123,9 @@ fn execute<J: Job>(
 }
 
 fn tenant<J: Job>(input: &serde_json::Value) -> Option<Option<String>> {
-    J::Input::deserialize(input).ok().map(|input| J::tenant(&input))
+    J::Input::deserialize(input)
+        .ok()
+        .map(|input| J::tenant(&input))
 }
 
 fn on_settled<J: Job>(settled: ErasedSettled) -> BoxFuture<'static, Result<(), JobError>> {

@@ -71,6 +71,7 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
         Some(Concurrency::Keyed { key, .. }) => {
             let body = key_fn_body(Some(key), input_ty, &p);
             quote! {
+                #[allow(clippy::redundant_closure_call)]
                 fn concurrency_key(
                     input: &#input_ty,
                 ) -> ::std::option::Option<::std::string::String> {
@@ -127,10 +128,13 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
 
                 const DESCRIPTOR: #p::JobDescriptor = #descriptor;
 
+                // A declared closure is called in place, once: that is the point of it.
+                #[allow(clippy::redundant_closure_call)]
                 fn idempotency_key(input: &#input_ty) -> ::std::string::String {
                     #key
                 }
 
+                #[allow(clippy::redundant_closure_call)]
                 fn tenant(input: &#input_ty) -> ::std::option::Option<::std::string::String> {
                     #tenant
                 }
@@ -174,6 +178,26 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
                     I: ::std::iter::IntoIterator<Item = #input_ty>,
                 {
                     jobs.enqueue_many::<Self, I>(inputs).await
+                }
+
+                /// Enqueues one run on the caller's Postgres connection or transaction: it
+                /// exists if and only if that transaction commits.
+                #vis async fn enqueue_in(
+                    jobs: &#p::Jobs,
+                    conn: &mut #p::PgConnection,
+                    input: #input_ty,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    jobs.enqueue_in::<Self>(conn, input).await
+                }
+
+                /// [`Self::enqueue_in`] with per-call options.
+                #vis async fn enqueue_in_with(
+                    jobs: &#p::Jobs,
+                    conn: &mut #p::PgConnection,
+                    input: #input_ty,
+                    options: #p::EnqueueOptions,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    jobs.enqueue_in_with::<Self>(conn, input, options).await
                 }
 
                 /// The declaration, as the manifest shows it.

@@ -73,6 +73,8 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
         .map_err(|e| classify("migrate record", e))?;
         done.push(migration.version);
     }
-    tx.commit().await.map_err(|e| classify("migrate commit", e))?;
+    tx.commit()
+        .await
+        .map_err(|e| classify("migrate commit", e))?;
     Ok(done)
 }

@@ -129,7 +129,9 @@ impl PostgresDriver {
             if let Some(row) = row {
                 let result = EnqueueResult {
                     id: row.try_get("id").map_err(|e| classify("job_enqueue", e))?,
-                    run_id: row.try_get("run_id").map_err(|e| classify("job_enqueue", e))?,
+                    run_id: row
+                        .try_get("run_id")
+                        .map_err(|e| classify("job_enqueue", e))?,
                     deduped: row
                         .try_get("deduped")
                         .map_err(|e| classify("job_enqueue", e))?,
@@ -153,6 +155,26 @@ impl PostgresDriver {
                 request.name
             ),
         ))
+    }
+
+    /// Publishes an event on the caller's connection or transaction: it is seen, and wakes the
+    /// parked runs, only if that transaction commits.
+    pub async fn event_publish_in(
+        &self,
+        conn: &mut PgConnection,
+        event: &EventPublish,
+    ) -> Result<EventId, JobError> {
+        let row = sqlx::query(self.sql.event_publish.clone())
+            .bind(event.id)
+            .bind(&event.name)
+            .bind(&event.key)
+            .bind(&event.payload)
+            .bind(event.now)
+            .bind(add(event.now, event.ttl))
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| classify("event_publish", e))?;
+        row.try_get("id").map_err(|e| classify("event_publish", e))
     }
 
     async fn execute_fenced(
@@ -243,7 +265,9 @@ impl JobDriver for PostgresDriver {
             .map_err(|e| classify("job_claim", e))?;
         let mut result = ClaimResult::default();
         for row in &rows {
-            let buried: bool = row.try_get("buried").map_err(|e| classify("job_claim", e))?;
+            let buried: bool = row
+                .try_get("buried")
+                .map_err(|e| classify("job_claim", e))?;
             let record = rows::job_record(row)?;
             if buried {
                 result.exhausted.push(record);
@@ -411,17 +435,12 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
-        let row = sqlx::query(self.sql.event_publish.clone())
-            .bind(event.id)
-            .bind(&event.name)
-            .bind(&event.key)
-            .bind(&event.payload)
-            .bind(event.now)
-            .bind(add(event.now, event.ttl))
-            .fetch_one(&self.pool)
+        let mut conn = self
+            .pool
+            .acquire()
             .await
             .map_err(|e| classify("event_publish", e))?;
-        row.try_get("id").map_err(|e| classify("event_publish", e))
+        self.event_publish_in(&mut conn, event).await
     }
 
     async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {

@@ -108,7 +108,10 @@ mod tests {
     fn every_statement_is_rendered_for_its_schema() {
         let s = Statements::new("tenant_a");
         for text in [&s.job_enqueue, &s.job_claim, &s.step_put, &s.event_find].map(SqlStr::as_str) {
-            assert!(!text.contains("{schema}") && !text.contains("_columns}"), "{text}");
+            assert!(
+                !text.contains("{schema}") && !text.contains("_columns}"),
+                "{text}"
+            );
             assert!(text.contains("tenant_a."));
         }
     }

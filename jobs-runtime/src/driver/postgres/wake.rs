@@ -79,7 +79,10 @@ async fn listen(pool: &PgPool, channel: &str, tx: &mpsc::Sender<WakeSignal>) {
                             return;
                         }
                     } else if !payload.starts_with(PROBE_PREFIX)
-                        && tx.send(WakeSignal::Queue(payload.to_string())).await.is_err()
+                        && tx
+                            .send(WakeSignal::Queue(payload.to_string()))
+                            .await
+                            .is_err()
                     {
                         return;
                     }
