@@ -108,14 +108,14 @@ create or replace function {schema}.x_job_events_commit_wake() returns trigger
 language plpgsql as $body$
 begin
     update {schema}.x_jobs j
-    set run_at = least(j.run_at, now())
+    set run_at = least(j.run_at, new.published_at)
     from {schema}.x_job_steps s
     where s.status = 'waiting'
       and s.wait ->> 'event' = new.name
       and s.wait ->> 'key' = new.key
       and j.run_id = s.run_id
       and j.state = 'suspended'
-      and j.run_at > now();
+      and j.run_at > new.published_at;
     return null;
 end
 $body$;

@@ -76,6 +76,11 @@ pub use worker::{
     WorkerStats,
 };
 
+// Every Rust block of the README is compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 /// Everything a file that declares or enqueues jobs needs.
 pub mod prelude {
     pub use crate::{

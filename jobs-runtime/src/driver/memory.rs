@@ -159,6 +159,15 @@ impl MemoryState {
             request.tenant_id.clone().unwrap_or_default(),
             request.idempotency_key.clone(),
         );
+        // An id that already names a row (an outbox re-publish) inserts nothing and
+        // answers that row, whatever the conflict policy.
+        if let Some(existing) = self.jobs.get(&request.id) {
+            return Ok(EnqueueResult {
+                id: existing.record.id,
+                run_id: existing.record.run_id,
+                deduped: true,
+            });
+        }
         if let Some(existing) = self.live_keys.get(&key).and_then(|id| self.jobs.get(id)) {
             if request.on_conflict == ConflictPolicy::Error {
                 return Err(JobError::new(
@@ -169,14 +178,6 @@ impl MemoryState {
                     ),
                 ));
             }
-            return Ok(EnqueueResult {
-                id: existing.record.id,
-                run_id: existing.record.run_id,
-                deduped: true,
-            });
-        }
-        // An id that already names a row (an outbox re-publish) inserts nothing.
-        if let Some(existing) = self.jobs.get(&request.id) {
             return Ok(EnqueueResult {
                 id: existing.record.id,
                 run_id: existing.record.run_id,

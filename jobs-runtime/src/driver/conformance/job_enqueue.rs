@@ -211,6 +211,30 @@ pub async fn job_enqueue_refuses_a_live_key_under_conflict_error(driver: Arc<dyn
     assert_eq!(stats_of(d, QUEUE, t0()).await.ready, 1);
 }
 
+/// Re-sending an id that names a row (an outbox re-publish) answers that row, deduped, even
+/// under `ConflictPolicy::Error`: it is the same job, not a duplicate of another.
+pub async fn job_enqueue_of_an_existing_id_answers_it_whatever_the_policy(
+    driver: Arc<dyn JobDriver>,
+) {
+    let d = &*driver;
+    let mut first = request("conformance.job", "k");
+    first.on_conflict = ConflictPolicy::Error;
+    enqueue(d, &first).await;
+    let live = enqueue(d, &first).await;
+    assert!(live.deduped && live.id == first.id, "live row");
+
+    let job = claim_one(d, "w1", t0()).await;
+    assert!(ack(d, job.id, &job.by, t0()).await);
+    let mut holder = request("conformance.job", "k");
+    holder.on_conflict = ConflictPolicy::Error;
+    enqueue(d, &holder).await;
+    let finished = enqueue(d, &first).await;
+    assert!(
+        finished.deduped && finished.id == first.id,
+        "a finished row under its own id, while another job holds the key"
+    );
+}
+
 /// `job_enqueue_many` answers each request as `job_enqueue` would, in order, including a key
 /// repeated inside the batch.
 pub async fn job_enqueue_many_answers_each_request(driver: Arc<dyn JobDriver>) {

@@ -80,6 +80,7 @@ macro_rules! __conformance_cases {
             job_enqueue::job_enqueue_namespaces_keys_by_name_and_tenant,
             job_enqueue::job_enqueue_dedupes_by_id,
             job_enqueue::job_enqueue_refuses_a_live_key_under_conflict_error,
+            job_enqueue::job_enqueue_of_an_existing_id_answers_it_whatever_the_policy,
             job_enqueue::job_enqueue_many_answers_each_request,
             job_enqueue::job_enqueue_many_is_all_or_nothing,
             job_enqueue::job_enqueue_of_one_key_from_many_tasks_inserts_one_row,

@@ -136,7 +136,10 @@ impl PostgresDriver {
                         .try_get("deduped")
                         .map_err(|e| classify("job_enqueue", e))?,
                 };
-                if result.deduped && request.on_conflict == ConflictPolicy::Error {
+                let same_id: bool = row
+                    .try_get("same_id")
+                    .map_err(|e| classify("job_enqueue", e))?;
+                if result.deduped && !same_id && request.on_conflict == ConflictPolicy::Error {
                     return Err(JobError::new(
                         ErrorCode::JobDuplicate,
                         format!(

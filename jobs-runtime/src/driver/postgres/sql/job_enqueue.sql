@@ -6,6 +6,8 @@
 -- row of that queue was created in the same 250 ms slot (from $12): the notification is
 -- throttled here, in the statement, because every notifying commit queues behind one lock.
 -- The payload is the queue name, never an id, an input or a tenant.
+-- same_id: the row is the request's own id (an outbox re-publish), which answers deduped whatever
+-- the conflict policy; only another job holding the key is a duplicate.
 -- When the conflicting row committed after this statement began, neither arm sees it and the
 -- statement answers nothing: the caller runs it once more (an enqueue runs at most twice).
 with inserted as (
@@ -21,7 +23,7 @@ with inserted as (
     on conflict do nothing
     returning id, run_id, queue, run_at
 )
-select i.id, i.run_id, false as deduped,
+select i.id, i.run_id, false as deduped, false as same_id,
        case
            when i.run_at <= $10 + interval '1 second'
             and not exists (
@@ -36,7 +38,7 @@ select i.id, i.run_id, false as deduped,
 from inserted i
 union all
 (
-    select j.id, j.run_id, true as deduped, null::boolean as woke
+    select j.id, j.run_id, true as deduped, j.id = $1 as same_id, null::boolean as woke
     from {schema}.x_jobs j
     where not exists (select 1 from inserted)
       and (
@@ -46,5 +48,6 @@ union all
              and j.state in ('ready', 'delayed', 'running', 'suspended'))
          or j.id = $1
       )
+    order by j.id = $1 desc
     limit 1
 )
