@@ -54,18 +54,7 @@ pub struct Run {
 }
 
 pub(crate) struct RunInner {
-    pub job_id: JobId,
-    pub run_id: RunId,
-    pub attempt: u32,
-    pub max_attempts: u32,
-    pub tenant: Option<String>,
-    pub descriptor: JobDescriptor,
-    pub driver: Arc<dyn JobDriver>,
-    pub clock: SharedClock,
-    pub fence: StepFence,
-    pub cancel: CancellationToken,
-    pub context: Option<Arc<dyn Any + Send + Sync>>,
-    pub observer: Option<Arc<dyn StepObserver>>,
+    seed: RunSeed,
     state: Mutex<RunState>,
 }
 
@@ -88,10 +77,10 @@ struct RunState {
 impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Run")
-            .field("job", &self.inner.descriptor.name)
-            .field("job_id", &self.inner.job_id)
-            .field("run_id", &self.inner.run_id)
-            .field("attempt", &self.inner.attempt)
+            .field("job", &self.inner.seed.descriptor.name)
+            .field("job_id", &self.inner.seed.job_id)
+            .field("run_id", &self.inner.seed.run_id)
+            .field("attempt", &self.inner.seed.attempt)
             .finish()
     }
 }
@@ -123,18 +112,7 @@ impl Run {
             .collect();
         Ok(Run {
             inner: Arc::new(RunInner {
-                job_id: seed.job_id,
-                run_id: seed.run_id,
-                attempt: seed.attempt,
-                max_attempts: seed.max_attempts,
-                tenant: seed.tenant,
-                descriptor: seed.descriptor,
-                driver: seed.driver,
-                clock: seed.clock,
-                fence: seed.fence,
-                cancel: seed.cancel,
-                context: seed.context,
-                observer: seed.observer,
+                seed,
                 state: Mutex::new(RunState {
                     stored,
                     ..RunState::default()
@@ -149,53 +127,54 @@ impl Run {
 
     /// The job's id.
     pub fn job_id(&self) -> JobId {
-        self.inner.job_id
+        self.inner.seed.job_id
     }
 
     /// The run's id, stable across attempts; a good idempotency key for an external call
     /// together with the step name.
     pub fn run_id(&self) -> RunId {
-        self.inner.run_id
+        self.inner.seed.run_id
     }
 
     /// The job's declared name.
     pub fn job_name(&self) -> &'static str {
-        self.inner.descriptor.name
+        self.inner.seed.descriptor.name
     }
 
     /// This attempt's number, from 1.
     pub fn attempt(&self) -> u32 {
-        self.inner.attempt
+        self.inner.seed.attempt
     }
 
     /// `true` when a failure of this attempt will not be retried for want of attempts.
     pub fn final_attempt(&self) -> bool {
-        self.inner.attempt >= self.inner.max_attempts
+        self.inner.seed.attempt >= self.inner.seed.max_attempts
     }
 
     /// The run's tenant (`None` for `tenant = none`).
     pub fn tenant(&self) -> Option<&str> {
-        self.inner.tenant.as_deref()
+        self.inner.seed.tenant.as_deref()
     }
 
     /// Now, on the worker's clock.
     pub fn now(&self) -> Timestamp {
-        self.inner.clock.now()
+        self.inner.seed.clock.now()
     }
 
     /// Whether the attempt was cancelled (timeout, lost lease, drain, operator cancel).
     pub fn is_cancelled(&self) -> bool {
-        self.inner.cancel.is_cancelled()
+        self.inner.seed.cancel.is_cancelled()
     }
 
     /// Resolves when the attempt is cancelled. Long work should `select!` on it.
     pub async fn cancelled(&self) {
-        self.inner.cancel.cancelled().await
+        self.inner.seed.cancel.cancelled().await
     }
 
     /// The app context the worker was given with `WorkerBuilder::context`.
     pub fn context<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, JobError> {
         self.inner
+            .seed
             .context
             .clone()
             .and_then(|c| c.downcast::<T>().ok())
@@ -204,7 +183,7 @@ impl Run {
                     ErrorCode::Invariant,
                     format!(
                         "job `{}` asked for a context of type `{}` the worker was not given",
-                        self.inner.descriptor.name,
+                        self.inner.seed.descriptor.name,
                         std::any::type_name::<T>()
                     ),
                 )
@@ -232,11 +211,11 @@ impl Run {
         }
         self.refuse_if_cancelled()?;
         let attempts = previous.as_ref().map_or(0, |r| r.attempts) + 1;
-        let result = match self.inner.descriptor.step_timeout {
+        let result = match self.inner.seed.descriptor.step_timeout {
             Some(ceiling) => {
                 tokio::select! {
                     r = work => r.map_err(Into::into),
-                    _ = self.inner.clock.sleep(ceiling) => Err(JobError::new(
+                    _ = self.inner.seed.clock.sleep(ceiling) => Err(JobError::new(
                         ErrorCode::JobTimeout,
                         format!("step `{name}` outran its step_timeout of {}", humantime::format_duration(ceiling)),
                     )),
@@ -244,8 +223,8 @@ impl Run {
             }
             None => work.await.map_err(Into::into),
         };
-        if let Some(observer) = &self.inner.observer {
-            observer.step_executed(self.inner.job_id, self.inner.run_id, name);
+        if let Some(observer) = &self.inner.seed.observer {
+            observer.step_executed(self.inner.seed.job_id, self.inner.seed.run_id, name);
         }
         match result {
             Ok(value) => {
@@ -275,7 +254,7 @@ impl Run {
                         // Bookkeeping must never mask the step's own error.
                         tracing::warn!(
                             target: "jobs.step.failure-unrecorded",
-                            job_id = %self.inner.job_id,
+                            job_id = %self.inner.seed.job_id,
                             step = name,
                             code = unrecorded.code().map(|c| c.as_str()),
                             "a failed step could not be recorded"
@@ -350,7 +329,7 @@ impl Run {
                     deadline: add(now, timeout),
                     since: EventSince {
                         at: now,
-                        mark: self.inner.driver.event_mark().await?,
+                        mark: self.inner.seed.driver.event_mark().await?,
                     },
                 };
                 let stored = wait.clone();
@@ -364,6 +343,7 @@ impl Run {
         };
         if let Some(found) = self
             .inner
+            .seed
             .driver
             .event_find(&wait.event, &wait.key, &wait.since)
             .await?
@@ -387,7 +367,7 @@ impl Run {
             .await?;
             return Ok(None);
         }
-        let poll = add(now, self.inner.descriptor.event_poll);
+        let poll = add(now, self.inner.seed.descriptor.event_poll);
         Err(self.suspend(wait.deadline.min(poll)))
     }
 
@@ -431,10 +411,11 @@ impl Run {
         };
         if let Some(progress) = progress {
             self.inner
+                .seed
                 .driver
                 .job_progress(&ProgressParams {
-                    job_id: self.inner.job_id,
-                    by: self.inner.fence.by.clone(),
+                    job_id: self.inner.seed.job_id,
+                    by: self.inner.seed.fence.by.clone(),
                     progress,
                     now,
                 })
@@ -465,7 +446,7 @@ impl Run {
                 ErrorCode::StepDuplicate,
                 format!(
                     "step `{name}` ran twice in one run of job `{}`",
-                    self.inner.descriptor.name
+                    self.inner.seed.descriptor.name
                 ),
             ));
         }
@@ -497,7 +478,7 @@ impl Run {
                 ErrorCode::Aborted,
                 format!(
                     "a cancelled attempt of job `{}` tried to write a step",
-                    self.inner.descriptor.name
+                    self.inner.seed.descriptor.name
                 ),
             ));
         }
@@ -518,7 +499,7 @@ impl Run {
             .get(name)
             .cloned()
             .unwrap_or(StepRecord {
-                run_id: self.inner.run_id,
+                run_id: self.inner.seed.run_id,
                 name: name.to_string(),
                 status: StepStatus::Failed,
                 output: None,
@@ -533,15 +514,16 @@ impl Run {
         fill(&mut record);
         if !self
             .inner
+            .seed
             .driver
-            .step_put(&record, &self.inner.fence)
+            .step_put(&record, &self.inner.seed.fence)
             .await?
         {
             return Err(JobError::new(
                 ErrorCode::JobLeaseLost,
                 format!(
                     "job {} no longer holds its claim; step `{name}` was not written",
-                    self.inner.job_id
+                    self.inner.seed.job_id
                 ),
             ));
         }
