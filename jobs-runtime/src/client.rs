@@ -182,51 +182,7 @@ impl Jobs {
         input: &J::Input,
         options: &EnqueueOptions,
     ) -> Result<EnqueueRequest, JobError> {
-        let d = &J::DESCRIPTOR;
-        let idempotency_key = J::idempotency_key(input);
-        if idempotency_key.is_empty() {
-            return Err(JobError::new(
-                ErrorCode::IdempotencyRequired,
-                format!("job `{}` derived an empty idempotency key", d.name),
-            ));
-        }
-        if d.concurrency.is_some_and(|c| c.keyed) {
-            check_concurrency_key(d.name, J::concurrency_key(input))?;
-        }
-        let run_id = match &options.run_id {
-            Some(text) => parse_run_id(text)?,
-            None => Uuid::now_v7(),
-        };
-        let now = self.now();
-        let run_at = match (options.run_at, options.delay) {
-            (Some(at), _) => at,
-            (None, Some(delay)) => add(now, delay),
-            (None, None) => now,
-        };
-        let tenant_id = match &options.tenant {
-            Some(tenant) => tenant.clone(),
-            None => J::tenant(input),
-        };
-        let input = serde_json::to_value(input).map_err(|e| {
-            JobError::new(
-                ErrorCode::JobDeclarationInvalid,
-                format!("the input of job `{}` does not serialize to JSON", d.name),
-            )
-            .with_cause(e)
-        })?;
-        Ok(EnqueueRequest {
-            id: Uuid::now_v7(),
-            run_id,
-            name: d.name.to_string(),
-            queue: options.queue.clone().unwrap_or_else(|| d.queue.to_string()),
-            input,
-            idempotency_key,
-            tenant_id,
-            max_attempts: d.retry.attempts,
-            run_at,
-            on_conflict: options.on_conflict,
-            now,
-        })
+        Prepared::of::<J>(input)?.into_request(options, self.now())
     }
 
     /// Publishes an event: every run waiting on `name` under `key` resumes with `payload`.
@@ -373,6 +329,85 @@ impl EnqueueOptions {
     pub fn error_on_duplicate(mut self) -> Self {
         self.on_conflict = ConflictPolicy::Error;
         self
+    }
+}
+
+/// A job's enqueue, decided from its input before any id or time: the key rules are enforced
+/// here, once, for the client, the scheduler and every driver.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    pub name: &'static str,
+    pub queue: &'static str,
+    pub input: serde_json::Value,
+    pub idempotency_key: String,
+    pub tenant_id: Option<String>,
+    pub max_attempts: u32,
+}
+
+impl Prepared {
+    pub(crate) fn of<J: Job>(input: &J::Input) -> Result<Prepared, JobError> {
+        let d = &J::DESCRIPTOR;
+        let idempotency_key = J::idempotency_key(input);
+        if idempotency_key.is_empty() {
+            return Err(JobError::new(
+                ErrorCode::IdempotencyRequired,
+                format!("job `{}` derived an empty idempotency key", d.name),
+            ));
+        }
+        if d.concurrency.is_some_and(|c| c.keyed) {
+            check_concurrency_key(d.name, J::concurrency_key(input))?;
+        }
+        let json = serde_json::to_value(input).map_err(|e| {
+            JobError::new(
+                ErrorCode::JobDeclarationInvalid,
+                format!("the input of job `{}` does not serialize to JSON", d.name),
+            )
+            .with_cause(e)
+        })?;
+        Ok(Prepared {
+            name: d.name,
+            queue: d.queue,
+            input: json,
+            idempotency_key,
+            tenant_id: J::tenant(input),
+            max_attempts: d.retry.attempts,
+        })
+    }
+
+    /// The driver request, with the options applied at `now`.
+    pub(crate) fn into_request(
+        self,
+        options: &EnqueueOptions,
+        now: Timestamp,
+    ) -> Result<EnqueueRequest, JobError> {
+        let run_id = match &options.run_id {
+            Some(text) => parse_run_id(text)?,
+            None => Uuid::now_v7(),
+        };
+        let run_at = match (options.run_at, options.delay) {
+            (Some(at), _) => at,
+            (None, Some(delay)) => add(now, delay),
+            (None, None) => now,
+        };
+        Ok(EnqueueRequest {
+            id: Uuid::now_v7(),
+            run_id,
+            name: self.name.to_string(),
+            queue: options
+                .queue
+                .clone()
+                .unwrap_or_else(|| self.queue.to_string()),
+            input: self.input,
+            idempotency_key: self.idempotency_key,
+            tenant_id: match &options.tenant {
+                Some(tenant) => tenant.clone(),
+                None => self.tenant_id,
+            },
+            max_attempts: self.max_attempts,
+            run_at,
+            on_conflict: options.on_conflict,
+            now,
+        })
     }
 }
 

@@ -50,6 +50,7 @@ mod registry;
 pub mod retry;
 mod run;
 mod settled;
+mod task;
 pub mod testing;
 mod worker;
 
@@ -71,6 +72,7 @@ pub use manifest::{manifest, Manifest};
 pub use registry::{JobEntry, Registry};
 pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use settled::{Outcome, Settled, ON_SETTLED_ATTEMPTS};
+pub use task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry, DEFAULT_MAX_CATCH_UP};
 pub use worker::{
     ExecutionOutcome, JobExecution, ShutdownReport, Worker, WorkerBuilder, WorkerHandle,
     WorkerStats,
@@ -84,8 +86,8 @@ struct ReadmeDoctests;
 /// Everything a file that declares or enqueues jobs needs.
 pub mod prelude {
     pub use crate::{
-        job, EnqueueOptions, Enqueued, ErrorCode, Job, JobError, JobState, Jobs, Outcome, Run,
-        Settled,
+        job, task, EnqueueOptions, Enqueued, Entry, ErrorCode, Job, JobError, JobState, Jobs,
+        Occurrence, Outcome, Run, Settled,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
@@ -102,6 +104,7 @@ pub mod __private {
     pub use crate::registry::JobEntry;
     pub use crate::run::Run;
     pub use crate::settled::Settled;
+    pub use crate::task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry};
     pub use core::option::Option::{self, None, Some};
     pub use core::time::Duration;
     pub use futures::future::BoxFuture;
