@@ -23,6 +23,7 @@ pub const MAX_MEMORY_EVENTS: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct MemoryDriver {
     state: Mutex<MemoryState>,
+    leases: crate::driver::lease::MemoryLeaseStore,
 }
 
 #[derive(Debug, Default)]
@@ -232,6 +233,10 @@ impl MemoryState {
 impl JobDriver for MemoryDriver {
     fn name(&self) -> &'static str {
         "memory"
+    }
+
+    fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {
+        Some(&self.leases)
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {

@@ -11,6 +11,7 @@
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod lease;
 mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -46,6 +47,12 @@ use crate::error::JobError;
 pub trait JobDriver: Send + Sync + 'static {
     /// A short name for logs (`memory`, `postgres`).
     fn name(&self) -> &'static str;
+
+    /// The lease store, when the driver has one: fleet-wide concurrency caps and `with_lock`
+    /// need it (a worker refuses to start a job declaring `concurrency` without it).
+    fn lease_store(&self) -> Option<&dyn lease::LeaseStore> {
+        None
+    }
 
     /// This driver as the Postgres driver, when it is one: enqueue inside a caller's
     /// transaction needs its statements.

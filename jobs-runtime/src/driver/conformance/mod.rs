@@ -29,6 +29,7 @@ pub mod event;
 pub mod job_claim;
 pub mod job_enqueue;
 pub mod job_settle;
+pub mod lease;
 pub mod step;
 pub mod worker;
 
@@ -73,6 +74,11 @@ where
 macro_rules! __conformance_cases {
     ($callback:ident ! { $($args:tt)* }) => {
         $crate::$callback! { @cases { $($args)* }
+            lease::lease_acquire_grants_up_to_the_limit_with_increasing_fences,
+            lease::lease_acquire_takes_over_a_lapsed_slot,
+            lease::lease_renew_extends_and_release_frees,
+            lease::lease_holders_lists_live_grants_in_slot_order,
+            lease::lease_acquire_never_over_grants_under_concurrent_acquirers,
             job_enqueue::job_enqueue_answers_the_ids_it_was_given,
             job_enqueue::job_enqueue_in_the_future_is_delayed,
             job_enqueue::job_enqueue_dedupes_a_live_key,

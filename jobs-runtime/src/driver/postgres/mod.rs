@@ -16,6 +16,7 @@
 //! ```
 
 mod classify;
+mod lease;
 mod migrate;
 mod rows;
 mod sql;
@@ -214,6 +215,10 @@ impl JobDriver for PostgresDriver {
     }
 
     fn as_postgres(&self) -> Option<&PostgresDriver> {
+        Some(self)
+    }
+
+    fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {
         Some(self)
     }
 

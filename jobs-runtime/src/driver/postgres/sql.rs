@@ -64,6 +64,10 @@ statements!(
     event_publish,
     event_mark,
     event_find,
+    lease_acquire,
+    lease_renew,
+    lease_release,
+    lease_holders,
 );
 
 /// A rendered statement. Safe to run: the only text spliced into the `.sql` files is a schema

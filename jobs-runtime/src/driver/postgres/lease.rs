@@ -1,0 +1,84 @@
+//! The Postgres lease store: `x_job_leases` (primary key `(lease_key, slot)`) and the one fence
+//! sequence `x_job_lease_fence`.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+use super::classify::classify;
+use super::PostgresDriver;
+use crate::clock::{add, Timestamp};
+use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::error::JobError;
+
+fn held(row: &PgRow) -> Result<HeldLease, JobError> {
+    let get = |e| classify("decode lease row", e);
+    let slot: i32 = row.try_get("slot").map_err(get)?;
+    Ok(HeldLease {
+        key: row.try_get("lease_key").map_err(get)?,
+        slot: u32::try_from(slot).unwrap_or(0),
+        holder: row.try_get("holder").map_err(get)?,
+        fence: row.try_get("fence").map_err(get)?,
+        expires_at: row.try_get("expires_at").map_err(get)?,
+    })
+}
+
+fn slot(lease: &HeldLease) -> i32 {
+    i32::try_from(lease.slot).unwrap_or(i32::MAX)
+}
+
+#[async_trait]
+impl LeaseStore for PostgresDriver {
+    async fn lease_acquire(&self, p: &LeaseAcquire) -> Result<Option<HeldLease>, JobError> {
+        let row = sqlx::query(self.sql.lease_acquire.clone())
+            .bind(&p.key)
+            .bind(i32::try_from(p.limit).unwrap_or(i32::MAX))
+            .bind(&p.holder)
+            .bind(p.now)
+            .bind(add(p.now, p.ttl))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| classify("lease_acquire", e))?;
+        row.as_ref().map(held).transpose()
+    }
+
+    async fn lease_renew(
+        &self,
+        lease: &HeldLease,
+        ttl: Duration,
+        now: Timestamp,
+    ) -> Result<Option<HeldLease>, JobError> {
+        let row = sqlx::query(self.sql.lease_renew.clone())
+            .bind(&lease.key)
+            .bind(slot(lease))
+            .bind(lease.fence)
+            .bind(add(now, ttl))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| classify("lease_renew", e))?;
+        row.as_ref().map(held).transpose()
+    }
+
+    async fn lease_release(&self, lease: &HeldLease) -> Result<bool, JobError> {
+        let done = sqlx::query(self.sql.lease_release.clone())
+            .bind(&lease.key)
+            .bind(slot(lease))
+            .bind(lease.fence)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify("lease_release", e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn lease_holders(&self, key: &str, now: Timestamp) -> Result<Vec<HeldLease>, JobError> {
+        let rows = sqlx::query(self.sql.lease_holders.clone())
+            .bind(key)
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("lease_holders", e))?;
+        rows.iter().map(held).collect()
+    }
+}

@@ -1,0 +1,20 @@
+-- lease_acquire: grants the lowest free slot of key $1 among 0..$2-1 to holder $3 until $5.
+-- Free: no row, or a row that lapsed before $4. The fence comes from the one sequence
+-- x_job_lease_fence, so it increases across holders and keys.
+-- Never over-grants: two acquirers that pick the same free slot both insert; the loser meets
+-- the winner's live row, whose "expires_at <= $4" test fails, and is answered nothing (it
+-- retries on its next poll). A lapsed row is taken over under its row lock.
+with free as (
+    select s.slot
+    from generate_series(0, $2 - 1) as s(slot)
+    left join {schema}.x_job_leases l on l.lease_key = $1 and l.slot = s.slot
+    where l.slot is null or l.expires_at <= $4
+    order by s.slot
+    limit 1
+)
+insert into {schema}.x_job_leases (lease_key, slot, holder, expires_at, fence)
+select $1, free.slot, $3, $5, nextval('{schema}.x_job_lease_fence') from free
+on conflict (lease_key, slot) do update
+set holder = excluded.holder, expires_at = excluded.expires_at, fence = excluded.fence
+where {schema}.x_job_leases.expires_at <= $4
+returning lease_key, slot, holder, fence, expires_at
