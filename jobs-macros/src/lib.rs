@@ -198,10 +198,117 @@ pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-/// Declares a cron trigger that enqueues jobs. Not implemented yet.
+/// Declares a task: a cron trigger that only enqueues jobs. A plain fn turns each occurrence
+/// of the schedule into the jobs to enqueue; the scheduler calls it once per occurrence and
+/// enqueues what it answers.
+///
+/// ```ignore
+/// use jobs::prelude::*;
+///
+/// #[jobs::task(cron = "0 9 * * 1-5", tz = "Europe/Paris")]
+/// pub fn weekday_digest(at: Occurrence) -> Vec<Entry> {
+///     vec![Entry::of::<SendDigest>(Digest { day: at.date().to_string() })]
+/// }
+/// ```
+///
+/// The fn is a plain (not `async`) fn taking exactly one parameter, the occurrence (by value,
+/// `Occurrence`, or by reference, `&Occurrence`), and returning the entries to enqueue,
+/// `Vec<Entry>`. It is cheap and synchronous, and builds its entries from the occurrence only,
+/// never from the wall clock: an occurrence fired twice (a handover, a catch-up) must answer
+/// the same jobs. Zero entries is a valid no-op tick.
+///
+/// # What it generates
+///
+/// Next to the unchanged fn:
+///
+/// - a unit struct, the *handle*, named in PascalCase after the fn (`weekday_digest` ->
+///   `WeekdayDigest`, or `handle = ..`), with the fn's visibility;
+/// - `impl Task for WeekdayDigest`: a `const DESCRIPTOR` holding the declaration, and
+///   `entries(&occurrence)`, which calls the fn;
+/// - `WeekdayDigest::descriptor()`;
+/// - a registry entry, so the scheduler and `jobs::manifest()` see the task without a list.
+///
+/// Roughly, the example above stands for:
+///
+/// ```ignore
+/// pub fn weekday_digest(at: Occurrence) -> Vec<Entry> { /* .. */ }
+///
+/// #[derive(Debug, Clone, Copy, Default)]
+/// pub struct WeekdayDigest;
+///
+/// impl jobs::Task for WeekdayDigest {
+///     const DESCRIPTOR: TaskDescriptor =
+///         TaskDescriptor::new("weekday_digest", "0 9 * * 1-5", "Europe/Paris");
+///     fn entries(occurrence: &Occurrence) -> Vec<Entry> {
+///         weekday_digest(*occurrence).into_iter().collect()
+///     }
+/// }
+/// ```
+///
+/// # Schedule: cron and tz (both required)
+///
+/// `cron` is a standard 5-field expression, `minute hour day-of-month month day-of-week`:
+/// numbers, `*`, ranges `1-5`, lists `1,15`, steps `*/15`, month names `jan`..`dec` and day
+/// names `sun`..`sat` (Sunday is `0` or `7`). There is no seconds field, no year field and no
+/// `@hourly`-style alias: write `"0 * * * *"` for hourly and `"0 0 * * *"` for daily. The
+/// expression is checked at compile time, each field against its range.
+///
+/// `tz` is the IANA zone the cron is read in (`"Europe/Paris"`, `"America/Bogota"`, `"UTC"`),
+/// checked against the tz database the runtime is built with; a near miss is refused with the
+/// zone it probably means (`"Bogota"` -> `America/Bogota`).
+///
+/// ```ignore
+/// #[jobs::task(cron = "*/15 * * * *", tz = "UTC")]
+/// fn sync_rates(at: &Occurrence) -> Vec<Entry> {
+///     vec![Entry::of::<SyncRates>(RatesAt { at_ms: at.timestamp_millis() })]
+/// }
+/// ```
+///
+/// A scheduled fire enqueues each entry under the key `<task>:<occurrence ms>:<job's key>`, so
+/// an occurrence fired twice enqueues its jobs once.
+///
+/// # Name
+///
+/// `name = "nightly"` sets the durable name the scheduler keeps its watermark under (default:
+/// the fn's name); renaming the fn never loses the task's place once the name is set.
+/// `handle = Nightly` names the generated type.
+///
+/// # Catch-up
+///
+/// What the scheduler does about occurrences missed while no scheduler was leading:
+///
+/// - `catch_up = skip` (the default): fire only the latest missed occurrence;
+/// - `catch_up = run_once`: fire the earliest missed occurrence, once, and pass the rest;
+/// - `catch_up = run_all`: fire every missed occurrence, at most `max_catch_up` per round
+///   (default 10, at least 1).
+///
+/// The spellings `"skip"`, `"run-once"` and `"run-all"` are accepted too. `max_catch_up`
+/// bounds `run_all` only, so it is refused next to another policy.
+///
+/// ```ignore
+/// #[jobs::task(name = "nightly", cron = "30 1 * * *", tz = "America/Bogota",
+///              catch_up = run_all, max_catch_up = 5)]
+/// fn nightly(at: Occurrence) -> Vec<Entry> { vec![] }
+/// ```
+///
+/// # What a task does not take
+///
+/// A task never runs a body, so a body's options (`retry`, `timeout`, `step_timeout`,
+/// `event_poll`, `concurrency`, `queue`, `dead_letter`, `key`, `tenant`, `on_settled`) are
+/// refused: each belongs on the `#[job]` the task enqueues, and the job brings it along.
+/// Entries name jobs by their handle type (`Entry::of::<SendDigest>(input)`), never by a
+/// string, so a misnamed job or a wrong input is a type error.
+///
+/// # Runtime crate path
+///
+/// Generated code names the runtime as `::jobs`; `crate = "::my_facade::jobs"` changes that
+/// when the runtime is re-exported under another path.
 #[proc_macro_attribute]
-pub fn task(_args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::fallback::not_yet("task", item.into()).into()
+pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    expand::task::expand(args.into(), item.clone())
+        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+        .into()
 }
 
 /// Declares a backfill over existing rows. Not implemented yet.

@@ -1,5 +1,6 @@
-//! The declaration a `#[job]` stands for: the parsed arguments as typed values, plus
-//! back-references to the user's fn and types so any later stage can blame the user's tokens.
+//! The declaration a `#[job]` or `#[task]` stands for: the parsed arguments as typed values,
+//! plus back-references to the user's fn and types so any later stage can blame the user's
+//! tokens.
 //!
 //! Building the model is the parse stage: a value that does not parse records its error and is
 //! left out, so one bad argument never hides another. Rules that need more than one argument,
@@ -11,14 +12,18 @@ use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path, ReturnType, Type};
 
 use crate::args::job::{ConcurrencyArgs, JobArgs, KeyedConcurrencyArgs, RetryArgs};
+use crate::args::task::TaskArgs;
 use crate::errors::Errors;
 use crate::value::backoff::Backoff;
+use crate::value::catch_up::CatchUp;
 use crate::value::count;
+use crate::value::cron::{self, CronValue};
 use crate::value::duration::{self, DurationValue};
 use crate::value::jitter::Jitter;
 use crate::value::key::KeySource;
 use crate::value::tenant::Tenant;
 use crate::value::text;
+use crate::value::tz::{self, TzValue};
 use crate::value::when_busy::WhenBusy;
 
 /// One `#[job]` declaration.
@@ -295,5 +300,104 @@ impl Concurrency {
             limit: limit?,
             when_busy,
         })
+    }
+}
+
+/// One `#[task]` declaration.
+pub struct TaskDecl<'a> {
+    /// The user's fn, emitted unchanged.
+    pub item: &'a ItemFn,
+    /// The arguments as written; `None` when their shape was wrong (an unknown, duplicated or
+    /// malformed argument), in which case which ones were given is not known.
+    pub args: Option<&'a TaskArgs>,
+    /// The durable name (`name = ..`, else the fn's name).
+    pub name: String,
+    /// `cron = ..`, when declared and valid.
+    pub cron: Option<CronValue>,
+    /// `tz = ..`, when declared and valid.
+    pub tz: Option<TzValue>,
+    /// `catch_up = ..`, when declared.
+    pub catch_up: Option<CatchUp>,
+    /// `max_catch_up = N`, when declared.
+    pub max_catch_up: Option<u32>,
+    /// The generated handle type's name.
+    pub handle: Ident,
+    /// The runtime crate (`crate = ..`, else `::jobs`).
+    pub crate_path: Path,
+}
+
+impl<'a> TaskDecl<'a> {
+    /// Builds the model of `item` under `args`, recording every value that does not parse.
+    pub fn from_ast(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a TaskArgs>) -> Self {
+        let fn_name = item.sig.ident.unraw().to_string();
+        let mut decl = TaskDecl {
+            item,
+            args,
+            name: fn_name.clone(),
+            cron: None,
+            tz: None,
+            catch_up: None,
+            max_catch_up: None,
+            handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
+            crate_path: syn::parse_quote!(::jobs),
+        };
+        let Some(args) = args else {
+            return decl;
+        };
+
+        if let Some(raw) = &args.name {
+            if let Some(name) = errs.handle(text::non_blank(&raw.0, "name")) {
+                decl.name = name.value();
+            }
+        }
+        if let Some(raw) = &args.cron {
+            decl.cron = errs.handle(cron::parse(&raw.0));
+        }
+        if let Some(raw) = &args.tz {
+            decl.tz = errs.handle(tz::parse(&raw.0));
+        }
+        if let Some(raw) = &args.catch_up {
+            decl.catch_up = errs.handle(CatchUp::parse(&raw.0));
+        }
+        if let Some(raw) = &args.max_catch_up {
+            decl.max_catch_up = errs.handle(count::positive(
+                &raw.0,
+                "max_catch_up",
+                "`catch_up = run_all` would fire no missed occurrence; leave `max_catch_up` \
+                 out for the default of 10 per round",
+            ));
+        }
+        if let Some(raw) = &args.handle {
+            if let Some(handle) = errs.handle(text::ident(&raw.0, "handle")) {
+                decl.handle = handle;
+            }
+        }
+        if let Some(raw) = &args.crate_path {
+            if let Some(path) = errs.handle(text::crate_path(&raw.0)) {
+                decl.crate_path = path;
+            }
+        }
+        decl
+    }
+
+    /// The occurrence parameter's type: the only parameter's.
+    pub fn occurrence_ty(&self) -> Option<&'a Type> {
+        match self.item.sig.inputs.first() {
+            Some(FnArg::Typed(pat)) => Some(&pat.ty),
+            _ => None,
+        }
+    }
+
+    /// The return type as written.
+    pub fn output_ty(&self) -> Option<&'a Type> {
+        match &self.item.sig.output {
+            ReturnType::Type(_, ty) => Some(ty),
+            ReturnType::Default => None,
+        }
+    }
+
+    /// The attribute itself, for errors about what it lacks.
+    pub fn attr_span(&self) -> Span {
+        Span::call_site()
     }
 }

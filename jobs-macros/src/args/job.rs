@@ -5,7 +5,7 @@ use darling::FromMeta;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
-use super::shared::{voice, Raw};
+use super::shared::{arg_name, voice, Raw};
 use crate::errors::Errors;
 
 /// The arguments of `#[job(..)]`. Every one is optional here: which are required, and what
@@ -165,10 +165,7 @@ impl JobArgs {
 }
 
 fn refused_reason(item: &NestedMeta) -> Option<&'static str> {
-    let NestedMeta::Meta(meta) = item else {
-        return None;
-    };
-    let ident = meta.path().get_ident()?.to_string();
+    let ident = arg_name(item)?;
     REFUSED
         .iter()
         .find(|(name, _)| *name == ident)

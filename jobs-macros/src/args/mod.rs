@@ -7,5 +7,6 @@
 
 pub mod job;
 mod shared;
+pub mod task;
 
 pub use shared::list;

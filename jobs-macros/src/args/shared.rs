@@ -1,6 +1,7 @@
 //! What every attribute's arguments share: the raw value holder and the wording of darling's
 //! structural errors.
 
+use darling::ast::NestedMeta;
 use darling::FromMeta;
 
 /// A value as written (`key = "welcome:{user_id}"`, `tenant = org_id`, `attempts = 0`), kept
@@ -115,4 +116,13 @@ pub fn list(names: &[&str]) -> String {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
+}
+
+/// The name of an argument (`priority` in `priority = 1`, `retry` in `retry(..)`), if it is a
+/// plain identifier.
+pub fn arg_name(item: &NestedMeta) -> Option<String> {
+    let NestedMeta::Meta(meta) = item else {
+        return None;
+    };
+    meta.path().get_ident().map(ToString::to_string)
 }

@@ -6,10 +6,11 @@
 
 mod job;
 mod steps;
+mod task;
 
 use crate::errors::Errors;
 
-use crate::model::JobDecl;
+use crate::model::{JobDecl, TaskDecl};
 
 /// Every rule for a `#[job]`.
 pub fn job(errs: &mut Errors, decl: &JobDecl<'_>) {
@@ -22,4 +23,16 @@ pub fn job(errs: &mut Errors, decl: &JobDecl<'_>) {
     job::retry_delays_are_ordered(errs, decl);
     job::handle_is_free(errs, decl);
     steps::step_names_are_unique(errs, &decl.item.block);
+}
+
+/// Every rule for a `#[task]`.
+pub fn task(errs: &mut Errors, decl: &TaskDecl<'_>) {
+    task::cron_is_declared(errs, decl);
+    task::tz_is_declared(errs, decl);
+    task::fn_is_not_async(errs, decl);
+    task::fn_is_free_and_concrete(errs, decl);
+    task::fn_takes_the_occurrence(errs, decl);
+    task::fn_returns_entries(errs, decl);
+    task::max_catch_up_bounds_run_all(errs, decl);
+    task::handle_is_free(errs, decl);
 }

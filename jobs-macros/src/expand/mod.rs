@@ -3,3 +3,4 @@
 
 pub mod fallback;
 pub mod job;
+pub mod task;

@@ -2,13 +2,16 @@
 //! argument's name, and on failure says what it accepts, at the user's tokens.
 
 pub mod backoff;
+pub mod catch_up;
 pub mod count;
+pub mod cron;
 pub mod duration;
 pub mod jitter;
 pub mod key;
 pub mod key_template;
 pub mod tenant;
 pub mod text;
+pub mod tz;
 pub mod when_busy;
 
 use syn::{Expr, ExprLit, Ident, Lit, LitStr};

@@ -1,0 +1,261 @@
+//! `#[task]`: parse, check, then emit the fn unchanged, its handle type, the `Task` impl and
+//! the registry entry.
+//!
+//! Generated code names the runtime only through `<crate>::__private` (default `::jobs`), and
+//! std only through absolute `::std` paths, so nothing depends on what the user imported.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{ItemFn, Type};
+
+use crate::args::task::TaskArgs;
+use crate::check;
+use crate::errors::Errors;
+use crate::model::TaskDecl;
+
+/// Expands `#[task(args)] item`. An `Err` carries every error of the declaration; the caller
+/// turns it into the fallback (see `super::fallback`).
+pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let item: ItemFn = syn::parse2(item).map_err(|_| {
+        syn::Error::new(
+            Span::call_site(),
+            "`#[task]` goes on a fn taking the occurrence and returning the jobs to enqueue: \
+             `fn weekday_digest(at: Occurrence) -> Vec<Entry>`",
+        )
+    })?;
+
+    let mut errs = Errors::new();
+    let args = TaskArgs::parse(args, &mut errs);
+    let decl = TaskDecl::from_ast(&mut errs, &item, args.as_ref());
+    check::task(&mut errs, &decl);
+    errs.finish()?;
+
+    Ok(quote_task(&decl))
+}
+
+/// The expansion of a checked declaration.
+fn quote_task(decl: &TaskDecl<'_>) -> TokenStream {
+    let item = decl.item;
+    let vis = &item.vis;
+    let fn_ident = &item.sig.ident;
+    let handle = &decl.handle;
+    let krate = &decl.crate_path;
+    let p = quote!(#krate::__private);
+    // All present once `check::task` passed.
+    let (Some(occurrence_ty), Some(output_ty)) = (decl.occurrence_ty(), decl.output_ty()) else {
+        unreachable!("checked by check::task::fn_takes_the_occurrence and fn_returns_entries");
+    };
+
+    let docs = handle_docs(decl);
+    let descriptor = descriptor(decl, &p);
+    // The fn takes the occurrence by value (it is `Copy`) or by reference; a parameter of
+    // another type is reported at that type.
+    let occurrence = match occurrence_ty {
+        Type::Reference(_) => quote_spanned!(occurrence_ty.span()=> __occurrence),
+        _ => quote_spanned!(occurrence_ty.span()=> *__occurrence),
+    };
+    // Spanned at the return type, so answering anything but entries (job names as strings,
+    // say) is reported there.
+    let entries = quote_spanned! {output_ty.span()=>
+        ::std::iter::Iterator::collect(::std::iter::IntoIterator::into_iter(
+            #fn_ident(#occurrence),
+        ))
+    };
+
+    quote! {
+        #item
+
+        #(#docs)*
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #handle;
+
+        const _: () = {
+            impl #p::Task for #handle {
+                const DESCRIPTOR: #p::TaskDescriptor = #descriptor;
+
+                fn entries(
+                    __occurrence: &#p::Occurrence,
+                ) -> ::std::vec::Vec<#p::Entry> {
+                    #entries
+                }
+            }
+
+            impl #handle {
+                /// The declaration, as the manifest shows it.
+                #[allow(dead_code)]
+                #vis const fn descriptor() -> #p::TaskDescriptor {
+                    <Self as #p::Task>::DESCRIPTOR
+                }
+            }
+
+            #p::inventory::submit! {
+                #p::TaskEntry::of::<#handle>()
+            }
+        };
+    }
+}
+
+/// The handle's doc comment: what it is, then the fn's own docs.
+fn handle_docs(decl: &TaskDecl<'_>) -> Vec<TokenStream> {
+    let (cron, tz) = schedule(decl);
+    let summary = format!(
+        " Handle of the `{}` task (cron `{cron}` in {tz}), declared with `#[task]` on `{}`.",
+        decl.name,
+        decl.item.sig.ident.unraw(),
+    );
+    let mut docs = vec![quote!(#[doc = #summary])];
+    let own: Vec<_> = decl
+        .item
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("doc"))
+        .collect();
+    if !own.is_empty() {
+        docs.push(quote!(#[doc = ""]));
+        docs.extend(own.into_iter().map(ToTokens::to_token_stream));
+    }
+    docs
+}
+
+/// The cron and the zone, both present once `check::task` passed.
+fn schedule<'d>(decl: &'d TaskDecl<'_>) -> (&'d str, &'d str) {
+    let (Some(cron), Some(tz)) = (&decl.cron, &decl.tz) else {
+        unreachable!("checked by check::task::cron_is_declared and tz_is_declared");
+    };
+    (&cron.expr, &tz.name)
+}
+
+/// The `DESCRIPTOR` constant: the runtime's defaults, then every declared option.
+fn descriptor(decl: &TaskDecl<'_>, p: &TokenStream) -> TokenStream {
+    let name = &decl.name;
+    let (cron, tz) = schedule(decl);
+    let mut set = Vec::new();
+    if let Some(catch_up) = decl.catch_up {
+        let variant = format_ident!("{}", catch_up.variant());
+        set.push(quote!(d.catch_up = #p::CatchUp::#variant;));
+    }
+    if let Some(max_catch_up) = decl.max_catch_up {
+        set.push(quote!(d.max_catch_up = #max_catch_up;));
+    }
+    let binding = if set.is_empty() {
+        quote!(d)
+    } else {
+        quote!(mut d)
+    };
+    quote! {{
+        let #binding = #p::TaskDescriptor::new(#name, #cron, #tz);
+        #(#set)*
+        d
+    }}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(args: &str, item: &str) -> Result<String, String> {
+        expand(args.parse().unwrap(), item.parse().unwrap())
+            .map(|tokens| tokens.to_string())
+            .map_err(|err| {
+                err.into_iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+    }
+
+    const DIGEST: &str = "pub fn weekday_digest(at: Occurrence) -> Vec<Entry> { vec![] }";
+
+    #[test]
+    fn the_defaults() {
+        let out = expand_str(r#"cron = "0 9 * * 1-5", tz = "Europe/Paris""#, DIGEST).unwrap();
+        for expected in [
+            "pub struct WeekdayDigest",
+            "impl :: jobs :: __private :: Task for WeekdayDigest",
+            r#"let d = :: jobs :: __private :: TaskDescriptor :: new ("weekday_digest" , "0 9 * * 1-5" , "Europe/Paris")"#,
+            "weekday_digest (* __occurrence)",
+            "TaskEntry :: of :: < WeekdayDigest > ()",
+            "pub const fn descriptor ()",
+        ] {
+            assert!(out.contains(expected), "missing `{expected}` in {out}");
+        }
+        assert!(!out.contains("d . catch_up"), "{out}");
+    }
+
+    #[test]
+    fn every_option_lands_in_the_descriptor() {
+        let out = expand_str(
+            r#"name = "nightly-run", cron = "30 1 * * *", tz = "America/Bogota",
+               catch_up = "run-all", max_catch_up = 5, handle = Nightly, crate = "::my_jobs""#,
+            "fn nightly(at: &Occurrence) -> Vec<Entry> { vec![] }",
+        )
+        .unwrap();
+        for expected in [
+            r#"TaskDescriptor :: new ("nightly-run" , "30 1 * * *" , "America/Bogota")"#,
+            "d . catch_up = :: my_jobs :: __private :: CatchUp :: RunAll",
+            "d . max_catch_up = 5u32",
+            "struct Nightly ;",
+            "nightly (__occurrence)",
+        ] {
+            assert!(out.contains(expected), "missing `{expected}` in {out}");
+        }
+    }
+
+    #[test]
+    fn many_errors_in_one_declaration() {
+        let err = expand_str(
+            r#"cron = "0 0 9 * * *", tz = "Bogota", catch_up = later, max_catch_up = 0,
+               retry(attempts = 3), queue = "email""#,
+            "async fn digest(a: Occurrence, b: u32) {}",
+        )
+        .unwrap_err();
+        for expected in [
+            "a task never runs a body: `retry` belongs on the `#[job]`",
+            "a task never runs a body: `queue` belongs on the `#[job]`",
+            "remove the seconds field",
+            "did you mean `America/Bogota`?",
+            "unknown catch-up policy `later`; expected `skip`, `run_once` or `run_all`",
+            "`max_catch_up` must be at least 1",
+            "a task only enqueues",
+            "exactly one parameter",
+            "add `-> Vec<Entry>`",
+        ] {
+            assert!(err.contains(expected), "missing `{expected}` in\n{err}");
+        }
+    }
+
+    #[test]
+    fn missing_cron_and_tz_are_reported_together() {
+        let err = expand_str("", DIGEST).unwrap_err();
+        assert!(err.contains("`#[task]` needs a schedule"), "{err}");
+        assert!(
+            err.contains("`#[task]` needs `tz = \"Area/City\"`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn max_catch_up_needs_run_all() {
+        let err = expand_str(
+            r#"cron = "0 * * * *", tz = "UTC", max_catch_up = 3"#,
+            DIGEST,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("with `skip` (the default) it has no effect"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_arguments_are_reworded() {
+        let err =
+            expand_str(r#"cron = "0 * * * *", tz = "UTC", catchup = skip"#, DIGEST).unwrap_err();
+        assert_eq!(
+            err,
+            "unknown argument `catchup` in `#[task]`; did you mean `catch_up`?"
+        );
+    }
+}
