@@ -8,12 +8,16 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::clock::{add, SharedClock, SystemClock, Timestamp};
+use crate::driver::scheduler_store::{
+    SchedulerStore, TaskFire, TaskFiresParams, TaskPauseParams, TaskPausedParams, TaskResumeParams,
+};
 use crate::driver::{
     ConflictPolicy, EnqueueRequest, EnqueueResult, EventPublish, JobDriver, JobId, JobRecord,
     MemoryDriver, QueueStats, DEFAULT_EVENT_TTL,
 };
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
+use crate::scheduler::SchedulerBuilder;
 use crate::worker::WorkerBuilder;
 
 /// What an enqueue answers: the job's own ids, and whether a live job already held the key.
@@ -269,6 +273,58 @@ impl Jobs {
     pub fn worker(&self) -> WorkerBuilder {
         WorkerBuilder::new(self.clone())
     }
+
+    /// A scheduler over this client's driver and clock: fires the tasks' cron occurrences.
+    pub fn scheduler(&self) -> SchedulerBuilder {
+        SchedulerBuilder::new(self.clone())
+    }
+
+    fn scheduler_store(&self) -> Result<&dyn SchedulerStore, JobError> {
+        self.inner.driver.scheduler_store().ok_or_else(|| {
+            JobError::new(
+                ErrorCode::NotImplemented,
+                format!(
+                    "the `{}` driver has no scheduler store",
+                    self.inner.driver.name()
+                ),
+            )
+        })
+    }
+
+    /// Pauses a task: its occurrences are not dispatched until it is resumed, and its watermark
+    /// stays where it was, so on resume its catch-up decides what it missed.
+    pub async fn pause_task(&self, task: &str) -> Result<(), JobError> {
+        let params = TaskPauseParams {
+            task: task.to_string(),
+            now: self.now(),
+        };
+        self.scheduler_store()?.task_pause(&params).await
+    }
+
+    /// Resumes a task (seen by the leader within 5 s): `true` when it was paused.
+    pub async fn resume_task(&self, task: &str) -> Result<bool, JobError> {
+        let params = TaskResumeParams {
+            task: task.to_string(),
+            now: self.now(),
+        };
+        self.scheduler_store()?.task_resume(&params).await
+    }
+
+    /// The paused tasks, sorted.
+    pub async fn paused_tasks(&self) -> Result<Vec<String>, JobError> {
+        let params = TaskPausedParams {
+            task: None,
+            now: self.now(),
+        };
+        self.scheduler_store()?.task_paused(&params).await
+    }
+
+    /// Each task's last fire: the last occurrence that dispatched (arming a task, or passing
+    /// missed occurrences, is not a fire).
+    pub async fn task_fires(&self) -> Result<Vec<TaskFire>, JobError> {
+        let params = TaskFiresParams { now: self.now() };
+        self.scheduler_store()?.task_fires(&params).await
+    }
 }
 
 /// Options for one enqueue.
@@ -424,7 +480,7 @@ fn parse_run_id(text: &str) -> Result<Uuid, JobError> {
     Uuid::parse_str(text).map_err(|_| invalid())
 }
 
-fn check_concurrency_key(job: &str, key: Option<String>) -> Result<(), JobError> {
+pub(crate) fn check_concurrency_key(job: &str, key: Option<String>) -> Result<(), JobError> {
     let refuse = |why: &str| {
         Err(JobError::new(
             ErrorCode::JobDeclarationInvalid,

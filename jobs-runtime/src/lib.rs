@@ -49,6 +49,7 @@ mod manifest;
 mod registry;
 pub mod retry;
 mod run;
+mod scheduler;
 mod settled;
 mod task;
 pub mod testing;
@@ -70,6 +71,10 @@ pub use job::{
 };
 pub use manifest::{manifest, Manifest};
 pub use registry::{JobEntry, Registry};
+pub use scheduler::{
+    fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle, SchedulerStats,
+    DEFAULT_LEADER_TTL, DEFAULT_TICK_INTERVAL, LEASE_RENEWALS_PER_TTL, PAUSE_RECHECK,
+};
 pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use settled::{Outcome, Settled, ON_SETTLED_ATTEMPTS};
 pub use task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry, DEFAULT_MAX_CATCH_UP};

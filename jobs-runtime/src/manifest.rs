@@ -5,11 +5,14 @@ use serde_json::{json, Value};
 use crate::error::JobError;
 use crate::job::{JobDescriptor, TenantMode};
 use crate::registry::Registry;
+use crate::task::{Occurrence, TaskEntry};
 
-/// Every declared job, sorted by name. Its JSON is byte-stable: keys sorted, no timestamps.
+/// Every declared job and task, sorted by name. Its JSON is byte-stable: keys sorted, no
+/// timestamps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
     jobs: Vec<Value>,
+    tasks: Vec<Value>,
 }
 
 /// The manifest of every `#[job]` linked into this binary. `X_JOB_DUPLICATE` when two jobs
@@ -24,13 +27,14 @@ pub fn manifest() -> Result<Manifest, JobError> {
 }
 
 impl Manifest {
-    /// The manifest of the jobs in `registry`.
+    /// The manifest of the jobs and tasks in `registry`.
     pub fn of(registry: &Registry) -> Self {
         Manifest {
             jobs: registry
                 .entries()
                 .map(|e| describe(e.descriptor()))
                 .collect(),
+            tasks: registry.tasks().map(describe_task).collect(),
         }
     }
 
@@ -39,9 +43,14 @@ impl Manifest {
         &self.jobs
     }
 
+    /// The task rows, sorted by name.
+    pub fn tasks(&self) -> &[Value] {
+        &self.tasks
+    }
+
     /// The manifest as a JSON value.
     pub fn to_value(&self) -> Value {
-        json!({ "version": 1, "jobs": self.jobs })
+        json!({ "version": 1, "jobs": self.jobs, "tasks": self.tasks })
     }
 
     /// Pretty JSON with sorted keys and a final newline: the committed form.
@@ -90,6 +99,30 @@ fn describe(d: &JobDescriptor) -> Value {
         // Step names are chosen at run time, so the manifest lists none by design.
         "steps": [],
         "input": { "type": d.input_type, "schema": (d.input_schema)() },
+    })
+}
+
+/// One task's row: its schedule, its catch-up, and the jobs it fires in declaration order,
+/// learnt I/O-free by asking its entries for one fixed occurrence (the first after
+/// 2030-01-01T00:00:00Z), so the row is the same on every run.
+fn describe_task(entry: &TaskEntry) -> Value {
+    let d = entry.descriptor();
+    let epoch = chrono::DateTime::from_timestamp(1_893_456_000, 0).expect("a valid instant");
+    let tz: chrono_tz::Tz = d.tz.parse().unwrap_or(chrono_tz::UTC);
+    let at = crate::scheduler::next_after(d, epoch).unwrap_or(epoch);
+    let jobs: Vec<&str> = entry
+        .entries(&Occurrence::new(at, tz))
+        .iter()
+        .map(|e| e.job_name())
+        .collect();
+    json!({
+        "kind": "task",
+        "name": d.name,
+        "cron": d.cron,
+        "tz": d.tz,
+        "catch_up": d.catch_up.as_str(),
+        "max_catch_up": d.max_catch_up,
+        "jobs": jobs,
     })
 }
 

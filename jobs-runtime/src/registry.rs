@@ -1,5 +1,6 @@
-//! The link-time registry of declared jobs. Every `#[job]` submits one [`JobEntry`]; a worker
-//! and [`manifest()`](crate::manifest()) read them all without a hand-written list.
+//! The link-time registry of declared jobs and tasks. Every `#[job]` submits one [`JobEntry`],
+//! every `#[task]` one [`TaskEntry`]; a worker, a scheduler and [`manifest()`](crate::manifest())
+//! read them all without a hand-written list.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -13,6 +14,7 @@ use crate::error::{ErrorCode, JobError};
 use crate::job::{Job, JobDescriptor};
 use crate::run::Run;
 use crate::settled::{Outcome, Settled};
+use crate::task::{Task, TaskEntry};
 
 /// What a body returned, type-erased; only its own job's hook looks inside.
 pub(crate) type ErasedOutput = Box<dyn Any + Send>;
@@ -24,6 +26,7 @@ pub struct JobEntry {
     type_name: fn() -> &'static str,
     execute: fn(Run, serde_json::Value) -> BoxFuture<'static, Result<ErasedOutput, JobError>>,
     tenant: fn(&serde_json::Value) -> Option<Option<String>>,
+    concurrency_key: fn(&serde_json::Value) -> Result<Option<String>, JobError>,
     on_settled: fn(ErasedSettled) -> BoxFuture<'static, Result<(), JobError>>,
 }
 
@@ -58,6 +61,7 @@ impl JobEntry {
             type_name: std::any::type_name::<J>,
             execute: execute::<J>,
             tenant: tenant::<J>,
+            concurrency_key: concurrency_key::<J>,
             on_settled: on_settled::<J>,
         }
     }
@@ -86,6 +90,15 @@ impl JobEntry {
         row_tenant: Option<&String>,
     ) -> Option<String> {
         (self.tenant)(input).unwrap_or_else(|| row_tenant.cloned())
+    }
+
+    /// The key a keyed concurrency cap counts the run under, derived from the stored input
+    /// (checked as at enqueue). A payload that no longer parses is `X_JOB_INPUT_INVALID`.
+    pub(crate) fn concurrency_key(
+        &self,
+        input: &serde_json::Value,
+    ) -> Result<Option<String>, JobError> {
+        (self.concurrency_key)(input)
     }
 
     pub(crate) fn on_settled(
@@ -128,6 +141,13 @@ fn tenant<J: Job>(input: &serde_json::Value) -> Option<Option<String>> {
         .map(|input| J::tenant(&input))
 }
 
+fn concurrency_key<J: Job>(input: &serde_json::Value) -> Result<Option<String>, JobError> {
+    let input = parse_input::<J>(input.clone())?;
+    let key = J::concurrency_key(&input);
+    crate::client::check_concurrency_key(J::DESCRIPTOR.name, key.clone())?;
+    Ok(key)
+}
+
 fn on_settled<J: Job>(settled: ErasedSettled) -> BoxFuture<'static, Result<(), JobError>> {
     let typed = Settled {
         outcome: settled.outcome,
@@ -145,15 +165,20 @@ fn on_settled<J: Job>(settled: ErasedSettled) -> BoxFuture<'static, Result<(), J
     J::on_settled(typed)
 }
 
-/// A set of jobs by name, with the duplicate-name rule enforced.
+/// A set of jobs and tasks by name, with the duplicate-name rule enforced across both: a job
+/// and a task never share a name.
 #[derive(Clone, Default)]
 pub struct Registry {
     jobs: BTreeMap<&'static str, JobEntry>,
+    tasks: BTreeMap<&'static str, TaskEntry>,
 }
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.jobs.keys()).finish()
+        f.debug_struct("Registry")
+            .field("jobs", &self.jobs.keys().collect::<Vec<_>>())
+            .field("tasks", &self.tasks.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -165,13 +190,19 @@ impl Registry {
         Self::default()
     }
 
-    /// Every `#[job]` linked into this binary. Two jobs under one name are `X_JOB_DUPLICATE`.
+    /// Every `#[job]` and `#[task]` linked into this binary. Two of them under one name are
+    /// `X_JOB_DUPLICATE`.
     pub fn global() -> Result<&'static Registry, JobError> {
         GLOBAL
             .get_or_init(|| {
                 let mut registry = Registry::new();
                 for entry in inventory::iter::<JobEntry> {
                     registry.add(*entry).map_err(|e| e.message().to_string())?;
+                }
+                for entry in inventory::iter::<TaskEntry> {
+                    registry
+                        .add_task(*entry)
+                        .map_err(|e| e.message().to_string())?;
                 }
                 Ok(registry)
             })
@@ -186,8 +217,58 @@ impl Registry {
         Ok(self)
     }
 
+    /// Adds task `T`, under the same rule as [`Registry::register`] (a job and a task never
+    /// share a name either).
+    pub fn register_task<T: Task>(&mut self) -> Result<&mut Self, JobError> {
+        self.add_task(TaskEntry::of::<T>())?;
+        Ok(self)
+    }
+
+    fn add_task(&mut self, entry: TaskEntry) -> Result<(), JobError> {
+        let name = entry.descriptor().name;
+        if let Some(existing) = self.tasks.get(name) {
+            if existing.type_name() == entry.type_name() {
+                return Ok(());
+            }
+            return Err(duplicate(
+                name,
+                "two tasks",
+                existing.type_name(),
+                entry.type_name(),
+            ));
+        }
+        if let Some(job) = self.jobs.get(name) {
+            return Err(duplicate(
+                name,
+                "a job and a task",
+                (job.type_name)(),
+                entry.type_name(),
+            ));
+        }
+        self.tasks.insert(name, entry);
+        Ok(())
+    }
+
+    /// The task declared under `name`.
+    pub fn task(&self, name: &str) -> Option<&TaskEntry> {
+        self.tasks.get(name)
+    }
+
+    /// Every task, sorted by name (byte order).
+    pub fn tasks(&self) -> impl Iterator<Item = &TaskEntry> {
+        self.tasks.values()
+    }
+
     fn add(&mut self, entry: JobEntry) -> Result<(), JobError> {
         let name = entry.descriptor.name;
+        if let Some(task) = self.tasks.get(name) {
+            return Err(duplicate(
+                name,
+                "a task and a job",
+                task.type_name(),
+                (entry.type_name)(),
+            ));
+        }
         if let Some(existing) = self.jobs.get(name) {
             if (existing.type_name)() == (entry.type_name)() {
                 return Ok(());
@@ -216,13 +297,21 @@ impl Registry {
         self.jobs.values()
     }
 
-    /// How many jobs.
+    /// How many jobs (tasks are counted apart: `tasks().count()`).
     pub fn len(&self) -> usize {
         self.jobs.len()
     }
 
-    /// Whether there are none.
+    /// Whether there are no jobs.
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()
     }
+}
+
+fn duplicate(name: &str, what: &str, first: &str, second: &str) -> JobError {
+    JobError::new(
+        ErrorCode::JobDuplicate,
+        format!("{what} are declared under the name `{name}`: `{first}` and `{second}`"),
+    )
+    .with_fix("give one of them its own `name = \"..\"`")
 }

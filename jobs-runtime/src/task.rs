@@ -56,7 +56,6 @@ impl Entry {
             .map(|p| p.idempotency_key.as_str())
     }
 
-    #[allow(dead_code)] // the scheduler (issue 4) fires entries through it
     pub(crate) fn into_prepared(self) -> Result<Prepared, JobError> {
         self.prepared
     }

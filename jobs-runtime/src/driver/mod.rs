@@ -16,11 +16,13 @@ mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod records;
+pub mod scheduler_store;
 
 pub use memory::MemoryDriver;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresDriver;
 pub use records::*;
+pub use scheduler_store::SchedulerStore;
 
 use async_trait::async_trait;
 
@@ -51,6 +53,12 @@ pub trait JobDriver: Send + Sync + 'static {
     /// The lease store, when the driver has one: fleet-wide concurrency caps and `with_lock`
     /// need it (a worker refuses to start a job declaring `concurrency` without it).
     fn lease_store(&self) -> Option<&dyn lease::LeaseStore> {
+        None
+    }
+
+    /// The scheduler's storage (leader lease, task watermarks, pauses, fires), when the driver
+    /// has one: a scheduler needs it.
+    fn scheduler_store(&self) -> Option<&dyn SchedulerStore> {
         None
     }
 

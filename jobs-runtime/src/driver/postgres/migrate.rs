@@ -18,11 +18,18 @@ pub struct Migration {
 }
 
 /// Every migration this build knows, oldest first.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_jobs.sql",
-    sql: include_str!("../../../../migrations/0001_jobs.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_jobs.sql",
+        sql: include_str!("../../../../migrations/0001_jobs.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_scheduler.sql",
+        sql: include_str!("../../../../migrations/0002_scheduler.sql"),
+    },
+];
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to
 /// run from several processes at once. Answers the versions it applied.

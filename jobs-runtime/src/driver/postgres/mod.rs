@@ -19,6 +19,7 @@ mod classify;
 mod lease;
 mod migrate;
 mod rows;
+mod scheduler;
 mod sql;
 mod wake;
 
@@ -215,6 +216,10 @@ impl JobDriver for PostgresDriver {
     }
 
     fn as_postgres(&self) -> Option<&PostgresDriver> {
+        Some(self)
+    }
+
+    fn scheduler_store(&self) -> Option<&dyn super::SchedulerStore> {
         Some(self)
     }
 

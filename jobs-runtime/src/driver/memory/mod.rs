@@ -6,6 +6,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+mod scheduler;
+
 use super::records::*;
 use super::JobDriver;
 use crate::clock::{add, Timestamp};
@@ -23,6 +25,7 @@ pub const MAX_MEMORY_EVENTS: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct MemoryDriver {
     state: Mutex<MemoryState>,
+    scheduler: Mutex<scheduler::SchedulerState>,
     leases: crate::driver::lease::MemoryLeaseStore,
 }
 
@@ -233,6 +236,10 @@ impl MemoryState {
 impl JobDriver for MemoryDriver {
     fn name(&self) -> &'static str {
         "memory"
+    }
+
+    fn scheduler_store(&self) -> Option<&dyn super::SchedulerStore> {
+        Some(self)
     }
 
     fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {

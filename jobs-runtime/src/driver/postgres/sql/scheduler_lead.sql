@@ -1,0 +1,9 @@
+-- scheduler_lead: acquires the leader lease row, or renews it for its holder: the same
+-- statement. Another holder's row is taken over only once it expired ($2 = now). Answers the
+-- row when $1 leads until $3, nothing otherwise.
+insert into {schema}.x_scheduler_leader as l (name, holder, expires_at)
+values ('scheduler', $1, $3)
+on conflict (name) do update
+    set holder = excluded.holder, expires_at = excluded.expires_at
+    where l.holder = excluded.holder or l.expires_at <= $2
+returning holder

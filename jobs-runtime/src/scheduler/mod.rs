@@ -1,0 +1,561 @@
+//! The scheduler: fires each task's cron occurrences through the one enqueue path, with one
+//! leader per fleet.
+//!
+//! Every `tick_interval` (1 s) on the injected clock, one round: the leader checks its lease
+//! (from memory between renewals), and fires every task whose next occurrence is due. While it
+//! leads, watermarks and next occurrences live in memory, so an idle round reads no store and
+//! resolves no cron: an idle leader costs 6 lease renewals a minute, whatever the number of
+//! tasks. The pause table is read only when a task is due; a paused task is looked at again
+//! after [`PAUSE_RECHECK`] and keeps its watermark, so on resume its catch-up decides.
+//!
+//! An occurrence fires atomically with its watermark ([`SchedulerStore::task_fire`]), and its
+//! jobs carry occurrence-scoped idempotency keys, so neither a crash nor a handover fires twice.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
+//! let jobs = jobs::Jobs::memory();
+//! let scheduler = jobs.scheduler().registry(jobs::Registry::new()).build()?;
+//! let round = scheduler.tick().await?;
+//! assert!(round.leading);
+//! # Ok(()) }
+//! ```
+
+mod catch_up;
+mod cron;
+mod fire;
+mod leader;
+
+pub use leader::{DEFAULT_LEADER_TTL, LEASE_RENEWALS_PER_TTL};
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use self::cron::Cron;
+use self::fire::Keys;
+use self::leader::{Change, Leader};
+use crate::client::{Enqueued, Jobs};
+use crate::clock::{add, Timestamp};
+use crate::driver::scheduler_store::{
+    SchedulerResignParams, SchedulerStore, TaskFireParams, TaskPausedParams, TaskWatermarksParams,
+};
+use crate::error::{ErrorCode, JobError};
+use crate::registry::Registry;
+use crate::task::{Occurrence, Task, TaskEntry};
+
+/// The wait between rounds.
+pub const DEFAULT_TICK_INTERVAL: Duration = Duration::from_secs(1);
+/// A task found paused is looked at again after this long (the resume's latency).
+pub const PAUSE_RECHECK: Duration = Duration::from_secs(5);
+
+/// The next occurrence of task `T` strictly after `from`, in its zone. Needs no scheduler;
+/// `None` when the schedule has no later occurrence (or its cron or zone is refused).
+///
+/// ```
+/// use jobs::{CatchUp, Entry, Occurrence, Task, TaskDescriptor};
+///
+/// struct Nightly;
+/// impl Task for Nightly {
+///     const DESCRIPTOR: TaskDescriptor = TaskDescriptor::new("nightly", "30 1 * * *", "Europe/Paris");
+///     fn entries(_at: &Occurrence) -> Vec<Entry> { Vec::new() }
+/// }
+///
+/// let from = "2030-01-01T00:00:00Z".parse().unwrap();
+/// let next = jobs::next_run::<Nightly>(from).unwrap();
+/// assert_eq!(next.to_rfc3339(), "2030-01-01T00:30:00+00:00"); // 01:30 in Paris
+/// ```
+pub fn next_run<T: Task>(from: Timestamp) -> Option<Timestamp> {
+    next_after(&T::DESCRIPTOR, from)
+}
+
+pub(crate) fn next_after(d: &crate::task::TaskDescriptor, from: Timestamp) -> Option<Timestamp> {
+    Cron::parse(d.name, d.cron, d.tz).ok()?.next_after(from)
+}
+
+/// Fires task `T` now, by hand: its entries for the occurrence "now", enqueued with each job's
+/// plain idempotency key (a scheduled fire scopes them to the occurrence). One answer per entry.
+pub async fn fire_now<T: Task>(jobs: &Jobs) -> Result<Vec<Enqueued>, JobError> {
+    let entry = TaskEntry::of::<T>();
+    let d = entry.descriptor();
+    let tz = cron::parse_tz(d.name, d.tz)?;
+    let now = jobs.now();
+    let requests = fire::requests(&entry, &Occurrence::new(now, tz), Keys::Plain, now)?;
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let results = jobs.driver().job_enqueue_many(&requests).await?;
+    jobs.local_wake().notify_waiters();
+    Ok(results)
+}
+
+/// Checks a task's declaration at run time (the macro checks literals at compile time; this is
+/// for values from configuration): its cron, its zone, and `max_catch_up` > 0.
+fn compile(entry: &TaskEntry) -> Result<Cron, JobError> {
+    let d = entry.descriptor();
+    if d.max_catch_up == 0 {
+        return Err(JobError::new(
+            ErrorCode::Invariant,
+            format!("task `{}` declares `max_catch_up = 0`", d.name),
+        )
+        .with_fix("bound run-all catch-up with at least 1 (the default is 10)"));
+    }
+    Cron::parse(d.name, d.cron, d.tz)
+}
+
+/// Configures a [`Scheduler`]. Build one with [`Jobs::scheduler`].
+#[derive(Debug)]
+pub struct SchedulerBuilder {
+    jobs: Jobs,
+    registry: Option<Registry>,
+    id: Option<String>,
+    lease_ttl: Duration,
+    tick_interval: Duration,
+}
+
+impl SchedulerBuilder {
+    pub(crate) fn new(jobs: Jobs) -> Self {
+        SchedulerBuilder {
+            jobs,
+            registry: None,
+            id: None,
+            lease_ttl: DEFAULT_LEADER_TTL,
+            tick_interval: DEFAULT_TICK_INTERVAL,
+        }
+    }
+
+    /// The tasks it fires (default: every `#[task]` linked into the binary).
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// This scheduler's id: its name on the lease row (default a fresh uuid).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// How long the leader lease holds without a renewal (default 30 s; renewed every third).
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// The wait between rounds (default 1 s).
+    pub fn tick_interval(mut self, interval: Duration) -> Self {
+        self.tick_interval = interval;
+        self
+    }
+
+    /// Checks every task and builds the scheduler. `X_NOT_IMPLEMENTED` when the driver has no
+    /// scheduler store; `X_INVARIANT` for a refused cron, zone or `max_catch_up`.
+    pub fn build(self) -> Result<Scheduler, JobError> {
+        if self.jobs.driver().scheduler_store().is_none() {
+            return Err(JobError::new(
+                ErrorCode::NotImplemented,
+                format!(
+                    "the `{}` driver has no scheduler store",
+                    self.jobs.driver().name()
+                ),
+            ));
+        }
+        if self.lease_ttl < Duration::from_millis(3) || self.tick_interval.is_zero() {
+            return Err(JobError::new(
+                ErrorCode::Invariant,
+                "the scheduler's lease TTL and tick interval must be positive",
+            ));
+        }
+        let registry = match self.registry {
+            Some(registry) => registry,
+            None => Registry::global()?.clone(),
+        };
+        let tasks = registry
+            .tasks()
+            .map(|entry| {
+                Ok(Slot {
+                    entry: *entry,
+                    cron: compile(entry)?,
+                })
+            })
+            .collect::<Result<Vec<_>, JobError>>()?;
+        let id = self.id.unwrap_or_else(|| Uuid::now_v7().to_string());
+        Ok(Scheduler {
+            shared: Arc::new(Shared {
+                jobs: self.jobs,
+                tick_interval: self.tick_interval,
+                round: tokio::sync::Mutex::new(RoundState {
+                    leader: Leader::new(id.clone(), self.lease_ttl),
+                    marks: None,
+                }),
+                id,
+                tasks,
+                rounds: AtomicU64::new(0),
+                fires: AtomicU64::new(0),
+                store_calls: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+/// Fires the tasks' occurrences while it leads. Drive it by hand with [`Scheduler::tick`] (one
+/// round), or run it with [`Scheduler::start`] and stop it with [`SchedulerHandle::shutdown`].
+#[derive(Clone)]
+pub struct Scheduler {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    jobs: Jobs,
+    id: String,
+    tick_interval: Duration,
+    tasks: Vec<Slot>,
+    /// One round at a time: another `tick()` waits for the round in flight.
+    round: tokio::sync::Mutex<RoundState>,
+    rounds: AtomicU64,
+    fires: AtomicU64,
+    store_calls: AtomicU64,
+}
+
+struct Slot {
+    entry: TaskEntry,
+    cron: Cron,
+}
+
+struct RoundState {
+    leader: Leader,
+    /// Per task, while leading; `None`: to be read from the store.
+    marks: Option<Vec<Mark>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    watermark: Timestamp,
+    next: Option<Timestamp>,
+    paused_until: Option<Timestamp>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("id", &self.shared.id)
+            .field("tasks", &self.shared.tasks.len())
+            .finish()
+    }
+}
+
+/// What one round did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Round {
+    /// Whether this scheduler led during the round.
+    pub leading: bool,
+    /// The occurrences it fired: `(task, occurrence)`, in order.
+    pub fired: Vec<(String, Timestamp)>,
+}
+
+/// What a scheduler has done since it was built.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchedulerStats {
+    /// Rounds run.
+    pub rounds: u64,
+    /// Occurrences fired.
+    pub fires: u64,
+    /// Calls to the scheduler store (statements, on Postgres): an idle leader's cost.
+    pub store_calls: u64,
+    /// Cron candidates evaluated, over every task.
+    pub cron_evaluations: u64,
+}
+
+impl Scheduler {
+    /// Its id (the holder written on the lease row).
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// Counters since it was built.
+    pub fn stats(&self) -> SchedulerStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        SchedulerStats {
+            rounds: get(&self.shared.rounds),
+            fires: get(&self.shared.fires),
+            store_calls: get(&self.shared.store_calls),
+            cron_evaluations: self.shared.tasks.iter().map(|t| t.cron.evaluations()).sum(),
+        }
+    }
+
+    fn store(&self) -> &dyn SchedulerStore {
+        self.shared
+            .jobs
+            .driver()
+            .scheduler_store()
+            .expect("checked when the scheduler was built")
+    }
+
+    fn call(&self) {
+        self.shared.store_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One round: leads (or stands by), then fires every due occurrence.
+    pub async fn tick(&self) -> Result<Round, JobError> {
+        let mut state = self.shared.round.lock().await;
+        self.shared.rounds.fetch_add(1, Ordering::Relaxed);
+        let now = self.shared.jobs.now();
+        let mut round = Round::default();
+        if !self.still_leading(&mut state, now).await {
+            return Ok(round);
+        }
+        round.leading = true;
+        if state.marks.is_none() {
+            state.marks = Some(self.load(now).await?);
+        }
+        for index in 0..self.shared.tasks.len() {
+            let due = state
+                .marks
+                .as_ref()
+                .and_then(|m| m[index].next)
+                .is_some_and(|n| n <= now);
+            if !due {
+                continue;
+            }
+            // Asked before every task, answered from memory between renewals.
+            if !self.still_leading(&mut state, now).await {
+                round.leading = false;
+                break;
+            }
+            let Some(marks) = state.marks.as_mut() else {
+                break;
+            };
+            self.run_task(index, &mut marks[index], now, &mut round)
+                .await?;
+        }
+        Ok(round)
+    }
+
+    async fn still_leading(&self, state: &mut RoundState, now: Timestamp) -> bool {
+        if !state.leader.must_ask(now) {
+            return state.leader.leading;
+        }
+        self.call();
+        match state.leader.ask(self.store(), now).await {
+            // Another leader may have moved the watermarks meanwhile: read them again.
+            Change::Promoted | Change::Lost => state.marks = None,
+            Change::None => {}
+        }
+        state.leader.leading
+    }
+
+    /// Reads the watermarks; arms the tasks that have none at `now` (a new task does not fire
+    /// the occurrences before it existed).
+    async fn load(&self, now: Timestamp) -> Result<Vec<Mark>, JobError> {
+        let store = self.store();
+        self.call();
+        let stored = store.task_watermarks(&TaskWatermarksParams { now }).await?;
+        let mut marks = Vec::with_capacity(self.shared.tasks.len());
+        for slot in &self.shared.tasks {
+            let name = slot.entry.descriptor().name;
+            let watermark = match stored.iter().find(|w| w.task == name) {
+                Some(w) => w.watermark,
+                None => {
+                    self.call();
+                    let armed = store
+                        .task_fire(&TaskFireParams {
+                            task: name.to_string(),
+                            expected: None,
+                            watermark: now,
+                            occurrence: None,
+                            jobs: Vec::new(),
+                            now,
+                        })
+                        .await?;
+                    if armed.fired {
+                        now
+                    } else {
+                        self.read_watermark(name, now).await?.unwrap_or(now)
+                    }
+                }
+            };
+            marks.push(Mark {
+                watermark,
+                next: slot.cron.next_after(watermark),
+                paused_until: None,
+            });
+        }
+        Ok(marks)
+    }
+
+    async fn read_watermark(
+        &self,
+        task: &str,
+        now: Timestamp,
+    ) -> Result<Option<Timestamp>, JobError> {
+        self.call();
+        Ok(self
+            .store()
+            .task_watermarks(&TaskWatermarksParams { now })
+            .await?
+            .into_iter()
+            .find(|w| w.task == task)
+            .map(|w| w.watermark))
+    }
+
+    async fn run_task(
+        &self,
+        index: usize,
+        mark: &mut Mark,
+        now: Timestamp,
+        round: &mut Round,
+    ) -> Result<(), JobError> {
+        let slot = &self.shared.tasks[index];
+        let d = slot.entry.descriptor();
+        if mark.paused_until.is_some_and(|until| now < until) {
+            return Ok(());
+        }
+        self.call();
+        let paused = self
+            .store()
+            .task_paused(&TaskPausedParams {
+                task: Some(d.name.to_string()),
+                now,
+            })
+            .await?;
+        if !paused.is_empty() {
+            mark.paused_until = Some(add(now, PAUSE_RECHECK));
+            return Ok(());
+        }
+        mark.paused_until = None;
+        let Some(first) = mark.next else {
+            return Ok(());
+        };
+        let plan = catch_up::plan(&slot.cron, d.catch_up, d.max_catch_up, first, now);
+        for (occurrence, watermark) in plan.fires {
+            let jobs = match fire::requests(
+                &slot.entry,
+                &Occurrence::new(occurrence, slot.cron.tz()),
+                Keys::Occurrence,
+                now,
+            ) {
+                Ok(jobs) => Some(jobs),
+                Err(error) => {
+                    // A bug in the task's entries: pass the occurrence rather than retry it
+                    // every round.
+                    tracing::error!(
+                        target: "jobs.scheduler.fire-refused",
+                        task = d.name,
+                        occurrence = %occurrence,
+                        code = error.code().map(|c| c.as_str()),
+                        "the task's entries were refused; passing this occurrence"
+                    );
+                    None
+                }
+            };
+            self.call();
+            let fired = self
+                .store()
+                .task_fire(&TaskFireParams {
+                    task: d.name.to_string(),
+                    expected: Some(mark.watermark),
+                    watermark,
+                    occurrence: jobs.as_ref().map(|_| occurrence),
+                    jobs: jobs.clone().unwrap_or_default(),
+                    now,
+                })
+                .await?;
+            if !fired.fired {
+                // Another scheduler moved it: take its watermark and stop here this round.
+                tracing::warn!(
+                    target: "jobs.scheduler.fire-fenced",
+                    task = d.name,
+                    "the watermark moved under this scheduler; reading it again"
+                );
+                if let Some(w) = self.read_watermark(d.name, now).await? {
+                    mark.watermark = w;
+                }
+                break;
+            }
+            mark.watermark = watermark;
+            if jobs.is_some() {
+                self.shared.fires.fetch_add(1, Ordering::Relaxed);
+                round.fired.push((d.name.to_string(), occurrence));
+                if fired.jobs.iter().any(|j| !j.deduped) {
+                    self.shared.jobs.local_wake().notify_waiters();
+                }
+            }
+        }
+        mark.next = slot.cron.next_after(mark.watermark);
+        Ok(())
+    }
+
+    /// Starts the scheduler loop on the tokio runtime: one round every tick interval.
+    pub fn start(&self) -> SchedulerHandle {
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(self.clone().run_loop(stop.clone()));
+        SchedulerHandle {
+            scheduler: self.clone(),
+            stop,
+            task,
+        }
+    }
+
+    async fn run_loop(self, stop: CancellationToken) {
+        let clock = self.shared.jobs.clock().clone();
+        tracing::info!(target: "jobs.scheduler.started", id = %self.shared.id, tasks = self.shared.tasks.len());
+        loop {
+            // A stop never cuts a round: it is only heard between rounds.
+            if let Err(error) = self.tick().await {
+                tracing::warn!(
+                    target: "jobs.scheduler.round-failed",
+                    id = %self.shared.id,
+                    code = error.code().map(|c| c.as_str()),
+                    "a scheduler round failed; trying again next round"
+                );
+                // Whatever it held in memory may be stale now.
+                self.shared.round.lock().await.marks = None;
+            }
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = clock.sleep(self.shared.tick_interval) => {}
+            }
+        }
+    }
+
+    /// Gives the lease up if this scheduler holds it, so a standby promotes on its next ask.
+    async fn resign(&self) -> Result<(), JobError> {
+        let mut state = self.shared.round.lock().await;
+        if !state.leader.leading {
+            return Ok(());
+        }
+        state.leader.leading = false;
+        state.marks = None;
+        self.call();
+        self.store()
+            .scheduler_resign(&SchedulerResignParams {
+                holder: self.shared.id.clone(),
+                now: self.shared.jobs.now(),
+            })
+            .await
+    }
+}
+
+/// A running scheduler loop.
+#[derive(Debug)]
+pub struct SchedulerHandle {
+    scheduler: Scheduler,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SchedulerHandle {
+    /// The scheduler.
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.scheduler
+    }
+
+    /// Stops after the round in flight, then deletes the lease row so a standby promotes at once.
+    pub async fn shutdown(self) -> Result<(), JobError> {
+        self.stop.cancel();
+        let _ = self.task.await;
+        self.scheduler.resign().await
+    }
+}
