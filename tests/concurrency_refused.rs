@@ -1,5 +1,5 @@
-//! A job declaring `concurrency` needs a lease store; the memory driver has none, so a worker
-//! that would run it refuses to start (`X_JOB_CONCURRENCY_UNENFORCEABLE`) rather than run it
+//! A job declaring `concurrency` needs a lease store: on a driver without one, a worker that
+//! would run it refuses to start (`X_JOB_CONCURRENCY_UNENFORCEABLE`) rather than run it
 //! uncapped. Keyed concurrency keys are also checked at enqueue.
 
 use jobs::prelude::*;
@@ -30,9 +30,14 @@ async fn uncapped(_run: Run, _input: Push) -> Result<(), JobError> {
     Ok(())
 }
 
+/// A driver that cannot hold fleet-wide slots.
+fn no_lease_store() -> Jobs {
+    Jobs::new(jobs::driver::MemoryDriver::without_lease_store())
+}
+
 #[test]
 fn a_worker_over_a_capped_job_refuses_to_start() {
-    let jobs = Jobs::memory();
+    let jobs = no_lease_store();
     let mut registry = Registry::new();
     registry.register::<Capped>().unwrap();
     let error = jobs.worker().registry(registry).build().unwrap_err();
@@ -42,7 +47,7 @@ fn a_worker_over_a_capped_job_refuses_to_start() {
 
 #[test]
 fn the_refusal_names_every_capped_job() {
-    let error = Jobs::memory().worker().build().unwrap_err();
+    let error = no_lease_store().worker().build().unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::JobConcurrencyUnenforceable));
     assert!(error.message().contains("capped"), "{}", error.message());
     assert!(
@@ -51,6 +56,12 @@ fn the_refusal_names_every_capped_job() {
         error.message()
     );
     assert!(!error.message().contains("uncapped"), "{}", error.message());
+}
+
+#[test]
+fn a_driver_with_a_lease_store_enforces_the_caps() {
+    let worker = Jobs::memory().worker().build().unwrap();
+    assert_eq!(worker.queues(), ["default"]);
 }
 
 #[test]

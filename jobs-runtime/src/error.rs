@@ -110,6 +110,18 @@ error_codes! {
     /// The run no longer holds its claim (cancelled, or re-delivered after its lease lapsed).
     JobLeaseLost = "X_JOB_LEASE_LOST", T,
         "raise the worker's visibility timeout past the longest gap between heartbeats";
+    /// The fleet concurrency slot was lost while the run held it (renewal refused or lapsed).
+    JobSlotLost = "X_JOB_SLOT_LOST", R,
+        "raise the worker's visibility timeout past the longest gap between heartbeats";
+    /// `with_lock` waited its whole `wait` and the lock stayed held.
+    LockNotAcquired = "X_LOCK_NOT_ACQUIRED", R,
+        "retry later, or raise `wait`; the message names the holder";
+    /// `with_lock` lost its lock: a renewal was refused or none landed within the ttl.
+    LockLost = "X_LOCK_LOST", T,
+        "raise the lock's ttl past the longest pause the closure can take, and write the fencing token beside the data";
+    /// `with_lock` on a driver with no lease store.
+    LockStoreMissing = "X_LOCK_STORE_MISSING", T,
+        "run on a driver with a lease store (postgres or memory)";
     /// Claimed under `when_busy = fail` while the key was busy.
     JobKeyBusy = "X_JOB_KEY_BUSY", T,
         "requeue the job once the key's other run finishes, or declare `when_busy = wait`";

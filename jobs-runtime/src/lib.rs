@@ -45,6 +45,7 @@ pub mod driver;
 pub mod duration;
 mod error;
 mod job;
+mod lock;
 mod manifest;
 mod registry;
 pub mod retry;
@@ -69,18 +70,19 @@ pub use job::{
     Backoff, Concurrency, Jitter, Job, JobDescriptor, JobInput, JobReturn, RetryPolicy, TenantMode,
     WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
 };
+pub use lock::{LockGuard, LockOptions};
 pub use manifest::{manifest, Manifest};
 pub use registry::{JobEntry, Registry};
+pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{
     fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle, SchedulerStats,
     DEFAULT_LEADER_TTL, DEFAULT_TICK_INTERVAL, LEASE_RENEWALS_PER_TTL, PAUSE_RECHECK,
 };
-pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use settled::{Outcome, Settled, ON_SETTLED_ATTEMPTS};
 pub use task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry, DEFAULT_MAX_CATCH_UP};
 pub use worker::{
-    ExecutionOutcome, JobExecution, ShutdownReport, Worker, WorkerBuilder, WorkerHandle,
-    WorkerStats,
+    ExecutionOutcome, JobExecution, Limits, ShutdownReport, Worker, WorkerBuilder, WorkerHandle,
+    WorkerStats, SHED_DELAY,
 };
 
 // Every Rust block of the README is compiled and run as a doc test.

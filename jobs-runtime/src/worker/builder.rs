@@ -9,7 +9,7 @@ use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::{Worker, WorkerCounters, WorkerShared};
+use super::{Limits, Worker, WorkerCounters, WorkerShared};
 use crate::client::Jobs;
 use crate::error::{ErrorCode, JobError};
 use crate::job::DEFAULT_QUEUE;
@@ -59,6 +59,7 @@ pub struct WorkerBuilder {
     context: Option<Arc<dyn Any + Send + Sync>>,
     observer: Option<Arc<dyn StepObserver>>,
     id: Option<String>,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for WorkerBuilder {
@@ -87,6 +88,7 @@ impl WorkerBuilder {
             context: None,
             observer: None,
             id: None,
+            limits: Limits::default(),
         }
     }
 
@@ -162,6 +164,13 @@ impl WorkerBuilder {
         self
     }
 
+    /// Per-process limits (global, per queue, per tenant, tenant start rate). Over a limit a
+    /// claim is handed back without spending an attempt; zero is a hard stop.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// This worker's id (default a fresh uuid).
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
@@ -174,7 +183,10 @@ impl WorkerBuilder {
             Some(registry) => registry,
             None => Registry::global()?.clone(),
         };
-        refuse_unenforceable_concurrency(&registry)?;
+        if self.jobs.driver().lease_store().is_none() {
+            refuse_unenforceable_concurrency(&registry)?;
+        }
+        self.limits.check()?;
         for (what, value) in [
             ("visibility_timeout", self.visibility_timeout),
             ("poll_interval", self.poll_interval),
@@ -250,13 +262,15 @@ impl WorkerBuilder {
                 kick: Notify::new(),
                 woken: Notify::new(),
                 stats: WorkerCounters::default(),
+                limits: self.limits,
+                limiter: Default::default(),
             }),
         })
     }
 }
 
-/// A job declaring `concurrency` needs a lease store to hold its fleet-wide slots; no driver
-/// has one yet, so such a worker refuses to start rather than run the job uncapped.
+/// A job declaring `concurrency` needs a lease store to hold its fleet-wide slots: on a driver
+/// without one, the worker refuses to start rather than run the job uncapped.
 fn refuse_unenforceable_concurrency(registry: &Registry) -> Result<(), JobError> {
     let capped: Vec<&str> = registry
         .entries()

@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::admit::{self, Admission};
 use super::settle::{self, Verdict};
 use super::WorkerShared;
 use crate::clock::{add, Timestamp};
+use crate::driver::lease::HeldLease;
 use crate::driver::{ClaimedJob, HeartbeatParams, JobId, NackParams, NackTarget, RunId, StepFence};
 use crate::error::{ErrorCode, JobError};
+use crate::registry::JobEntry;
 use crate::run::{Run, RunSeed};
 
 /// How an attempt ended, from the worker's side.
@@ -32,6 +35,10 @@ pub enum ExecutionOutcome {
     LeaseLost,
     /// No job of that name is registered in this worker; handed back uncounted for later.
     Deferred,
+    /// Over a per-process limit or a fleet concurrency cap; handed back uncounted.
+    Shed,
+    /// `when_busy = fail` over a busy key: settled `failed` (outcome `refused`), uncounted.
+    Refused,
 }
 
 /// What one attempt did.
@@ -78,6 +85,7 @@ impl JobExecution {
 pub(crate) enum StopReason {
     Timeout,
     LeaseLost,
+    SlotLost,
     Draining,
 }
 
@@ -85,6 +93,56 @@ pub(crate) async fn execute(shared: &WorkerShared, job: ClaimedJob) -> JobExecut
     let Some(entry) = shared.registry.get(&job.name).copied() else {
         return defer_unknown(shared, job).await;
     };
+    let store = shared.jobs.driver().lease_store();
+    let held = match admit::admit(shared, &entry, &job).await {
+        Admission::Admitted(held) => held,
+        Admission::Shed(limit) => return shed(shared, job, limit).await,
+        Admission::Refused(error) => return settle::refuse(shared, &entry, &job, error).await,
+        Admission::Undecidable(error) => {
+            return settle::settle(shared, &entry, &job, Verdict::Failed(error)).await
+        }
+    };
+    let execution = run_admitted(shared, entry, &job, held.clone()).await;
+    admit::release(store, &held).await;
+    shared.limiter.leave(&job);
+    execution
+}
+
+/// Hands a claim back over a limit or a cap: uncounted, claimable again shortly.
+async fn shed(shared: &WorkerShared, job: ClaimedJob, limit: &'static str) -> JobExecution {
+    let now = shared.jobs.now();
+    tracing::debug!(target: "jobs.worker.shed", job_id = %job.id, job = %job.name, limit, "over a limit; handed back uncounted");
+    let until = admit::shed_until(now);
+    let landed = shared
+        .jobs
+        .driver()
+        .job_nack(&NackParams {
+            job_id: job.id,
+            by: job.by.clone(),
+            target: NackTarget::Retry,
+            run_at: until,
+            counts_as_attempt: false,
+            error: None,
+            error_code: None,
+            now,
+        })
+        .await;
+    let mut execution = JobExecution::new(&job, ExecutionOutcome::Shed);
+    if matches!(landed, Ok(true)) {
+        execution.resume_at = Some(until);
+    } else {
+        execution.outcome = ExecutionOutcome::LeaseLost;
+    }
+    execution
+}
+
+async fn run_admitted(
+    shared: &WorkerShared,
+    entry: JobEntry,
+    job: &ClaimedJob,
+    held: Vec<HeldLease>,
+) -> JobExecution {
+    let job = job.clone();
     let descriptor = *entry.descriptor();
     let cancel = CancellationToken::new();
     let stop: Arc<Mutex<Option<StopReason>>> = Arc::default();
@@ -117,6 +175,7 @@ pub(crate) async fn execute(shared: &WorkerShared, job: ClaimedJob) -> JobExecut
     let heartbeat = tokio::spawn(keep_claim(
         shared.jobs.clone(),
         job.clone(),
+        held,
         shared.visibility_timeout,
         shared.heartbeat_interval,
         cancel.clone(),
@@ -163,6 +222,13 @@ pub(crate) async fn execute(shared: &WorkerShared, job: ClaimedJob) -> JobExecut
     let verdict = match (stop_reason, result) {
         (Some(StopReason::Draining), _) => Verdict::Interrupted,
         (Some(StopReason::LeaseLost), _) => Verdict::LeaseLost,
+        (Some(StopReason::SlotLost), _) => Verdict::Failed(JobError::new(
+            ErrorCode::JobSlotLost,
+            format!(
+                "job `{}` lost its fleet concurrency slot while running",
+                descriptor.name
+            ),
+        )),
         (Some(StopReason::Timeout), _) => Verdict::Failed(JobError::new(
             ErrorCode::JobTimeout,
             format!(
@@ -181,11 +247,13 @@ pub(crate) async fn execute(shared: &WorkerShared, job: ClaimedJob) -> JobExecut
     settle::settle(shared, &entry, &job, verdict).await
 }
 
-/// Renews the claim every `interval`. A renewal answering `false` (cancelled, re-claimed), or a
-/// whole window with no renewal landing, cancels the run.
+/// Renews the claim, and the fleet slots it holds, every `interval`. A renewal answering
+/// `false` (cancelled, re-claimed, slot taken), or a whole window with no renewal landing,
+/// cancels the run.
 async fn keep_claim(
     jobs: crate::client::Jobs,
     job: ClaimedJob,
+    mut held: Vec<HeldLease>,
     window: Duration,
     interval: Duration,
     cancel: CancellationToken,
@@ -206,7 +274,25 @@ async fn keep_claim(
             })
             .await;
         match renewal {
-            Ok(true) => landed = now,
+            Ok(true) => {
+                landed = now;
+                let store = jobs.driver().lease_store();
+                match admit::renew(store, &mut held, window, now).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(target: "jobs.worker.slot-lost", job_id = %job.id, "a fleet concurrency slot is no longer held; stopping the run");
+                        let mut stop = stop.lock().unwrap_or_else(|e| e.into_inner());
+                        stop.get_or_insert(StopReason::SlotLost);
+                        break;
+                    }
+                    Err(error) => tracing::warn!(
+                        target: "jobs.heartbeat.failed",
+                        job_id = %job.id,
+                        code = error.code().map(|c| c.as_str()),
+                        "a slot renewal failed; retrying within the window"
+                    ),
+                }
+            }
             Ok(false) => {
                 tracing::warn!(target: "jobs.lease.lost", job_id = %job.id, "the claim is no longer held; stopping the run");
                 break;

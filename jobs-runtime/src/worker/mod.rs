@@ -5,10 +5,12 @@
 //! local enqueue and a retry due soon each kick one more pass. Idle, the wait between passes
 //! doubles from `poll_interval` up to `idle_poll_max`. Every wait is on the injected clock.
 
+mod admit;
 mod builder;
 mod execute;
 mod settle;
 
+pub use admit::{Limits, SHED_DELAY};
 pub use builder::WorkerBuilder;
 pub use execute::{ExecutionOutcome, JobExecution};
 
@@ -65,6 +67,9 @@ pub(crate) struct WorkerShared {
     /// Whether `idle_poll_max` was set by the user (then it stays the ceiling when woken).
     pub idle_poll_max_declared: bool,
     pub stats: WorkerCounters,
+    /// Per-process limits, and the counters behind them.
+    pub limits: Limits,
+    pub limiter: admit::Limiter,
 }
 
 /// What a worker has done since it started.
@@ -86,6 +91,10 @@ pub struct WorkerStats {
     pub lease_lost: u64,
     /// Claimed jobs handed back because no job of that name is registered here.
     pub deferred: u64,
+    /// Claims handed back over a limit or a cap, uncounted.
+    pub shed: u64,
+    /// Runs refused over a busy key (`when_busy = fail`).
+    pub refused: u64,
     /// Claim statements issued (an idle worker's cost).
     pub claims: u64,
 }
@@ -100,6 +109,8 @@ pub(crate) struct WorkerCounters {
     interrupted: AtomicU64,
     lease_lost: AtomicU64,
     deferred: AtomicU64,
+    shed: AtomicU64,
+    refused: AtomicU64,
     claims: AtomicU64,
 }
 
@@ -114,6 +125,8 @@ impl WorkerCounters {
             ExecutionOutcome::Interrupted => &self.interrupted,
             ExecutionOutcome::LeaseLost => &self.lease_lost,
             ExecutionOutcome::Deferred => &self.deferred,
+            ExecutionOutcome::Shed => &self.shed,
+            ExecutionOutcome::Refused => &self.refused,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -129,6 +142,8 @@ impl WorkerCounters {
             interrupted: get(&self.interrupted),
             lease_lost: get(&self.lease_lost),
             deferred: get(&self.deferred),
+            shed: get(&self.shed),
+            refused: get(&self.refused),
             claims: get(&self.claims),
         }
     }

@@ -186,6 +186,50 @@ pub(crate) async fn settle(
     execution
 }
 
+/// `when_busy = fail` over a busy key: the run settles `failed`, uncounted, with
+/// `X_JOB_KEY_BUSY`; its body never ran. Not a dead letter; `on_settled` hears `refused`.
+pub(crate) async fn refuse(
+    shared: &WorkerShared,
+    entry: &JobEntry,
+    job: &ClaimedJob,
+    error: JobError,
+) -> JobExecution {
+    let now = shared.jobs.now();
+    let landed = shared
+        .jobs
+        .driver()
+        .job_nack(&NackParams {
+            job_id: job.id,
+            by: job.by.clone(),
+            target: NackTarget::Fail,
+            run_at: now,
+            counts_as_attempt: false,
+            error: Some(error.summary()),
+            error_code: error.code().map(|c| c.as_str().to_string()),
+            now,
+        })
+        .await;
+    let mut execution = JobExecution::new(job, ExecutionOutcome::Refused);
+    execution.code = error.code();
+    execution.error = Some(error.summary());
+    if !matches!(landed, Ok(true)) {
+        execution.outcome = ExecutionOutcome::LeaseLost;
+        return execution;
+    }
+    let settled = ErasedSettled {
+        outcome: Outcome::Refused,
+        job_id: job.id,
+        run_id: job.run_id,
+        tenant: entry.run_tenant(&job.input, job.tenant_id.as_ref()),
+        input: job.input.clone(),
+        result: None,
+        error: Some(error.summary()),
+        code: error.code(),
+    };
+    execution.on_settled_failed = !deliver_on_settled(entry, settled).await;
+    execution
+}
+
 /// Runs the hook up to [`ON_SETTLED_ATTEMPTS`] times back to back. Its failure is logged and
 /// reported as `X_JOB_ON_SETTLED_FAILED`, never thrown: the row and outcome stand.
 async fn deliver_on_settled(entry: &JobEntry, settled: ErasedSettled) -> bool {

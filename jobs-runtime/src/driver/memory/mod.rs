@@ -27,6 +27,8 @@ pub struct MemoryDriver {
     state: Mutex<MemoryState>,
     scheduler: Mutex<scheduler::SchedulerState>,
     leases: crate::driver::lease::MemoryLeaseStore,
+    /// Set by [`MemoryDriver::without_lease_store`].
+    no_lease_store: bool,
 }
 
 #[derive(Debug, Default)]
@@ -84,6 +86,16 @@ impl MemoryDriver {
     /// An empty driver.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A memory driver that offers no lease store, like a driver that cannot hold fleet-wide
+    /// slots: a worker then refuses jobs that declare `concurrency`
+    /// (`X_JOB_CONCURRENCY_UNENFORCEABLE`). For testing that refusal.
+    pub fn without_lease_store() -> Self {
+        MemoryDriver {
+            no_lease_store: true,
+            ..Self::default()
+        }
     }
 
     /// The earliest time any live job becomes claimable (a queued row's `run_at`, a running
@@ -243,6 +255,9 @@ impl JobDriver for MemoryDriver {
     }
 
     fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {
+        if self.no_lease_store {
+            return None;
+        }
         Some(&self.leases)
     }
 
