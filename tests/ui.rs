@@ -6,4 +6,6 @@ fn ui() {
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/job/pass/*.rs");
     t.compile_fail("tests/ui/job/fail/*.rs");
+    t.pass("tests/ui/task/pass/*.rs");
+    t.compile_fail("tests/ui/task/fail/*.rs");
 }

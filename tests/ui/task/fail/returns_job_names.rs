@@ -1,0 +1,19 @@
+// A task answers entries, not job names.
+use jobs::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Digest {
+    pub day: String,
+}
+
+#[job(key = "digest:{day}", tenant = none)]
+pub async fn send_digest(_run: Run, _input: Digest) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[task(cron = "0 9 * * 1-5", tz = "Europe/Paris")]
+fn weekday_digest(_at: Occurrence) -> Vec<&'static str> {
+    vec!["send_digest"]
+}
+
+fn main() {}
