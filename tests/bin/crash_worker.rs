@@ -1,7 +1,10 @@
-//! A worker process for the crash tests: runs `two_steps` jobs on the Postgres schema named by
-//! `JOBS_SCHEMA`, recording each step closure's execution in `<schema>.side_effects`. With
-//! `BLOCK_SECOND_STEP=1` the second step never finishes, so the test can SIGKILL the process in
-//! the middle of it.
+//! A worker process for the Postgres process tests, on the schema named by `JOBS_SCHEMA`.
+//!
+//! - `two_steps` records each step closure's execution in `<schema>.side_effects`; with
+//!   `BLOCK_SECOND_STEP=1` the second step never finishes, so the crash test can SIGKILL the
+//!   process in the middle of it.
+//! - `capped_work` (`concurrency = 2`, fleet-wide) records when each run starts and ends in
+//!   `<schema>.runs`, so the concurrency test can check that no more than two ever overlap.
 
 use std::time::Duration;
 
@@ -54,6 +57,35 @@ async fn two_steps(run: Run, _input: Work) -> Result<(), JobError> {
         Ok::<_, JobError>(())
     })
     .await?;
+    Ok(())
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Capped {
+    n: u64,
+}
+
+#[job(key = "capped:{n}", tenant = none, concurrency = 2)]
+async fn capped_work(run: Run, _input: Capped) -> Result<(), JobError> {
+    let side = run.context::<Side>()?;
+    let started = format!(
+        "insert into {}.runs (job_id, pid, started_at) values ($1, $2, clock_timestamp())",
+        side.schema
+    );
+    sqlx::query(AssertSqlSafe(started))
+        .bind(run.job_id())
+        .bind(std::process::id() as i32)
+        .execute(&side.pool)
+        .await?;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let ended = format!(
+        "update {}.runs set ended_at = clock_timestamp() where job_id = $1 and ended_at is null",
+        side.schema
+    );
+    sqlx::query(AssertSqlSafe(ended))
+        .bind(run.job_id())
+        .execute(&side.pool)
+        .await?;
     Ok(())
 }
 
