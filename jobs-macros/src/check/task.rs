@@ -2,7 +2,9 @@
 //! cron trigger that only enqueues (§12): its fn turns one occurrence into the jobs to enqueue.
 //! A body's options (`retry`, `timeout`, ...) are refused while parsing, in `crate::args::task`.
 
+use heck::ToUpperCamelCase;
 use quote::quote;
+use syn::ext::IdentExt;
 use syn::FnArg;
 
 use crate::errors::Errors;
@@ -103,8 +105,7 @@ pub fn fn_returns_entries(errs: &mut Errors, decl: &TaskDecl<'_>) {
         errs.at(
             sig.paren_token.span.close(),
             "a `#[task]` fn returns the jobs to enqueue: add `-> Vec<Entry>` after the \
-             parameters, and answer `vec![Entry::of::<SendDigest>(input)]` (or `vec![]` for \
-             nothing this time) (X_JOB_DECLARATION_INVALID)",
+             parameters (`vec![]` is a tick that enqueues nothing) (X_JOB_DECLARATION_INVALID)",
         );
     }
 }
@@ -150,11 +151,17 @@ pub fn handle_is_free(errs: &mut Errors, decl: &TaskDecl<'_>) {
     } else {
         &decl.item.sig.ident
     };
+    let pascal = handle.unraw().to_string().to_upper_camel_case();
+    let suggestion = if handle.unraw() == pascal {
+        format!("{pascal}Task")
+    } else {
+        pascal
+    };
     errs.spanned(
         blame,
         format!(
             "the handle `{handle}` would have the same name as the fn: name the handle \
-             yourself, e.g. `handle = {handle}Task`"
+             yourself, e.g. `handle = {suggestion}`"
         ),
     );
 }

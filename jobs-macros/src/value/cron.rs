@@ -135,7 +135,7 @@ pub fn parse(expr: &Expr) -> syn::Result<CronValue> {
     let mut days = BTreeSet::new();
     for (field, spec) in FIELDS.iter().zip(&fields) {
         let values = field_values(field, spec)
-            .map_err(|why| invalid(format!("the {} field `{spec}`: {why}", field.name)))?;
+            .map_err(|why| invalid(format!("in the {} field, {why}", field.name)))?;
         if field.name == "day-of-week" {
             days = values;
         }
@@ -252,10 +252,7 @@ fn field_values(field: &Field, spec: &str) -> Result<BTreeSet<u32>, String> {
 fn value(field: &Field, text: &str, range: &str) -> Result<u32, String> {
     if let Ok(number) = text.parse::<u32>() {
         if number < field.min || number > field.max {
-            return Err(format!(
-                "`{number}` is out of range; the {} field takes {range}",
-                field.name
-            ));
+            return Err(format!("`{number}` is out of range ({range})"));
         }
         return Ok(number);
     }
@@ -265,9 +262,8 @@ fn value(field: &Field, text: &str, range: &str) -> Result<u32, String> {
     }
     if field.names.is_empty() {
         return Err(format!(
-            "`{text}` is not a number; the {} field takes {range}, `*`, a range `a-b`, a list \
-             `a,b` or a step `*/n`",
-            field.name
+            "`{text}` is not a number; write {range}, `*`, a range `a-b`, a list `a,b` or a \
+             step `*/n`"
         ));
     }
     Err(format!(
@@ -314,7 +310,10 @@ mod tests {
             ("* * * *", "found 4"),
             ("@hourly", "write `cron = \"0 * * * *\"`"),
             ("@daily", "write `cron = \"0 0 * * *\"`"),
-            ("61 * * * *", "the minute field `61`: `61` is out of range"),
+            (
+                "61 * * * *",
+                "in the minute field, `61` is out of range (0-59)",
+            ),
             ("* * * * mon-xyz", "`xyz` is not a day of the week"),
             ("5-1 * * * *", "runs backwards"),
             ("*/0 * * * *", "the step `/0`"),
