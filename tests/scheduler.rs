@@ -638,3 +638,48 @@ async fn the_manifest_lists_tasks_with_the_jobs_they_fire() {
     );
     assert!(manifest.to_json().contains("\"tasks\""));
 }
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Digest {
+    day: String,
+}
+
+#[job(key = "digest:{day}", tenant = none)]
+async fn send_digest(_run: Run, _input: Digest) -> Result<(), JobError> {
+    Ok(())
+}
+
+/// Declared with the attribute: weekdays (1-5 is Monday to Friday) at 09:00 in Paris.
+#[task(cron = "0 9 * * 1-5", tz = "Europe/Paris")]
+fn weekday_digest(at: Occurrence) -> Vec<Entry> {
+    vec![Entry::of::<SendDigest>(Digest {
+        day: at.date().to_string(),
+    })]
+}
+
+#[tokio::test]
+async fn a_task_declared_with_the_attribute_fires_on_weekdays_only() {
+    // Friday 2030-01-04, 00:00 UTC.
+    let w = world("2030-01-04T00:00:00Z");
+    let s = w.scheduler(registry(|r| r.register_task::<WeekdayDigest>()));
+    s.tick().await.unwrap();
+    let fired = w
+        .run(&s, Duration::from_secs(600), "2030-01-08T00:00:00Z")
+        .await;
+    assert_eq!(
+        occurrences(&fired),
+        [
+            "2030-01-04T08:00:00+00:00", // Friday 09:00 CET
+            "2030-01-07T08:00:00+00:00", // Monday
+        ]
+    );
+    assert_eq!(
+        jobs::next_run::<WeekdayDigest>(at("2030-01-04T08:00:00Z")),
+        Some(at("2030-01-07T08:00:00Z"))
+    );
+    let registry = Registry::global().unwrap();
+    assert!(
+        registry.task("weekday_digest").is_some(),
+        "the attribute registers it"
+    );
+}
