@@ -225,7 +225,10 @@ pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   `WeekdayDigest`, or `handle = ..`), with the fn's visibility;
 /// - `impl Task for WeekdayDigest`: a `const DESCRIPTOR` holding the declaration, and
 ///   `entries(&occurrence)`, which calls the fn;
-/// - `WeekdayDigest::descriptor()`;
+/// - `WeekdayDigest::enqueue(&jobs)`, which fires the task now, by hand (its entries for the
+///   occurrence "now", under each job's plain idempotency key), `WeekdayDigest::next_run(from)`,
+///   the next occurrence strictly after `from` (no scheduler needed), and
+///   `WeekdayDigest::descriptor()`;
 /// - a registry entry, so the scheduler and `jobs::manifest()` see the task without a list.
 ///
 /// Roughly, the example above stands for:
@@ -242,6 +245,14 @@ pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     fn entries(occurrence: &Occurrence) -> Vec<Entry> {
 ///         weekday_digest(*occurrence).into_iter().collect()
 ///     }
+/// }
+///
+/// impl WeekdayDigest {
+///     pub async fn enqueue(jobs: &Jobs) -> Result<Vec<Enqueued>, JobError> {
+///         jobs::fire_now::<Self>(jobs).await
+///     }
+///     pub fn next_run(from: Timestamp) -> Option<Timestamp> { jobs::next_run::<Self>(from) }
+///     pub const fn descriptor() -> TaskDescriptor { <Self as Task>::DESCRIPTOR }
 /// }
 /// ```
 ///

@@ -64,6 +64,18 @@ fn quote_task(decl: &TaskDecl<'_>) -> TokenStream {
         ))
     };
 
+    let name = &decl.name;
+    let (cron, tz) = schedule(decl);
+    let enqueue_doc = format!(
+        "Fires the `{name}` task now, by hand: its entries for the occurrence \"now\", each \
+         enqueued under its job's plain idempotency key (a scheduled fire scopes the keys to \
+         the occurrence). One answer per entry."
+    );
+    let next_run_doc = format!(
+        "The next occurrence of the `{name}` task (cron `{cron}` in {tz}) strictly after \
+         `from`; `None` when the schedule has no later one."
+    );
+
     quote! {
         #item
 
@@ -82,9 +94,25 @@ fn quote_task(decl: &TaskDecl<'_>) -> TokenStream {
                 }
             }
 
+            // A private task's handle may never be named: the scheduler reaches it through
+            // the registry.
+            #[allow(dead_code)]
             impl #handle {
+                #[doc = #enqueue_doc]
+                #vis async fn enqueue(
+                    jobs: &#p::Jobs,
+                ) -> ::std::result::Result<::std::vec::Vec<#p::Enqueued>, #p::JobError> {
+                    #krate::fire_now::<Self>(jobs).await
+                }
+
+                #[doc = #next_run_doc]
+                #vis fn next_run(
+                    from: #krate::clock::Timestamp,
+                ) -> ::std::option::Option<#krate::clock::Timestamp> {
+                    #krate::next_run::<Self>(from)
+                }
+
                 /// The declaration, as the manifest shows it.
-                #[allow(dead_code)]
                 #vis const fn descriptor() -> #p::TaskDescriptor {
                     <Self as #p::Task>::DESCRIPTOR
                 }
@@ -178,6 +206,10 @@ mod tests {
             "weekday_digest (* __occurrence)",
             "TaskEntry :: of :: < WeekdayDigest > ()",
             "pub const fn descriptor ()",
+            "pub async fn enqueue (jobs : & :: jobs :: __private :: Jobs ,)",
+            ":: jobs :: fire_now :: < Self > (jobs) . await",
+            "pub fn next_run (from : :: jobs :: clock :: Timestamp ,)",
+            ":: jobs :: next_run :: < Self > (from)",
         ] {
             assert!(out.contains(expected), "missing `{expected}` in {out}");
         }

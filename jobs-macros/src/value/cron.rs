@@ -132,27 +132,28 @@ pub fn parse(expr: &Expr) -> syn::Result<CronValue> {
         }
     }
 
-    let mut days = BTreeSet::new();
     for (field, spec) in FIELDS.iter().zip(&fields) {
-        let values = field_values(field, spec)
+        field_values(field, spec)
             .map_err(|why| invalid(format!("in the {} field, {why}", field.name)))?;
-        if field.name == "day-of-week" {
-            days = values;
-        }
     }
 
-    // The `cron` crate has the last word: a seconds field first, and its day-of-week numbering
-    // (Sunday = 1).
-    let day_of_week = if fields[4] == "*" {
-        "*".to_owned()
-    } else {
-        let quartz: BTreeSet<u32> = days.iter().map(|day| day % 7 + 1).collect();
-        quartz
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    // The `cron` crate has the last word, on the expression the runtime gives it: a seconds
+    // field first, and the day of week in its numbering (Sunday = 1). As in the runtime's
+    // scheduler, names and `*` pass through, numbers are renumbered item by item.
+    let day_of_week = fields[4]
+        .split(',')
+        .map(|item| {
+            let base = item.split('/').next().unwrap_or(item);
+            if base == "*" || base.chars().any(|c| c.is_ascii_alphabetic()) {
+                return item.to_owned();
+            }
+            let days = field_values(&FIELDS[4], item).unwrap_or_default();
+            let quartz: BTreeSet<u32> = days.iter().map(|day| day % 7 + 1).collect();
+            let quartz: Vec<String> = quartz.iter().map(u32::to_string).collect();
+            quartz.join(",")
+        })
+        .collect::<Vec<_>>()
+        .join(",");
     let with_seconds = format!("0 {} {day_of_week}", fields[..4].join(" "));
     if let Err(err) = ::cron::Schedule::from_str(&with_seconds) {
         // Its message is the expression, a caret line, then the complaint.
@@ -221,9 +222,16 @@ fn field_values(field: &Field, spec: &str) -> Result<BTreeSet<u32>, String> {
                 field.max
             };
             (field.min, last)
-        } else if let Some((from, to)) = base.split_once('-') {
-            let from = value(field, from, &range)?;
-            let to = value(field, to, &range)?;
+        } else if let Some((from_text, to_text)) = base.split_once('-') {
+            let from = value(field, from_text, &range)?;
+            let to = value(field, to_text, &range)?;
+            let named = |text: &str| text.parse::<u32>().is_err();
+            if named(from_text) != named(to_text) {
+                return Err(format!(
+                    "the range `{base}` mixes a name and a number; write both as names or both \
+                     as numbers"
+                ));
+            }
             if from > to {
                 return Err(format!(
                     "the range `{base}` runs backwards; a range goes from low to high"
@@ -291,6 +299,8 @@ mod tests {
             "0 0 * * 0",
             "0 0 * * 7",
             "0 0 * * 5-7",
+            "0 0 * * 1-5,sat",
+            "0 0 * * */2",
             "0 12 1,15 jan-jun mon-fri",
             "5/15 * * * *",
             "0 0 29 2 *",
@@ -318,6 +328,7 @@ mod tests {
             ("5-1 * * * *", "runs backwards"),
             ("*/0 * * * *", "the step `/0`"),
             ("1,,2 * * * *", "an empty item"),
+            ("0 9 * * mon-5", "mixes a name and a number"),
         ] {
             let err = check(text).unwrap_err();
             assert!(err.contains(why), "{text}: {err}");

@@ -43,6 +43,8 @@ fn main() {
     let keys: Vec<_> = entries.iter().map(|e| e.idempotency_key()).collect();
     assert_eq!(keys, [Some("ping:1"), Some("ping:61")]);
     assert_eq!(EveryMinute::descriptor().cron, "* * * * *");
+    let next = EveryMinute::next_run(at.at()).unwrap();
+    assert_eq!(next.timestamp_millis(), 1_894_003_320_000);
     assert_eq!(
         <EveryMinute as jobs::Task>::DESCRIPTOR.tz,
         facade::jobs::TaskDescriptor::new("x", "* * * * *", "UTC").tz

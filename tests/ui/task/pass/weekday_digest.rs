@@ -42,4 +42,19 @@ fn main() {
     assert_eq!(entry.descriptor().name, "weekday_digest");
     assert!(entry.type_name().ends_with("WeekdayDigest"));
     assert_eq!(entry.entries(&at).len(), 1);
+
+    // 09:00 Paris on Monday 7 January 2030; the next is Tuesday's.
+    let monday = Timestamp::from_timestamp_millis(1_894_003_200_000).unwrap();
+    let next = WeekdayDigest::next_run(monday).unwrap();
+    assert_eq!(next.timestamp_millis(), 1_894_089_600_000);
+
+    // A manual fire enqueues under the job's plain key, so a second one is deduplicated.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let jobs = Jobs::memory();
+        let fired = WeekdayDigest::enqueue(&jobs).await.unwrap();
+        assert_eq!(fired.len(), 1);
+        let again = WeekdayDigest::enqueue(&jobs).await.unwrap();
+        assert!(again[0].deduped && again[0].id == fired[0].id);
+    });
 }
