@@ -125,12 +125,13 @@ async fn a_keyed_cap_with_wait_leaves_the_busy_key_s_runs_ready() {
     let second = kit.enqueue::<KeyedWait>(sync("a", 2)).await;
     kit.enqueue::<KeyedWait>(sync("b", 1)).await;
     let pass = kit.worker().tick().await.unwrap();
+    // The claim takes turns across tenants (a1, b1, then a2): the other key runs at once.
     assert_eq!(
         outcomes(&pass),
         [
             ExecutionOutcome::Completed,
-            ExecutionOutcome::Shed,
-            ExecutionOutcome::Completed
+            ExecutionOutcome::Completed,
+            ExecutionOutcome::Shed
         ],
         "the other key runs at once"
     );
@@ -233,12 +234,13 @@ async fn per_tenant_limits_and_the_tenant_start_rate_shed_only_that_tenant() {
     let pass = kit.worker().tick().await.unwrap();
     let by_tenant: Vec<(String, ExecutionOutcome)> =
         pass.iter().map(|e| (e.name.clone(), e.outcome)).collect();
+    // In the claim's turns: a1, b1, then a2, which is over tenant a's limit.
     assert_eq!(
         outcomes(&pass),
         [
             ExecutionOutcome::Completed,
-            ExecutionOutcome::Shed,
-            ExecutionOutcome::Completed
+            ExecutionOutcome::Completed,
+            ExecutionOutcome::Shed
         ],
         "{by_tenant:?}"
     );

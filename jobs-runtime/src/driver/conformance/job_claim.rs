@@ -73,6 +73,38 @@ pub async fn job_claim_takes_due_rows_oldest_run_at_first(driver: Arc<dyn JobDri
     assert_eq!(next.id, late);
 }
 
+/// The claim takes turns across tenants: each tenant's oldest row first, then each tenant's
+/// second, so a tenant's backlog never makes another tenant wait behind it.
+pub async fn job_claim_takes_turns_across_tenants(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut big = Vec::new();
+    for i in 0..6 {
+        let mut req = request("conformance.job", &format!("big-{i}"));
+        req.tenant_id = Some("big".into());
+        req.run_at = at(i);
+        big.push(enqueue(d, &req).await.id);
+    }
+    let mut small = Vec::new();
+    for (tenant, run_at) in [("small-a", 10), ("small-b", 20)] {
+        let mut req = request("conformance.job", tenant);
+        req.tenant_id = Some(tenant.into());
+        req.run_at = at(run_at);
+        small.push(enqueue(d, &req).await.id);
+    }
+    let mut unowned = request("conformance.job", "no-tenant");
+    unowned.run_at = at(30);
+    let unowned = enqueue(d, &unowned).await.id;
+    // Four slots: the first turn of each of the four tenants (no tenant is one), although six
+    // rows of "big" are older than all of them.
+    let first = claim(d, &claim_params("w1", 4, at(40))).await;
+    let taken: HashSet<_> = first.jobs.iter().map(|j| j.id).collect();
+    assert_eq!(taken, HashSet::from([big[0], small[0], small[1], unowned]));
+    // Then the big tenant's backlog, oldest first.
+    let second = claim(d, &claim_params("w1", 2, at(40))).await;
+    let taken: HashSet<_> = second.jobs.iter().map(|j| j.id).collect();
+    assert_eq!(taken, HashSet::from([big[1], big[2]]));
+}
+
 /// A row whose `run_at` is still in the future is not claimed until it is due.
 pub async fn job_claim_skips_rows_not_yet_due(driver: Arc<dyn JobDriver>) {
     let d = &*driver;

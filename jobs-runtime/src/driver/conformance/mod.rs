@@ -94,6 +94,7 @@ macro_rules! __conformance_cases {
             job_claim::job_claim_marks_rows_running_under_the_claim,
             job_claim::job_claim_takes_due_rows_oldest_run_at_first,
             job_claim::job_claim_skips_rows_not_yet_due,
+            job_claim::job_claim_takes_turns_across_tenants,
             job_claim::job_claim_respects_each_queue_limit,
             job_claim::job_claim_never_hands_one_row_to_two_claimers,
             job_claim::job_claim_redelivers_a_running_row_after_its_visibility_timeout,

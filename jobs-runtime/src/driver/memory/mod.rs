@@ -294,12 +294,11 @@ impl JobDriver for MemoryDriver {
                 "a claim named no queue",
             ));
         }
-        let mut remaining: HashMap<&str, u32> = params
+        let slots: HashMap<&str, u32> = params
             .demand
             .iter()
             .map(|d| (d.queue.as_str(), d.limit))
             .collect();
-        let mut wanted: u32 = remaining.values().sum();
         let mut state = self.lock();
         let due: Vec<JobId> = state
             .due
@@ -308,17 +307,15 @@ impl JobDriver for MemoryDriver {
             .map(|(_, _, id)| *id)
             .collect();
         let mut result = ClaimResult::default();
-        for id in due {
-            if wanted == 0 {
-                break;
-            }
+        // Each tenant's due rows, in due order, make its turns (at most a queue's slots of
+        // them); the queue then takes turn 1 of every tenant, turn 2, ... as Postgres does.
+        let mut turns: HashMap<(&str, String), u32> = HashMap::new();
+        let mut candidates: Vec<(String, u32, usize, JobId)> = Vec::new();
+        for (order, id) in due.into_iter().enumerate() {
             let job = &state.jobs[&id].record;
-            let Some(slots) = remaining.get_mut(job.queue.as_str()) else {
+            let Some((queue, limit)) = slots.get_key_value(job.queue.as_str()) else {
                 continue;
             };
-            if *slots == 0 {
-                continue;
-            }
             if job.state == JobState::Running && job.attempt >= job.max_attempts {
                 // Every worker that took this row died on its final attempt: bury it rather
                 // than hand it out forever.
@@ -337,8 +334,22 @@ impl JobDriver for MemoryDriver {
                 result.exhausted.push(state.jobs[&id].record.clone());
                 continue;
             }
-            *slots -= 1;
-            wanted -= 1;
+            let turn = turns
+                .entry((*queue, job.tenant_id.clone().unwrap_or_default()))
+                .or_insert(0);
+            if *turn < *limit {
+                *turn += 1;
+                candidates.push((job.queue.clone(), *turn, order, id));
+            }
+        }
+        candidates.sort();
+        let mut taken: HashMap<String, u32> = HashMap::new();
+        for (queue, _turn, _order, id) in candidates {
+            let used = taken.entry(queue.clone()).or_insert(0);
+            if *used >= slots[queue.as_str()] {
+                continue;
+            }
+            *used += 1;
             let visible_at = add(params.now, params.visibility_timeout);
             state.update(id, |r| {
                 r.state = JobState::Running;

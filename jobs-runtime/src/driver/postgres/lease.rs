@@ -32,15 +32,23 @@ fn slot(lease: &HeldLease) -> i32 {
 #[async_trait]
 impl LeaseStore for PostgresDriver {
     async fn lease_acquire(&self, p: &LeaseAcquire) -> Result<Option<HeldLease>, JobError> {
+        let failed = |e| classify("lease_acquire", e);
+        let mut tx = self.pool.begin().await.map_err(failed)?;
+        sqlx::query(self.sql.lease_acquire_lock.clone())
+            .bind(&p.key)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
         let row = sqlx::query(self.sql.lease_acquire.clone())
             .bind(&p.key)
             .bind(i32::try_from(p.limit).unwrap_or(i32::MAX))
             .bind(&p.holder)
             .bind(p.now)
             .bind(add(p.now, p.ttl))
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *tx)
             .await
-            .map_err(|e| classify("lease_acquire", e))?;
+            .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
         row.as_ref().map(held).transpose()
     }
 

@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_scheduler.sql",
         sql: include_str!("../../../../migrations/0002_scheduler.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_fair_claim.sql",
+        sql: include_str!("../../../../migrations/0003_fair_claim.sql"),
+    },
 ];
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

@@ -72,6 +72,7 @@ statements!(
     task_resume,
     task_paused,
     task_fires,
+    lease_acquire_lock,
     lease_acquire,
     lease_renew,
     lease_release,

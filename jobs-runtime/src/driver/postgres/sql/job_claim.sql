@@ -1,21 +1,86 @@
--- job_claim: per queue ($1 queues, $2 free slots), takes the due rows in claim order and marks
--- them running under worker $3 until $5; one statement, however many queues and slots.
--- Rows are locked FOR UPDATE SKIP LOCKED over x_jobs_claim_idx and x_jobs_lapsed_idx, so
--- concurrent claimers never wait on each other and never take the same row, and the cost does
--- not grow with the number of rows queued behind the ones taken.
--- A running row whose lease lapsed ($4 = now) is taken again; if it already used its final
+-- job_claim: per queue ($1 queues, $2 free slots), takes due rows and marks them running under
+-- worker $3 until $5; one statement, however many queues and slots.
+--
+-- Fair across tenants: the queued rows are taken in turns, one per tenant per turn (each
+-- tenant oldest run_at first), so a tenant with a 50,000-row backlog gets one slot in each
+-- turn like a tenant with one row, and never makes the others wait behind it. The tenants
+-- are found by a skip scan over x_jobs_fair_idx (one index probe per tenant), at most 64 per
+-- queue per claim, starting after the tenant served last ($7) and wrapping around.
+--
+-- Rows are locked FOR UPDATE SKIP LOCKED, so concurrent claimers never wait on each other and
+-- never take the same row, and the cost does not grow with the rows queued behind those taken.
+-- A running row whose lease lapsed ($4 = now) is taken first; if it already used its final
 -- attempt it is buried instead (dead, or failed for the names in $6), with
 -- LEASE_LAPSED_FINAL_ATTEMPT, and never handed out. A paused queue yields nothing.
-with demand as (
+with recursive demand as (
     select d.queue, d.slots
     from unnest($1::text[], $2::int[]) as d(queue, slots)
     where not exists (select 1 from {schema}.x_job_pauses p where p.queue = d.queue)
 ),
-lapsed as (
-    select l.id, l.queue, l.visible_at as due, l.attempt >= l.max_attempts as exhausted
+tenants (queue, tenant, n, wrapped) as (
+    select d.queue, t.tenant, 1, t.wrapped
     from demand d
     cross join lateral (
-        select j.id, j.queue, j.visible_at, j.attempt, j.max_attempts
+        (
+            select coalesce(j.tenant_id, '') as tenant, false as wrapped
+            from {schema}.x_jobs j
+            where j.queue = d.queue
+              and j.state in ('ready', 'delayed', 'suspended')
+              and j.run_at <= $4
+              and coalesce(j.tenant_id, '') > $7
+            order by coalesce(j.tenant_id, '')
+            limit 1
+        )
+        union all
+        (
+            select coalesce(j.tenant_id, '') as tenant, true as wrapped
+            from {schema}.x_jobs j
+            where j.queue = d.queue
+              and j.state in ('ready', 'delayed', 'suspended')
+              and j.run_at <= $4
+              and coalesce(j.tenant_id, '') <= $7
+            order by coalesce(j.tenant_id, '')
+            limit 1
+        )
+        limit 1
+    ) t
+    union all
+    select s.queue, nx.tenant, s.n + 1, nx.wrapped
+    from tenants s
+    cross join lateral (
+        (
+            select coalesce(j.tenant_id, '') as tenant, s.wrapped as wrapped
+            from {schema}.x_jobs j
+            where j.queue = s.queue
+              and j.state in ('ready', 'delayed', 'suspended')
+              and j.run_at <= $4
+              and coalesce(j.tenant_id, '') > s.tenant
+              and (not s.wrapped or coalesce(j.tenant_id, '') <= $7)
+            order by coalesce(j.tenant_id, '')
+            limit 1
+        )
+        union all
+        (
+            select coalesce(j.tenant_id, '') as tenant, true as wrapped
+            from {schema}.x_jobs j
+            where not s.wrapped
+              and j.queue = s.queue
+              and j.state in ('ready', 'delayed', 'suspended')
+              and j.run_at <= $4
+              and coalesce(j.tenant_id, '') <= $7
+            order by coalesce(j.tenant_id, '')
+            limit 1
+        )
+        limit 1
+    ) nx
+    where s.n < 64
+),
+lapsed as (
+    select l.id, l.queue, l.visible_at as due, l.tenant, l.attempt >= l.max_attempts as exhausted
+    from demand d
+    cross join lateral (
+        select j.id, j.queue, j.visible_at, j.attempt, j.max_attempts,
+               coalesce(j.tenant_id, '') as tenant
         from {schema}.x_jobs j
         where j.queue = d.queue and j.state = 'running' and j.visible_at <= $4
         order by j.visible_at, j.id
@@ -24,12 +89,14 @@ lapsed as (
     ) l
 ),
 queued as (
-    select q.id, q.queue, q.run_at as due, false as exhausted
-    from demand d
+    select q.id, q.queue, q.run_at as due, q.tenant
+    from tenants t
+    join demand d on d.queue = t.queue
     cross join lateral (
-        select j.id, j.queue, j.run_at
+        select j.id, j.queue, j.run_at, t.tenant
         from {schema}.x_jobs j
-        where j.queue = d.queue
+        where j.queue = t.queue
+          and coalesce(j.tenant_id, '') = t.tenant
           and j.state in ('ready', 'delayed', 'suspended')
           and j.run_at <= $4
         order by j.run_at, j.id
@@ -37,14 +104,21 @@ queued as (
         for update skip locked
     ) q
 ),
-ranked as (
-    select c.id, row_number() over (partition by c.queue order by c.due, c.id) as n, d.slots
+-- Each tenant's rows (lapsed and queued alike) in due order make its turns; a queue takes turn
+-- 1 of every tenant, then turn 2, ... until its slots are full.
+turns as (
+    select c.id, c.queue, c.due,
+           row_number() over (partition by c.queue, c.tenant order by c.due, c.id) as turn
     from (
-        select id, queue, due from lapsed where not exhausted
+        select id, queue, due, tenant from lapsed where not exhausted
         union all
-        select id, queue, due from queued
+        select id, queue, due, tenant from queued
     ) c
-    join demand d on d.queue = c.queue
+),
+ranked as (
+    select t.id, row_number() over (partition by t.queue order by t.turn, t.due, t.id) as n, d.slots
+    from turns t
+    join demand d on d.queue = t.queue
 ),
 buried as (
     update {schema}.x_jobs j

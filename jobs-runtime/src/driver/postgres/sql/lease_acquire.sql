@@ -1,9 +1,10 @@
 -- lease_acquire: grants the lowest free slot of key $1 among 0..$2-1 to holder $3 until $5.
 -- Free: no row, or a row that lapsed before $4. The fence comes from the one sequence
--- x_job_lease_fence, so it increases across holders and keys.
--- Never over-grants: two acquirers that pick the same free slot both insert; the loser meets
--- the winner's live row, whose "expires_at <= $4" test fails, and is answered nothing (it
--- retries on its next poll). A lapsed row is taken over under its row lock.
+-- x_job_lease_fence.
+-- Runs inside a transaction that first took lease_acquire_lock.sql for the key: acquirers of
+-- one key take turns, so a later grant always carries a larger fence than an earlier one (a
+-- sequence value drawn by a statement that then waited on a conflict could otherwise be
+-- granted after a larger one). Never over-grants: a live row fails "expires_at <= $4".
 with free as (
     select s.slot
     from generate_series(0, $2 - 1) as s(slot)
