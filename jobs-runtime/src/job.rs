@@ -12,6 +12,11 @@ use crate::settled::Settled;
 
 /// A declared job. `#[job]` implements it on a unit struct named after the function
 /// (`send_welcome` -> `SendWelcome`); user code rarely names the trait itself.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a job",
+    label = "not a `#[job]` handle",
+    note = "name a job by the handle `#[job]` generates for it (`send_digest` -> `SendDigest`), e.g. `Entry::of::<SendDigest>(input)`, never by a string"
+)]
 pub trait Job: Send + Sync + 'static {
     /// What `enqueue` takes and the body receives.
     type Input: JobInput;

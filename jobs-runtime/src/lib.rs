@@ -104,12 +104,14 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::client::{EnqueueOptions, Enqueued, Jobs};
+    pub use crate::clock::Timestamp;
     pub use crate::error::JobError;
     pub use crate::job::{
         Backoff, Concurrency, Jitter, Job, JobDescriptor, JobInput, JobReturn, TenantMode, WhenBusy,
     };
     pub use crate::registry::JobEntry;
     pub use crate::run::Run;
+    pub use crate::scheduler::{fire_now, next_run};
     pub use crate::settled::Settled;
     pub use crate::task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry};
     pub use core::option::Option::{self, None, Some};

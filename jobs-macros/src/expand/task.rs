@@ -102,14 +102,14 @@ fn quote_task(decl: &TaskDecl<'_>) -> TokenStream {
                 #vis async fn enqueue(
                     jobs: &#p::Jobs,
                 ) -> ::std::result::Result<::std::vec::Vec<#p::Enqueued>, #p::JobError> {
-                    #krate::fire_now::<Self>(jobs).await
+                    #krate::__private::fire_now::<Self>(jobs).await
                 }
 
                 #[doc = #next_run_doc]
                 #vis fn next_run(
-                    from: #krate::clock::Timestamp,
-                ) -> ::std::option::Option<#krate::clock::Timestamp> {
-                    #krate::next_run::<Self>(from)
+                    from: #krate::__private::Timestamp,
+                ) -> ::std::option::Option<#krate::__private::Timestamp> {
+                    #krate::__private::next_run::<Self>(from)
                 }
 
                 /// The declaration, as the manifest shows it.
@@ -207,9 +207,9 @@ mod tests {
             "TaskEntry :: of :: < WeekdayDigest > ()",
             "pub const fn descriptor ()",
             "pub async fn enqueue (jobs : & :: jobs :: __private :: Jobs ,)",
-            ":: jobs :: fire_now :: < Self > (jobs) . await",
-            "pub fn next_run (from : :: jobs :: clock :: Timestamp ,)",
-            ":: jobs :: next_run :: < Self > (from)",
+            ":: jobs :: __private :: fire_now :: < Self > (jobs) . await",
+            "pub fn next_run (from : :: jobs :: __private :: Timestamp ,)",
+            ":: jobs :: __private :: next_run :: < Self > (from)",
         ] {
             assert!(out.contains(expected), "missing `{expected}` in {out}");
         }
