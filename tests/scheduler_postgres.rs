@@ -117,6 +117,7 @@ fn fire(
             max_attempts: 3,
             run_at: now,
             on_conflict: Default::default(),
+            traceparent: None,
             now,
         })
         .collect();

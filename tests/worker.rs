@@ -141,6 +141,7 @@ async fn enqueue_raw(jobs: &Jobs, name: &str, input: serde_json::Value) -> uuid:
             max_attempts: 3,
             run_at: now,
             on_conflict: ConflictPolicy::Dedupe,
+            traceparent: None,
             now,
         })
         .await

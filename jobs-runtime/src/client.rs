@@ -343,6 +343,7 @@ pub struct EnqueueOptions {
     queue: Option<String>,
     tenant: Option<Option<String>>,
     on_conflict: ConflictPolicy,
+    traceparent: Option<String>,
 }
 
 impl EnqueueOptions {
@@ -378,6 +379,12 @@ impl EnqueueOptions {
     /// Files the job under this tenant instead of the one the declaration derives.
     pub fn tenant(mut self, tenant: Option<String>) -> Self {
         self.tenant = Some(tenant);
+        self
+    }
+
+    /// Stores this W3C traceparent on the job, so its runs join the enqueue's trace.
+    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
+        self.traceparent = Some(traceparent.into());
         self
     }
 
@@ -462,6 +469,7 @@ impl Prepared {
             max_attempts: self.max_attempts,
             run_at,
             on_conflict: options.on_conflict,
+            traceparent: options.traceparent.clone(),
             now,
         })
     }

@@ -126,6 +126,8 @@ pub struct EnqueueRequest {
     pub run_at: Timestamp,
     /// What a duplicate live key does.
     pub on_conflict: ConflictPolicy,
+    /// The W3C traceparent of the enqueue (one trace spans the enqueue and every run).
+    pub traceparent: Option<String>,
     /// The clock's now.
     pub now: Timestamp,
 }
@@ -197,6 +199,8 @@ pub struct ClaimedJob {
     pub by: ClaimIdentity,
     /// Until when the claim holds without a heartbeat.
     pub visible_at: Timestamp,
+    /// The enqueue's W3C traceparent.
+    pub traceparent: Option<String>,
 }
 
 /// What a claim answers.
@@ -346,6 +350,8 @@ pub struct JobRecord {
     pub visible_at: Option<Timestamp>,
     /// Last reported progress.
     pub progress: Option<Progress>,
+    /// The enqueue's W3C traceparent.
+    pub traceparent: Option<String>,
 }
 
 /// Counts for one queue.

@@ -201,6 +201,7 @@ pub(crate) fn request(name: &str, key: &str) -> EnqueueRequest {
         max_attempts: 3,
         run_at: t0(),
         on_conflict: ConflictPolicy::Dedupe,
+        traceparent: None,
         now: t0(),
     }
 }

@@ -225,6 +225,7 @@ impl MemoryState {
             claims: 0,
             visible_at: None,
             progress: None,
+            traceparent: request.traceparent.clone(),
         };
         self.seq += 1;
         let job = StoredJob {
@@ -374,6 +375,7 @@ impl JobDriver for MemoryDriver {
                     claim: r.claims,
                 },
                 visible_at,
+                traceparent: r.traceparent.clone(),
             });
         }
         Ok(result)

@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0003_fair_claim.sql",
         sql: include_str!("../../../../migrations/0003_fair_claim.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_traceparent.sql",
+        sql: include_str!("../../../../migrations/0004_traceparent.sql"),
+    },
 ];
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

@@ -128,6 +128,7 @@ impl PostgresDriver {
                 .bind(request.now)
                 .bind(&*self.wake_channel)
                 .bind(wake_slot(request.now))
+                .bind(&request.traceparent)
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(|e| classify("job_enqueue", e))?;
@@ -328,6 +329,7 @@ impl JobDriver for PostgresDriver {
                     claim: record.claims,
                 },
                 visible_at,
+                traceparent: record.traceparent,
             });
         }
         // The statement's order is not the claim order once the queues are merged.

@@ -39,6 +39,7 @@ pub(crate) fn job_record(row: &PgRow) -> Result<JobRecord, JobError> {
         claims: row.try_get("claims").map_err(&d)?,
         visible_at: row.try_get("visible_at").map_err(&d)?,
         progress: progress.and_then(|p| serde_json::from_value(p).ok()),
+        traceparent: row.try_get("traceparent").map_err(&d)?,
     })
 }
 

@@ -29,6 +29,7 @@ const JOB_COLUMNS: &[&str] = &[
     "claims",
     "visible_at",
     "progress",
+    "traceparent",
 ];
 
 macro_rules! statements {

@@ -13,12 +13,12 @@
 with inserted as (
     insert into {schema}.x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at
+        max_attempts, run_at, created_at, updated_at, traceparent
     )
     values (
         $1, $2, $3, $4, $5, $6, $7,
         case when $9 <= $10 then 'ready' else 'delayed' end,
-        $8, $9, $10, $10
+        $8, $9, $10, $10, $13
     )
     on conflict do nothing
     returning id, run_id, queue, run_at
