@@ -28,7 +28,9 @@ const MAX_SCAN: usize = 10_000;
 /// A parsed schedule in its zone, counting how many cron candidates it evaluated.
 #[derive(Debug)]
 pub(crate) struct Cron {
-    schedule: cron::Schedule,
+    /// One schedule; two when both day fields are restricted, since standard cron then fires
+    /// on a day matching EITHER field (the `cron` crate alone would ask for both).
+    schedules: Vec<cron::Schedule>,
     tz: Tz,
     interval: bool,
     evaluations: AtomicU64,
@@ -58,17 +60,25 @@ impl Cron {
                 ))
             }
         };
-        let six = format!(
-            "0 {} {} {} {} {}",
-            fields[0], fields[1], fields[2], fields[3], dow
-        );
-        let schedule = match cron::Schedule::from_str(&six) {
-            Ok(schedule) => schedule,
-            Err(e) => return refuse(format!("does not parse: {e}")),
+        let six = |dom: &str, dow: &str| {
+            format!("0 {} {} {dom} {} {dow}", fields[0], fields[1], fields[3])
         };
+        let restricted = |f: &str| !f.starts_with('*');
+        let texts = if restricted(fields[2]) && restricted(fields[4]) {
+            vec![six(fields[2], "*"), six("*", &dow)]
+        } else {
+            vec![six(fields[2], &dow)]
+        };
+        let mut schedules = Vec::with_capacity(texts.len());
+        for text in texts {
+            match cron::Schedule::from_str(&text) {
+                Ok(schedule) => schedules.push(schedule),
+                Err(e) => return refuse(format!("does not parse: {e}")),
+            }
+        }
         let is_interval = |f: &str| f == "*" || f.starts_with("*/");
         Ok(Cron {
-            schedule,
+            schedules,
             tz,
             interval: is_interval(fields[0]) || is_interval(fields[1]),
             evaluations: AtomicU64::new(0),
@@ -87,11 +97,18 @@ impl Cron {
 
     /// The first occurrence strictly after `from`.
     pub(crate) fn next_after(&self, from: Timestamp) -> Option<Timestamp> {
+        self.schedules
+            .iter()
+            .filter_map(|schedule| self.next_after_in(schedule, from))
+            .min()
+    }
+
+    fn next_after_in(&self, schedule: &cron::Schedule, from: Timestamp) -> Option<Timestamp> {
         // Past a fall-back transition within SPAN, the wall clock reads earlier than it does at
         // `from`: start the scan that much earlier.
         let low =
             from.naive_utc() + Duration::seconds(self.offset(from).min(self.offset(from + SPAN)));
-        let mut candidates = self.schedule.after(&Utc.from_utc_datetime(&low));
+        let mut candidates = schedule.after(&Utc.from_utc_datetime(&low));
         let mut best: Option<(Timestamp, NaiveDateTime)> = None;
         for _ in 0..MAX_SCAN {
             let Some(candidate) = candidates.next() else {
@@ -248,6 +265,27 @@ mod tests {
             cron.evaluations(),
             3,
             "one evaluation per resolution away from a transition"
+        );
+    }
+
+    #[test]
+    fn both_day_fields_restricted_fire_on_either() {
+        // The 13th of the month, or any Friday (2030-09-06 is a Friday, the 13th a Friday too).
+        let cron = Cron::parse("t", "0 12 13 * 5", "UTC").unwrap();
+        assert_eq!(
+            run(&cron, "2030-09-01T00:00:00Z", 4),
+            [
+                "2030-09-06T12:00:00+00:00",
+                "2030-09-13T12:00:00+00:00",
+                "2030-09-20T12:00:00+00:00",
+                "2030-09-27T12:00:00+00:00",
+            ]
+        );
+        let cron = Cron::parse("t", "0 12 1 * 1", "UTC").unwrap();
+        // 2030-10-01 is a Tuesday: the 1st fires although it is no Monday.
+        assert_eq!(
+            run(&cron, "2030-09-29T00:00:00Z", 2),
+            ["2030-09-30T12:00:00+00:00", "2030-10-01T12:00:00+00:00"]
         );
     }
 
