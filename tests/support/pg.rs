@@ -396,3 +396,112 @@ fn free_port() -> Result<u16, String> {
         .map(|a| a.port())
         .map_err(|e| format!("cannot find a free port on 127.0.0.1: {e}"))
 }
+
+// ---------------------------------------------------------------------------------------------
+// A private cluster, for a test that stops and starts its server.
+
+/// A throwaway cluster of one test's own, which it may stop and start (the shared one must not
+/// be: other tests run on it at the same time). Stopped and removed when dropped.
+pub struct PrivateCluster {
+    bin: PathBuf,
+    runner: Runner,
+    cluster: Cluster,
+    root: PathBuf,
+}
+
+/// Starts a private cluster from the server binaries (found as for the shared one). `Err` says
+/// why there is none (no binaries, no way to run them): the caller skips with that message.
+pub fn private_cluster() -> Result<PrivateCluster, String> {
+    let bin = find_server_binaries().ok_or_else(|| {
+        "no PostgreSQL server binaries (initdb, pg_ctl) to start a private cluster: install \
+         the PostgreSQL server (apt-get install postgresql) or set JOBS_TEST_PG_BIN"
+            .to_string()
+    })?;
+    let runner = Runner::new()?;
+    let cluster = start_cluster(&bin, &runner)?;
+    let root = cluster
+        .data
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or("the data dir has no parent")?;
+    Ok(PrivateCluster {
+        bin,
+        runner,
+        cluster,
+        root,
+    })
+}
+
+impl PrivateCluster {
+    /// Its URL.
+    pub fn url(&self) -> String {
+        url(self.cluster.port)
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`: every session is cut).
+    pub fn stop(&self) -> Result<(), String> {
+        check(
+            "pg_ctl stop",
+            self.runner
+                .command(&self.bin.join("pg_ctl"))
+                .args(["stop", "-w", "-t", "60", "-m", "fast", "-D"])
+                .arg(&self.cluster.data)
+                .output(),
+        )
+    }
+
+    /// Starts it again on the same port, with the options it first started with.
+    pub fn start(&self) -> Result<(), String> {
+        check(
+            "pg_ctl start",
+            self.runner
+                .command(&self.bin.join("pg_ctl"))
+                .args(["start", "-w", "-t", "60", "-D"])
+                .arg(&self.cluster.data)
+                .arg("-l")
+                .arg(self.root.join("server.log"))
+                .args(["-o", &server_options(self.cluster.port, &self.root)])
+                .output(),
+        )
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = self
+            .runner
+            .command(&self.bin.join("pg_ctl"))
+            .args(["stop", "-w", "-m", "immediate", "-D"])
+            .arg(&self.cluster.data)
+            .output();
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+/// The options [`start_cluster`] starts a server with.
+fn server_options(port: u16, root: &Path) -> String {
+    format!(
+        "-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={} \
+         -c max_connections=300 -c fsync=off -c synchronous_commit=off \
+         -c full_page_writes=off",
+        root.display()
+    )
+}
+
+/// A fresh schema for `test` on the server at `url` (a private cluster), migrated, on its own
+/// small pool.
+pub async fn schema_on(url: &str, test: &str) -> (PgPool, String) {
+    let pool = PgPoolOptions::new()
+        .max_connections(MAX_CONNECTIONS_PER_TEST)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to the test server {url}: {e}"));
+    let name = schema_name(test);
+    PostgresDriver::new(pool.clone(), &name)
+        .unwrap_or_else(|e| panic!("schema name `{name}` refused: {e}"))
+        .migrate()
+        .await
+        .unwrap_or_else(|e| panic!("migrating schema `{name}` failed: {e}"));
+    (pool, name)
+}

@@ -1,0 +1,186 @@
+//! A worker process for the chaos tests (`tests/chaos_postgres.rs`), on the schema named by
+//! `JOBS_SCHEMA`. Every connection it opens carries `application_name = $CHAOS_APP`, so the test
+//! can find its backends and `pg_terminate_backend` them, and so the audit trigger the test
+//! installs on `x_jobs` can tell which process claimed and which settled each row.
+//!
+//! - `chaos_steps`: three durable steps. Each step closure first asks the store whether its step
+//!   is already `completed` (it never should be: a completed step is replayed, not re-run), then
+//!   records one side-effect row in `<schema>.side_effects` (no unique constraint: a duplicate
+//!   is counted, not refused) carrying a fresh token, the token of the step before it, and that
+//!   answer. The step's output is its token.
+//! - `drain_work`: records `start`, works `ms` milliseconds, records `end`: the SIGTERM test's
+//!   load (a short job finishes within the shutdown deadline, a long one is handed back).
+//!
+//! Environment: `DATABASE_URL`, `JOBS_SCHEMA`, `CHAOS_APP`, and optionally `VISIBILITY_MS`
+//! (default 1500), `CONCURRENCY` (8), `SHUTDOWN_MS` (2000), `STEP_MS` (0: work inside each
+//! chaos step, after its side effect, to widen the window a kill can land in).
+//!
+//! Prints `ready` once the worker loop runs. On SIGTERM it shuts down gracefully (stops
+//! claiming, lets running jobs finish within `SHUTDOWN_MS`, hands the rest back uncounted),
+//! prints `drained interrupted=<n> completed=<n>` and exits 0.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jobs::driver::PostgresDriver;
+use jobs::prelude::*;
+use jobs::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use jobs::sqlx::{self, AssertSqlSafe};
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Chaos {
+    n: u64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Drain {
+    n: u64,
+    ms: u64,
+}
+
+struct Side {
+    pool: sqlx::PgPool,
+    schema: String,
+    app: String,
+    step_ms: u64,
+}
+
+impl Side {
+    /// One execution of a step closure: whether the store already held the step completed,
+    /// then the side effect itself. Answers the token (the step's output).
+    async fn execute(&self, run: &Run, step: &str, saw: Option<&str>) -> Result<String, JobError> {
+        let completed = format!(
+            "select exists (select 1 from {}.x_job_steps where run_id = $1 and name = $2 and status = 'completed')",
+            self.schema
+        );
+        let already: bool = sqlx::query_scalar(AssertSqlSafe(completed))
+            .bind(run.run_id())
+            .bind(step)
+            .fetch_one(&self.pool)
+            .await?;
+        let token = uuid::Uuid::new_v4().to_string();
+        let insert = format!(
+            "insert into {}.side_effects (run_id, job_id, step, token, saw, already_completed, app, attempt) \
+             values ($1, $2, $3, $4, $5, $6, $7, $8)",
+            self.schema
+        );
+        sqlx::query(AssertSqlSafe(insert))
+            .bind(run.run_id())
+            .bind(run.job_id())
+            .bind(step)
+            .bind(&token)
+            .bind(saw)
+            .bind(already)
+            .bind(&self.app)
+            .bind(run.attempt() as i32)
+            .execute(&self.pool)
+            .await?;
+        if self.step_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.step_ms)).await;
+        }
+        Ok(token)
+    }
+
+    async fn mark(&self, run: &Run, step: &str) -> Result<(), JobError> {
+        let insert = format!(
+            "insert into {}.side_effects (run_id, job_id, step, token, already_completed, app, attempt) \
+             values ($1, $2, $3, '', false, $4, $5)",
+            self.schema
+        );
+        sqlx::query(AssertSqlSafe(insert))
+            .bind(run.run_id())
+            .bind(run.job_id())
+            .bind(step)
+            .bind(&self.app)
+            .bind(run.attempt() as i32)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+#[job(
+    key = "chaos:{n}",
+    tenant = none,
+    retry(attempts = 50, backoff = fixed, delay = "100ms", jitter = none)
+)]
+async fn chaos_steps(run: Run, _input: Chaos) -> Result<(), JobError> {
+    let side = run.context::<Side>()?;
+    let first: String = run.step("s1", side.execute(&run, "s1", None)).await?;
+    let second: String = run
+        .step("s2", side.execute(&run, "s2", Some(&first)))
+        .await?;
+    let _third: String = run
+        .step("s3", side.execute(&run, "s3", Some(&second)))
+        .await?;
+    Ok(())
+}
+
+#[job(
+    key = "drain:{n}",
+    tenant = none,
+    retry(attempts = 5, backoff = fixed, delay = "100ms", jitter = none)
+)]
+async fn drain_work(run: Run, input: Drain) -> Result<(), JobError> {
+    let side = run.context::<Side>()?;
+    side.mark(&run, "start").await?;
+    tokio::time::sleep(Duration::from_millis(input.ms)).await;
+    side.mark(&run, "end").await?;
+    Ok(())
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), JobError> {
+    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL");
+    let schema = std::env::var("JOBS_SCHEMA").expect("JOBS_SCHEMA");
+    let app = std::env::var("CHAOS_APP").expect("CHAOS_APP");
+    let visibility = Duration::from_millis(env_u64("VISIBILITY_MS", 1500));
+    let options = PgConnectOptions::from_str(&url)
+        .map_err(|e| JobError::retryable(format!("DATABASE_URL does not parse: {e}")))?
+        .application_name(&app);
+    // A short acquire timeout: with the server gone, calls fail fast and are retried, rather
+    // than queueing behind a dead pool.
+    let pool = PgPoolOptions::new()
+        .max_connections(8)
+        .acquire_timeout(Duration::from_secs(3))
+        .connect_lazy_with(options);
+    let driver = PostgresDriver::new(pool.clone(), &schema)?;
+    let side = Side {
+        pool,
+        schema,
+        app,
+        step_ms: env_u64("STEP_MS", 0),
+    };
+    let jobs = Jobs::new(driver);
+    let worker = jobs
+        .worker()
+        .concurrency(u32::try_from(env_u64("CONCURRENCY", 8)).unwrap_or(8))
+        .visibility_timeout(visibility)
+        .heartbeat_interval(visibility / 3)
+        .poll_interval(Duration::from_millis(20))
+        .idle_poll_max(Duration::from_millis(100))
+        .shutdown_deadline(Duration::from_millis(env_u64("SHUTDOWN_MS", 2000)))
+        .context(Arc::new(side))
+        .build()?;
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| JobError::retryable(format!("cannot listen for SIGTERM: {e}")))?;
+    let running = worker.start();
+    println!("ready");
+    terminate.recv().await;
+    let report = running.shutdown().await;
+    println!(
+        "drained interrupted={} completed={}",
+        report.interrupted,
+        worker.stats().completed
+    );
+    Ok(())
+}
