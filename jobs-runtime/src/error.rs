@@ -155,6 +155,18 @@ error_codes! {
     /// Requeue of a live job.
     JobNotRequeueable = "X_JOB_NOT_REQUEUEABLE", T,
         "only done, failed, dead or cancelled jobs can be requeued";
+    /// Remove reached a running job.
+    JobNotRemovable = "X_JOB_NOT_REMOVABLE", T,
+        "cancel the running job first (it stops at its next heartbeat), then remove it";
+    /// Promote reached a job that is not waiting on its run time.
+    JobNotPromotable = "X_JOB_NOT_PROMOTABLE", T,
+        "only delayed jobs, or ready jobs backing off, can be promoted";
+    /// A job list asked for more than 200 rows, or passed a cursor no list wrote.
+    JobPageInvalid = "X_JOB_PAGE_INVALID", T,
+        "ask for at most 200 rows, and pass a page's `after`/`before` value unchanged";
+    /// A command-line flag or argument the tool does not accept.
+    CliBadFlag = "X_CLI_BAD_FLAG", T,
+        "see `jobs --help` for the verbs and their flags";
     /// The driver failed (connection, statement).
     Driver = "X_DRIVER", R,
         "check the database is reachable; the operation is retried";

@@ -11,6 +11,7 @@
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod introspect;
 pub mod lease;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -18,6 +19,7 @@ pub mod postgres;
 mod records;
 pub mod scheduler_store;
 
+pub use introspect::JobIntrospection;
 pub use memory::MemoryDriver;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresDriver;
@@ -59,6 +61,12 @@ pub trait JobDriver: Send + Sync + 'static {
     /// The scheduler's storage (leader lease, task watermarks, pauses, fires), when the driver
     /// has one: a scheduler needs it.
     fn scheduler_store(&self) -> Option<&dyn SchedulerStore> {
+        None
+    }
+
+    /// The operator surface (list, requeue, remove, promote, queue pauses, workers, counters),
+    /// when the driver has one: without it every operator verb answers `X_NOT_IMPLEMENTED`.
+    fn introspect(&self) -> Option<&dyn JobIntrospection> {
         None
     }
 

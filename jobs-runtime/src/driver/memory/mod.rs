@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+mod introspect;
 mod scheduler;
 
 use super::records::*;
@@ -43,6 +44,8 @@ struct MemoryState {
     events: VecDeque<StoredEvent>,
     event_seq: i64,
     seq: u64,
+    /// Queue pauses, worker rows and counters (the operator surface).
+    operator: introspect::OperatorState,
 }
 
 #[derive(Debug)]
@@ -139,7 +142,9 @@ impl MemoryState {
             self.due.remove(&(at, job.seq, id));
         }
         let was_live = job.record.state.is_live();
+        let before = introspect::Before::of(&job.record);
         change(&mut job.record);
+        self.operator.observe(before, &job.record);
         if let Some(at) = job.due_at() {
             self.due.insert((at, job.seq, id));
         }
@@ -255,6 +260,10 @@ impl JobDriver for MemoryDriver {
         Some(self)
     }
 
+    fn introspect(&self) -> Option<&dyn super::JobIntrospection> {
+        Some(self)
+    }
+
     fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {
         if self.no_lease_store {
             return None;
@@ -317,6 +326,9 @@ impl JobDriver for MemoryDriver {
             let Some((queue, limit)) = slots.get_key_value(job.queue.as_str()) else {
                 continue;
             };
+            if state.operator.paused(queue) {
+                continue;
+            }
             if job.state == JobState::Running && job.attempt >= job.max_attempts {
                 // Every worker that took this row died on its final attempt: bury it rather
                 // than hand it out forever.
