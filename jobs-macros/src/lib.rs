@@ -322,14 +322,131 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-/// Declares a backfill over existing rows. Not implemented yet.
+/// Declares a backfill: a throttled, resumable pass over existing rows, as a real job.
+///
+/// It goes on the **per-page handler**, an `async fn` taking the pass and the page's rows; the
+/// declaration names the **keyset source** that reads each page:
+///
+/// ```ignore
+/// use jobs::prelude::*;
+///
+/// /// Keyset, never OFFSET: the page after `after`, in id order.
+/// async fn users_without_name(pass: Pass, after: Option<i64>, limit: u32)
+///     -> Result<Page<UserRow, i64>, JobError>
+/// {
+///     let db = pass.context::<Db>()?;
+///     let rows = db.users_without_name_after(after.unwrap_or(0), limit).await?;
+///     Ok(Page::keyed(rows, |row| row.id))
+/// }
+///
+/// #[jobs::backfill(name = "users.display-name", tenant = none, source = users_without_name,
+///                  batch = 1000, rate = 5.0)]
+/// async fn fill_display_name(pass: Pass, rows: Vec<UserRow>) -> Result<(), JobError> {
+///     let db = pass.context::<Db>()?;
+///     db.set_display_names(&rows).await?; // an `update .. where`: a page runs at least once
+///     Ok(())
+/// }
+///
+/// // elsewhere:
+/// FillDisplayName::enqueue(&jobs).await?;   // a completed pass is not run again ...
+/// FillDisplayName::force(&jobs).await?;     // ... unless forced
+/// ```
+///
+/// # What it generates
+///
+/// Next to the unchanged handler: a unit struct, the handle (`fill_display_name` ->
+/// `FillDisplayName`, or `handle = ..`), implementing `Job` (input `BackfillRequest`, output
+/// `BackfillReport`, idempotency key = the name) and `Backfill`; `enqueue(&jobs)` and
+/// `force(&jobs)` (or `enqueue_for(&jobs, tenant)` and `force_for` with `tenant =
+/// per_tenant`); `descriptor()` and `backfill()`; and registry entries, so workers run it and
+/// the manifest lists it with kind `backfill`.
+///
+/// The job's body pages through the source: page `n` is the durable step `batch:n` (the pacer's
+/// wait, the read, the handler), whose checkpoint is the cursor and the counts, never the rows.
+/// A killed pass resumes on the page it stopped at. The pass ends after a page shorter than
+/// `batch`.
+///
+/// # Arguments
+///
+/// - `name = ".."` (required): the durable key: the job's name, its idempotency key, the
+///   ledger's key.
+/// - `tenant = none | per_tenant` (required): one pass over every tenant, or one pass per
+///   tenant, named when it is enqueued (`pass.tenant()` in the source and the handler).
+/// - `source = path` (required): `async fn(Pass, Option<Cursor>, u32) -> Result<Page<Row,
+///   Cursor>, E>`; `Cursor` is any serde type (stored in the checkpoint), `Row` anything the
+///   handler takes.
+/// - `batch = N`: rows per page, default 1,000, at least 1.
+/// - `rate = R`: pages per second, default 5, finite and above 0; there is no unthrottled
+///   mode. The pacer waits on the run's clock and unwinds on cancellation.
+/// - `queue`, `retry(..)`, `timeout` as on `#[job]`; `handle`, `crate`.
+///
+/// The handler gets no step API: its first parameter is the `Pass` (tenant, app context, page
+/// number, cancellation signal), never the `Run`; a page already is one step.
 #[proc_macro_attribute]
-pub fn backfill(_args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::fallback::not_yet("backfill", item.into()).into()
+pub fn backfill(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    expand::backfill::expand(args.into(), item.clone())
+        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+        .into()
 }
 
-/// Declares a double-entry ledger posting job. Not implemented yet.
+/// Declares a double-entry ledger: a job whose input is a `Posting`, refused before a line is
+/// written unless balanced per currency and well formed, then written in one durable step
+/// through a `LedgerBook`.
+///
+/// It goes on a unit struct, the handle:
+///
+/// ```ignore
+/// #[jobs::ledger(name = "payments", tenant = per_tenant, book = driver)]
+/// pub struct PostPayment;
+///
+/// // in a request handler: refused at once when unbalanced, posted once per key
+/// PostPayment::enqueue(&jobs, posting!(payment_id, [
+///     "assets:stripe" => (amount) EUR,
+///     "income:sales" => (-amount) EUR,
+/// ]).for_tenant(org_id)).await?;
+/// ```
+///
+/// # Arguments
+///
+/// - `name = ".."` (required): the ledger's name (the job's name, the book's ledger column).
+/// - `tenant = none | per_tenant` (required): with `per_tenant` every posting names its
+///   tenant and keys are unique per tenant.
+/// - `book = driver | path` (required): `driver` writes through the driver's own book
+///   (Postgres `x_ledger_lines`, or the memory driver's twin); a path names a
+///   `fn(&Run) -> Result<Arc<dyn LedgerBook>, JobError>` returning the app's.
+/// - `queue`, `retry(..)` as on `#[job]`; `crate`.
+///
+/// The job's idempotency key is `<name>:<posting key>`. `enqueue` and `enqueue_in` call
+/// `assert_balanced_posting` before enqueueing; the run checks again (a raw enqueue, a stored
+/// row) and both refusals are terminal.
 #[proc_macro_attribute]
-pub fn ledger(_args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::fallback::not_yet("ledger", item.into()).into()
+pub fn ledger(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    expand::ledger::expand(args.into(), item.clone())
+        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+        .into()
+}
+
+/// Builds a `Posting` from a literal, checked at compile time.
+///
+/// ```ignore
+/// let p = posting!("pay_123", [
+///     "assets:cash"  => 1_000 EUR,
+///     "income:sales" => -900 EUR,
+///     "income:fees"  => (-fee) EUR,   // a computed amount, in parentheses
+/// ]);
+/// ```
+///
+/// Each entry is `account => amount CURRENCY`: an amount is integer minor units (a literal,
+/// optionally negative, or a parenthesised expression), never a float; the currency is an ISO
+/// 4217 code. At compile time it refuses fewer than two entries, a blank literal account, a
+/// code that is not ISO 4217, a literal beyond ±(2^53 - 1), and a currency whose entries are
+/// all literals and do not sum to zero (`X_LEDGER_UNBALANCED`). A currency with a computed
+/// amount is checked at run time, by `assert_balanced_posting` and by the ledger's run.
+#[proc_macro]
+pub fn posting(input: TokenStream) -> TokenStream {
+    expand::posting::expand(input.into())
+        .unwrap_or_else(|errors| errors.into_compile_error())
+        .into()
 }

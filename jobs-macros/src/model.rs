@@ -6,6 +6,10 @@
 //! left out, so one bad argument never hides another. Rules that need more than one argument,
 //! or the fn itself, are in `crate::check`.
 
+mod factory;
+
+pub use factory::{vec_item, BackfillDecl, LedgerDecl};
+
 use heck::ToUpperCamelCase;
 use proc_macro2::Span;
 use syn::ext::IdentExt;

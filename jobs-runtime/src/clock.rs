@@ -23,6 +23,12 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         self.sleep_until(add(self.now(), duration))
     }
+    /// A throttle's pause of `duration` (a backfill's pacer): a real clock sleeps; a frozen
+    /// [`TestClock`] moves itself forward instead and returns at once, so a throttled sweep
+    /// finishes in a test and the clock shows what the throttle cost.
+    fn pace(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.sleep(duration)
+    }
 }
 
 /// `at + duration`, saturating instead of overflowing.
@@ -136,6 +142,11 @@ impl fmt::Debug for TestClock {
 impl Clock for TestClock {
     fn now(&self) -> Timestamp {
         self.state.lock().expect("test clock poisoned").now
+    }
+
+    fn pace(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.advance(duration);
+        Box::pin(async {})
     }
 
     fn sleep_until(&self, deadline: Timestamp) -> BoxFuture<'static, ()> {

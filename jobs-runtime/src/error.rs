@@ -170,6 +170,36 @@ error_codes! {
     /// The driver failed (connection, statement).
     Driver = "X_DRIVER", R,
         "check the database is reachable; the operation is retried";
+    /// A declared backfill has never completed (the pending report's verdict, not a refusal).
+    BackfillPending = "X_BACKFILL_PENDING", T,
+        "run the pending backfills (`jobs::Jobs::enqueue_backfill`), or remove the declarations that are no longer wanted";
+    /// A completed pass exists and the enqueue did not force a new one.
+    BackfillApplied = "X_BACKFILL_APPLIED", T,
+        "nothing to do; to run the pass again anyway, enqueue it with `force`";
+    /// The backfill is not declared for this environment.
+    BackfillEnvironment = "X_BACKFILL_ENVIRONMENT", T,
+        "run the backfill in an environment it declares, or add this one to its declaration";
+    /// The backfill requires a migration that is not applied yet.
+    BackfillMigrationPending = "X_BACKFILL_MIGRATION_PENDING", T,
+        "apply the migration the backfill requires, then run it";
+    /// A live pass under this name already exists; the enqueue deduped onto it.
+    BackfillRunning = "X_BACKFILL_RUNNING", T,
+        "wait for the live pass to finish (its job id is in the message)";
+    /// The source ran out while rows still match.
+    BackfillStalled = "X_BACKFILL_STALLED", T,
+        "make the handler change every row the source selects, so the source drains";
+    /// No declaration carries this backfill name.
+    BackfillUnknown = "X_BACKFILL_UNKNOWN", T,
+        "name a declared `#[backfill]` (see the manifest's `backfill` rows)";
+    /// A posting's entries do not sum to zero in some currency.
+    LedgerUnbalanced = "X_LEDGER_UNBALANCED", T,
+        "make every currency's entries sum to zero on their own (an FX posting balances in each currency)";
+    /// A posting entry is malformed (fewer than 2 entries, blank account, unsafe minor, unknown currency, mixed scale).
+    LedgerEntryInvalid = "X_LEDGER_ENTRY_INVALID", T,
+        "post at least two entries, each with a non-blank account, integer minor units within 2^53 - 1, an ISO 4217 currency and one scale per currency";
+    /// The posting key is already stored with other lines.
+    LedgerPostingConflict = "X_LEDGER_POSTING_CONFLICT", T,
+        "a posting key is written once: post a correction under a new key";
 }
 
 impl fmt::Display for ErrorCode {

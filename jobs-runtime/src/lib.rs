@@ -39,12 +39,14 @@
 #[allow(unused_extern_crates)]
 extern crate self as jobs;
 
+pub mod backfill;
 mod client;
 pub mod clock;
 pub mod driver;
 pub mod duration;
 mod error;
 mod job;
+pub mod ledger;
 mod lock;
 mod manifest;
 mod registry;
@@ -57,7 +59,7 @@ pub mod testing;
 mod worker;
 
 #[doc(inline)]
-pub use jobs_macros::{backfill, job, ledger, task};
+pub use jobs_macros::{backfill, job, ledger, posting, task};
 
 /// The sqlx this crate is built with, so an app shares one version with it.
 #[cfg(feature = "postgres")]
@@ -92,9 +94,11 @@ struct ReadmeDoctests;
 
 /// Everything a file that declares or enqueues jobs needs.
 pub mod prelude {
+    pub use crate::backfill::{Page, Pass};
+    pub use crate::ledger::{Money, Posting, PostingEntry};
     pub use crate::{
-        job, task, EnqueueOptions, Enqueued, Entry, ErrorCode, Job, JobError, JobState, Jobs,
-        Occurrence, Outcome, Run, Settled,
+        backfill, job, ledger, posting, task, EnqueueOptions, Enqueued, Entry, ErrorCode, Job,
+        JobError, JobState, Jobs, Occurrence, Outcome, Run, Settled,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
@@ -103,7 +107,15 @@ pub mod prelude {
 /// Not public API: what `#[job]` expansions name. May change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::backfill::{
+        join_page, run_backfill, Backfill, BackfillDescriptor, BackfillEntry, BackfillReport,
+        BackfillRequest, BackfillTenant, PageDone, Pass,
+    };
     pub use crate::client::{EnqueueOptions, Enqueued, Jobs};
+    pub use crate::ledger::{
+        assert_balanced_posting, driver_book, posting_job_key, run_ledger, DeclaredLedger, Ledger,
+        LedgerBook, LedgerDescriptor, LedgerTenant, Money, Posting, PostingEntry, PostingReceipt,
+    };
     pub use crate::clock::Timestamp;
     pub use crate::error::JobError;
     pub use crate::job::{
@@ -115,9 +127,11 @@ pub mod __private {
     pub use crate::settled::Settled;
     pub use crate::task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry};
     pub use core::option::Option::{self, None, Some};
+    pub use std::sync::Arc;
     pub use core::time::Duration;
     pub use futures::future::BoxFuture;
     pub use inventory;
+    pub use serde_json;
 
     /// The JSON Schema of a job input, as a JSON value.
     pub fn input_schema<T: schemars::JsonSchema>() -> serde_json::Value {

@@ -32,7 +32,7 @@ impl Manifest {
         Manifest {
             jobs: registry
                 .entries()
-                .map(|e| describe(e.descriptor()))
+                .map(|e| factory_kind(describe(e.descriptor())))
                 .collect(),
             tasks: registry.tasks().map(describe_task).collect(),
         }
@@ -100,6 +100,20 @@ fn describe(d: &JobDescriptor) -> Value {
         "steps": [],
         "input": { "type": d.input_type, "schema": (d.input_schema)() },
     })
+}
+
+/// A job that a factory attribute declared (`#[backfill]`, `#[ledger]`) shows that attribute's
+/// kind and its own fields next to the job's.
+fn factory_kind(mut row: Value) -> Value {
+    let name = row["name"].as_str().unwrap_or_default().to_string();
+    if let Some(fields) = crate::backfill::manifest_fields(&name) {
+        row["kind"] = json!("backfill");
+        row["backfill"] = fields;
+    } else if let Some(fields) = crate::ledger::manifest_fields(&name) {
+        row["kind"] = json!("ledger");
+        row["ledger"] = fields;
+    }
+    row
 }
 
 /// One task's row: its schedule, its catch-up, and the jobs it fires in declaration order,

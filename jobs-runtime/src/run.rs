@@ -161,6 +161,21 @@ impl Run {
         self.inner.seed.clock.now()
     }
 
+    /// The driver the run writes through (backfill and ledger factories reach their ports here).
+    pub(crate) fn driver(&self) -> &std::sync::Arc<dyn JobDriver> {
+        &self.inner.seed.driver
+    }
+
+    /// The attempt's cancellation (a backfill's pacer unwinds on it).
+    pub(crate) fn cancel_token(&self) -> &CancellationToken {
+        &self.inner.seed.cancel
+    }
+
+    /// The worker's clock (a backfill's pacer waits on it).
+    pub(crate) fn clock(&self) -> &SharedClock {
+        &self.inner.seed.clock
+    }
+
     /// Whether the attempt was cancelled (timeout, lost lease, drain, operator cancel).
     pub fn is_cancelled(&self) -> bool {
         self.inner.seed.cancel.is_cancelled()

@@ -5,6 +5,7 @@
 //! errors (unknown, duplicated or malformed arguments) are reworded into our voice by
 //! [`shared::voice`].
 
+pub mod backfill;
 pub mod job;
 mod shared;
 pub mod task;

@@ -4,13 +4,15 @@
 //! Every rule writes into one accumulator and carries on, so the user sees every problem of a
 //! declaration at once; expansion starts only once the accumulator is empty.
 
+mod factory;
 mod job;
+pub mod posting;
 mod steps;
 mod task;
 
 use crate::errors::Errors;
 
-use crate::model::{JobDecl, TaskDecl};
+use crate::model::{BackfillDecl, JobDecl, LedgerDecl, TaskDecl};
 
 /// Every rule for a `#[job]`.
 pub fn job(errs: &mut Errors, decl: &JobDecl<'_>) {
@@ -35,4 +37,24 @@ pub fn task(errs: &mut Errors, decl: &TaskDecl<'_>) {
     task::fn_returns_entries(errs, decl);
     task::max_catch_up_bounds_run_all(errs, decl);
     task::handle_is_free(errs, decl);
+}
+
+/// Every rule for a `#[backfill]`.
+pub fn backfill(errs: &mut Errors, decl: &BackfillDecl<'_>) {
+    factory::backfill_name_is_declared(errs, decl);
+    factory::backfill_tenant_is_declared(errs, decl);
+    factory::backfill_source_is_declared(errs, decl);
+    factory::handler_is_async(errs, decl);
+    factory::handler_takes_pass_and_rows(errs, decl);
+    factory::handler_returns_a_result(errs, decl);
+    factory::backfill_handle_is_free(errs, decl);
+    steps::step_names_are_unique(errs, &decl.item.block);
+}
+
+/// Every rule for a `#[ledger]`.
+pub fn ledger(errs: &mut Errors, decl: &LedgerDecl<'_>) {
+    factory::ledger_name_is_declared(errs, decl);
+    factory::ledger_tenant_is_declared(errs, decl);
+    factory::ledger_book_is_declared(errs, decl);
+    factory::ledger_handle_is_unit(errs, decl);
 }

@@ -16,13 +16,3 @@ pub fn with_errors(item: TokenStream, errors: syn::Error) -> TokenStream {
         #errors
     }
 }
-
-/// The placeholder expansion of an attribute that is not built yet: the item, unchanged, and
-/// one error saying so.
-pub fn not_yet(attr: &str, item: TokenStream) -> TokenStream {
-    let error = syn::Error::new(
-        proc_macro2::Span::call_site(),
-        format!("`#[{attr}]` is not implemented yet (see issue 4)"),
-    );
-    with_errors(item, error)
-}

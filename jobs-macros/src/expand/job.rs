@@ -400,7 +400,7 @@ fn with_input_type(expr: &Expr, input_ty: &Type) -> Expr {
 
 /// The input type as written, for people reading the manifest: `Vec<Welcome>`, not
 /// `Vec < Welcome >`.
-fn type_text(ty: &Type) -> String {
+pub(super) fn type_text(ty: &Type) -> String {
     let spaced = ty.to_token_stream().to_string();
     let chars: Vec<char> = spaced.chars().collect();
     let word = |c: char| c.is_alphanumeric() || c == '_' || c == '\'';

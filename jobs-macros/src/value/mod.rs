@@ -2,13 +2,18 @@
 //! argument's name, and on failure says what it accepts, at the user's tokens.
 
 pub mod backoff;
+pub mod book;
 pub mod catch_up;
 pub mod count;
+pub mod currency;
 pub mod cron;
 pub mod duration;
 pub mod jitter;
 pub mod key;
 pub mod key_template;
+pub mod posting;
+pub mod rate;
+pub mod scope;
 pub mod tenant;
 pub mod text;
 pub mod tz;

@@ -9,10 +9,12 @@
 //! row must still be `running` under the same worker and claim ordinal, otherwise the write
 //! lands nowhere and the method answers `false`.
 
+pub mod backfill_store;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod introspect;
 pub mod lease;
+pub mod ledger_book;
 mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -22,8 +24,10 @@ pub mod scheduler_store;
 pub use introspect::JobIntrospection;
 pub use memory::MemoryDriver;
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresDriver;
+pub use postgres::{PostgresBook, PostgresDriver};
 pub use records::*;
+pub use backfill_store::BackfillLedger;
+pub use ledger_book::LedgerBook;
 pub use scheduler_store::SchedulerStore;
 
 use async_trait::async_trait;
@@ -67,6 +71,18 @@ pub trait JobDriver: Send + Sync + 'static {
     /// The operator surface (list, requeue, remove, promote, queue pauses, workers, counters),
     /// when the driver has one: without it every operator verb answers `X_NOT_IMPLEMENTED`.
     fn introspect(&self) -> Option<&dyn JobIntrospection> {
+        None
+    }
+
+    /// The ledger of backfill passes, when the driver has one. Without it a `#[backfill]`
+    /// still runs its pass, unrecorded.
+    fn backfill_ledger(&self) -> Option<&dyn BackfillLedger> {
+        None
+    }
+
+    /// The driver's own double-entry book (`#[ledger(book = driver)]` writes here), when it
+    /// has one.
+    fn ledger_book(&self) -> Option<&dyn LedgerBook> {
         None
     }
 

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 mod introspect;
+mod backfill;
 mod scheduler;
 
 use super::records::*;
@@ -28,6 +29,8 @@ pub struct MemoryDriver {
     state: Mutex<MemoryState>,
     scheduler: Mutex<scheduler::SchedulerState>,
     leases: crate::driver::lease::MemoryLeaseStore,
+    backfills: backfill::MemoryBackfills,
+    book: crate::driver::ledger_book::MemoryBook,
     /// Set by [`MemoryDriver::without_lease_store`].
     no_lease_store: bool,
 }
@@ -258,6 +261,14 @@ impl JobDriver for MemoryDriver {
 
     fn scheduler_store(&self) -> Option<&dyn super::SchedulerStore> {
         Some(self)
+    }
+
+    fn backfill_ledger(&self) -> Option<&dyn super::BackfillLedger> {
+        Some(&self.backfills)
+    }
+
+    fn ledger_book(&self) -> Option<&dyn super::LedgerBook> {
+        Some(&self.book)
     }
 
     fn introspect(&self) -> Option<&dyn super::JobIntrospection> {

@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0004_traceparent.sql",
         sql: include_str!("../../../../migrations/0004_traceparent.sql"),
     },
+    Migration {
+        version: 5,
+        name: "0005_backfill_ledger.sql",
+        sql: include_str!("../../../../migrations/0005_backfill_ledger.sql"),
+    },
 ];
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

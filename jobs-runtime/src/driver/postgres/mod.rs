@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod backfill;
 mod classify;
 mod lease;
 mod migrate;
@@ -23,6 +24,7 @@ mod scheduler;
 mod sql;
 mod wake;
 
+pub use backfill::PostgresBook;
 pub use migrate::{Migration, MIGRATIONS};
 
 use std::sync::Arc;
@@ -252,6 +254,14 @@ impl JobDriver for PostgresDriver {
     }
 
     fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {
+        Some(self)
+    }
+
+    fn backfill_ledger(&self) -> Option<&dyn super::BackfillLedger> {
+        Some(self)
+    }
+
+    fn ledger_book(&self) -> Option<&dyn super::LedgerBook> {
         Some(self)
     }
 

@@ -1,0 +1,198 @@
+//! `#[ledger]`: parse, check, then emit the handle struct unchanged, the `Job` and `Ledger`
+//! impls, the checked enqueue methods and the registry entries.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::ItemStruct;
+
+use super::factory::job_descriptor;
+use crate::args::backfill::LedgerArgs;
+use crate::check;
+use crate::errors::Errors;
+use crate::model::LedgerDecl;
+use crate::value::book::Book;
+
+/// Expands `#[ledger(args)] item`.
+pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let item: ItemStruct = syn::parse2(item).map_err(|_| {
+        syn::Error::new(
+            Span::call_site(),
+            "`#[ledger]` goes on a unit struct, the handle: `pub struct PostPayment;` \
+             (X_JOB_DECLARATION_INVALID)",
+        )
+    })?;
+    let mut errs = Errors::new();
+    let args = LedgerArgs::parse(args, &mut errs);
+    let decl = LedgerDecl::from_ast(&mut errs, &item, args.as_ref());
+    check::ledger(&mut errs, &decl);
+    errs.finish()?;
+    Ok(quote_ledger(&decl))
+}
+
+fn quote_ledger(decl: &LedgerDecl<'_>) -> TokenStream {
+    let item = decl.item;
+    let vis = &item.vis;
+    let handle = &item.ident;
+    let krate = &decl.crate_path;
+    let p = quote!(#krate::__private);
+    let (Some(name), Some(scope), Some(book)) = (&decl.name, decl.tenant, &decl.book) else {
+        unreachable!("checked by check::ledger");
+    };
+    let input_ty = quote!(#p::Posting);
+    let job_descriptor = job_descriptor(
+        &p,
+        name,
+        scope,
+        &input_ty,
+        "Posting",
+        decl.queue.as_deref(),
+        &decl.retry,
+        None,
+    );
+    let variant = syn::Ident::new(scope.variant(), Span::call_site());
+    let book_text = book.text();
+    let book_body = match book {
+        Book::Driver => quote!(#p::driver_book(__run)),
+        // A fn of another shape is reported at the path.
+        Book::Fn(path) => quote_spanned! {path.span()=>
+            {
+                let __book: fn(&#p::Run) -> ::std::result::Result<
+                    #p::Arc<dyn #p::LedgerBook>,
+                    #p::JobError,
+                > = #path;
+                __book(__run)
+            }
+        },
+    };
+    let enqueue_doc = format!(
+        "Posts to the `{name}` ledger: refuses an unbalanced or malformed posting at once \
+         (`X_LEDGER_UNBALANCED`, `X_LEDGER_ENTRY_INVALID`), then enqueues it. A posting key is \
+         posted once."
+    );
+
+    quote! {
+        #item
+
+        const _: () = {
+            impl #p::Job for #handle {
+                type Input = #input_ty;
+                type Output = #p::PostingReceipt;
+
+                const DESCRIPTOR: #p::JobDescriptor = #job_descriptor;
+
+                fn idempotency_key(input: &#input_ty) -> ::std::string::String {
+                    #p::posting_job_key(#name, input)
+                }
+
+                fn tenant(input: &#input_ty) -> ::std::option::Option<::std::string::String> {
+                    ::std::clone::Clone::clone(&input.tenant)
+                }
+
+                fn run(
+                    __run: #p::Run,
+                    __input: #input_ty,
+                ) -> #p::BoxFuture<'static, ::std::result::Result<Self::Output, #p::JobError>> {
+                    ::std::boxed::Box::pin(#p::run_ledger::<Self>(__run, __input))
+                }
+            }
+
+            impl #p::Ledger for #handle {
+                const LEDGER: #p::LedgerDescriptor = #p::LedgerDescriptor {
+                    name: #name,
+                    tenant: #p::LedgerTenant::#variant,
+                    book: #book_text,
+                };
+
+                fn book(
+                    __run: &#p::Run,
+                ) -> ::std::result::Result<#p::Arc<dyn #p::LedgerBook>, #p::JobError> {
+                    #book_body
+                }
+            }
+
+            #[allow(dead_code)]
+            impl #handle {
+                #[doc = #enqueue_doc]
+                #vis async fn enqueue(
+                    jobs: &#p::Jobs,
+                    posting: #input_ty,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    #p::assert_balanced_posting(&posting)?;
+                    jobs.enqueue::<Self>(posting).await
+                }
+
+                /// [`Self::enqueue`] on the caller's Postgres connection or transaction: the
+                /// posting is queued if and only if that transaction commits.
+                #vis async fn enqueue_in(
+                    jobs: &#p::Jobs,
+                    conn: &mut #p::PgConnection,
+                    posting: #input_ty,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    #p::assert_balanced_posting(&posting)?;
+                    jobs.enqueue_in::<Self>(conn, posting).await
+                }
+
+                /// The job's declaration, as the manifest shows it.
+                #vis const fn descriptor() -> #p::JobDescriptor {
+                    <Self as #p::Job>::DESCRIPTOR
+                }
+            }
+
+            #p::inventory::submit! {
+                #p::JobEntry::of::<#handle>()
+            }
+
+            #p::inventory::submit! {
+                #p::DeclaredLedger::of::<#handle>()
+            }
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(args: &str, item: &str) -> Result<String, String> {
+        expand(args.parse().unwrap(), item.parse().unwrap())
+            .map(|tokens| tokens.to_string())
+            .map_err(|err| {
+                err.into_iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+    }
+
+    #[test]
+    fn the_driver_book() {
+        let out = expand_str(
+            r#"name = "payments", tenant = per_tenant, book = driver"#,
+            "pub struct PostPayment;",
+        )
+        .unwrap();
+        for expected in [
+            "impl :: jobs :: __private :: Ledger for PostPayment",
+            "LedgerTenant :: PerTenant",
+            "driver_book (__run)",
+            "posting_job_key (\"payments\" , input)",
+            "assert_balanced_posting (& posting) ?",
+        ] {
+            assert!(out.contains(expected), "missing `{expected}` in {out}");
+        }
+    }
+
+    #[test]
+    fn missing_everything() {
+        let err = expand_str("", "pub struct PostPayment { x: u32 }").unwrap_err();
+        for expected in [
+            "needs `name = \"..\"`",
+            "needs a tenant decision",
+            "needs a book",
+            "goes on a unit struct",
+        ] {
+            assert!(err.contains(expected), "missing `{expected}` in\n{err}");
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! What the client does with backfills: enqueue one by name (the operator's verb), list the
+//! ledger, and report the pending ones.
+
+use super::{
+    pending_backfills, registered_backfill, registered_backfills, BackfillRequest, PendingReport,
+};
+use crate::client::{Enqueued, Jobs};
+use crate::driver::backfill_store::{BackfillLedger, BackfillListParams, BackfillPass, PassStatus};
+use crate::error::{ErrorCode, JobError};
+
+/// The ledger rows the pending report reads (newest first, across every name).
+const REPORT_SCAN: u32 = 10_000;
+
+impl Jobs {
+    fn backfill_store(&self) -> Result<&dyn BackfillLedger, JobError> {
+        self.driver().backfill_ledger().ok_or_else(|| {
+            JobError::new(
+                ErrorCode::NotImplemented,
+                format!(
+                    "the `{}` driver keeps no ledger of backfill passes",
+                    self.driver().name()
+                ),
+            )
+        })
+    }
+
+    /// Enqueues the declared backfill `name` (the operator's verb, e.g. `jobs backfill run`).
+    ///
+    /// Refuses what the typed handle would quietly answer: `X_BACKFILL_UNKNOWN` for a name no
+    /// `#[backfill]` declares, `X_BACKFILL_APPLIED` when a completed pass exists and `force` is
+    /// off, `X_BACKFILL_RUNNING` when a live pass already holds the name (the message names
+    /// its job).
+    pub async fn enqueue_backfill(
+        &self,
+        name: &str,
+        request: BackfillRequest,
+    ) -> Result<Enqueued, JobError> {
+        let entry = registered_backfill(name).ok_or_else(|| {
+            JobError::new(
+                ErrorCode::BackfillUnknown,
+                format!("no `#[backfill]` is declared under the name `{name}`"),
+            )
+        })?;
+        if !request.force {
+            if let Some(ledger) = self.driver().backfill_ledger() {
+                let completed = ledger
+                    .backfill_list(&BackfillListParams {
+                        name: Some(name.to_string()),
+                        status: Some(PassStatus::Completed),
+                        run_id: None,
+                        limit: Some(REPORT_SCAN),
+                    })
+                    .await?;
+                if let Some(previous) = completed.iter().find(|p| p.tenant == request.tenant) {
+                    return Err(JobError::new(
+                        ErrorCode::BackfillApplied,
+                        format!(
+                            "backfill `{name}` completed in run {}; enqueue it with `force` to run it again",
+                            previous.run_id
+                        ),
+                    ));
+                }
+            }
+        }
+        let queued = entry.enqueue(self, request).await?;
+        if queued.deduped {
+            return Err(JobError::new(
+                ErrorCode::BackfillRunning,
+                format!(
+                    "a pass of backfill `{name}` is already live as job {}; the enqueue deduped onto it",
+                    queued.id
+                ),
+            ));
+        }
+        Ok(queued)
+    }
+
+    /// The ledger's passes, newest first, filtered.
+    pub async fn backfills(
+        &self,
+        filter: BackfillListParams,
+    ) -> Result<Vec<BackfillPass>, JobError> {
+        self.backfill_store()?.backfill_list(&filter).await
+    }
+
+    /// Declared vs ran: every `#[backfill]` linked into this binary with the state of its
+    /// newest pass, the pending ones (never run, or last failed) and the orphaned ledger names.
+    pub async fn backfills_pending(&self) -> Result<PendingReport, JobError> {
+        let passes = self
+            .backfill_store()?
+            .backfill_list(&BackfillListParams {
+                limit: Some(REPORT_SCAN),
+                ..BackfillListParams::default()
+            })
+            .await?;
+        let declared: Vec<&str> = registered_backfills()
+            .iter()
+            .map(|e| e.descriptor().name)
+            .collect();
+        Ok(pending_backfills(&declared, &passes))
+    }
+}

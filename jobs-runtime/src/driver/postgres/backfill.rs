@@ -1,0 +1,272 @@
+//! The Postgres [`BackfillLedger`] (table `x_backfills`, migration 0005) and the driver's own
+//! [`LedgerBook`] (table `x_ledger_lines`): short adapters over the `backfill_*` and `ledger_*`
+//! statements.
+
+use async_trait::async_trait;
+use sqlx::postgres::PgRow;
+use sqlx::{Row, SqlStr};
+
+use super::classify::classify;
+use super::sql::{render, safe};
+use super::PostgresDriver;
+use crate::driver::backfill_store::*;
+use crate::driver::ledger_book::{
+    posting_conflict, LedgerBook, LedgerLine, PostingLinesParams, PostingWrite, PostingWritten,
+};
+use crate::error::JobError;
+
+const BACKFILL_LOCK: &str = include_str!("sql/backfill_lock.sql");
+const BACKFILL_BEGIN: &str = include_str!("sql/backfill_begin.sql");
+const BACKFILL_PROGRESS: &str = include_str!("sql/backfill_progress.sql");
+const BACKFILL_FINISH: &str = include_str!("sql/backfill_finish.sql");
+const BACKFILL_LIST: &str = include_str!("sql/backfill_list.sql");
+const LEDGER_INSERT: &str = include_str!("sql/ledger_insert.sql");
+const LEDGER_LINES: &str = include_str!("sql/ledger_lines.sql");
+
+impl PostgresDriver {
+    /// A statement of this module, rendered for the driver's schema (a few string replaces;
+    /// these run once per page or per posting, never on the claim path).
+    fn backfill_sql(&self, template: &str) -> SqlStr {
+        safe(render(template, self.schema()))
+    }
+}
+
+fn tenant_column(tenant: Option<&str>) -> &str {
+    tenant.unwrap_or_default()
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn pass(row: &PgRow) -> Result<BackfillPass, JobError> {
+    let d = |e| classify("decode backfill row", e);
+    let tenant: String = row.try_get("tenant_id").map_err(d)?;
+    let status: String = row.try_get("status").map_err(d)?;
+    let batches: i64 = row.try_get("batches").map_err(d)?;
+    let rows: i64 = row.try_get("rows_processed").map_err(d)?;
+    Ok(BackfillPass {
+        id: row.try_get("id").map_err(d)?,
+        name: row.try_get("name").map_err(d)?,
+        tenant: (!tenant.is_empty()).then_some(tenant),
+        run_id: row.try_get("run_id").map_err(d)?,
+        job_id: row.try_get("job_id").map_err(d)?,
+        checksum: row.try_get("checksum").map_err(d)?,
+        status: PassStatus::parse(&status)?,
+        forced: row.try_get("forced").map_err(d)?,
+        batches: u64::try_from(batches).unwrap_or(0),
+        rows: u64::try_from(rows).unwrap_or(0),
+        last_cursor: row.try_get("last_cursor").map_err(d)?,
+        started_at: row.try_get("started_at").map_err(d)?,
+        updated_at: row.try_get("updated_at").map_err(d)?,
+        finished_at: row.try_get("finished_at").map_err(d)?,
+    })
+}
+
+#[async_trait]
+impl BackfillLedger for PostgresDriver {
+    async fn backfill_begin(&self, p: &BackfillBeginParams) -> Result<BackfillBegin, JobError> {
+        let tenant = tenant_column(p.tenant.as_deref());
+        let mut tx = self
+            .pool()
+            .begin()
+            .await
+            .map_err(|e| classify("backfill_begin", e))?;
+        sqlx::query(self.backfill_sql(BACKFILL_LOCK))
+            .bind(&p.name)
+            .bind(tenant)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| classify("backfill_lock", e))?;
+        let row = sqlx::query(self.backfill_sql(BACKFILL_BEGIN))
+            .bind(&p.name)
+            .bind(tenant)
+            .bind(p.run_id)
+            .bind(p.id)
+            .bind(p.job_id)
+            .bind(&p.checksum)
+            .bind(p.force)
+            .bind(p.now)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| classify("backfill_begin", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| classify("backfill_begin commit", e))?;
+        let d = |e| classify("backfill_begin", e);
+        let adopted: bool = row.try_get("adopted").map_err(d)?;
+        let inserted: bool = row.try_get("inserted").map_err(d)?;
+        let previous_run_id: Option<uuid::Uuid> = row.try_get("previous_run_id").map_err(d)?;
+        let previous_checksum: Option<String> = row.try_get("previous_checksum").map_err(d)?;
+        Ok(match (adopted || inserted, previous_run_id) {
+            (false, Some(previous_run_id)) => BackfillBegin::Skipped { previous_run_id },
+            _ => BackfillBegin::Started {
+                adopted,
+                previous_checksum,
+            },
+        })
+    }
+
+    async fn backfill_progress(&self, p: &BackfillProgressParams) -> Result<(), JobError> {
+        sqlx::query(self.backfill_sql(BACKFILL_PROGRESS))
+            .bind(p.run_id)
+            .bind(to_i64(p.batches))
+            .bind(to_i64(p.rows))
+            .bind(&p.last_cursor)
+            .bind(p.now)
+            .execute(self.pool())
+            .await
+            .map_err(|e| classify("backfill_progress", e))?;
+        Ok(())
+    }
+
+    async fn backfill_finish(&self, p: &BackfillFinishParams) -> Result<(), JobError> {
+        sqlx::query(self.backfill_sql(BACKFILL_FINISH))
+            .bind(p.run_id)
+            .bind(p.status.as_str())
+            .bind(to_i64(p.batches))
+            .bind(to_i64(p.rows))
+            .bind(&p.last_cursor)
+            .bind(p.now)
+            .execute(self.pool())
+            .await
+            .map_err(|e| classify("backfill_finish", e))?;
+        Ok(())
+    }
+
+    async fn backfill_list(&self, p: &BackfillListParams) -> Result<Vec<BackfillPass>, JobError> {
+        let rows = sqlx::query(self.backfill_sql(BACKFILL_LIST))
+            .bind(&p.name)
+            .bind(p.status.map(PassStatus::as_str))
+            .bind(p.run_id)
+            .bind(i64::from(p.limit.unwrap_or(DEFAULT_BACKFILL_LIST_LIMIT)))
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| classify("backfill_list", e))?;
+        rows.iter().map(pass).collect()
+    }
+}
+
+fn line(row: &PgRow) -> Result<LedgerLine, JobError> {
+    let d = |e| classify("decode ledger line", e);
+    let line: i32 = row.try_get("line").map_err(d)?;
+    let scale: Option<i16> = row.try_get("scale").map_err(d)?;
+    Ok(LedgerLine {
+        line: u32::try_from(line).unwrap_or(0),
+        account: row.try_get("account").map_err(d)?,
+        minor: row.try_get("minor").map_err(d)?,
+        currency: row.try_get("currency").map_err(d)?,
+        scale: scale.and_then(|s| u8::try_from(s).ok()),
+    })
+}
+
+#[async_trait]
+impl LedgerBook for PostgresDriver {
+    /// One transaction: `insert ... on conflict do nothing`, then the read-back. Lines that
+    /// differ from the stored ones roll the insert back and answer `X_LEDGER_POSTING_CONFLICT`.
+    async fn posting_write(&self, w: &PostingWrite) -> Result<PostingWritten, JobError> {
+        let tenant = tenant_column(w.tenant.as_deref());
+        let lines: Vec<i32> = w
+            .lines
+            .iter()
+            .map(|l| i32::try_from(l.line).unwrap_or(i32::MAX))
+            .collect();
+        let accounts: Vec<&str> = w.lines.iter().map(|l| l.account.as_str()).collect();
+        let minors: Vec<i64> = w.lines.iter().map(|l| l.minor).collect();
+        let currencies: Vec<&str> = w.lines.iter().map(|l| l.currency.as_str()).collect();
+        let scales: Vec<Option<i16>> = w.lines.iter().map(|l| l.scale.map(i16::from)).collect();
+        let mut tx = self
+            .pool()
+            .begin()
+            .await
+            .map_err(|e| classify("ledger_insert", e))?;
+        let inserted = sqlx::query(self.backfill_sql(LEDGER_INSERT))
+            .bind(&w.ledger)
+            .bind(tenant)
+            .bind(&w.key)
+            .bind(&lines)
+            .bind(&accounts)
+            .bind(&minors)
+            .bind(&currencies)
+            .bind(&scales)
+            .bind(w.run_id)
+            .bind(w.now)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| classify("ledger_insert", e))?
+            .rows_affected();
+        let stored = sqlx::query(self.backfill_sql(LEDGER_LINES))
+            .bind(&w.ledger)
+            .bind(tenant)
+            .bind(&w.key)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| classify("ledger_lines", e))?
+            .iter()
+            .map(line)
+            .collect::<Result<Vec<_>, _>>()?;
+        if stored != w.lines {
+            tx.rollback()
+                .await
+                .map_err(|e| classify("ledger_insert rollback", e))?;
+            // What was stored before this write: the read-back minus what it inserted.
+            let before = stored.len().saturating_sub(inserted as usize);
+            return Err(posting_conflict(&w.ledger, before, w.lines.len()));
+        }
+        tx.commit()
+            .await
+            .map_err(|e| classify("ledger_insert commit", e))?;
+        Ok(if inserted == 0 {
+            PostingWritten::AlreadyPosted
+        } else {
+            PostingWritten::Written
+        })
+    }
+
+    async fn posting_lines(&self, p: &PostingLinesParams) -> Result<Vec<LedgerLine>, JobError> {
+        sqlx::query(self.backfill_sql(LEDGER_LINES))
+            .bind(&p.ledger)
+            .bind(tenant_column(p.tenant.as_deref()))
+            .bind(&p.key)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| classify("ledger_lines", e))?
+            .iter()
+            .map(line)
+            .collect()
+    }
+}
+
+/// The Postgres [`LedgerBook`] on its own: the `x_ledger_lines` table of a migrated schema,
+/// for an app that writes postings through a pool of its own. A driver is also its own book
+/// (`#[ledger(book = driver)]`).
+///
+/// ```no_run
+/// # async fn demo(pool: jobs::sqlx::PgPool) -> Result<(), jobs::JobError> {
+/// let book = jobs::driver::PostgresBook::new(pool, "public")?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct PostgresBook {
+    driver: PostgresDriver,
+}
+
+impl PostgresBook {
+    /// The book in `schema` (migrated with [`PostgresDriver::migrate`]).
+    pub fn new(pool: sqlx::PgPool, schema: &str) -> Result<Self, JobError> {
+        Ok(PostgresBook {
+            driver: PostgresDriver::new(pool, schema)?,
+        })
+    }
+}
+
+#[async_trait]
+impl LedgerBook for PostgresBook {
+    async fn posting_write(&self, write: &PostingWrite) -> Result<PostingWritten, JobError> {
+        self.driver.posting_write(write).await
+    }
+
+    async fn posting_lines(&self, p: &PostingLinesParams) -> Result<Vec<LedgerLine>, JobError> {
+        self.driver.posting_lines(p).await
+    }
+}
