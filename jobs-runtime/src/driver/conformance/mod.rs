@@ -26,6 +26,7 @@
 //! ```
 
 pub mod event;
+pub mod introspect;
 pub mod job_claim;
 pub mod job_enqueue;
 pub mod job_settle;
@@ -128,6 +129,20 @@ macro_rules! __conformance_cases {
             worker::worker_runs_steps_and_a_sleep_to_done,
             worker::worker_retries_then_dead_letters,
             worker::worker_resumes_a_wait_when_its_event_is_published,
+            introspect::job_list_pages_newest_first_both_ways,
+            introspect::job_list_filters_by_every_field,
+            introspect::job_list_refuses_bad_limits_and_foreign_cursors,
+            introspect::job_remove_deletes_the_row_and_its_steps,
+            introspect::job_requeue_refuses_live_unknown_and_held_keys,
+            introspect::job_requeue_from_step_forgets_it_and_later_steps,
+            introspect::job_promote_makes_a_waiting_job_due,
+            introspect::job_bulk_verbs_refuse_states_they_cannot_move,
+            introspect::job_bulk_verbs_move_at_most_a_thousand_rows,
+            introspect::job_requeue_many_leaves_held_keys_and_takes_the_oldest,
+            introspect::queue_pause_stops_the_next_claim,
+            introspect::worker_rows_expire_and_are_forgotten,
+            introspect::counters_move_with_the_settle,
+            introspect::counters_rollup_folds_buckets_into_the_next_tier,
         }
     };
 }
