@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0005_backfill_ledger.sql",
         sql: include_str!("../../../../migrations/0005_backfill_ledger.sql"),
     },
+    Migration {
+        version: 6,
+        name: "0006_operator.sql",
+        sql: include_str!("../../../../migrations/0006_operator.sql"),
+    },
 ];
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

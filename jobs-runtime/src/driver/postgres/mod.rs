@@ -17,6 +17,7 @@
 
 mod backfill;
 mod classify;
+mod introspect;
 mod lease;
 mod migrate;
 mod rows;
@@ -250,6 +251,10 @@ impl JobDriver for PostgresDriver {
     }
 
     fn scheduler_store(&self) -> Option<&dyn super::SchedulerStore> {
+        Some(self)
+    }
+
+    fn introspect(&self) -> Option<&dyn super::JobIntrospection> {
         Some(self)
     }
 

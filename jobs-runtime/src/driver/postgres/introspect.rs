@@ -1,0 +1,394 @@
+//! The Postgres driver's [`JobIntrospection`]: one named statement per verb
+//! (`sql/introspect_*.sql`), rendered for the driver's schema. The counters are not written
+//! here: the `x_job_counters_count` trigger (migration 0006) moves them inside the statement
+//! that settles the rows.
+
+use async_trait::async_trait;
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+use super::classify::classify;
+use super::rows;
+use super::sql::{render, safe};
+use super::PostgresDriver;
+use crate::clock::Timestamp;
+use crate::driver::introspect::*;
+use crate::driver::records::*;
+use crate::error::{ErrorCode, JobError};
+
+/// The columns a list row carries (never the input).
+const SUMMARY_COLUMNS: &str = "j.id, j.run_id, j.name, j.queue, j.tenant_id, j.state, j.attempt, \
+     j.max_attempts, j.run_at, j.created_at, j.updated_at, j.last_error_code, j.progress";
+
+macro_rules! statement {
+    ($driver:expr, $name:literal) => {
+        safe(
+            render(
+                include_str!(concat!("sql/", $name, ".sql")),
+                &$driver.schema,
+            )
+            .replace("{summary_columns}", SUMMARY_COLUMNS),
+        )
+    };
+}
+
+fn summary(row: &PgRow) -> Result<JobSummary, JobError> {
+    let d = |e| classify("decode job summary", e);
+    let state: String = row.try_get("state").map_err(d)?;
+    let progress: Option<serde_json::Value> = row.try_get("progress").map_err(d)?;
+    let count = |column: &str| -> Result<u32, JobError> {
+        let n: i32 = row.try_get(column).map_err(d)?;
+        Ok(u32::try_from(n).unwrap_or(0))
+    };
+    Ok(JobSummary {
+        id: row.try_get("id").map_err(d)?,
+        run_id: row.try_get("run_id").map_err(d)?,
+        name: row.try_get("name").map_err(d)?,
+        queue: row.try_get("queue").map_err(d)?,
+        tenant_id: row.try_get("tenant_id").map_err(d)?,
+        state: JobState::parse(&state)?,
+        attempt: count("attempt")?,
+        max_attempts: count("max_attempts")?,
+        run_at: row.try_get("run_at").map_err(d)?,
+        created_at: row.try_get("created_at").map_err(d)?,
+        updated_at: row.try_get("updated_at").map_err(d)?,
+        last_error_code: row.try_get("last_error_code").map_err(d)?,
+        progress: progress.and_then(|p| serde_json::from_value(p).ok()),
+    })
+}
+
+fn bulk(row: &PgRow, operation: &'static str) -> Result<BulkResult, JobError> {
+    let d = |e| classify(operation, e);
+    let affected: i64 = row.try_get("affected").map_err(d)?;
+    let remaining: i64 = row.try_get("remaining").map_err(d)?;
+    Ok(BulkResult {
+        affected: u64::try_from(affected).unwrap_or(0),
+        remaining: u64::try_from(remaining).unwrap_or(0),
+    })
+}
+
+fn non_negative(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// Whether a statement failed on the live-key index (a live job holds the key).
+fn live_key_taken(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => {
+            db.code().as_deref() == Some("23505")
+                && db
+                    .constraint()
+                    .is_some_and(|c| c.ends_with("idempotency_live_idx"))
+        }
+        _ => false,
+    }
+}
+
+/// A prefix a job id can start with: lower-case hex and dashes (so `like` sees no wildcard).
+fn id_prefix(prefix: &Option<String>) -> Option<String> {
+    prefix.as_ref().map(|p| {
+        if p.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            p.to_ascii_lowercase()
+        } else {
+            // Matches no id.
+            "~".to_string()
+        }
+    })
+}
+
+impl PostgresDriver {
+    async fn refusal_for(&self, verb: Bulk, id: JobId) -> JobError {
+        match crate::driver::JobDriver::job_get(self, id).await {
+            Ok(row) => refusal(verb, row.as_ref(), id),
+            Err(error) => error,
+        }
+    }
+}
+
+#[async_trait]
+impl JobIntrospection for PostgresDriver {
+    async fn job_list(&self, params: &JobListParams) -> Result<JobPage, JobError> {
+        let (limit, cursor) = check_list(params)?;
+        let (sql, at) = match cursor {
+            Some(Cursor::Before(c)) => (statement!(self, "introspect_job_list_newer"), Some(c)),
+            Some(Cursor::After(c)) => (statement!(self, "introspect_job_list_older"), Some(c)),
+            None => (statement!(self, "introspect_job_list_older"), None),
+        };
+        let rows = sqlx::query(sql)
+            .bind(&params.queue)
+            .bind(&params.name)
+            .bind(params.state.map(JobState::as_str))
+            .bind(&params.tenant_id)
+            .bind(id_prefix(&params.id_prefix))
+            .bind(params.created_from)
+            .bind(params.created_to)
+            .bind(at.map(|c| c.created_at()))
+            .bind(at.map(|c| c.id))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_job_list", e))?;
+        let mut jobs = rows.iter().map(summary).collect::<Result<Vec<_>, _>>()?;
+        if matches!(cursor, Some(Cursor::Before(_))) {
+            jobs.reverse();
+        }
+        Ok(page_of(jobs, limit, cursor))
+    }
+
+    async fn job_remove(&self, id: JobId) -> Result<JobRecord, JobError> {
+        let row = sqlx::query(statement!(self, "introspect_job_remove"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_job_remove", e))?;
+        match row {
+            Some(row) => rows::job_record(&row),
+            None => Err(self.refusal_for(Bulk::Remove, id).await),
+        }
+    }
+
+    async fn job_requeue(&self, params: &JobRequeueParams) -> Result<JobRecord, JobError> {
+        let result = sqlx::query(statement!(self, "introspect_job_requeue"))
+            .bind(params.id)
+            .bind(&params.from_step)
+            .bind(params.now)
+            .bind(&*self.wake_channel)
+            .fetch_optional(&self.pool)
+            .await;
+        let id = params.id;
+        let row = match result {
+            Ok(row) => row,
+            Err(error) if live_key_taken(&error) => {
+                let row = crate::driver::JobDriver::job_get(self, id).await?;
+                return Err(match row {
+                    Some(row) => duplicate(&row, None),
+                    None => not_found(id),
+                });
+            }
+            Err(error) => return Err(classify("introspect_job_requeue", error)),
+        };
+        if let Some(row) = row {
+            return rows::job_record(&row);
+        }
+        let current = crate::driver::JobDriver::job_get(self, id).await?;
+        match (&current, &params.from_step) {
+            (Some(row), Some(step)) if !row.state.is_live() => Err(unknown_step(id, step)),
+            _ => Err(refusal(Bulk::Requeue, current.as_ref(), id)),
+        }
+    }
+
+    async fn job_promote(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
+        let row = sqlx::query(statement!(self, "introspect_job_promote"))
+            .bind(id)
+            .bind(now)
+            .bind(&*self.wake_channel)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_job_promote", e))?;
+        match row {
+            Some(row) => rows::job_record(&row),
+            None => Err(self.refusal_for(Bulk::Promote, id).await),
+        }
+    }
+
+    async fn job_requeue_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
+        check_bulk_state(Bulk::Requeue, p.state)?;
+        let result = sqlx::query(statement!(self, "introspect_job_requeue_many"))
+            .bind(p.state.as_str())
+            .bind(&p.queue)
+            .bind(&p.name)
+            .bind(&p.tenant_id)
+            .bind(p.now)
+            .bind(i64::from(MAX_BULK_ROWS))
+            .bind(&*self.wake_channel)
+            .fetch_one(&self.pool)
+            .await;
+        match result {
+            Ok(row) => bulk(&row, "introspect_job_requeue_many"),
+            Err(error) if live_key_taken(&error) => Err(JobError::new(
+                ErrorCode::JobDuplicate,
+                "a job took one of the keys while the requeue ran; nothing moved, call again",
+            )),
+            Err(error) => Err(classify("introspect_job_requeue_many", error)),
+        }
+    }
+
+    async fn job_remove_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
+        check_bulk_state(Bulk::Remove, p.state)?;
+        let row = sqlx::query(statement!(self, "introspect_job_remove_many"))
+            .bind(p.state.as_str())
+            .bind(&p.queue)
+            .bind(&p.name)
+            .bind(&p.tenant_id)
+            .bind(i64::from(MAX_BULK_ROWS))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_job_remove_many", e))?;
+        bulk(&row, "introspect_job_remove_many")
+    }
+
+    async fn job_promote_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
+        check_bulk_state(Bulk::Promote, p.state)?;
+        let row = sqlx::query(statement!(self, "introspect_job_promote_many"))
+            .bind(p.state.as_str())
+            .bind(&p.queue)
+            .bind(&p.name)
+            .bind(&p.tenant_id)
+            .bind(p.now)
+            .bind(i64::from(MAX_BULK_ROWS))
+            .bind(&*self.wake_channel)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_job_promote_many", e))?;
+        bulk(&row, "introspect_job_promote_many")
+    }
+
+    async fn queue_pause(&self, queue: &str, now: Timestamp) -> Result<(), JobError> {
+        sqlx::query(statement!(self, "introspect_queue_pause"))
+            .bind(queue)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_queue_pause", e))?;
+        Ok(())
+    }
+
+    async fn queue_resume(&self, queue: &str, _now: Timestamp) -> Result<bool, JobError> {
+        let row = sqlx::query(statement!(self, "introspect_queue_resume"))
+            .bind(queue)
+            .bind(&*self.wake_channel)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_queue_resume", e))?;
+        row.try_get("resumed")
+            .map_err(|e| classify("introspect_queue_resume", e))
+    }
+
+    async fn queue_paused(&self) -> Result<Vec<QueuePause>, JobError> {
+        let rows = sqlx::query(statement!(self, "introspect_queue_paused"))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_queue_paused", e))?;
+        rows.iter()
+            .map(|row| {
+                let d = |e| classify("introspect_queue_paused", e);
+                Ok(QueuePause {
+                    queue: row.try_get("queue").map_err(d)?,
+                    paused_at: row.try_get("paused_at").map_err(d)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn worker_announce(&self, a: &WorkerAnnounce) -> Result<(), JobError> {
+        let in_flight: Vec<JobId> = a
+            .in_flight
+            .iter()
+            .take(MAX_WORKER_IN_FLIGHT)
+            .copied()
+            .collect();
+        sqlx::query(statement!(self, "introspect_worker_announce"))
+            .bind(&a.id)
+            .bind(&a.host)
+            .bind(a.started_at)
+            .bind(&a.queues)
+            .bind(i32::try_from(a.slots).unwrap_or(i32::MAX))
+            .bind(&in_flight)
+            .bind(i32::try_from(a.in_flight_count).unwrap_or(i32::MAX))
+            .bind(a.now)
+            .bind(crate::clock::add(a.now, a.ttl))
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_worker_announce", e))?;
+        Ok(())
+    }
+
+    async fn worker_forget(&self, id: &str) -> Result<(), JobError> {
+        sqlx::query(statement!(self, "introspect_worker_forget"))
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_worker_forget", e))?;
+        Ok(())
+    }
+
+    async fn worker_list(&self, now: Timestamp) -> Result<Vec<WorkerRow>, JobError> {
+        let rows = sqlx::query(statement!(self, "introspect_worker_list"))
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_worker_list", e))?;
+        rows.iter()
+            .map(|row| {
+                let d = |e| classify("introspect_worker_list", e);
+                let slots: i32 = row.try_get("slots").map_err(d)?;
+                let count: i32 = row.try_get("in_flight_count").map_err(d)?;
+                Ok(WorkerRow {
+                    id: row.try_get("id").map_err(d)?,
+                    host: row.try_get("host").map_err(d)?,
+                    started_at: row.try_get("started_at").map_err(d)?,
+                    queues: row.try_get("queues").map_err(d)?,
+                    slots: u32::try_from(slots).unwrap_or(0),
+                    in_flight: row.try_get("in_flight").map_err(d)?,
+                    in_flight_count: u32::try_from(count).unwrap_or(0),
+                    heartbeat_at: row.try_get("heartbeat_at").map_err(d)?,
+                    expires_at: row.try_get("expires_at").map_err(d)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn counters(&self, name: &str, since: Timestamp) -> Result<Vec<CounterBucket>, JobError> {
+        let rows = sqlx::query(statement!(self, "introspect_counters"))
+            .bind(name)
+            .bind(since)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_counters", e))?;
+        rows.iter()
+            .map(|row| {
+                let d = |e| classify("introspect_counters", e);
+                let width: i32 = row.try_get("width_secs").map_err(d)?;
+                Ok(CounterBucket {
+                    bucket: Some(row.try_get("bucket").map_err(d)?),
+                    width_secs: u32::try_from(width).unwrap_or(0),
+                    done: non_negative(row.try_get("done").map_err(d)?),
+                    retried: non_negative(row.try_get("retried").map_err(d)?),
+                    failed: non_negative(row.try_get("failed").map_err(d)?),
+                    dead: non_negative(row.try_get("dead").map_err(d)?),
+                    duration_ms: non_negative(row.try_get("duration_ms").map_err(d)?),
+                })
+            })
+            .collect()
+    }
+
+    async fn counter_totals(&self, since: Timestamp) -> Result<Vec<CounterTotals>, JobError> {
+        let rows = sqlx::query(statement!(self, "introspect_counter_totals"))
+            .bind(since)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_counter_totals", e))?;
+        rows.iter()
+            .map(|row| {
+                let d = |e| classify("introspect_counter_totals", e);
+                Ok(CounterTotals {
+                    name: row.try_get("name").map_err(d)?,
+                    done: non_negative(row.try_get("done").map_err(d)?),
+                    retried: non_negative(row.try_get("retried").map_err(d)?),
+                    failed: non_negative(row.try_get("failed").map_err(d)?),
+                    dead: non_negative(row.try_get("dead").map_err(d)?),
+                    duration_ms: non_negative(row.try_get("duration_ms").map_err(d)?),
+                })
+            })
+            .collect()
+    }
+
+    async fn counters_rollup(&self, now: Timestamp) -> Result<u64, JobError> {
+        let moved: i64 = sqlx::query_scalar(statement!(self, "introspect_counters_rollup"))
+            .bind(now)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| classify("introspect_counters_rollup", e))?;
+        Ok(non_negative(moved))
+    }
+}
