@@ -574,9 +574,9 @@ async fn chaos_kills_and_cut_connections_lose_nothing_and_rerun_no_completed_ste
             Instant::now() < deadline,
             "chaos run did not finish within {CHAOS_BOUND:?}: {left} jobs unfinished"
         );
-        // Keep breaking things while at least a tenth of the load is left: the tail then runs
+        // Keep breaking things while at least a twentieth of the load is left: the tail then runs
         // on a fleet that recovers.
-        if left * 10 >= n as i64 && last_chaos.elapsed() >= Duration::from_millis(400) {
+        if left * 20 >= n as i64 && last_chaos.elapsed() >= Duration::from_millis(250) {
             last_chaos = Instant::now();
             let victim = rng.below(workers.len() as u64) as usize;
             if rng.below(2) == 0 {
@@ -696,11 +696,11 @@ async fn sigterm_lets_running_jobs_finish_and_hands_the_rest_back_uncounted() {
     let (pool, s) = pg::schema("chaos_sigterm").await;
     install_audit(&pool, &s).await;
     let jobs = jobs_on(&pool, &s).await;
-    // Six jobs finish well within the 1.5 s deadline, four outlast it.
+    // Six jobs finish well within the 3 s deadline, four outlast it.
     let (short, long) = (6u64, 4u64);
     let mut ids = Vec::new();
     for n in 0..short + long {
-        let ms = if n < short { 300 } else { 4_000 };
+        let ms = if n < short { 200 } else { 6_000 };
         ids.push(
             DrainWork::enqueue(&jobs, Drain { n, ms })
                 .await
@@ -713,7 +713,7 @@ async fn sigterm_lets_running_jobs_finish_and_hands_the_rest_back_uncounted() {
         &s,
         &[
             ("CONCURRENCY", "16"),
-            ("SHUTDOWN_MS", "1500"),
+            ("SHUTDOWN_MS", "3000"),
             ("VISIBILITY_MS", "3000"),
         ],
     );
@@ -726,23 +726,38 @@ async fn sigterm_lets_running_jobs_finish_and_hands_the_rest_back_uncounted() {
     }
     let term = Instant::now();
     first.sigterm();
-    // Jobs enqueued after the SIGTERM are not the draining worker's.
+    let mut line = String::new();
+    first.stdout.read_line(&mut line).expect("the drain notice");
+    assert_eq!(line.trim(), "draining");
+    // A job enqueued once the worker drains is not its own (a claim already in flight when the
+    // SIGTERM landed may still take it: that is reported, not refused).
     let late = DrainWork::enqueue(&jobs, Drain { n: 100, ms: 10 })
         .await
         .expect("enqueue")
         .id;
-    let mut line = String::new();
+    line.clear();
     first.stdout.read_line(&mut line).expect("the drain report");
     let status = first.child.wait().expect("the worker exits");
     let drained_in = term.elapsed();
     assert!(status.success(), "a drained worker exits 0: {status}");
+    let late_taken = count(
+        &pool,
+        format!(
+            "select count(*) from {s}.claim_log where job_id = '{late}' and app = '{}'",
+            first.app
+        ),
+    )
+    .await;
     assert_eq!(
         line.trim(),
-        format!("drained interrupted={long} completed={short}"),
+        format!(
+            "drained interrupted={long} completed={}",
+            short + late_taken as u64
+        ),
         "the short jobs finished, the long ones were handed back"
     );
     assert!(
-        drained_in < Duration::from_millis(1_500 + 2_500),
+        drained_in < Duration::from_millis(3_000 + 2_500),
         "the drain kept to its deadline: {drained_in:?}"
     );
     let mut handed_back = 0;
@@ -767,21 +782,12 @@ async fn sigterm_lets_running_jobs_finish_and_hands_the_rest_back_uncounted() {
         0,
         "nothing left running without an owner"
     );
-    assert_eq!(
-        count(
-            &pool,
-            format!("select count(*) from {s}.claim_log where job_id = '{late}'")
-        )
-        .await,
-        0,
-        "a draining worker claims nothing new"
-    );
     let ends_before = count(
         &pool,
         format!("select count(*) from {s}.side_effects where step = 'end'"),
     )
     .await;
-    assert_eq!(ends_before, short as i64);
+    assert_eq!(ends_before, short as i64 + late_taken);
 
     // The next deploy finishes the handed-back jobs on their first counted attempt.
     let second = fleet.spawn();
@@ -805,8 +811,71 @@ async fn sigterm_lets_running_jobs_finish_and_hands_the_rest_back_uncounted() {
     check_invariants(&pool, &s, &ledger, "sigterm").await;
     println!(
         "sigterm: {short} finished within the deadline, {handed_back} handed back uncounted, \
-         drained in {} ms; {:.1} s in all",
+         drained in {} ms (a job enqueued during the drain taken by it: {late_taken}); \
+         {:.1} s in all",
         drained_in.as_millis(),
         started.elapsed().as_secs_f64()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The audit itself: a settle from a process other than the claim's holder is caught.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_settle_audit_catches_a_settle_from_a_process_that_did_not_claim() {
+    use jobs::driver::{AckParams, ClaimParams, JobDriver, QueueDemand};
+    use jobs::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+    use std::str::FromStr;
+
+    let (pool, s) = pg::schema("chaos_audit").await;
+    install_audit(&pool, &s).await;
+    let app_pool = |app: &str| {
+        let options = PgConnectOptions::from_str(pg::database_url())
+            .expect("url")
+            .application_name(app);
+        PgPoolOptions::new()
+            .max_connections(1)
+            .connect_lazy_with(options)
+    };
+    let holder = PostgresDriver::new(app_pool("audit-holder"), &s).expect("schema");
+    let intruder = PostgresDriver::new(app_pool("audit-intruder"), &s).expect("schema");
+    let jobs = jobs_on(&pool, &s).await;
+    ChaosSteps::enqueue(&jobs, Chaos { n: 1 })
+        .await
+        .expect("enqueue");
+    let now = jobs.now();
+    let claimed = holder
+        .job_claim(&ClaimParams {
+            demand: vec![QueueDemand {
+                queue: "default".into(),
+                limit: 1,
+            }],
+            worker_id: "w1".into(),
+            visibility_timeout: Duration::from_secs(30),
+            drop_exhausted: Vec::new(),
+            now,
+        })
+        .await
+        .expect("claim")
+        .jobs;
+    assert_eq!(claimed.len(), 1);
+    // The same claim identity, presented from another process: the fence cannot tell, the
+    // audit can.
+    let landed = intruder
+        .job_ack(&AckParams {
+            job_id: claimed[0].id,
+            by: claimed[0].by.clone(),
+            now,
+        })
+        .await
+        .expect("ack");
+    assert!(landed);
+    let foreign = count(
+        &pool,
+        format!(
+            "select count(*) from {s}.settle_log where kind = 'settle' and claimer_app is distinct from settler_app"
+        ),
+    )
+    .await;
+    assert_eq!(foreign, 1, "the audit saw the foreign settle");
 }

@@ -15,8 +15,8 @@
 //! (default 1500), `CONCURRENCY` (8), `SHUTDOWN_MS` (2000), `STEP_MS` (0: work inside each
 //! chaos step, after its side effect, to widen the window a kill can land in).
 //!
-//! Prints `ready` once the worker loop runs. On SIGTERM it shuts down gracefully (stops
-//! claiming, lets running jobs finish within `SHUTDOWN_MS`, hands the rest back uncounted),
+//! Prints `ready` once the worker loop runs. On SIGTERM it prints `draining` and shuts down
+//! gracefully (stops claiming, lets running jobs finish within `SHUTDOWN_MS`, hands the rest back uncounted),
 //! prints `drained interrupted=<n> completed=<n>` and exits 0.
 
 use std::str::FromStr;
@@ -176,6 +176,7 @@ async fn main() -> Result<(), JobError> {
     let running = worker.start();
     println!("ready");
     terminate.recv().await;
+    println!("draining");
     let report = running.shutdown().await;
     println!(
         "drained interrupted={} completed={}",
