@@ -18,6 +18,7 @@ use crate::driver::{
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
 use crate::scheduler::SchedulerBuilder;
+use crate::telemetry::{EnqueueTrace, Metrics};
 use crate::worker::WorkerBuilder;
 
 /// What an enqueue answers: the job's own ids, and whether a live job already held the key.
@@ -46,6 +47,8 @@ struct JobsInner {
     clock: SharedClock,
     /// Wakes this process's idle workers when it enqueues or publishes.
     local_wake: Notify,
+    /// Outcomes, lost leases and queue gauges, for Prometheus.
+    metrics: Metrics,
 }
 
 impl std::fmt::Debug for Jobs {
@@ -70,6 +73,7 @@ impl Jobs {
                 driver,
                 clock,
                 local_wake: Notify::new(),
+                metrics: Metrics::new(),
             }),
         }
     }
@@ -95,6 +99,11 @@ impl Jobs {
         self.inner.clock.now()
     }
 
+    /// The metrics its workers feed; see [`Jobs::metrics_text`].
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
     pub(crate) fn local_wake(&self) -> &Notify {
         &self.inner.local_wake
     }
@@ -111,8 +120,9 @@ impl Jobs {
         input: J::Input,
         options: EnqueueOptions,
     ) -> Result<Enqueued, JobError> {
-        let request = self.request::<J>(&input, &options)?;
-        let result = self.inner.driver.job_enqueue(&request).await?;
+        let mut request = self.request::<J>(&input, &options)?;
+        let trace = EnqueueTrace::start(std::slice::from_mut(&mut request));
+        let result = trace.send(self.inner.driver.job_enqueue(&request)).await?;
         self.inner.local_wake.notify_waiters();
         Ok(result)
     }
@@ -124,14 +134,17 @@ impl Jobs {
         I: IntoIterator<Item = J::Input>,
     {
         let options = EnqueueOptions::default();
-        let requests = inputs
+        let mut requests = inputs
             .into_iter()
             .map(|input| self.request::<J>(&input, &options))
             .collect::<Result<Vec<_>, _>>()?;
         if requests.is_empty() {
             return Ok(Vec::new());
         }
-        let results = self.inner.driver.job_enqueue_many(&requests).await?;
+        let trace = EnqueueTrace::start(&mut requests);
+        let results = trace
+            .send_many(self.inner.driver.job_enqueue_many(&requests))
+            .await?;
         self.inner.local_wake.notify_waiters();
         Ok(results)
     }
@@ -170,8 +183,11 @@ impl Jobs {
     ) -> Result<Enqueued, JobError> {
         #[cfg(feature = "postgres")]
         return {
-            let request = self.request::<J>(&input, &options)?;
-            self.postgres()?.enqueue_in(conn, &request).await
+            let mut request = self.request::<J>(&input, &options)?;
+            let trace = EnqueueTrace::start(std::slice::from_mut(&mut request));
+            trace
+                .send(self.postgres()?.enqueue_in(conn, &request))
+                .await
         };
         #[cfg(not(feature = "postgres"))]
         {

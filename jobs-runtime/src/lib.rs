@@ -55,6 +55,7 @@ mod run;
 mod scheduler;
 mod settled;
 mod task;
+pub mod telemetry;
 pub mod testing;
 mod worker;
 

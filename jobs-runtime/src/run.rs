@@ -226,6 +226,7 @@ impl Run {
         }
         self.refuse_if_cancelled()?;
         let attempts = previous.as_ref().map_or(0, |r| r.attempts) + 1;
+        let work = crate::telemetry::step(self.job_name(), name, attempts, work);
         let result = match self.inner.seed.descriptor.step_timeout {
             Some(ceiling) => {
                 tokio::select! {

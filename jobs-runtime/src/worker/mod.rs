@@ -348,6 +348,7 @@ impl Worker {
         shared.stats.claims.fetch_add(1, Ordering::Relaxed);
         let result = shared.jobs.driver().job_claim(&params).await?;
         for buried in result.exhausted {
+            shared.jobs.metrics().record_buried(&buried);
             settle::announce_exhausted(shared, buried).await;
         }
         {
@@ -364,8 +365,13 @@ impl Worker {
 
     async fn execute(&self, job: ClaimedJob) -> JobExecution {
         let queue = job.queue.clone();
-        let execution = execute::execute(&self.shared, job).await;
+        let trace = crate::telemetry::RunTrace::start(&job);
+        let execution = trace.scope(execute::execute(&self.shared, job)).await;
         self.shared.stats.record(execution.outcome);
+        self.shared
+            .jobs
+            .metrics()
+            .record_execution(&queue, &execution);
         {
             let mut in_flight = self
                 .shared

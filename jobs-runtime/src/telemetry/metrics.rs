@@ -1,0 +1,285 @@
+//! A small metrics registry: counters fed by the workers, gauges refreshed from `queue_stats`,
+//! rendered as Prometheus exposition text. Labels are queue names, job names and outcomes
+//! only: all declared, so the series stay few.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+use super::spans::outcome_name;
+use crate::driver::{JobRecord, JobState, QueueStats};
+use crate::worker::{ExecutionOutcome, JobExecution};
+
+/// Every metric [`Metrics::render_prometheus`] writes, in the order it writes them.
+pub const METRIC_NAMES: [&str; 5] = [
+    "queue_depth",
+    "queue_oldest_ready_seconds",
+    "queue_dead_jobs",
+    "jobs_total",
+    "job_leases_lost_total",
+];
+
+/// The runtime's metrics. Every [`Jobs`](crate::Jobs) owns one (`jobs.metrics()`), shared by
+/// the workers it builds.
+///
+/// | metric | type | labels | what |
+/// |---|---|---|---|
+/// | `queue_depth` | gauge | `queue` | jobs ready and due, waiting for a worker: the autoscaling signal |
+/// | `queue_oldest_ready_seconds` | gauge | `queue` | age of the oldest ready and due job (0 when none) |
+/// | `queue_dead_jobs` | gauge | `queue` | dead-lettered rows (a gauge: a counter's rate is flat once the dead letters stop growing) |
+/// | `jobs_total` | counter | `queue`, `job`, `outcome` | attempts by how they ended: `ok`, `retried`, `dead`, `dropped`, `refused`, `suspended`, `interrupted`, `shed`, `deferred` |
+/// | `job_leases_lost_total` | counter | `queue` | attempts whose claim was lost before they settled, and final attempts buried after their lease lapsed |
+///
+/// ```
+/// use jobs::telemetry::Metrics;
+///
+/// let metrics = Metrics::new();
+/// let text = metrics.render_prometheus();
+/// assert!(text.contains("# TYPE jobs_total counter"));
+/// ```
+#[derive(Debug, Default)]
+pub struct Metrics {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// (queue, job, outcome) -> count.
+    outcomes: BTreeMap<(String, String, &'static str), u64>,
+    /// queue -> count.
+    leases_lost: BTreeMap<String, u64>,
+    /// queue -> the last `queue_stats` gauges.
+    queues: BTreeMap<String, QueueGauges>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct QueueGauges {
+    depth: u64,
+    oldest_ready_seconds: f64,
+    dead: u64,
+}
+
+impl Metrics {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one attempt's ending: a lost claim in `job_leases_lost_total`, anything else in
+    /// `jobs_total`.
+    pub fn record_execution(&self, queue: &str, execution: &JobExecution) {
+        self.record_outcome(queue, &execution.name, execution.outcome);
+    }
+
+    /// Counts one ending of `job` on `queue`.
+    pub fn record_outcome(&self, queue: &str, job: &str, outcome: ExecutionOutcome) {
+        let mut state = self.state();
+        if outcome == ExecutionOutcome::LeaseLost {
+            *state.leases_lost.entry(queue.to_string()).or_insert(0) += 1;
+            return;
+        }
+        let key = (queue.to_string(), job.to_string(), outcome_name(outcome));
+        *state.outcomes.entry(key).or_insert(0) += 1;
+    }
+
+    /// A final attempt whose lease lapsed and that the claim buried (`dead`, or `failed` for a
+    /// job without dead letters): one lost lease and one ending.
+    pub fn record_buried(&self, row: &JobRecord) {
+        let outcome = if row.state == JobState::Failed {
+            ExecutionOutcome::Dropped
+        } else {
+            ExecutionOutcome::DeadLettered
+        };
+        self.record_outcome(&row.queue, &row.name, ExecutionOutcome::LeaseLost);
+        self.record_outcome(&row.queue, &row.name, outcome);
+    }
+
+    /// Replaces the queue gauges with what `queue_stats` answered.
+    pub fn observe_queues(&self, stats: &[QueueStats]) {
+        let mut state = self.state();
+        state.queues = stats
+            .iter()
+            .map(|s| {
+                let gauges = QueueGauges {
+                    depth: s.ready,
+                    oldest_ready_seconds: s.oldest_ready_ms.unwrap_or(0) as f64 / 1000.0,
+                    dead: s.dead,
+                };
+                (s.queue.clone(), gauges)
+            })
+            .collect();
+    }
+
+    /// `jobs_total` for one series (0 when it was never counted).
+    pub fn jobs_total(&self, queue: &str, job: &str, outcome: ExecutionOutcome) -> u64 {
+        let key = (queue.to_string(), job.to_string(), outcome_name(outcome));
+        self.state().outcomes.get(&key).copied().unwrap_or(0)
+    }
+
+    /// `job_leases_lost_total` for one queue.
+    pub fn leases_lost(&self, queue: &str) -> u64 {
+        self.state().leases_lost.get(queue).copied().unwrap_or(0)
+    }
+
+    /// The Prometheus text exposition format (version 0.0.4): every metric with its `HELP`
+    /// and `TYPE` lines, series sorted by label, so two renders of the same state are equal.
+    pub fn render_prometheus(&self) -> String {
+        let state = self.state();
+        let mut out = String::new();
+        let gauge =
+            |out: &mut String, name: &str, help: &str, value: &dyn Fn(&QueueGauges) -> String| {
+                header(out, name, help, "gauge");
+                for (queue, gauges) in &state.queues {
+                    let _ = writeln!(
+                        out,
+                        "{name}{{queue=\"{}\"}} {}",
+                        escape(queue),
+                        value(gauges)
+                    );
+                }
+            };
+        gauge(
+            &mut out,
+            "queue_depth",
+            "Jobs ready and due, waiting for a worker.",
+            &|g| g.depth.to_string(),
+        );
+        gauge(
+            &mut out,
+            "queue_oldest_ready_seconds",
+            "Age of the oldest ready and due job, in seconds.",
+            &|g| format_float(g.oldest_ready_seconds),
+        );
+        gauge(&mut out, "queue_dead_jobs", "Dead-lettered jobs.", &|g| {
+            g.dead.to_string()
+        });
+        header(
+            &mut out,
+            "jobs_total",
+            "Attempts by how they ended.",
+            "counter",
+        );
+        for ((queue, job, outcome), count) in &state.outcomes {
+            let _ = writeln!(
+                out,
+                "jobs_total{{queue=\"{}\",job=\"{}\",outcome=\"{outcome}\"}} {count}",
+                escape(queue),
+                escape(job)
+            );
+        }
+        header(
+            &mut out,
+            "job_leases_lost_total",
+            "Attempts whose claim was lost before they settled.",
+            "counter",
+        );
+        for (queue, count) in &state.leases_lost {
+            let _ = writeln!(
+                out,
+                "job_leases_lost_total{{queue=\"{}\"}} {count}",
+                escape(queue)
+            );
+        }
+        out
+    }
+}
+
+fn header(out: &mut String, name: &str, help: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// A label value, escaped as the exposition format asks.
+fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn format_float(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_metric_sorted_and_escaped() {
+        let metrics = Metrics::new();
+        metrics.observe_queues(&[
+            QueueStats {
+                queue: "reports".into(),
+                ready: 2,
+                dead: 1,
+                oldest_ready_ms: Some(1_500),
+                ..QueueStats::default()
+            },
+            QueueStats {
+                queue: "billing".into(),
+                ready: 0,
+                ..QueueStats::default()
+            },
+        ]);
+        metrics.record_outcome("billing", "billing.charge", ExecutionOutcome::Completed);
+        metrics.record_outcome("billing", "billing.charge", ExecutionOutcome::Completed);
+        metrics.record_outcome("billing", "billing.charge", ExecutionOutcome::Retried);
+        metrics.record_outcome("odd\"queue", "a\\b", ExecutionOutcome::DeadLettered);
+        metrics.record_outcome("billing", "billing.charge", ExecutionOutcome::LeaseLost);
+        let expected = "\
+# HELP queue_depth Jobs ready and due, waiting for a worker.
+# TYPE queue_depth gauge
+queue_depth{queue=\"billing\"} 0
+queue_depth{queue=\"reports\"} 2
+# HELP queue_oldest_ready_seconds Age of the oldest ready and due job, in seconds.
+# TYPE queue_oldest_ready_seconds gauge
+queue_oldest_ready_seconds{queue=\"billing\"} 0
+queue_oldest_ready_seconds{queue=\"reports\"} 1.5
+# HELP queue_dead_jobs Dead-lettered jobs.
+# TYPE queue_dead_jobs gauge
+queue_dead_jobs{queue=\"billing\"} 0
+queue_dead_jobs{queue=\"reports\"} 1
+# HELP jobs_total Attempts by how they ended.
+# TYPE jobs_total counter
+jobs_total{queue=\"billing\",job=\"billing.charge\",outcome=\"ok\"} 2
+jobs_total{queue=\"billing\",job=\"billing.charge\",outcome=\"retried\"} 1
+jobs_total{queue=\"odd\\\"queue\",job=\"a\\\\b\",outcome=\"dead\"} 1
+# HELP job_leases_lost_total Attempts whose claim was lost before they settled.
+# TYPE job_leases_lost_total counter
+job_leases_lost_total{queue=\"billing\"} 1
+";
+        assert_eq!(metrics.render_prometheus(), expected);
+        assert_eq!(
+            metrics.jobs_total("billing", "billing.charge", ExecutionOutcome::Completed),
+            2
+        );
+        assert_eq!(metrics.leases_lost("billing"), 1);
+    }
+
+    #[test]
+    fn observing_replaces_the_gauges() {
+        let metrics = Metrics::new();
+        metrics.observe_queues(&[QueueStats {
+            queue: "gone".into(),
+            ready: 9,
+            ..QueueStats::default()
+        }]);
+        metrics.observe_queues(&[]);
+        assert!(!metrics.render_prometheus().contains("gone"));
+    }
+}

@@ -1,0 +1,80 @@
+//! Telemetry: `tracing` spans with OpenTelemetry messaging attributes, a W3C `traceparent`
+//! carried on every job so one trace spans the enqueue and its runs, and a small metrics
+//! registry rendered as Prometheus text.
+//!
+//! # Spans
+//!
+//! | span (`otel.name`)      | kind     | opened by                                   |
+//! |-------------------------|----------|---------------------------------------------|
+//! | `job.<name>.enqueue`    | producer | every `enqueue`, `enqueue_with`, `enqueue_many`, `enqueue_in` |
+//! | `job.<name>`            | consumer | the worker, once per attempt                |
+//! | `job.<name>.step`       | consumer | `run.step(..)`, once per closure that runs  |
+//!
+//! The producer span is a child of the ambient job context (an enqueue from inside a run or a
+//! step), else a new root, and stamps ITS `traceparent` on the row, unless the caller gave one
+//! with [`EnqueueOptions::traceparent`](crate::EnqueueOptions::traceparent): that one is stored
+//! as given and becomes the producer span's parent. The run span reads the stored value and
+//! records its trace id as `trace_id` and its span id as `parent_id`, so a collector joins the
+//! enqueue and every run of the job into one trace. Each span carries
+//! [`attributes`](self::attributes): `messaging.system = "jobs"`, `messaging.operation.type`,
+//! `messaging.destination.name` (the queue), `messaging.message.id` (the job id), and
+//! `jobs.job.name`, `jobs.run.id`, `jobs.attempt`, `jobs.outcome`... Never an input, a key, a
+//! tenant or a payload.
+//!
+//! A `tracing` span name is static: the names above are the `otel.name` field, which
+//! `tracing-opentelemetry` uses as the exported name (with `otel.kind` as the span kind).
+//!
+//! ```
+//! use jobs::telemetry::TraceContext;
+//!
+//! // Outside of a run there is no ambient context; inside a job body, propagate
+//! // `TraceContext::current()` on outgoing calls.
+//! assert!(TraceContext::current().is_none());
+//! ```
+//!
+//! # Metrics
+//!
+//! [`Metrics`] is fed by every worker of a [`Jobs`](crate::Jobs) (outcomes, lost leases) and
+//! by `queue_stats` (depth, oldest ready age, dead jobs); [`Jobs::metrics_text`] refreshes the
+//! gauges and renders the Prometheus exposition text.
+
+pub mod attributes;
+mod metrics;
+mod spans;
+mod traceparent;
+
+pub use metrics::{Metrics, METRIC_NAMES};
+pub use traceparent::TraceContext;
+
+pub(crate) use spans::{step, EnqueueTrace, RunTrace};
+
+use crate::client::Jobs;
+use crate::error::JobError;
+
+tokio::task_local! {
+    /// The context of the run or step being polled: what an enqueue inside it descends from.
+    static CURRENT: TraceContext;
+}
+
+/// The ambient job context, when inside a run, a step or an enqueue's send.
+pub(crate) fn current() -> Option<TraceContext> {
+    CURRENT.try_with(|c| *c).ok()
+}
+
+impl Jobs {
+    /// Refreshes the queue gauges from `queue_stats` and renders every metric as Prometheus
+    /// exposition text (the body of a `/metrics` endpoint).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
+    /// let jobs = jobs::Jobs::memory();
+    /// let text = jobs.metrics_text().await?;
+    /// assert!(text.contains("# TYPE queue_depth gauge"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn metrics_text(&self) -> Result<String, JobError> {
+        let stats = self.stats().await?;
+        self.metrics().observe_queues(&stats);
+        Ok(self.metrics().render_prometheus())
+    }
+}

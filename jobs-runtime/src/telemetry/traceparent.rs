@@ -1,0 +1,196 @@
+//! W3C Trace Context: the `traceparent` a job carries from its enqueue to every run.
+//!
+//! `00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`, lowercase. An all-zero trace or span
+//! id, a version of `ff`, or anything malformed does not parse.
+
+use std::fmt;
+
+/// One span's place in a trace: what a `traceparent` header carries.
+///
+/// ```
+/// use jobs::telemetry::TraceContext;
+///
+/// let parent = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+/// let child = parent.child();
+/// assert_eq!(child.trace_id(), parent.trace_id());
+/// assert_ne!(child.span_id(), parent.span_id());
+/// assert!(child.to_string().starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TraceContext {
+    trace_id: u128,
+    span_id: u64,
+    flags: u8,
+}
+
+/// The `sampled` trace flag.
+const SAMPLED: u8 = 0x01;
+
+impl TraceContext {
+    /// A new trace: a random trace id and span id, sampled.
+    pub fn new_root() -> Self {
+        TraceContext {
+            trace_id: nonzero_u128(),
+            span_id: nonzero_u64(),
+            flags: SAMPLED,
+        }
+    }
+
+    /// A new span in the same trace, with the same flags.
+    pub fn child(&self) -> Self {
+        TraceContext {
+            trace_id: self.trace_id,
+            span_id: nonzero_u64(),
+            flags: self.flags,
+        }
+    }
+
+    /// Reads a `traceparent` value. `None` when it is not a valid version-00 header (a future
+    /// version's longer value is read by its first four fields, as the spec asks).
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        let mut parts = text.split('-');
+        let version = parts.next()?;
+        let trace = parts.next()?;
+        let span = parts.next()?;
+        let flags = parts.next()?;
+        let rest = parts.next();
+        if version.len() != 2 || trace.len() != 32 || span.len() != 16 || flags.len() != 2 {
+            return None;
+        }
+        if ![version, trace, span, flags]
+            .iter()
+            .all(|p| is_lower_hex(p))
+        {
+            return None;
+        }
+        // Version 00 has exactly four fields; `ff` is forbidden.
+        if version == "ff" || (version == "00" && rest.is_some()) {
+            return None;
+        }
+        let trace_id = u128::from_str_radix(trace, 16).ok()?;
+        let span_id = u64::from_str_radix(span, 16).ok()?;
+        let flags = u8::from_str_radix(flags, 16).ok()?;
+        if trace_id == 0 || span_id == 0 {
+            return None;
+        }
+        Some(TraceContext {
+            trace_id,
+            span_id,
+            flags,
+        })
+    }
+
+    /// The trace id, 32 lowercase hex digits.
+    pub fn trace_id(&self) -> String {
+        format!("{:032x}", self.trace_id)
+    }
+
+    /// The span id, 16 lowercase hex digits.
+    pub fn span_id(&self) -> String {
+        format!("{:016x}", self.span_id)
+    }
+
+    /// Whether the `sampled` flag is set.
+    pub fn sampled(&self) -> bool {
+        self.flags & SAMPLED != 0
+    }
+
+    /// The ambient context inside a job's run or step (or an enqueue's producer span): what
+    /// an outgoing call from a job body should propagate. `None` outside of one.
+    pub fn current() -> Option<Self> {
+        super::current()
+    }
+}
+
+/// The `traceparent` value.
+impl fmt::Display for TraceContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "00-{:032x}-{:016x}-{:02x}",
+            self.trace_id, self.span_id, self.flags
+        )
+    }
+}
+
+impl fmt::Debug for TraceContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TraceContext({self})")
+    }
+}
+
+fn is_lower_hex(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn nonzero_u128() -> u128 {
+    loop {
+        let id: u128 = rand::random();
+        if id != 0 {
+            return id;
+        }
+    }
+}
+
+fn nonzero_u64() -> u64 {
+    loop {
+        let id: u64 = rand::random();
+        if id != 0 {
+            return id;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn round_trips_the_spec_example() {
+        let parsed = TraceContext::parse(SAMPLE).unwrap();
+        assert_eq!(parsed.to_string(), SAMPLE);
+        assert_eq!(parsed.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(parsed.span_id(), "00f067aa0ba902b7");
+        assert!(parsed.sampled());
+    }
+
+    #[test]
+    fn refuses_malformed_values() {
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "0x-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(TraceContext::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_future_version_is_read_by_its_first_fields() {
+        let parsed =
+            TraceContext::parse("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later")
+                .unwrap();
+        assert_eq!(parsed.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
+    }
+
+    #[test]
+    fn roots_are_formatted_and_children_share_the_trace() {
+        let root = TraceContext::new_root();
+        let text = root.to_string();
+        assert_eq!(text.len(), 55);
+        assert_eq!(TraceContext::parse(&text), Some(root));
+        let child = root.child();
+        assert_eq!(child.trace_id(), root.trace_id());
+        assert_ne!(child.span_id(), root.span_id());
+    }
+}
