@@ -85,6 +85,15 @@ async fn two_steps(run: Run, _input: Item) -> Result<(), JobError> {
     Ok(())
 }
 
+/// Returns a string with a NUL in it: JSON holds it, Postgres' jsonb does not.
+#[job(key = "nul:{id}", tenant = none, retry(attempts = 3, backoff = fixed, delay = "1s", jitter = none))]
+async fn nul_output(run: Run, _input: Item) -> Result<(), JobError> {
+    let _: String = run
+        .step("nul", async { Ok::<_, JobError>("a\u{0}b".to_string()) })
+        .await?;
+    Ok(())
+}
+
 #[job(key = "nap:{id}", tenant = none)]
 async fn configured_nap(run: Run, input: Nap) -> Result<(), JobError> {
     run.sleep(&input.every).await
@@ -420,4 +429,41 @@ async fn durations_from_configuration_are_checked_when_they_are_used() {
     let ran = c.tick().await;
     assert_eq!(outcome(&ran, fine.id).outcome, ExecutionOutcome::Completed);
     c.still_works(3).await;
+}
+
+/// jsonb refuses `\u0000` in a string. An input holding one is refused at enqueue with a code
+/// that says so (not a retryable driver failure: retrying can never store it), and a step
+/// output holding one fails its run for good with `X_STEP_OUTPUT_UNSERIALIZABLE`.
+#[tokio::test]
+async fn a_nul_character_in_an_input_or_a_step_output_is_refused_with_a_clear_code() {
+    let c = case("nul_character").await;
+    let refused = BigBlob::enqueue(
+        &c.jobs,
+        Blob {
+            id: 1,
+            data: "secret\u{0}tail".into(),
+        },
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        Some(ErrorCode::JobInputInvalid),
+        "{refused}"
+    );
+    assert!(!refused.to_string().contains("secret"), "{refused}");
+    assert_eq!(c.rows().await, 0);
+
+    let bad = NulOutput::enqueue(&c.jobs, Item { id: 1 }).await.unwrap();
+    let fine = Good::enqueue(&c.jobs, Item { id: 1 }).await.unwrap();
+    let ran = c.tick().await;
+    let failed = outcome(&ran, bad.id);
+    assert_eq!(
+        failed.code,
+        Some(ErrorCode::StepOutputUnserializable),
+        "{failed:?}"
+    );
+    assert_eq!(failed.outcome, ExecutionOutcome::DeadLettered);
+    assert_eq!(outcome(&ran, fine.id).outcome, ExecutionOutcome::Completed);
+    c.still_works(2).await;
 }

@@ -6,6 +6,9 @@ use crate::error::{ErrorCode, JobError};
 /// `X_DRIVER_UNAVAILABLE` when the pool is closed or the server unreachable. Statement errors
 /// keep Postgres' message, which names constraints and columns, never bound values.
 pub(crate) fn classify(operation: &'static str, error: sqlx::Error) -> JobError {
+    if let Some(refused) = unstorable(operation, &error) {
+        return refused;
+    }
     let code = match &error {
         sqlx::Error::PoolClosed | sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => {
             ErrorCode::DriverUnavailable
@@ -22,4 +25,30 @@ pub(crate) fn classify(operation: &'static str, error: sqlx::Error) -> JobError 
         other => other.to_string(),
     };
     JobError::new(code, format!("postgres `{operation}` failed: {detail}"))
+}
+
+/// jsonb cannot hold `\u0000` (sqlstate 22P05): no retry can ever store such a value, so it is
+/// refused with the code of what carried it (terminal), not as a retryable driver failure.
+fn unstorable(operation: &'static str, error: &sqlx::Error) -> Option<JobError> {
+    let sqlx::Error::Database(db) = error else {
+        return None;
+    };
+    if db.code().as_deref() != Some("22P05") {
+        return None;
+    }
+    let code = match operation {
+        "job_enqueue" | "job_enqueue_many" => ErrorCode::JobInputInvalid,
+        "step_put" => ErrorCode::StepOutputUnserializable,
+        "event_publish" => ErrorCode::JobEventInvalid,
+        _ => return None,
+    };
+    Some(
+        JobError::new(
+            code,
+            format!(
+                "postgres `{operation}` cannot store the value: it holds a NUL character (\\u0000), which jsonb refuses (sqlstate 22P05)"
+            ),
+        )
+        .with_fix("remove NUL characters (\\u0000) from the value before it is stored"),
+    )
 }
