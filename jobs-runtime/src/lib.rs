@@ -113,14 +113,14 @@ pub mod __private {
         BackfillRequest, BackfillTenant, PageDone, Pass,
     };
     pub use crate::client::{EnqueueOptions, Enqueued, Jobs};
-    pub use crate::ledger::{
-        assert_balanced_posting, driver_book, posting_job_key, run_ledger, DeclaredLedger, Ledger,
-        LedgerBook, LedgerDescriptor, LedgerTenant, Money, Posting, PostingEntry, PostingReceipt,
-    };
     pub use crate::clock::Timestamp;
     pub use crate::error::JobError;
     pub use crate::job::{
         Backoff, Concurrency, Jitter, Job, JobDescriptor, JobInput, JobReturn, TenantMode, WhenBusy,
+    };
+    pub use crate::ledger::{
+        assert_balanced_posting, driver_book, posting_job_key, run_ledger, DeclaredLedger, Ledger,
+        LedgerBook, LedgerDescriptor, LedgerTenant, Money, Posting, PostingEntry, PostingReceipt,
     };
     pub use crate::registry::JobEntry;
     pub use crate::run::Run;
@@ -128,11 +128,11 @@ pub mod __private {
     pub use crate::settled::Settled;
     pub use crate::task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry};
     pub use core::option::Option::{self, None, Some};
-    pub use std::sync::Arc;
     pub use core::time::Duration;
     pub use futures::future::BoxFuture;
     pub use inventory;
     pub use serde_json;
+    pub use std::sync::Arc;
 
     /// The JSON Schema of a job input, as a JSON value.
     pub fn input_schema<T: schemars::JsonSchema>() -> serde_json::Value {

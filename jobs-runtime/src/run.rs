@@ -102,14 +102,18 @@ pub(crate) struct RunSeed {
 
 impl Run {
     /// Builds the run and loads its steps with one read.
-    pub(crate) async fn load(seed: RunSeed) -> Result<Run, JobError> {
-        let stored = seed
-            .driver
-            .step_list(seed.run_id)
-            .await?
-            .into_iter()
-            .map(|r| (r.name.clone(), r))
-            .collect();
+    pub(crate) async fn load(seed: RunSeed, has_steps: bool) -> Result<Run, JobError> {
+        // A run with no step records (every first attempt) skips the read.
+        let stored = if has_steps {
+            seed.driver
+                .step_list(seed.run_id)
+                .await?
+                .into_iter()
+                .map(|r| (r.name.clone(), r))
+                .collect()
+        } else {
+            HashMap::new()
+        };
         Ok(Run {
             inner: Arc::new(RunInner {
                 seed,

@@ -21,13 +21,13 @@ pub mod postgres;
 mod records;
 pub mod scheduler_store;
 
+pub use backfill_store::BackfillLedger;
 pub use introspect::JobIntrospection;
+pub use ledger_book::LedgerBook;
 pub use memory::MemoryDriver;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBook, PostgresDriver};
 pub use records::*;
-pub use backfill_store::BackfillLedger;
-pub use ledger_book::LedgerBook;
 pub use scheduler_store::SchedulerStore;
 
 use async_trait::async_trait;
@@ -118,6 +118,16 @@ pub trait JobDriver: Send + Sync + 'static {
 
     /// Settles a running job `done`. Fenced: `false` when the claim no longer holds the row.
     async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError>;
+
+    /// Settles many running jobs `done` at once, each fenced on its own claim; answers, in
+    /// order, whether each landed. The worker's completer batches its acks through it.
+    async fn job_ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
+        let mut landed = Vec::with_capacity(params.len());
+        for p in params {
+            landed.push(self.job_ack(p).await?);
+        }
+        Ok(landed)
+    }
 
     /// Settles a running job into the state [`NackParams::target`] names. Fenced.
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError>;

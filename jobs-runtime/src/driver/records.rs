@@ -201,6 +201,8 @@ pub struct ClaimedJob {
     pub visible_at: Timestamp,
     /// The enqueue's W3C traceparent.
     pub traceparent: Option<String>,
+    /// Whether the run has step records (a first attempt has none, and skips reading them).
+    pub has_steps: bool,
 }
 
 /// What a claim answers.

@@ -163,7 +163,7 @@ async fn run_admitted(
         context: shared.context.clone(),
         observer: shared.observer.clone(),
     };
-    let run = match Run::load(seed).await {
+    let run = match Run::load(seed, job.has_steps).await {
         Ok(run) => run,
         Err(error) => {
             // The steps could not be read: an ordinary failed attempt, retried with backoff.

@@ -7,6 +7,7 @@
 
 mod admit;
 mod builder;
+mod complete;
 mod execute;
 mod settle;
 
@@ -70,6 +71,8 @@ pub(crate) struct WorkerShared {
     /// Per-process limits, and the counters behind them.
     pub limits: Limits,
     pub limiter: admit::Limiter,
+    /// Batches acks.
+    pub completer: complete::Completer,
 }
 
 /// What a worker has done since it started.

@@ -46,13 +46,12 @@ pub(crate) async fn settle(
             return JobExecution::new(job, ExecutionOutcome::LeaseLost);
         }
         Verdict::Completed(output) => {
-            let landed = driver
-                .job_ack(&AckParams {
-                    job_id: job.id,
-                    by: job.by.clone(),
-                    now,
-                })
-                .await;
+            let ack = AckParams {
+                job_id: job.id,
+                by: job.by.clone(),
+                now,
+            };
+            let landed = shared.completer.ack(driver, ack).await;
             let execution = JobExecution::new(job, ExecutionOutcome::Completed);
             (
                 landed,

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-mod introspect;
 mod backfill;
+mod introspect;
 mod scheduler;
 
 use super::records::*;
@@ -43,6 +43,11 @@ struct MemoryState {
     /// Claim order: `(due, insertion, id)` for every claimable row. A queued row is due at its
     /// `run_at`, a running row when its lease lapses.
     due: BTreeSet<(Timestamp, u64, JobId)>,
+    /// The claim's own indexes: queued rows per queue and tenant in due order (the fair claim
+    /// reads each tenant's head without walking another tenant's backlog), and running rows
+    /// by lease expiry.
+    queued: HashMap<String, BTreeMap<String, BTreeSet<(Timestamp, u64, JobId)>>>,
+    running: BTreeSet<(Timestamp, u64, JobId)>,
     steps: HashMap<RunId, BTreeMap<String, StepRecord>>,
     events: VecDeque<StoredEvent>,
     event_seq: i64,
@@ -138,35 +143,75 @@ impl MemoryDriver {
 impl MemoryState {
     /// Applies `change` to a job and keeps the claim index and the live-key index in step.
     fn update(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord)) {
+        self.unindex(id);
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
-        if let Some(at) = job.due_at() {
-            self.due.remove(&(at, job.seq, id));
-        }
         let was_live = job.record.state.is_live();
         let before = introspect::Before::of(&job.record);
         change(&mut job.record);
         self.operator.observe(before, &job.record);
-        if let Some(at) = job.due_at() {
-            self.due.insert((at, job.seq, id));
-        }
-        if was_live && !job.record.state.is_live() {
-            let key = live_key(&job.record);
+        let now_live = job.record.state.is_live();
+        let key = live_key(&job.record);
+        self.index(id);
+        if was_live && !now_live {
             if self.live_keys.get(&key) == Some(&id) {
                 self.live_keys.remove(&key);
             }
         }
     }
 
+    /// Files a job in the claim indexes its state puts it in.
+    fn index(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let Some(at) = job.due_at() else {
+            return;
+        };
+        let entry = (at, job.seq, id);
+        self.due.insert(entry);
+        if job.record.state == JobState::Running {
+            self.running.insert(entry);
+        } else {
+            let tenant = job.record.tenant_id.clone().unwrap_or_default();
+            self.queued
+                .entry(job.record.queue.clone())
+                .or_default()
+                .entry(tenant)
+                .or_default()
+                .insert(entry);
+        }
+    }
+
+    /// Takes a job out of the claim indexes (before its state or times change).
+    fn unindex(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let Some(at) = job.due_at() else {
+            return;
+        };
+        let entry = (at, job.seq, id);
+        self.due.remove(&entry);
+        self.running.remove(&entry);
+        if let Some(tenants) = self.queued.get_mut(&job.record.queue) {
+            let tenant = job.record.tenant_id.clone().unwrap_or_default();
+            if let Some(rows) = tenants.get_mut(&tenant) {
+                rows.remove(&entry);
+                if rows.is_empty() {
+                    tenants.remove(&tenant);
+                }
+            }
+        }
+    }
+
     /// Removes a job and its index entries (an `enqueue_many` taking its inserts back).
     fn remove(&mut self, id: JobId) {
+        self.unindex(id);
         let Some(job) = self.jobs.remove(&id) else {
             return;
         };
-        if let Some(at) = job.due_at() {
-            self.due.remove(&(at, job.seq, id));
-        }
         let key = live_key(&job.record);
         if self.live_keys.get(&key) == Some(&id) {
             self.live_keys.remove(&key);
@@ -240,10 +285,8 @@ impl MemoryState {
             record,
             seq: self.seq,
         };
-        if let Some(at) = job.due_at() {
-            self.due.insert((at, job.seq, request.id));
-        }
         self.jobs.insert(request.id, job);
+        self.index(request.id);
         self.live_keys.insert(key, request.id);
         Ok(EnqueueResult {
             id: request.id,
@@ -263,16 +306,16 @@ impl JobDriver for MemoryDriver {
         Some(self)
     }
 
+    fn introspect(&self) -> Option<&dyn super::JobIntrospection> {
+        Some(self)
+    }
+
     fn backfill_ledger(&self) -> Option<&dyn super::BackfillLedger> {
         Some(&self.backfills)
     }
 
     fn ledger_book(&self) -> Option<&dyn super::LedgerBook> {
         Some(&self.book)
-    }
-
-    fn introspect(&self) -> Option<&dyn super::JobIntrospection> {
-        Some(self)
     }
 
     fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {
@@ -321,12 +364,29 @@ impl JobDriver for MemoryDriver {
             .map(|d| (d.queue.as_str(), d.limit))
             .collect();
         let mut state = self.lock();
-        let due: Vec<JobId> = state
-            .due
+        // Lapsed running rows, then each demanded queue's tenants' heads (at most a queue's
+        // slots per tenant): never a walk through one tenant's backlog.
+        let mut due: Vec<(Timestamp, u64, JobId)> = state
+            .running
             .iter()
             .take_while(|(at, _, _)| *at <= params.now)
-            .map(|(_, _, id)| *id)
+            .copied()
             .collect();
+        for (queue, limit) in &slots {
+            let Some(tenants) = state.queued.get(*queue) else {
+                continue;
+            };
+            for rows in tenants.values() {
+                due.extend(
+                    rows.iter()
+                        .take_while(|(at, _, _)| *at <= params.now)
+                        .take(*limit as usize)
+                        .copied(),
+                );
+            }
+        }
+        due.sort();
+        let due: Vec<JobId> = due.into_iter().map(|(_, _, id)| id).collect();
         let mut result = ClaimResult::default();
         // Each tenant's due rows, in due order, make its turns (at most a queue's slots of
         // them); the queue then takes turn 1 of every tenant, turn 2, ... as Postgres does.
@@ -399,6 +459,7 @@ impl JobDriver for MemoryDriver {
                 },
                 visible_at,
                 traceparent: r.traceparent.clone(),
+                has_steps: state.steps.get(&r.run_id).is_some_and(|s| !s.is_empty()),
             });
         }
         Ok(result)

@@ -189,6 +189,66 @@ impl PostgresDriver {
         row.try_get("id").map_err(|e| classify("event_publish", e))
     }
 
+    /// One statement for a whole batch (`UNNEST` arrays); a row whose key holder committed
+    /// while the statement ran goes through the single-row statement afterwards.
+    async fn enqueue_batch(
+        &self,
+        conn: &mut PgConnection,
+        batch: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        let failed = |e| classify("job_enqueue_many", e);
+        let now = batch
+            .first()
+            .map(|r| r.now)
+            .unwrap_or_else(chrono::Utc::now);
+        let column = |f: fn(&EnqueueRequest) -> String| batch.iter().map(f).collect::<Vec<_>>();
+        let rows = sqlx::query(self.sql.job_enqueue_many.clone())
+            .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
+            .bind(batch.iter().map(|r| r.run_id).collect::<Vec<_>>())
+            .bind(column(|r| r.name.clone()))
+            .bind(column(|r| r.queue.clone()))
+            .bind(batch.iter().map(|r| r.input.clone()).collect::<Vec<_>>())
+            .bind(column(|r| r.idempotency_key.clone()))
+            .bind(
+                batch
+                    .iter()
+                    .map(|r| r.tenant_id.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                batch
+                    .iter()
+                    .map(|r| i32::try_from(r.max_attempts).unwrap_or(i32::MAX))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(batch.iter().map(|r| r.run_at).collect::<Vec<_>>())
+            .bind(
+                batch
+                    .iter()
+                    .map(|r| r.traceparent.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(now)
+            .bind(&*self.wake_channel)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(failed)?;
+        let mut out = Vec::with_capacity(batch.len());
+        for (request, row) in batch.iter().zip(&rows) {
+            let id: Option<JobId> = row.try_get("id").map_err(failed)?;
+            let run_id: Option<RunId> = row.try_get("run_id").map_err(failed)?;
+            match (id, run_id) {
+                (Some(id), Some(run_id)) => out.push(EnqueueResult {
+                    id,
+                    run_id,
+                    deduped: row.try_get("deduped").map_err(failed)?,
+                }),
+                _ => out.push(self.enqueue_on(&mut *conn, request).await?),
+            }
+        }
+        Ok(out)
+    }
+
     async fn execute_fenced(
         &self,
         operation: &'static str,
@@ -225,6 +285,9 @@ impl PostgresDriver {
         }
     }
 }
+
+/// Jobs per statement in `job_enqueue_many`.
+const ENQUEUE_BATCH: usize = 5_000;
 
 /// Enqueues announce their queue at most once per slot of this length.
 const WAKE_SLOT_MS: i64 = 250;
@@ -290,8 +353,18 @@ impl JobDriver for PostgresDriver {
             .await
             .map_err(|e| classify("job_enqueue_many", e))?;
         let mut out = Vec::with_capacity(requests.len());
-        for request in requests {
-            out.push(self.enqueue_on(&mut tx, request).await?);
+        if requests
+            .iter()
+            .any(|r| r.on_conflict == ConflictPolicy::Error)
+        {
+            // Refusing a duplicate must name it: one statement per job.
+            for request in requests {
+                out.push(self.enqueue_on(&mut tx, request).await?);
+            }
+        } else {
+            for chunk in requests.chunks(ENQUEUE_BATCH) {
+                out.extend(self.enqueue_batch(&mut tx, chunk).await?);
+            }
         }
         tx.commit()
             .await
@@ -326,6 +399,9 @@ impl JobDriver for PostgresDriver {
                 .try_get("buried")
                 .map_err(|e| classify("job_claim", e))?;
             let record = rows::job_record(row)?;
+            let has_steps: bool = row
+                .try_get("has_steps")
+                .map_err(|e| classify("job_claim", e))?;
             if buried {
                 result.exhausted.push(record);
                 continue;
@@ -345,6 +421,7 @@ impl JobDriver for PostgresDriver {
                 },
                 visible_at,
                 traceparent: record.traceparent,
+                has_steps,
             });
         }
         // The statement's order is not the claim order once the queues are merged.
@@ -360,6 +437,27 @@ impl JobDriver for PostgresDriver {
             .bind(params.by.claim)
             .bind(params.now);
         self.execute_fenced("job_ack", query).await
+    }
+
+    async fn job_ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
+        let Some(now) = params.iter().map(|p| p.now).max() else {
+            return Ok(Vec::new());
+        };
+        let landed: Vec<JobId> = sqlx::query_scalar(self.sql.job_ack_many.clone())
+            .bind(params.iter().map(|p| p.job_id).collect::<Vec<_>>())
+            .bind(
+                params
+                    .iter()
+                    .map(|p| p.by.worker_id.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(params.iter().map(|p| p.by.claim).collect::<Vec<_>>())
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify("job_ack_many", e))?;
+        let landed: std::collections::HashSet<JobId> = landed.into_iter().collect();
+        Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
     }
 
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError> {

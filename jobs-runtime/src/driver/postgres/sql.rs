@@ -52,6 +52,8 @@ macro_rules! statements {
 
 statements!(
     job_enqueue,
+    job_enqueue_many,
+    job_ack_many,
     job_claim,
     job_ack,
     job_nack,

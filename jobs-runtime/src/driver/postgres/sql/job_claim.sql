@@ -141,8 +141,9 @@ claimed as (
         updated_at = $4
     from ranked r
     where r.n <= r.slots and j.id = r.id
-    returning {j_job_columns}
+    returning {j_job_columns},
+              exists (select 1 from {schema}.x_job_steps s where s.run_id = j.run_id) as has_steps
 )
-select false as buried, {job_columns} from claimed
+select false as buried, {job_columns}, has_steps from claimed
 union all
-select true as buried, {job_columns} from buried
+select true as buried, {job_columns}, false as has_steps from buried

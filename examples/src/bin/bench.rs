@@ -1,0 +1,478 @@
+//! The benchmark suite: one table, each figure the median of several runs, beside the bare
+//! INSERTs of the same run as the physical reference.
+//!
+//! ```text
+//! DATABASE_URL=postgres://postgres@127.0.0.1/postgres cargo run --release -p jobs-examples --bin bench
+//! cargo run --release -p jobs-examples --bin bench -- e2e pickup      # some scenarios only
+//! ```
+//!
+//! Scenarios: `insert` (bare single-row and 1,000-row INSERTs), `enqueue` (single), `bulk`,
+//! `e2e` (no-op jobs, pre-filled queue of 20,000, 16 slots), `e2e-steps` (the same with a
+//! 3-step job), `pickup` (from another process, 200 enqueues 50 ms apart), `idle` (claims per
+//! idle minute per worker), `claim` (latency with 10 vs 1,000,000 ready rows), `memory` (the
+//! memory driver's end-to-end throughput), `retention` (end-to-end after 1,000,000 done rows).
+
+use std::time::{Duration, Instant};
+
+use jobs::driver::{ClaimParams, JobDriver, NackParams, NackTarget, PostgresDriver, QueueDemand};
+use jobs::prelude::*;
+use jobs::sqlx::{self, AssertSqlSafe, PgPool};
+
+const RUNS: usize = 3;
+const SLOTS: u32 = 16;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Item {
+    bench: String,
+    n: u64,
+}
+
+#[job(key = "noop:{bench}:{n}", tenant = none)]
+async fn noop(_run: Run, _input: Item) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[job(key = "steps:{bench}:{n}", tenant = none)]
+async fn three_steps(run: Run, input: Item) -> Result<(), JobError> {
+    let a: u64 = run.step("a", async { Ok::<_, JobError>(input.n) }).await?;
+    let b: u64 = run
+        .step("b", async move { Ok::<_, JobError>(a + 1) })
+        .await?;
+    run.step("c", async move { Ok::<_, JobError>(b + 1) })
+        .await?;
+    Ok(())
+}
+
+fn url() -> String {
+    std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+fn bench_id() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
+/// A fresh schema (dropped first) with the migrations applied.
+async fn fresh(schema: &str) -> Result<PostgresDriver, JobError> {
+    let driver = PostgresDriver::connect(&url()).await?.with_schema(schema)?;
+    exec(
+        driver.pool(),
+        &format!("drop schema if exists {schema} cascade"),
+    )
+    .await;
+    driver.migrate().await?;
+    Ok(driver)
+}
+
+async fn exec(pool: &PgPool, sql: &str) {
+    sqlx::query(AssertSqlSafe(sql.to_string()))
+        .execute(pool)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+fn rate(n: usize, took: Duration) -> f64 {
+    n as f64 / took.as_secs_f64()
+}
+
+struct Table {
+    rows: Vec<(String, String)>,
+}
+
+impl Table {
+    fn add(&mut self, what: &str, value: String) {
+        println!("  {what}: {value}");
+        self.rows.push((what.to_string(), value));
+    }
+}
+
+/// Bare single-row INSERTs (one client) and 1,000-row INSERTs into a plain table.
+async fn bare_inserts(table: &mut Table) {
+    let pool = PgPool::connect(&url()).await.expect("connect");
+    exec(&pool, "drop table if exists bench_bare").await;
+    exec(
+        &pool,
+        "create table bench_bare (id uuid primary key, payload jsonb not null, at timestamptz not null)",
+    )
+    .await;
+    let mut singles = Vec::new();
+    for _ in 0..RUNS {
+        let n = 2_000;
+        let started = Instant::now();
+        for _ in 0..n {
+            sqlx::query("insert into bench_bare (id, payload, at) values ($1, $2, now())")
+                .bind(uuid::Uuid::now_v7())
+                .bind(serde_json::json!({ "n": 1 }))
+                .execute(&pool)
+                .await
+                .expect("insert");
+        }
+        singles.push(rate(n, started.elapsed()));
+    }
+    let single = median(singles);
+    table.add("bare single-row INSERT /s", format!("{single:.0}"));
+    let mut bulk = Vec::new();
+    for _ in 0..RUNS {
+        let started = Instant::now();
+        let batches = 50;
+        for _ in 0..batches {
+            let ids: Vec<uuid::Uuid> = (0..1_000).map(|_| uuid::Uuid::now_v7()).collect();
+            sqlx::query(
+                "insert into bench_bare (id, payload, at)
+                 select id, jsonb_build_object('n', 1), now() from unnest($1::uuid[]) as u(id)",
+            )
+            .bind(ids)
+            .execute(&pool)
+            .await
+            .expect("bulk insert");
+        }
+        bulk.push(rate(batches * 1_000, started.elapsed()));
+    }
+    table.add(
+        "bare 1,000-row INSERT rows/s",
+        format!("{:.0}", median(bulk)),
+    );
+    exec(&pool, "drop table bench_bare").await;
+}
+
+/// Sequential single enqueues.
+async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
+    let mut rates = Vec::new();
+    for _ in 0..RUNS {
+        let jobs = Jobs::new(fresh("bench_enqueue").await?);
+        let bench = bench_id();
+        let n = 2_000;
+        let started = Instant::now();
+        for i in 0..n {
+            Noop::enqueue(
+                &jobs,
+                Item {
+                    bench: bench.clone(),
+                    n: i,
+                },
+            )
+            .await?;
+        }
+        rates.push(rate(n as usize, started.elapsed()));
+    }
+    table.add("single enqueue /s", format!("{:.0}", median(rates)));
+    Ok(())
+}
+
+/// `enqueue_many` in batches of 1,000.
+async fn bulk_enqueue(table: &mut Table) -> Result<(), JobError> {
+    let mut rates = Vec::new();
+    for _ in 0..RUNS {
+        let jobs = Jobs::new(fresh("bench_bulk").await?);
+        let bench = bench_id();
+        let total = 50_000u64;
+        let started = Instant::now();
+        for chunk in 0..(total / 1_000) {
+            let inputs = (0..1_000).map(|i| Item {
+                bench: bench.clone(),
+                n: chunk * 1_000 + i,
+            });
+            Noop::enqueue_many(&jobs, inputs).await?;
+        }
+        rates.push(rate(total as usize, started.elapsed()));
+    }
+    table.add("bulk enqueue /s", format!("{:.0}", median(rates)));
+    Ok(())
+}
+
+/// Pre-fills `total` jobs, then times one worker (16 slots) draining them.
+async fn drain<J: Job<Input = Item>>(jobs: &Jobs, total: u64) -> Result<f64, JobError> {
+    let bench = bench_id();
+    for chunk in 0..total.div_ceil(5_000) {
+        let inputs = (chunk * 5_000..((chunk + 1) * 5_000).min(total)).map(|n| Item {
+            bench: bench.clone(),
+            n,
+        });
+        jobs.enqueue_many::<J, _>(inputs).await?;
+    }
+    let worker = jobs.worker().concurrency(SLOTS).build()?;
+    let started = Instant::now();
+    let running = worker.start();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while worker.stats().completed < total && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let took = started.elapsed();
+    running.shutdown().await;
+    Ok(rate(worker.stats().completed as usize, took))
+}
+
+async fn end_to_end<J: Job<Input = Item>>(
+    table: &mut Table,
+    label: &str,
+    schema: &str,
+) -> Result<(), JobError> {
+    let mut rates = Vec::new();
+    for _ in 0..RUNS {
+        let jobs = Jobs::new(fresh(schema).await?);
+        rates.push(drain::<J>(&jobs, 20_000).await?);
+    }
+    table.add(label, format!("{:.0}", median(rates)));
+    Ok(())
+}
+
+async fn memory_end_to_end(table: &mut Table) -> Result<(), JobError> {
+    let mut rates = Vec::new();
+    for _ in 0..RUNS {
+        let jobs = Jobs::memory();
+        rates.push(drain::<Noop>(&jobs, 20_000).await?);
+    }
+    table.add(
+        "memory driver end-to-end /s",
+        format!("{:.0}", median(rates)),
+    );
+    Ok(())
+}
+
+/// Claim latency with `backlog` ready rows: 300 claims of 10, each handed straight back.
+async fn claim_latency(backlog: usize) -> Result<f64, JobError> {
+    let schema = format!("bench_claim_{backlog}");
+    let driver = fresh(&schema).await?;
+    exec(
+        driver.pool(),
+        &format!(
+            "insert into {schema}.x_jobs (id, run_id, name, queue, input, idempotency_key, state,
+                 max_attempts, run_at, created_at, updated_at)
+             select gen_random_uuid(), gen_random_uuid(), 'noop', 'default', '{{}}'::jsonb,
+                    'k' || g, 'ready', 3, now() - interval '1 minute', now(), now()
+             from generate_series(1, {backlog}) g"
+        ),
+    )
+    .await;
+    exec(driver.pool(), &format!("analyze {schema}.x_jobs")).await;
+    let mut timings = Vec::new();
+    for _ in 0..300 {
+        let now = chrono::Utc::now();
+        let started = Instant::now();
+        let claimed = driver
+            .job_claim(&ClaimParams {
+                demand: vec![QueueDemand {
+                    queue: "default".into(),
+                    limit: 10,
+                }],
+                worker_id: "bench".into(),
+                visibility_timeout: Duration::from_secs(30),
+                drop_exhausted: Vec::new(),
+                now,
+            })
+            .await?;
+        timings.push(started.elapsed().as_secs_f64() * 1000.0);
+        for job in claimed.jobs {
+            driver
+                .job_nack(&NackParams {
+                    job_id: job.id,
+                    by: job.by,
+                    target: NackTarget::Retry,
+                    run_at: now,
+                    counts_as_attempt: false,
+                    error: None,
+                    error_code: None,
+                    now,
+                })
+                .await?;
+        }
+    }
+    exec(driver.pool(), &format!("drop schema {schema} cascade")).await;
+    Ok(median(timings))
+}
+
+async fn claims(table: &mut Table) -> Result<(), JobError> {
+    let ten = claim_latency(10).await?;
+    let million = claim_latency(1_000_000).await?;
+    table.add(
+        "claim of 10, p50 ms: 10 ready / 1,000,000 ready",
+        format!("{ten:.2} / {million:.2} ({:.2}x)", million / ten),
+    );
+    Ok(())
+}
+
+/// End-to-end throughput after 1,000,000 jobs completed (kept by the retention window).
+async fn retention(table: &mut Table) -> Result<(), JobError> {
+    let schema = "bench_retention";
+    let driver = fresh(schema).await?;
+    exec(
+        driver.pool(),
+        &format!(
+            "insert into {schema}.x_jobs (id, run_id, name, queue, input, idempotency_key, state,
+                 attempt, max_attempts, run_at, created_at, updated_at)
+             select gen_random_uuid(), gen_random_uuid(), 'noop', 'default', '{{}}'::jsonb,
+                    'done' || g, 'done', 1, 3, now() - interval '1 hour', now(), now()
+             from generate_series(1, 1000000) g"
+        ),
+    )
+    .await;
+    exec(driver.pool(), &format!("analyze {schema}.x_jobs")).await;
+    let jobs = Jobs::new(driver);
+    let after = drain::<Noop>(&jobs, 20_000).await?;
+    table.add(
+        "end-to-end /s with 1,000,000 done rows kept",
+        format!("{after:.0}"),
+    );
+    Ok(())
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Sent {
+    bench: String,
+    n: u64,
+    sent_at_us: u128,
+}
+
+type Latencies = std::sync::Mutex<Vec<f64>>;
+
+fn wall_us() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros()
+}
+
+#[job(key = "ping:{bench}:{n}", tenant = none, queue = "pings")]
+async fn ping(run: Run, input: Sent) -> Result<(), JobError> {
+    let latency = wall_us().saturating_sub(input.sent_at_us) as f64 / 1000.0;
+    run.context::<Latencies>()?
+        .lock()
+        .expect("latencies")
+        .push(latency);
+    Ok(())
+}
+
+const PINGS: u64 = 200;
+
+/// The child process of `pickup`: enqueues 200 pings, 50 ms apart.
+async fn send_pings(schema: &str) -> Result<(), JobError> {
+    let jobs = Jobs::new(PostgresDriver::connect(&url()).await?.with_schema(schema)?);
+    let bench = bench_id();
+    for n in 0..PINGS {
+        let sent = Sent {
+            bench: bench.clone(),
+            n,
+            sent_at_us: wall_us(),
+        };
+        Ping::enqueue(&jobs, sent).await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// Pickup latency of an idle worker for jobs enqueued by ANOTHER process.
+async fn pickup(table: &mut Table) -> Result<(), JobError> {
+    let schema = "bench_pickup";
+    let (mut p50, mut p95, mut max) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let jobs = Jobs::new(fresh(schema).await?);
+        let latencies: std::sync::Arc<Latencies> = Default::default();
+        let worker = jobs
+            .worker()
+            .queues(["pings"])
+            .concurrency(SLOTS)
+            .context(latencies.clone())
+            .build()?;
+        let running = worker.start();
+        // Let the wake prove itself and the worker go idle.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let child = std::process::Command::new(std::env::current_exe().expect("own path"))
+            .args(["__send_pings", schema])
+            .status()
+            .expect("the enqueuer runs");
+        assert!(child.success(), "the enqueuer failed");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while (latencies.lock().expect("latencies").len() as u64) < PINGS
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        running.shutdown().await;
+        let mut all = latencies.lock().expect("latencies").clone();
+        all.sort_by(|a, b| a.total_cmp(b));
+        let at = |q: f64| all[((all.len() as f64 - 1.0) * q).round() as usize];
+        p50.push(at(0.5));
+        p95.push(at(0.95));
+        max.push(at(1.0));
+    }
+    table.add(
+        "pickup from another process p50 / p95 / max ms",
+        format!(
+            "{:.1} / {:.1} / {:.1}",
+            median(p50),
+            median(p95),
+            median(max)
+        ),
+    );
+    Ok(())
+}
+
+/// Claims an idle worker issues in a minute once its wake is proven.
+async fn idle(table: &mut Table) -> Result<(), JobError> {
+    let jobs = Jobs::new(fresh("bench_idle").await?);
+    let worker = jobs.worker().queues(["idle"]).build()?;
+    let running = worker.start();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let before = worker.stats().claims;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let claims = worker.stats().claims - before;
+    running.shutdown().await;
+    table.add("idle claims per minute per worker", claims.to_string());
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), JobError> {
+    let chosen: Vec<String> = std::env::args().skip(1).collect();
+    if chosen.first().map(String::as_str) == Some("__send_pings") {
+        return send_pings(&chosen[1]).await;
+    }
+    let wants = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
+    let mut table = Table { rows: Vec::new() };
+    println!("running (medians of {RUNS} runs, {SLOTS} worker slots, no-op jobs)...");
+    if wants("insert") {
+        bare_inserts(&mut table).await;
+    }
+    if wants("enqueue") {
+        single_enqueue(&mut table).await?;
+    }
+    if wants("bulk") {
+        bulk_enqueue(&mut table).await?;
+    }
+    if wants("e2e") {
+        end_to_end::<Noop>(
+            &mut table,
+            "end-to-end no-op, 20,000 queued /s",
+            "bench_e2e",
+        )
+        .await?;
+    }
+    if wants("e2e-steps") {
+        end_to_end::<ThreeSteps>(&mut table, "end-to-end 3-step job /s", "bench_e2e_steps").await?;
+    }
+    if wants("memory") {
+        memory_end_to_end(&mut table).await?;
+    }
+    if wants("claim") {
+        claims(&mut table).await?;
+    }
+    if wants("retention") {
+        retention(&mut table).await?;
+    }
+    if wants("pickup") {
+        pickup(&mut table).await?;
+    }
+    if wants("idle") {
+        idle(&mut table).await?;
+    }
+    println!("\n| measure | value |\n|---|---|");
+    for (what, value) in &table.rows {
+        println!("| {what} | {value} |");
+    }
+    Ok(())
+}
