@@ -353,7 +353,7 @@ fn pick_claim(claims: &[(JobId, ClaimIdentity)], pick: usize) -> Option<(JobId, 
         return None;
     }
     // Mostly the latest claims (live), sometimes an old one (stale: the fence must refuse it).
-    let i = if pick % 3 == 0 {
+    let i = if pick.is_multiple_of(3) {
         pick % claims.len()
     } else {
         claims.len() - 1 - (pick / 3) % claims.len().min(3)
