@@ -1,5 +1,7 @@
 //! `cargo run --bin manifest` prints the manifest of the example jobs;
-//! `cargo run --bin manifest -- --check examples/manifest.json` fails when it is stale.
+//! `cargo run --bin manifest -- --out examples/generated` writes every codegen output;
+//! `cargo run --bin manifest -- --check examples/generated` (or `--check examples/manifest.json`)
+//! fails when a committed copy is stale.
 
 // Link the example jobs so their registrations are in this binary.
 use jobs_examples as _;
