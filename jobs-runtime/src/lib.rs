@@ -40,6 +40,8 @@
 extern crate self as jobs;
 
 pub mod backfill;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod client;
 pub mod clock;
 pub mod driver;
@@ -49,6 +51,7 @@ mod job;
 pub mod ledger;
 mod lock;
 mod manifest;
+mod operator;
 mod registry;
 pub mod retry;
 mod run;
@@ -75,6 +78,7 @@ pub use job::{
 };
 pub use lock::{LockGuard, LockOptions};
 pub use manifest::{manifest, Manifest};
+pub use operator::{redact, JobDetail};
 pub use registry::{JobEntry, Registry};
 pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{

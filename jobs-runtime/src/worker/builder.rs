@@ -264,6 +264,7 @@ impl WorkerBuilder {
                 stats: WorkerCounters::default(),
                 limits: self.limits,
                 limiter: Default::default(),
+                presence: Default::default(),
                 completer: Default::default(),
             }),
         })

@@ -71,6 +71,8 @@ pub(crate) struct WorkerShared {
     /// Per-process limits, and the counters behind them.
     pub limits: Limits,
     pub limiter: admit::Limiter,
+    /// The worker's registry row (the operator's `workers()`).
+    pub presence: crate::operator::presence::Presence,
     /// Batches acks.
     pub completer: complete::Completer,
 }
@@ -207,6 +209,7 @@ impl Worker {
             if stop.is_cancelled() {
                 break;
             }
+            crate::operator::presence::beat(shared).await;
             let claimed = match self.claim().await {
                 Ok(claimed) => claimed,
                 Err(error) => {
@@ -247,6 +250,7 @@ impl Worker {
         if let Some(forwarder) = forwarder {
             forwarder.abort();
         }
+        crate::operator::presence::forget(shared).await;
         tracing::info!(target: "jobs.worker.stopped", worker = %shared.id);
     }
 
@@ -368,8 +372,11 @@ impl Worker {
 
     async fn execute(&self, job: ClaimedJob) -> JobExecution {
         let queue = job.queue.clone();
+        let id = job.id;
+        self.shared.presence.begin(id);
         let trace = crate::telemetry::RunTrace::start(&job);
         let execution = trace.scope(execute::execute(&self.shared, job)).await;
+        self.shared.presence.end(id);
         self.shared.stats.record(execution.outcome);
         self.shared
             .jobs

@@ -1,0 +1,486 @@
+//! The `jobs` command-line tool: an on-call engineer's view of a Postgres queue, without SQL.
+//!
+//! `cargo run -p jobs --features cli --bin jobs -- ls`. It reads `DATABASE_URL` (or
+//! `--database-url`) and `JOBS_SCHEMA` (or `--schema`, default `public`). Every verb takes
+//! `--json`; otherwise it prints readable tables. Exit codes: `0` done, `1` refused (the
+//! `X_...` code is printed), `2` usage.
+//!
+//! The binary is [`run`] over the process arguments; an app that wants `tasks` to show its
+//! tasks' next fires builds its own binary calling [`run`], so its `#[task]`s are linked in.
+
+mod render;
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::client::Jobs;
+use crate::driver::introspect::{JobListParams, DEFAULT_JOB_PAGE};
+use crate::driver::scheduler_store::{TaskFiresParams, TaskPausedParams, TaskWatermarksParams};
+use crate::driver::{JobState, PostgresDriver};
+use crate::error::{ErrorCode, JobError};
+use crate::registry::Registry;
+
+use render::{table, time};
+
+/// Exit code: the verb did what it was asked.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the queue refused (the `X_...` code is printed).
+pub const EXIT_REFUSED: u8 = 1;
+/// Exit code: the command line was wrong.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Operate a jobs queue stored in Postgres.
+#[derive(Debug, Parser)]
+#[command(name = "jobs", version, about)]
+struct Cli {
+    /// The Postgres server.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    database_url: Option<String>,
+    /// The schema the queue's tables live in.
+    #[arg(long, env = "JOBS_SCHEMA", global = true, default_value = "public")]
+    schema: String,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    verb: Option<Verb>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Verb {
+    /// Queue depth per queue, then one page of jobs (newest first). A bare `jobs` is `ls`.
+    Ls(LsArgs),
+    /// One job: state, attempts, last error, progress, every step (input redacted).
+    Show { id: Uuid },
+    /// Re-queue a finished job (done, failed, dead or cancelled).
+    Retry {
+        id: Uuid,
+        /// Run this step and every later step again.
+        #[arg(long)]
+        from_step: Option<String>,
+    },
+    /// Cancel a live job (a running one stops at its next heartbeat).
+    Cancel { id: Uuid },
+    /// Delete a job that is not running, and its steps.
+    Rm { id: Uuid },
+    /// Make a delayed (or backing-off) job due now.
+    Promote { id: Uuid },
+    /// Stop every worker claiming from a queue (enqueues still land).
+    Pause { queue: String },
+    /// Let workers claim from a paused queue again.
+    Resume { queue: String },
+    /// The live workers.
+    Workers,
+    /// Scheduled tasks: last fire, paused, next fire (for tasks linked into this binary).
+    Tasks,
+    /// Per-queue counts and per-job outcomes over the last 24 hours.
+    Stats,
+    /// Apply the embedded migrations.
+    Migrate,
+}
+
+#[derive(Debug, Default, clap::Args)]
+struct LsArgs {
+    /// Only this queue.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Only this state (ready, delayed, running, suspended, done, failed, dead, cancelled).
+    #[arg(long)]
+    state: Option<String>,
+    /// Only this job name.
+    #[arg(long)]
+    name: Option<String>,
+    /// Only this tenant.
+    #[arg(long)]
+    tenant: Option<String>,
+    /// Rows per page (at most 200).
+    #[arg(long)]
+    limit: Option<u32>,
+    /// The next page: the `after` cursor a page printed.
+    #[arg(long)]
+    after: Option<String>,
+    /// The previous page: the `before` cursor a page printed.
+    #[arg(long)]
+    before: Option<String>,
+}
+
+/// Runs the tool over `args` (the program name first), writing the answer to `out` and
+/// problems to `err`; answers the exit code.
+pub async fn run<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let usage = e.use_stderr();
+            let _ = if usage {
+                write!(err, "{e}")
+            } else {
+                write!(out, "{e}")
+            };
+            return if usage { EXIT_USAGE } else { EXIT_OK };
+        }
+    };
+    let json = cli.json;
+    match execute(cli, out).await {
+        Ok(()) => EXIT_OK,
+        Err(error) => {
+            let code = error.code().map_or("X_ERROR", ErrorCode::as_str);
+            let exit = if error.is(ErrorCode::CliBadFlag) {
+                EXIT_USAGE
+            } else {
+                EXIT_REFUSED
+            };
+            if json {
+                let body = json!({ "error": {
+                    "code": code, "message": error.message(), "fix": error.fix(),
+                }});
+                let _ = writeln!(out, "{body:#}");
+            } else {
+                let _ = writeln!(err, "error: {code}: {}", error.message());
+                if let Some(fix) = error.fix() {
+                    let _ = writeln!(err, "  fix: {fix}");
+                }
+            }
+            exit
+        }
+    }
+}
+
+async fn connect(cli: &Cli) -> Result<Jobs, JobError> {
+    let url = cli.database_url.as_deref().ok_or_else(|| {
+        JobError::new(
+            ErrorCode::CliBadFlag,
+            "no database: DATABASE_URL is not set",
+        )
+        .with_fix("set DATABASE_URL, or pass --database-url postgres://...")
+    })?;
+    let driver = PostgresDriver::connect(url)
+        .await?
+        .with_schema(&cli.schema)?;
+    Ok(Jobs::new(driver))
+}
+
+fn emit(out: &mut dyn Write, text: &str) -> Result<(), JobError> {
+    out.write_all(text.as_bytes())
+        .map_err(|e| JobError::new(ErrorCode::Invariant, format!("cannot write: {e}")))
+}
+
+fn to_json(value: &impl serde::Serialize) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn parse_state(state: Option<&str>) -> Result<Option<JobState>, JobError> {
+    state
+        .map(|s| {
+            JobState::parse(s).map_err(|_| {
+                JobError::new(
+                    ErrorCode::CliBadFlag,
+                    format!("`--state {s}` is not a state"),
+                )
+                .with_fix("use ready, delayed, running, suspended, done, failed, dead or cancelled")
+            })
+        })
+        .transpose()
+}
+
+async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
+    let jobs = connect(&cli).await?;
+    let json = cli.json;
+    let verb = cli.verb.unwrap_or(Verb::Ls(LsArgs::default()));
+    let text = match verb {
+        Verb::Ls(args) => ls(&jobs, args, json).await?,
+        Verb::Show { id } => {
+            let detail = jobs.inspect_job(id).await?;
+            if json {
+                to_json(&detail)
+            } else {
+                render::show(&detail, jobs.now())
+            }
+        }
+        Verb::Retry { id, from_step } => {
+            let row = jobs.requeue(id, from_step.as_deref()).await?;
+            if json {
+                to_json(&row)
+            } else {
+                let from = from_step.map_or(String::new(), |s| format!(" from step `{s}`"));
+                format!(
+                    "requeued {id}{from}: {} on `{}`, due now\n",
+                    row.state, row.queue
+                )
+            }
+        }
+        Verb::Cancel { id } => {
+            let was = jobs.job(id).await?.map(|r| r.state);
+            jobs.cancel(id).await?;
+            // Re-read: exit 0 means the row is cancelled now.
+            let row = jobs.job(id).await?.ok_or_else(|| {
+                JobError::new(ErrorCode::JobNotCancellable, format!("job {id} vanished"))
+            })?;
+            if row.state != JobState::Cancelled {
+                return Err(JobError::new(
+                    ErrorCode::JobNotCancellable,
+                    format!("job {id} is {} after the cancel", row.state),
+                ));
+            }
+            if json {
+                to_json(&row)
+            } else if was == Some(JobState::Running) {
+                format!(
+                    "cancelled {id} (it was running: its worker stops it at its next heartbeat)\n"
+                )
+            } else {
+                format!(
+                    "cancelled {id} (was {})\n",
+                    was.map_or("unknown".into(), |s| s.to_string())
+                )
+            }
+        }
+        Verb::Rm { id } => {
+            let row = jobs.remove(id).await?;
+            if json {
+                to_json(&row)
+            } else {
+                format!(
+                    "removed {id} ({} `{}`) and its steps\n",
+                    row.state, row.name
+                )
+            }
+        }
+        Verb::Promote { id } => {
+            let row = jobs.promote(id).await?;
+            if json {
+                to_json(&row)
+            } else {
+                format!("promoted {id}: due now on `{}`\n", row.queue)
+            }
+        }
+        Verb::Pause { queue } => {
+            jobs.pause_queue(&queue).await?;
+            if json {
+                to_json(&json!({ "queue": queue, "paused": true }))
+            } else {
+                format!("paused `{queue}`: no worker claims from it from its next claim on\n")
+            }
+        }
+        Verb::Resume { queue } => {
+            let was = jobs.resume_queue(&queue).await?;
+            if json {
+                to_json(&json!({ "queue": queue, "paused": false, "was_paused": was }))
+            } else if was {
+                format!("resumed `{queue}`\n")
+            } else {
+                format!("`{queue}` was not paused\n")
+            }
+        }
+        Verb::Workers => {
+            let workers = jobs.workers().await?;
+            if json {
+                to_json(&workers)
+            } else {
+                render::workers(&workers, jobs.now())
+            }
+        }
+        Verb::Tasks => tasks(&jobs, json).await?,
+        Verb::Stats => stats(&jobs, json).await?,
+        Verb::Migrate => {
+            let driver = jobs.driver().as_postgres().ok_or_else(|| {
+                JobError::new(
+                    ErrorCode::NotImplemented,
+                    "migrate needs the Postgres driver",
+                )
+            })?;
+            let applied = driver.migrate().await?;
+            if json {
+                to_json(&json!({ "schema": cli.schema, "applied": applied }))
+            } else if applied.is_empty() {
+                format!("schema `{}` is up to date\n", cli.schema)
+            } else {
+                let list: Vec<String> = applied.iter().map(|v| format!("{v:04}")).collect();
+                format!("schema `{}`: applied {}\n", cli.schema, list.join(", "))
+            }
+        }
+    };
+    emit(out, &text)
+}
+
+async fn ls(jobs: &Jobs, args: LsArgs, json: bool) -> Result<String, JobError> {
+    let params = JobListParams {
+        queue: args.queue,
+        name: args.name,
+        state: parse_state(args.state.as_deref())?,
+        tenant_id: args.tenant,
+        limit: args.limit,
+        after: args.after,
+        before: args.before,
+        ..JobListParams::default()
+    };
+    let page = jobs.list_jobs(&params).await?;
+    let queues = jobs.stats().await?;
+    let paused = jobs.introspect()?.queue_paused().await?;
+    if json {
+        return Ok(to_json(&json!({
+            "queues": queues,
+            "paused": paused,
+            "jobs": page.jobs,
+            "after": page.after,
+            "before": page.before,
+        })));
+    }
+    let mut text = render::queues(&queues, &paused);
+    text.push('\n');
+    text.push_str(&render::jobs(&page.jobs, jobs.now()));
+    if page.jobs.len() as u32 >= params.limit.unwrap_or(DEFAULT_JOB_PAGE) {
+        if let Some(after) = &page.after {
+            text.push_str(&format!("next page: jobs ls --after {after}\n"));
+        }
+    }
+    if let Some(before) = &page.before {
+        text.push_str(&format!("previous page: jobs ls --before {before}\n"));
+    }
+    Ok(text)
+}
+
+async fn stats(jobs: &Jobs, json: bool) -> Result<String, JobError> {
+    let queues = jobs.stats().await?;
+    let since = jobs.now() - chrono::Duration::hours(24);
+    let totals = jobs.introspect()?.counter_totals(since).await?;
+    if json {
+        return Ok(to_json(&json!({ "queues": queues, "last_24h": totals })));
+    }
+    let mut text = render::queues(&queues, &[]);
+    text.push_str("\nlast 24 hours, per job\n");
+    let rows: Vec<Vec<String>> = totals
+        .iter()
+        .map(|t| {
+            let runs = t.done + t.failed + t.dead;
+            let attempts = t.done + t.retried + t.failed + t.dead;
+            let mean = t
+                .duration_ms
+                .checked_div(attempts)
+                .map_or("-".to_string(), |ms| format!("{ms}ms"));
+            vec![
+                t.name.clone(),
+                t.done.to_string(),
+                t.retried.to_string(),
+                t.failed.to_string(),
+                t.dead.to_string(),
+                runs.to_string(),
+                mean,
+            ]
+        })
+        .collect();
+    text.push_str(&table(
+        &[
+            "JOB",
+            "DONE",
+            "RETRIED",
+            "FAILED",
+            "DEAD",
+            "ENDED",
+            "MEAN ATTEMPT",
+        ],
+        &rows,
+    ));
+    Ok(text)
+}
+
+async fn tasks(jobs: &Jobs, json: bool) -> Result<String, JobError> {
+    let store = jobs.driver().scheduler_store().ok_or_else(|| {
+        JobError::new(
+            ErrorCode::NotImplemented,
+            "this driver has no scheduler store",
+        )
+    })?;
+    let now = jobs.now();
+    let fires = store.task_fires(&TaskFiresParams { now }).await?;
+    let paused = store
+        .task_paused(&TaskPausedParams { task: None, now })
+        .await?;
+    let watermarks = store.task_watermarks(&TaskWatermarksParams { now }).await?;
+    let registry = Registry::global().ok();
+    let mut names: Vec<String> = watermarks.iter().map(|w| w.task.clone()).collect();
+    names.extend(paused.iter().cloned());
+    if let Some(registry) = registry {
+        names.extend(registry.tasks().map(|t| t.descriptor().name.to_string()));
+    }
+    names.sort();
+    names.dedup();
+    let rows: Vec<serde_json::Value> = names
+        .iter()
+        .map(|name| {
+            let declared = registry.and_then(|r| r.task(name)).map(|t| t.descriptor());
+            let fire = fires.iter().find(|f| f.task == *name);
+            json!({
+                "task": name,
+                "cron": declared.map(|d| d.cron),
+                "tz": declared.map(|d| d.tz),
+                "next": declared.and_then(|d| crate::scheduler::next_after(d, now)),
+                "last_occurrence": fire.map(|f| f.occurrence),
+                "last_fired_at": fire.map(|f| f.fired_at),
+                "paused": paused.contains(name),
+                "declared_here": declared.is_some(),
+            })
+        })
+        .collect();
+    if json {
+        return Ok(to_json(&rows));
+    }
+    let cell = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Bool(b) => {
+            if *b {
+                "yes".into()
+            } else {
+                "no".into()
+            }
+        }
+        _ => "-".into(),
+    };
+    let stamp = |v: &serde_json::Value| {
+        v.as_str()
+            .and_then(|s| s.parse::<crate::clock::Timestamp>().ok())
+            .map_or("-".to_string(), time)
+    };
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                cell(&r["task"]),
+                cell(&r["cron"]),
+                cell(&r["tz"]),
+                stamp(&r["next"]),
+                stamp(&r["last_occurrence"]),
+                stamp(&r["last_fired_at"]),
+                cell(&r["paused"]),
+            ]
+        })
+        .collect();
+    let mut text = table(
+        &[
+            "TASK",
+            "CRON",
+            "TZ",
+            "NEXT",
+            "LAST OCCURRENCE",
+            "FIRED AT",
+            "PAUSED",
+        ],
+        &table_rows,
+    );
+    if rows.iter().any(|r| r["declared_here"] == false) {
+        text.push_str(
+            "(the store keeps fires and pauses, not cron or tz: a task's next fire shows when the \
+             binary running this tool links its #[task])\n",
+        );
+    }
+    Ok(text)
+}

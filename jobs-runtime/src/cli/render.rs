@@ -1,0 +1,196 @@
+//! Readable tables for the `jobs` tool.
+
+use crate::clock::Timestamp;
+use crate::driver::introspect::{JobSummary, QueuePause, WorkerRow};
+use crate::driver::QueueStats;
+use crate::operator::JobDetail;
+
+/// Columns padded to their widest cell, two spaces apart.
+pub(super) fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                text.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        text.trim_end().to_string() + "\n"
+    };
+    let mut out = line(headers.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    if rows.is_empty() {
+        out.push_str("(none)\n");
+    }
+    out
+}
+
+/// `2030-01-01 09:00:00Z`.
+pub(super) fn time(at: Timestamp) -> String {
+    at.format("%Y-%m-%d %H:%M:%SZ").to_string()
+}
+
+/// `3s ago`, `in 2m`.
+pub(super) fn ago(at: Timestamp, now: Timestamp) -> String {
+    let secs = (now - at).num_seconds();
+    let (n, future) = (secs.unsigned_abs(), secs < 0);
+    let amount = match n {
+        0..=59 => format!("{n}s"),
+        60..=3599 => format!("{}m", n / 60),
+        3600..=86_399 => format!("{}h", n / 3600),
+        _ => format!("{}d", n / 86_400),
+    };
+    if future {
+        format!("in {amount}")
+    } else {
+        format!("{amount} ago")
+    }
+}
+
+pub(super) fn queues(stats: &[QueueStats], paused: &[QueuePause]) -> String {
+    let rows: Vec<Vec<String>> = stats
+        .iter()
+        .map(|q| {
+            let p = paused.iter().any(|p| p.queue == q.queue);
+            vec![
+                q.queue.clone() + if p { " (paused)" } else { "" },
+                q.ready.to_string(),
+                q.delayed.to_string(),
+                q.running.to_string(),
+                q.suspended.to_string(),
+                q.done.to_string(),
+                q.failed.to_string(),
+                q.dead.to_string(),
+                q.cancelled.to_string(),
+                q.oldest_ready_ms
+                    .map_or("-".into(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "QUEUE",
+            "READY",
+            "DELAYED",
+            "RUNNING",
+            "SUSPENDED",
+            "DONE",
+            "FAILED",
+            "DEAD",
+            "CANCELLED",
+            "OLDEST READY",
+        ],
+        &rows,
+    )
+}
+
+pub(super) fn jobs(jobs: &[JobSummary], now: Timestamp) -> String {
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            vec![
+                j.id.to_string(),
+                j.name.clone(),
+                j.queue.clone(),
+                j.state.to_string(),
+                format!("{}/{}", j.attempt, j.max_attempts),
+                ago(j.created_at, now),
+                j.last_error_code.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "ID",
+            "JOB",
+            "QUEUE",
+            "STATE",
+            "ATTEMPT",
+            "CREATED",
+            "LAST ERROR",
+        ],
+        &rows,
+    )
+}
+
+pub(super) fn show(detail: &JobDetail, now: Timestamp) -> String {
+    let j = &detail.job;
+    let mut text = String::new();
+    let mut field = |k: &str, v: String| text.push_str(&format!("{k:<13}{v}\n"));
+    field("id", j.id.to_string());
+    field("job", j.name.clone());
+    field("queue", j.queue.clone());
+    field("state", j.state.to_string());
+    field("attempt", format!("{} of {}", j.attempt, j.max_attempts));
+    field("run", j.run_id.to_string());
+    field("tenant", j.tenant_id.clone().unwrap_or_else(|| "-".into()));
+    field("key", j.idempotency_key.clone());
+    field(
+        "run at",
+        format!("{} ({})", time(j.run_at), ago(j.run_at, now)),
+    );
+    field("created", time(j.created_at));
+    field("updated", time(j.updated_at));
+    if let Some(worker) = &j.claimed_by {
+        field("claimed by", format!("{worker} (claim {})", j.claims));
+    }
+    if let Some(p) = &j.progress {
+        let note = p
+            .note
+            .as_deref()
+            .map_or(String::new(), |n| format!(" — {n}"));
+        field("progress", format!("{}/{}{note}", p.done, p.total));
+    }
+    if let Some(error) = &j.last_error {
+        field("last error", error.clone());
+    }
+    field("input", serde_json::to_string(&j.input).unwrap_or_default());
+    text.push_str("\nsteps\n");
+    let rows: Vec<Vec<String>> = detail
+        .steps
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.status.as_str().to_string(),
+                s.attempts.to_string(),
+                time(s.updated_at),
+                s.error.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    text.push_str(&table(
+        &["STEP", "STATUS", "RUNS", "WRITTEN", "ERROR"],
+        &rows,
+    ));
+    text
+}
+
+pub(super) fn workers(workers: &[WorkerRow], now: Timestamp) -> String {
+    let rows: Vec<Vec<String>> = workers
+        .iter()
+        .map(|w| {
+            vec![
+                w.id.clone(),
+                w.host.clone(),
+                w.queues.join(","),
+                format!("{}/{}", w.in_flight_count, w.slots),
+                ago(w.heartbeat_at, now),
+                ago(w.started_at, now),
+            ]
+        })
+        .collect();
+    table(
+        &["WORKER", "HOST", "QUEUES", "BUSY", "HEARTBEAT", "STARTED"],
+        &rows,
+    )
+}

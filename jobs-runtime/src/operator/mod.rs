@@ -1,0 +1,134 @@
+//! The operator's verbs on [`Jobs`]: what the `jobs` command-line tool, an MCP server and an
+//! admin screen call. Each returns plain data that serializes to the `--json` shape.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
+//! use jobs::driver::introspect::JobListParams;
+//! let jobs = jobs::Jobs::memory();
+//! let page = jobs.list_jobs(&JobListParams::default()).await?;
+//! assert!(page.jobs.is_empty() && page.after.is_none());
+//! jobs.pause_queue("email").await?;
+//! assert_eq!(jobs.introspect()?.queue_paused().await?[0].queue, "email");
+//! # Ok(()) }
+//! ```
+
+pub(crate) mod presence;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::client::Jobs;
+use crate::driver::introspect::*;
+use crate::driver::{JobId, JobRecord, StepRecord};
+use crate::error::{ErrorCode, JobError};
+
+/// One job as `jobs show` prints it: the row with its input redacted, and its step trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobDetail {
+    /// The row; `input` keeps its shape with every value redacted.
+    pub job: JobRecord,
+    /// Every step of the run, oldest write first; outputs redacted the same way.
+    pub steps: Vec<StepRecord>,
+}
+
+/// A payload's shape without its values: every string, number and boolean becomes the name of
+/// its type, so an operator sees which fields a job carries, never what they hold.
+///
+/// ```
+/// let v = serde_json::json!({ "email": "a@b.c", "n": [1, true], "x": null });
+/// assert_eq!(
+///     jobs::redact(&v),
+///     serde_json::json!({ "email": "<string>", "n": ["<number>", "<bool>"], "x": null })
+/// );
+/// ```
+pub fn redact(value: &Value) -> Value {
+    match value {
+        Value::Null => Value::Null,
+        Value::Bool(_) => Value::from("<bool>"),
+        Value::Number(_) => Value::from("<number>"),
+        Value::String(_) => Value::from("<string>"),
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), redact(v))).collect())
+        }
+    }
+}
+
+impl Jobs {
+    /// The driver's operator surface; `X_NOT_IMPLEMENTED` when it has none.
+    pub fn introspect(&self) -> Result<&dyn JobIntrospection, JobError> {
+        self.driver().introspect().ok_or_else(|| {
+            JobError::new(
+                ErrorCode::NotImplemented,
+                format!(
+                    "the `{}` driver has no operator surface",
+                    self.driver().name()
+                ),
+            )
+        })
+    }
+
+    /// One page of jobs, newest first (see [`JobIntrospection::job_list`]).
+    pub async fn list_jobs(&self, params: &JobListParams) -> Result<JobPage, JobError> {
+        self.introspect()?.job_list(params).await
+    }
+
+    /// One job with its step trace, its input and step outputs redacted; `X_JOB_NOT_FOUND`
+    /// for an unknown id.
+    pub async fn inspect_job(&self, id: JobId) -> Result<JobDetail, JobError> {
+        let mut job = self.job(id).await?.ok_or_else(|| not_found(id))?;
+        job.input = redact(&job.input);
+        let mut steps = self.driver().step_list(job.run_id).await?;
+        steps.sort_by(|a, b| (a.updated_at, &a.name).cmp(&(b.updated_at, &b.name)));
+        for step in &mut steps {
+            step.output = step.output.as_ref().map(redact);
+        }
+        Ok(JobDetail { job, steps })
+    }
+
+    /// Re-queues one finished job, optionally from a step (see [`JobIntrospection::job_requeue`]).
+    pub async fn requeue(&self, id: JobId, from_step: Option<&str>) -> Result<JobRecord, JobError> {
+        let params = JobRequeueParams {
+            id,
+            from_step: from_step.map(str::to_string),
+            now: self.now(),
+        };
+        let row = self.introspect()?.job_requeue(&params).await?;
+        self.local_wake().notify_waiters();
+        Ok(row)
+    }
+
+    /// Deletes one job that is not running, and its steps.
+    pub async fn remove(&self, id: JobId) -> Result<JobRecord, JobError> {
+        self.introspect()?.job_remove(id).await
+    }
+
+    /// Makes a job waiting on its run time due now.
+    pub async fn promote(&self, id: JobId) -> Result<JobRecord, JobError> {
+        let row = self.introspect()?.job_promote(id, self.now()).await?;
+        self.local_wake().notify_waiters();
+        Ok(row)
+    }
+
+    /// Pauses a queue: no worker claims from it from its next claim on.
+    pub async fn pause_queue(&self, queue: &str) -> Result<(), JobError> {
+        self.introspect()?.queue_pause(queue, self.now()).await
+    }
+
+    /// Resumes a queue: `true` when it was paused.
+    pub async fn resume_queue(&self, queue: &str) -> Result<bool, JobError> {
+        let resumed = self.introspect()?.queue_resume(queue, self.now()).await?;
+        self.local_wake().notify_waiters();
+        Ok(resumed)
+    }
+
+    /// The live workers.
+    pub async fn workers(&self) -> Result<Vec<WorkerRow>, JobError> {
+        self.introspect()?.worker_list(self.now()).await
+    }
+
+    /// Folds the counters past their tier; the scheduler's leader runs it once a minute.
+    pub async fn rollup_counters(&self) -> Result<u64, JobError> {
+        self.introspect()?.counters_rollup(self.now()).await
+    }
+}

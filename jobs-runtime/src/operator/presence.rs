@@ -1,0 +1,122 @@
+//! A worker's registry row: announced when its loop starts, refreshed at most once per
+//! heartbeat interval by the loop, forgotten when it stops. The row expires one visibility
+//! timeout after its last refresh, so a killed worker drops out of `workers()` on its own.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use crate::clock::{add, Timestamp};
+use crate::driver::introspect::{WorkerAnnounce, MAX_WORKER_IN_FLIGHT};
+use crate::driver::JobId;
+use crate::worker::WorkerShared;
+
+/// What the registry row is made of, kept by the worker.
+#[derive(Debug, Default)]
+pub(crate) struct Presence {
+    running: Mutex<BTreeSet<JobId>>,
+    /// `(started_at, last refresh)`, once announced.
+    announced: Mutex<Option<(Timestamp, Timestamp)>>,
+}
+
+impl Presence {
+    /// A claimed job starts running here.
+    pub(crate) fn begin(&self, id: JobId) {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id);
+    }
+
+    /// It stopped running here.
+    pub(crate) fn end(&self, id: JobId) {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+    }
+}
+
+/// Writes the worker's row when it is due (the first time, then once per heartbeat interval).
+/// A failure is logged and retried at the next pass: the registry is a view, never a gate.
+pub(crate) async fn beat(shared: &WorkerShared) {
+    let Some(port) = shared.jobs.driver().introspect() else {
+        return;
+    };
+    let now = shared.jobs.now();
+    let started_at = {
+        let announced = shared
+            .presence
+            .announced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match *announced {
+            Some((_, last)) if now < add(last, shared.heartbeat_interval) => return,
+            Some((started, _)) => started,
+            None => now,
+        }
+    };
+    let (in_flight, count) = {
+        let running = shared
+            .presence
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let ids: Vec<JobId> = running.iter().take(MAX_WORKER_IN_FLIGHT).copied().collect();
+        (ids, running.len())
+    };
+    let announce = WorkerAnnounce {
+        id: shared.id.clone(),
+        host: host(),
+        started_at,
+        queues: shared.queues.clone(),
+        slots: shared.slots.values().sum(),
+        in_flight,
+        in_flight_count: u32::try_from(count).unwrap_or(u32::MAX),
+        ttl: shared.visibility_timeout,
+        now,
+    };
+    match port.worker_announce(&announce).await {
+        Ok(()) => {
+            *shared
+                .presence
+                .announced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some((started_at, now));
+        }
+        Err(error) => tracing::warn!(
+            target: "jobs.worker.registry-failed",
+            worker = %shared.id,
+            code = error.code().map(|c| c.as_str()),
+            "the worker registry row could not be written; retrying at the next pass"
+        ),
+    }
+}
+
+/// Deletes the worker's row (a graceful stop).
+pub(crate) async fn forget(shared: &WorkerShared) {
+    let Some(port) = shared.jobs.driver().introspect() else {
+        return;
+    };
+    if let Err(error) = port.worker_forget(&shared.id).await {
+        tracing::warn!(
+            target: "jobs.worker.registry-failed",
+            worker = %shared.id,
+            code = error.code().map(|c| c.as_str()),
+            "the worker registry row could not be deleted; it expires on its own"
+        );
+    }
+}
+
+/// The host name, for the registry row.
+fn host() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}

@@ -1,0 +1,279 @@
+//! The `jobs` command-line tool against a real Postgres schema: every verb through
+//! `jobs::cli::run` (what the binary calls), its tables, its `--json`, its exit codes.
+//!
+//! Set `JOBS_CLI_DEMO_HOLD=<secs>` to keep the scenario's worker registered that long after
+//! the verbs ran, and print the schema, so the README's output can be captured from the real
+//! binary: `cargo run -p jobs --features cli --bin jobs -- --schema <schema> workers`.
+
+mod common;
+mod support;
+
+use std::time::Duration;
+
+use jobs::driver::PostgresDriver;
+use jobs::prelude::*;
+
+use common::wait_until;
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+struct Invoice {
+    invoice_id: u64,
+    email: String,
+}
+
+/// Renders and charges an invoice, reporting progress.
+#[job(name = "billing.send_invoice", key = "invoice:{invoice_id}", tenant = none, queue = "billing")]
+async fn send_invoice(run: Run, input: Invoice) -> Result<(), JobError> {
+    run.step("render", async {
+        Ok::<_, JobError>(format!("pdf-{}", input.invoice_id))
+    })
+    .await?;
+    run.progress(1, 2, Some("rendered")).await?;
+    run.step("charge", async { Ok::<_, JobError>(42) }).await?;
+    run.progress(2, 2, Some("charged")).await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+struct Account {
+    account_id: u64,
+}
+
+/// Always refused by the CRM: dead-lettered on its first attempt.
+#[job(name = "crm.sync", key = "crm:{account_id}", tenant = none, queue = "crm", retry(attempts = 2))]
+async fn sync_crm(run: Run, _input: Account) -> Result<(), JobError> {
+    run.step("push", async {
+        Err::<(), _>(JobError::terminal("crm answered 422: account archived"))
+    })
+    .await?;
+    Ok(())
+}
+
+/// Runs `jobs <args>` against `schema`, answering the exit code, stdout and stderr.
+async fn jobs_cli(schema: &str, args: &[&str]) -> (u8, String, String) {
+    let mut argv = vec![
+        "jobs".to_string(),
+        "--database-url".to_string(),
+        support::pg::database_url().to_string(),
+        "--schema".to_string(),
+        schema.to_string(),
+    ];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = jobs::cli::run(argv, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8(out).expect("utf-8"),
+        String::from_utf8(err).expect("utf-8"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_verb_against_a_real_queue() {
+    let (pool, schema) = support::pg::schema("cli_every_verb").await;
+    let jobs = Jobs::new(PostgresDriver::new(pool, &schema).unwrap());
+
+    // migrate: the harness migrated already, so it is up to date.
+    let (code, out, _) = jobs_cli(&schema, &["migrate"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(out, format!("schema `{schema}` is up to date\n"));
+
+    let paid = SendInvoice::enqueue(
+        &jobs,
+        Invoice {
+            invoice_id: 7,
+            email: "ana@example.com".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let later = SendInvoice::enqueue_with(
+        &jobs,
+        Invoice {
+            invoice_id: 8,
+            email: "bo@example.com".into(),
+        },
+        EnqueueOptions::new().delay(Duration::from_secs(3600)),
+    )
+    .await
+    .unwrap();
+    let dead = SyncCrm::enqueue(&jobs, Account { account_id: 3 })
+        .await
+        .unwrap();
+    let worker = jobs.worker().queues(["billing", "crm"]).build().unwrap();
+    let ran = worker.tick().await.unwrap();
+    assert_eq!(ran.len(), 2);
+
+    // ls: queue depth and the page, newest first.
+    let (code, out, _) = jobs_cli(&schema, &["ls"]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("QUEUE "), "{out}");
+    assert!(
+        out.contains("billing.send_invoice") && out.contains("crm.sync"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&dead.id.to_string()) && out.contains("dead"),
+        "the dead letter shows: {out}"
+    );
+    let (code, out, _) = jobs_cli(&schema, &["ls", "--state", "dead", "--json"]).await;
+    assert_eq!(code, 0);
+    let page: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(page["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(page["jobs"][0]["id"], dead.id.to_string());
+
+    // show: steps, progress, redacted input.
+    let (code, out, _) = jobs_cli(&schema, &["show", &paid.id.to_string()]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("state        done"), "{out}");
+    assert!(out.contains("progress     2/2 — charged"), "{out}");
+    assert!(out.contains("render") && out.contains("charge"), "{out}");
+    assert!(
+        !out.contains("ana@example.com"),
+        "the input is redacted: {out}"
+    );
+    let (_, out, _) = jobs_cli(&schema, &["show", &paid.id.to_string(), "--json"]).await;
+    let detail: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(detail["job"]["input"]["email"], "<string>");
+    assert_eq!(detail["steps"].as_array().unwrap().len(), 2);
+
+    // Refusals exit 1 and print the code.
+    let (code, _, err) = jobs_cli(&schema, &["retry", &later.id.to_string()]).await;
+    assert_eq!(code, 1);
+    assert!(err.starts_with("error: X_JOB_NOT_REQUEUEABLE: "), "{err}");
+    let (code, out, _) = jobs_cli(&schema, &["promote", &paid.id.to_string(), "--json"]).await;
+    assert_eq!(code, 1);
+    assert!(out.contains("\"code\": \"X_JOB_NOT_PROMOTABLE\""), "{out}");
+    let unknown = uuid::Uuid::now_v7().to_string();
+    let (code, _, err) = jobs_cli(&schema, &["rm", &unknown]).await;
+    assert_eq!((code, err.contains("X_JOB_NOT_FOUND")), (1, true), "{err}");
+    // Usage errors exit 2.
+    let (code, _, err) = jobs_cli(&schema, &["show", "not-a-uuid"]).await;
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = jobs_cli(&schema, &["ls", "--state", "stuck"]).await;
+    assert_eq!((code, err.contains("X_CLI_BAD_FLAG")), (2, true), "{err}");
+    let (code, _, err) = jobs_cli(&schema, &["ls", "--limit", "500"]).await;
+    assert_eq!(
+        (code, err.contains("X_JOB_PAGE_INVALID")),
+        (1, true),
+        "{err}"
+    );
+
+    // retry --from-step, promote, cancel, rm.
+    let (code, out, _) = jobs_cli(
+        &schema,
+        &["retry", &dead.id.to_string(), "--from-step", "push"],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with(&format!("requeued {} from step `push`", dead.id)),
+        "{out}"
+    );
+    let (code, out, _) = jobs_cli(&schema, &["promote", &later.id.to_string()]).await;
+    assert_eq!(
+        (code, out),
+        (0, format!("promoted {}: due now on `billing`\n", later.id))
+    );
+    let (code, out, _) = jobs_cli(&schema, &["cancel", &later.id.to_string()]).await;
+    assert_eq!(
+        (code, out),
+        (0, format!("cancelled {} (was ready)\n", later.id))
+    );
+    let (code, _, err) = jobs_cli(&schema, &["cancel", &later.id.to_string()]).await;
+    assert_eq!(
+        (code, err.contains("X_JOB_NOT_CANCELLABLE")),
+        (1, true),
+        "{err}"
+    );
+    let (code, out, _) = jobs_cli(&schema, &["rm", &later.id.to_string()]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(jobs.job(later.id).await.unwrap().is_none());
+
+    // pause: the next claim skips the queue; resume: it claims again.
+    let (code, _, _) = jobs_cli(&schema, &["pause", "crm"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        worker.tick().await.unwrap().is_empty(),
+        "paused: nothing claimed"
+    );
+    let (_, out, _) = jobs_cli(&schema, &["ls", "--queue", "crm"]).await;
+    assert!(out.contains("crm (paused)"), "{out}");
+    let (code, out, _) = jobs_cli(&schema, &["resume", "crm"]).await;
+    assert_eq!((code, out.as_str()), (0, "resumed `crm`\n"));
+    assert_eq!(
+        worker.tick().await.unwrap().len(),
+        1,
+        "resumed: the requeued job runs"
+    );
+
+    // stats: per-job outcomes from the counters the settles moved.
+    let (code, out, _) = jobs_cli(&schema, &["stats", "--json"]).await;
+    assert_eq!(code, 0);
+    let stats: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let totals = stats["last_24h"].as_array().unwrap();
+    let crm = totals.iter().find(|t| t["name"] == "crm.sync").unwrap();
+    assert_eq!(crm["dead"], 2, "{out}");
+    let billing = totals
+        .iter()
+        .find(|t| t["name"] == "billing.send_invoice")
+        .unwrap();
+    assert_eq!(billing["done"], 1, "{out}");
+    let (_, out, _) = jobs_cli(&schema, &["stats"]).await;
+    assert!(out.contains("last 24 hours, per job"), "{out}");
+
+    // tasks: none fired in this schema.
+    let (code, out, _) = jobs_cli(&schema, &["tasks", "--json"]).await;
+    assert_eq!((code, out.trim()), (0, "[]"));
+
+    // workers: a started worker announces its row, and forgets it on shutdown.
+    let handle = jobs
+        .worker()
+        .queues(["billing"])
+        .concurrency(4)
+        .build()
+        .unwrap()
+        .start();
+    let id = handle.worker().id().to_string();
+    wait_until("the worker's registry row", || {
+        let jobs = jobs.clone();
+        async move { !jobs.workers().await.unwrap().is_empty() }
+    })
+    .await;
+    let (code, out, _) = jobs_cli(&schema, &["workers"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains(&id) && out.contains("0/4"), "{out}");
+    if let Some(hold) = std::env::var("JOBS_CLI_DEMO_HOLD")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        eprintln!("demo schema: {schema}");
+        tokio::time::sleep(Duration::from_secs(hold)).await;
+    }
+    handle.shutdown().await;
+    let (_, out, _) = jobs_cli(&schema, &["workers", "--json"]).await;
+    assert_eq!(out.trim(), "[]");
+}
+
+#[tokio::test]
+async fn no_database_is_a_usage_error() {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    // An empty URL flag, so the environment's DATABASE_URL is not read.
+    let code = jobs::cli::run(["jobs", "ls"], &mut out, &mut err).await;
+    let err = String::from_utf8(err).unwrap();
+    if std::env::var("DATABASE_URL").is_err() {
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("X_CLI_BAD_FLAG"), "{err}");
+    }
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(
+        jobs::cli::run(["jobs", "frobnicate"], &mut out, &mut err).await,
+        2
+    );
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(
+        jobs::cli::run(["jobs", "--help"], &mut out, &mut err).await,
+        0
+    );
+    assert!(String::from_utf8(out).unwrap().contains("retry"));
+}
