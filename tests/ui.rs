@@ -8,4 +8,8 @@ fn ui() {
     t.compile_fail("tests/ui/job/fail/*.rs");
     t.pass("tests/ui/task/pass/*.rs");
     t.compile_fail("tests/ui/task/fail/*.rs");
+    t.pass("tests/ui/backfill/pass/*.rs");
+    t.compile_fail("tests/ui/backfill/fail/*.rs");
+    t.pass("tests/ui/ledger/pass/*.rs");
+    t.compile_fail("tests/ui/ledger/fail/*.rs");
 }

@@ -447,6 +447,10 @@ pub fn ledger(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn posting(input: TokenStream) -> TokenStream {
     expand::posting::expand(input.into())
-        .unwrap_or_else(|errors| errors.into_compile_error())
+        .unwrap_or_else(|errors| {
+            // In expression position several `compile_error!`s need a block around them.
+            let errors = errors.into_compile_error();
+            quote::quote!({ #errors })
+        })
         .into()
 }

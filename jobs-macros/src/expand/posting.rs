@@ -20,6 +20,11 @@ pub fn expand(input: TokenStream) -> syn::Result<TokenStream> {
         let currency = entry.currency.to_string();
         let amount = match &entry.amount {
             Amount::Literal(_, tokens) => quote!(#tokens),
+            // `(fee)` is written for the parser's sake; the call needs no parentheses.
+            Amount::Computed(syn::Expr::Paren(paren)) => {
+                let inner = &paren.expr;
+                quote!(#inner)
+            }
             Amount::Computed(expr) => quote!(#expr),
         };
         quote! {
@@ -57,7 +62,7 @@ mod tests {
         )
         .unwrap();
         assert!(out.contains("Money :: new (- 1_000 , \"EUR\")"), "{out}");
-        assert!(out.contains("Money :: new ((amount) , \"USD\")"), "{out}");
+        assert!(out.contains("Money :: new (amount , \"USD\")"), "{out}");
     }
 
     #[test]

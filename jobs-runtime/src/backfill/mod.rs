@@ -294,6 +294,11 @@ impl Pass {
         self.run.run_id()
     }
 
+    /// The pass's job row.
+    pub fn job_id(&self) -> crate::driver::JobId {
+        self.run.job_id()
+    }
+
     /// The app context the worker was given (`WorkerBuilder::context`): a pool, a client.
     pub fn context<T: Send + Sync + 'static>(&self) -> Result<std::sync::Arc<T>, JobError> {
         self.run.context::<T>()

@@ -60,6 +60,9 @@ impl Pacer {
                     _ = clock.pace(wait) => {}
                     _ = cancel.cancelled() => return Err(aborted()),
                 }
+                // Let the timers the pause woke run first (the claim's heartbeat, which may
+                // find the run cancelled), so a cancellation lands before the next page.
+                tokio::task::yield_now().await;
             }
         }
         if cancel.is_cancelled() {
