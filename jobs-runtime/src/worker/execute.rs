@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::admit::{self, Admission};
 use super::settle::{self, Verdict};
-use super::WorkerShared;
+use super::{SlotRelease, WorkerShared};
 use crate::clock::{add, Timestamp};
 use crate::driver::lease::HeldLease;
 use crate::driver::{ClaimedJob, HeartbeatParams, JobId, NackParams, NackTarget, RunId, StepFence};
@@ -89,7 +89,11 @@ pub(crate) enum StopReason {
     Draining,
 }
 
-pub(crate) async fn execute(shared: &WorkerShared, job: ClaimedJob) -> JobExecution {
+pub(crate) async fn execute(
+    shared: &WorkerShared,
+    job: ClaimedJob,
+    slot: &SlotRelease<'_>,
+) -> JobExecution {
     let Some(entry) = shared.registry.get(&job.name).copied() else {
         return defer_unknown(shared, job).await;
     };
@@ -99,10 +103,10 @@ pub(crate) async fn execute(shared: &WorkerShared, job: ClaimedJob) -> JobExecut
         Admission::Shed(limit) => return shed(shared, job, limit).await,
         Admission::Refused(error) => return settle::refuse(shared, &entry, &job, error).await,
         Admission::Undecidable(error) => {
-            return settle::settle(shared, &entry, &job, Verdict::Failed(error)).await
+            return settle::settle(shared, &entry, &job, Verdict::Failed(error), slot).await
         }
     };
-    let execution = run_admitted(shared, entry, &job, held.clone()).await;
+    let execution = run_admitted(shared, entry, &job, held.clone(), slot).await;
     admit::release(store, &held).await;
     shared.limiter.leave(&job);
     execution
@@ -141,6 +145,7 @@ async fn run_admitted(
     entry: JobEntry,
     job: &ClaimedJob,
     held: Vec<HeldLease>,
+    slot: &SlotRelease<'_>,
 ) -> JobExecution {
     let job = job.clone();
     let descriptor = *entry.descriptor();
@@ -168,7 +173,7 @@ async fn run_admitted(
         Err(error) => {
             // The steps could not be read: an ordinary failed attempt, retried with backoff.
             let verdict = Verdict::Failed(error);
-            return settle::settle(shared, &entry, &job, verdict).await;
+            return settle::settle(shared, &entry, &job, verdict, slot).await;
         }
     };
 
@@ -244,7 +249,7 @@ async fn run_admitted(
         (None, Some(Err(error))) => Verdict::Failed(error),
         (None, None) => Verdict::LeaseLost,
     };
-    settle::settle(shared, &entry, &job, verdict).await
+    settle::settle(shared, &entry, &job, verdict, slot).await
 }
 
 /// Renews the claim, and the fleet slots it holds, every `interval`. A renewal answering

@@ -375,27 +375,22 @@ impl Worker {
         let id = job.id;
         self.shared.presence.begin(id);
         let trace = crate::telemetry::RunTrace::start(&job);
-        let execution = trace.scope(execute::execute(&self.shared, job)).await;
+        let slot = SlotRelease::new(&self.shared, &queue);
+        let execution = trace
+            .scope(execute::execute(&self.shared, job, &slot))
+            .await;
+        slot.release();
+        // A shutdown waits for this: the execution, settle included, is over.
+        self.shared
+            .in_flight_total
+            .send_modify(|total| *total = total.saturating_sub(1));
         self.shared.presence.end(id);
         self.shared.stats.record(execution.outcome);
         self.shared
             .jobs
             .metrics()
             .record_execution(&queue, &execution);
-        {
-            let mut in_flight = self
-                .shared
-                .in_flight
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            if let Some(used) = in_flight.get_mut(&queue) {
-                *used = used.saturating_sub(1);
-            }
-        }
-        self.shared
-            .in_flight_total
-            .send_modify(|total| *total = total.saturating_sub(1));
-        self.shared.kick.notify_one();
+
         execution
     }
 }
@@ -447,5 +442,42 @@ impl WorkerHandle {
         shared.drain.cancel();
         let _ = in_flight.wait_for(|n| *n == 0).await;
         ShutdownReport { interrupted }
+    }
+}
+
+/// A claimed job's worker slot. It is given back as soon as the run's verdict is known, before
+/// the settle's round trip (the completer batches acks), so the next claim overlaps the settle;
+/// at the latest when the execution ends. (The drain still waits for the whole execution.)
+pub(crate) struct SlotRelease<'a> {
+    shared: &'a WorkerShared,
+    queue: &'a str,
+    released: AtomicBool,
+}
+
+impl<'a> SlotRelease<'a> {
+    fn new(shared: &'a WorkerShared, queue: &'a str) -> Self {
+        SlotRelease {
+            shared,
+            queue,
+            released: AtomicBool::new(false),
+        }
+    }
+
+    /// Frees the slot (once) and kicks a pass to refill it.
+    pub(crate) fn release(&self) {
+        if self.released.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        {
+            let mut in_flight = self
+                .shared
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(used) = in_flight.get_mut(self.queue) {
+                *used = used.saturating_sub(1);
+            }
+        }
+        self.shared.kick.notify_one();
     }
 }

@@ -2,7 +2,7 @@
 //! Settlement is not part of the retry decision: the verdict is decided first, then written.
 
 use super::execute::{ExecutionOutcome, JobExecution};
-use super::WorkerShared;
+use super::{SlotRelease, WorkerShared};
 use crate::clock::{add, Timestamp};
 use crate::driver::{AckParams, ClaimedJob, JobRecord, JobState, NackParams, NackTarget};
 use crate::error::{ErrorClass, ErrorCode, JobError};
@@ -24,7 +24,10 @@ pub(crate) async fn settle(
     entry: &JobEntry,
     job: &ClaimedJob,
     verdict: Verdict,
+    slot: &SlotRelease<'_>,
 ) -> JobExecution {
+    // The body is over: its slot can take the next job while this one settles.
+    slot.release();
     let descriptor = entry.descriptor();
     let driver = shared.jobs.driver();
     let now = shared.jobs.now();
