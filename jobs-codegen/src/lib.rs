@@ -20,6 +20,9 @@
 //!     jobs_codegen::manifest_main(std::env::args().skip(1))
 //! }
 //! ```
+//!
+//! With the `mcp` feature, the `mcp` module serves the manifest and the operator's read
+//! verbs over stdio to an MCP client (`jobs_codegen::mcp::mcp_main`).
 
 #![warn(missing_docs)]
 
@@ -29,6 +32,9 @@ mod json_schema;
 mod manifest_json;
 pub mod mcp_tools;
 mod text;
+
+#[cfg(feature = "mcp")]
+pub mod mcp;
 
 pub use client_types::client_types;
 pub use docs::docs;

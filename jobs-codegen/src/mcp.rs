@@ -1,0 +1,391 @@
+//! An MCP server over stdio: the manifest and the operator's read verbs, for an agent.
+//!
+//! | tool | answers |
+//! |---|---|
+//! | `manifest.read` | the manifest, as committed |
+//! | `jobs.inspect` | job definitions: queue, retry policy, timeouts, concurrency, tenant |
+//! | `queue.depth` | per-queue counts, the oldest ready age, and whether the queue is paused |
+//! | `job.show` | one job: state, attempt, last error, progress, its steps; the input redacted |
+//! | `jobs.dead` | dead letters, newest first, a page at a time (the introspection API) |
+//!
+//! Every tool is read-only; the tool definitions are the ones [`crate::mcp_tools`] writes into
+//! `mcp-tools.json`. A refusal (an unknown job, a bad cursor) is a tool result with
+//! `isError: true` and `{ code, message, fix }`, so the agent reads why.
+//!
+//! An app adds a binary that links its jobs:
+//!
+//! ```no_run
+//! fn main() -> std::process::ExitCode {
+//!     jobs_codegen::mcp::mcp_main()
+//! }
+//! ```
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use jobs::driver::introspect::JobListParams;
+use jobs::{JobError, JobState, Jobs, Manifest};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+use crate::mcp_tools::{read_tools, JOBS_DEAD, JOBS_INSPECT, JOB_SHOW, MANIFEST_READ, QUEUE_DEPTH};
+
+/// The server: a manifest and a client to read the queue through.
+#[derive(Debug, Clone)]
+pub struct JobsMcp {
+    manifest: Arc<Manifest>,
+    jobs: Jobs,
+}
+
+impl JobsMcp {
+    /// Serves `manifest`, reading jobs and queues through `jobs`.
+    pub fn new(manifest: Manifest, jobs: Jobs) -> Self {
+        JobsMcp {
+            manifest: Arc::new(manifest),
+            jobs,
+        }
+    }
+
+    /// The tools, as `tools/list` answers them.
+    pub fn tools() -> Vec<Tool> {
+        read_tools()
+            .into_iter()
+            .map(|tool| serde_json::from_value(tool).expect("the read tools are valid MCP tools"))
+            .collect()
+    }
+
+    /// Runs one tool: `Ok(answer)`, or `Err(refusal)` for a tool-level error.
+    pub async fn call(&self, tool: &str, args: &Map<String, Value>) -> Result<Value, Refusal> {
+        match tool {
+            MANIFEST_READ => Ok(self.manifest_read()),
+            JOBS_INSPECT => self.jobs_inspect(args),
+            QUEUE_DEPTH => self.queue_depth(args).await,
+            JOB_SHOW => self.job_show(args).await,
+            JOBS_DEAD => self.jobs_dead(args).await,
+            other => Err(Refusal::new(
+                "X_MCP_UNKNOWN_TOOL",
+                format!("no tool named `{other}`"),
+                "list the tools with tools/list",
+            )),
+        }
+    }
+
+    fn manifest_read(&self) -> Value {
+        serde_json::from_str(&self.manifest.to_json()).unwrap_or(Value::Null)
+    }
+
+    fn jobs_inspect(&self, args: &Map<String, Value>) -> Result<Value, Refusal> {
+        let wanted = optional_str(args, "name")?;
+        let jobs: Vec<Value> = self
+            .manifest
+            .jobs()
+            .iter()
+            .filter(|job| wanted.is_none_or(|name| job["name"] == name))
+            .map(|job| {
+                let mut row = job.clone();
+                if let Value::Object(object) = &mut row {
+                    // The definition, not the schema: `manifest.read` has the schemas.
+                    object.insert("input".into(), job["input"]["type"].clone());
+                }
+                row
+            })
+            .collect();
+        if let (Some(name), true) = (wanted, jobs.is_empty()) {
+            let known: Vec<&str> = self
+                .manifest
+                .jobs()
+                .iter()
+                .filter_map(|j| j["name"].as_str())
+                .collect();
+            return Err(Refusal::new(
+                "X_JOB_NOT_FOUND",
+                format!("no job named `{name}` is declared"),
+                format!("declared jobs: {}", known.join(", ")),
+            ));
+        }
+        Ok(json!({ "jobs": jobs, "tasks": self.manifest.tasks() }))
+    }
+
+    async fn queue_depth(&self, args: &Map<String, Value>) -> Result<Value, Refusal> {
+        let wanted = optional_str(args, "queue")?;
+        let stats = self.jobs.stats().await?;
+        let paused: Vec<String> = match self.jobs.driver().introspect() {
+            Some(operator) => operator
+                .queue_paused()
+                .await?
+                .into_iter()
+                .map(|p| p.queue)
+                .collect(),
+            None => Vec::new(),
+        };
+        let queues: Vec<Value> = stats
+            .into_iter()
+            .filter(|s| wanted.is_none_or(|q| s.queue == q))
+            .map(|s| {
+                let is_paused = paused.contains(&s.queue);
+                let mut row = serde_json::to_value(&s).unwrap_or(Value::Null);
+                row["paused"] = Value::Bool(is_paused);
+                row
+            })
+            .collect();
+        Ok(json!({ "queues": queues }))
+    }
+
+    async fn job_show(&self, args: &Map<String, Value>) -> Result<Value, Refusal> {
+        let id = args.get("id").and_then(Value::as_str).ok_or_else(|| {
+            Refusal::new(
+                "X_MCP_BAD_ARGUMENT",
+                "`id` is required",
+                "pass the job's id",
+            )
+        })?;
+        let id = Uuid::parse_str(id).map_err(|_| {
+            Refusal::new(
+                "X_ID_INVALID",
+                "`id` is not a uuid",
+                "pass the job's id as printed (lower-case uuid)",
+            )
+        })?;
+        let Some(row) = self.jobs.job(id).await? else {
+            return Err(Refusal::new(
+                "X_JOB_NOT_FOUND",
+                format!("no job {id}"),
+                "list jobs with `jobs ls`, or the dead letters with jobs.dead",
+            ));
+        };
+        let steps = self.jobs.driver().step_list(row.run_id).await?;
+        let steps: Vec<Value> = steps
+            .into_iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "status": s.status.as_str(),
+                    "attempts": s.attempts,
+                    "error": s.error,
+                    "wake_at": s.wake_at,
+                    // The event a wait is for and its deadline; never its key or payload.
+                    "waiting_for": s.wait.map(|w| json!({ "event": w.event, "deadline": w.deadline })),
+                    "updated_at": s.updated_at,
+                })
+            })
+            .collect();
+        Ok(json!({
+            "job": {
+                "id": row.id,
+                "run_id": row.run_id,
+                "name": row.name,
+                "queue": row.queue,
+                "tenant_id": row.tenant_id,
+                "state": row.state,
+                "attempt": row.attempt,
+                "max_attempts": row.max_attempts,
+                "run_at": row.run_at,
+                "created_at": row.created_at,
+                "updated_at": row.updated_at,
+                "last_error": row.last_error,
+                "last_error_code": row.last_error_code,
+                "claimed_by": row.claimed_by,
+                "visible_at": row.visible_at,
+                "progress": row.progress,
+                "traceparent": row.traceparent,
+                "input": "[redacted]",
+            },
+            "steps": steps,
+        }))
+    }
+
+    async fn jobs_dead(&self, args: &Map<String, Value>) -> Result<Value, Refusal> {
+        let Some(operator) = self.jobs.driver().introspect() else {
+            return Err(Refusal::new(
+                "X_NOT_IMPLEMENTED",
+                format!(
+                    "the `{}` driver has no introspection API",
+                    self.jobs.driver().name()
+                ),
+                "serve a driver with an operator surface (memory or Postgres)",
+            ));
+        };
+        let limit = match args.get("limit") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .and_then(|l| u32::try_from(l).ok())
+                    .ok_or_else(|| {
+                        Refusal::new(
+                            "X_JOB_PAGE_INVALID",
+                            "`limit` is not a whole number",
+                            "pass 1 to 200",
+                        )
+                    })?,
+            ),
+        };
+        let params = JobListParams {
+            state: Some(JobState::Dead),
+            queue: optional_str(args, "queue")?.map(str::to_string),
+            name: optional_str(args, "name")?.map(str::to_string),
+            after: optional_str(args, "after")?.map(str::to_string),
+            limit,
+            ..JobListParams::default()
+        };
+        let page = operator.job_list(&params).await?;
+        Ok(json!({ "jobs": page.jobs, "after": page.after }))
+    }
+}
+
+/// A tool-level refusal: `{ code, message, fix }` with `isError: true`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The `X_...` code.
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+    /// What to do.
+    pub fix: String,
+}
+
+impl Refusal {
+    fn new(code: &str, message: impl Into<String>, fix: impl Into<String>) -> Self {
+        Refusal {
+            code: code.to_string(),
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        json!({ "code": self.code, "message": self.message, "fix": self.fix })
+    }
+}
+
+impl From<JobError> for Refusal {
+    fn from(error: JobError) -> Self {
+        Refusal {
+            code: error
+                .code()
+                .map_or("X_INTERNAL", |c| c.as_str())
+                .to_string(),
+            message: error.to_string(),
+            fix: error.fix().unwrap_or_default().to_string(),
+        }
+    }
+}
+
+fn optional_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, Refusal> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(Refusal::new(
+            "X_MCP_BAD_ARGUMENT",
+            format!("`{key}` must be a string"),
+            "see the tool's input schema",
+        )),
+    }
+}
+
+impl ServerHandler for JobsMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("jobs-mcp", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Read-only view of a durable job queue: manifest.read and jobs.inspect for what \
+                 the code declares, queue.depth for backlog per queue, job.show for one job and \
+                 its steps, jobs.dead for dead letters. Inputs are never shown.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(Self::tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let known = read_tools()
+            .iter()
+            .any(|t| t["name"] == request.name.as_ref());
+        if !known {
+            return Err(ErrorData::invalid_params(
+                format!("no tool named `{}`", request.name),
+                None,
+            ));
+        }
+        let args = request.arguments.unwrap_or_default();
+        let result = match self.call(&request.name, &args).await {
+            Ok(answer) => CallToolResult::structured(answer),
+            Err(refusal) => CallToolResult::structured_error(refusal.to_value()),
+        };
+        Ok(result.into())
+    }
+}
+
+/// Serves `server` on this process's stdin and stdout until the client hangs up.
+pub async fn serve_stdio(server: JobsMcp) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+/// The `jobs-mcp` binary: the manifest of the jobs linked into it, and the queue at
+/// `DATABASE_URL` (schema `JOBS_SCHEMA`, default `public`); without `DATABASE_URL`, an empty
+/// in-memory queue (the manifest tools still answer). Logs go to stderr; stdout is the
+/// protocol's.
+pub fn mcp_main() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async {
+        let manifest = match jobs::manifest() {
+            Ok(manifest) => manifest,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        let jobs = match connect().await {
+            Ok(jobs) => jobs,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        match serve_stdio(JobsMcp::new(manifest, jobs)).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+async fn connect() -> Result<Jobs, JobError> {
+    let Ok(url) = std::env::var("DATABASE_URL") else {
+        eprintln!("jobs-mcp: DATABASE_URL is not set; serving an empty in-memory queue");
+        return Ok(Jobs::memory());
+    };
+    let schema = std::env::var("JOBS_SCHEMA").unwrap_or_else(|_| "public".into());
+    let driver = jobs::driver::PostgresDriver::connect(&url)
+        .await?
+        .with_schema(&schema)?;
+    Ok(Jobs::new(driver))
+}
