@@ -46,8 +46,8 @@ struct MemoryState {
     /// The claim's own indexes: queued rows per queue and tenant in due order (the fair claim
     /// reads each tenant's head without walking another tenant's backlog), and running rows
     /// by lease expiry.
-    queued: HashMap<String, BTreeMap<String, BTreeSet<(Timestamp, u64, JobId)>>>,
-    running: BTreeSet<(Timestamp, u64, JobId)>,
+    queued: HashMap<String, BTreeMap<String, DueSet>>,
+    running: DueSet,
     steps: HashMap<RunId, BTreeMap<String, StepRecord>>,
     events: VecDeque<StoredEvent>,
     event_seq: i64,
@@ -55,6 +55,9 @@ struct MemoryState {
     /// Queue pauses, worker rows and counters (the operator surface).
     operator: introspect::OperatorState,
 }
+
+/// Rows in claim order: `(due, insertion, id)`.
+type DueSet = BTreeSet<(Timestamp, u64, JobId)>;
 
 #[derive(Debug)]
 struct StoredJob {
@@ -154,10 +157,8 @@ impl MemoryState {
         let now_live = job.record.state.is_live();
         let key = live_key(&job.record);
         self.index(id);
-        if was_live && !now_live {
-            if self.live_keys.get(&key) == Some(&id) {
-                self.live_keys.remove(&key);
-            }
+        if was_live && !now_live && self.live_keys.get(&key) == Some(&id) {
+            self.live_keys.remove(&key);
         }
     }
 

@@ -75,18 +75,33 @@ tenants (queue, tenant, n, wrapped) as (
     ) nx
     where s.n < 64
 ),
+-- Lapsed rows with attempts left compete for the slots; lapsed final attempts are buried
+-- without spending any (up to 100 per queue per claim).
 lapsed as (
-    select l.id, l.queue, l.visible_at as due, l.tenant, l.attempt >= l.max_attempts as exhausted
+    select l.id, l.queue, l.visible_at as due, l.tenant
     from demand d
     cross join lateral (
-        select j.id, j.queue, j.visible_at, j.attempt, j.max_attempts,
-               coalesce(j.tenant_id, '') as tenant
+        select j.id, j.queue, j.visible_at, coalesce(j.tenant_id, '') as tenant
         from {schema}.x_jobs j
         where j.queue = d.queue and j.state = 'running' and j.visible_at <= $4
+          and j.attempt < j.max_attempts
         order by j.visible_at, j.id
         limit d.slots
         for update skip locked
     ) l
+),
+exhausted as (
+    select e.id
+    from demand d
+    cross join lateral (
+        select j.id
+        from {schema}.x_jobs j
+        where j.queue = d.queue and j.state = 'running' and j.visible_at <= $4
+          and j.attempt >= j.max_attempts
+        order by j.visible_at, j.id
+        limit 100
+        for update skip locked
+    ) e
 ),
 queued as (
     select q.id, q.queue, q.run_at as due, q.tenant
@@ -110,7 +125,7 @@ turns as (
     select c.id, c.queue, c.due,
            row_number() over (partition by c.queue, c.tenant order by c.due, c.id) as turn
     from (
-        select id, queue, due, tenant from lapsed where not exhausted
+        select id, queue, due, tenant from lapsed
         union all
         select id, queue, due, tenant from queued
     ) c
@@ -127,8 +142,8 @@ buried as (
         last_error = 'LEASE_LAPSED_FINAL_ATTEMPT',
         last_error_code = null,
         updated_at = $4
-    from lapsed l
-    where l.exhausted and j.id = l.id
+    from exhausted e
+    where j.id = e.id
     returning {j_job_columns}
 ),
 claimed as (
