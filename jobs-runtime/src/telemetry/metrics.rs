@@ -44,8 +44,8 @@ pub struct Metrics {
 
 #[derive(Debug, Default)]
 struct State {
-    /// (queue, job, outcome) -> count.
-    outcomes: BTreeMap<(String, String, &'static str), u64>,
+    /// queue -> job -> outcome -> count.
+    outcomes: BTreeMap<String, BTreeMap<String, BTreeMap<&'static str, u64>>>,
     /// queue -> count.
     leases_lost: BTreeMap<String, u64>,
     /// queue -> the last `queue_stats` gauges.
@@ -79,11 +79,33 @@ impl Metrics {
     pub fn record_outcome(&self, queue: &str, job: &str, outcome: ExecutionOutcome) {
         let mut state = self.state();
         if outcome == ExecutionOutcome::LeaseLost {
-            *state.leases_lost.entry(queue.to_string()).or_insert(0) += 1;
+            match state.leases_lost.get_mut(queue) {
+                Some(count) => *count += 1,
+                None => {
+                    state.leases_lost.insert(queue.to_string(), 1);
+                }
+            }
             return;
         }
-        let key = (queue.to_string(), job.to_string(), outcome_name(outcome));
-        *state.outcomes.entry(key).or_insert(0) += 1;
+        // The hot path: no allocation once a series exists.
+        let outcome = outcome_name(outcome);
+        if let Some(count) = state
+            .outcomes
+            .get_mut(queue)
+            .and_then(|jobs| jobs.get_mut(job))
+            .and_then(|outcomes| outcomes.get_mut(outcome))
+        {
+            *count += 1;
+            return;
+        }
+        *state
+            .outcomes
+            .entry(queue.to_string())
+            .or_default()
+            .entry(job.to_string())
+            .or_default()
+            .entry(outcome)
+            .or_insert(0) += 1;
     }
 
     /// A final attempt whose lease lapsed and that the claim buried (`dead`, or `failed` for a
@@ -116,8 +138,13 @@ impl Metrics {
 
     /// `jobs_total` for one series (0 when it was never counted).
     pub fn jobs_total(&self, queue: &str, job: &str, outcome: ExecutionOutcome) -> u64 {
-        let key = (queue.to_string(), job.to_string(), outcome_name(outcome));
-        self.state().outcomes.get(&key).copied().unwrap_or(0)
+        self.state()
+            .outcomes
+            .get(queue)
+            .and_then(|jobs| jobs.get(job))
+            .and_then(|outcomes| outcomes.get(outcome_name(outcome)))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// `job_leases_lost_total` for one queue.
@@ -163,13 +190,17 @@ impl Metrics {
             "Attempts by how they ended.",
             "counter",
         );
-        for ((queue, job, outcome), count) in &state.outcomes {
-            let _ = writeln!(
-                out,
-                "jobs_total{{queue=\"{}\",job=\"{}\",outcome=\"{outcome}\"}} {count}",
-                escape(queue),
-                escape(job)
-            );
+        for (queue, jobs) in &state.outcomes {
+            for (job, outcomes) in jobs {
+                for (outcome, count) in outcomes {
+                    let _ = writeln!(
+                        out,
+                        "jobs_total{{queue=\"{}\",job=\"{}\",outcome=\"{outcome}\"}} {count}",
+                        escape(queue),
+                        escape(job)
+                    );
+                }
+            }
         }
         header(
             &mut out,
