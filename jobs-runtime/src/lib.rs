@@ -53,6 +53,7 @@ mod lock;
 mod manifest;
 mod operator;
 mod registry;
+mod retention;
 pub mod retry;
 mod run;
 mod scheduler;
@@ -80,6 +81,7 @@ pub use lock::{LockGuard, LockOptions};
 pub use manifest::{manifest, Manifest};
 pub use operator::{redact, JobDetail};
 pub use registry::{JobEntry, Registry};
+pub use retention::Retention;
 pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{
     fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle, SchedulerStats,

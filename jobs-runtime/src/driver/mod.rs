@@ -132,6 +132,10 @@ pub trait JobDriver: Send + Sync + 'static {
     /// Settles a running job into the state [`NackParams::target`] names. Fenced.
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError>;
 
+    /// Deletes one batch of finished rows past their retention window (and their runs' steps);
+    /// answers how many rows went. Live rows are never touched.
+    async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError>;
+
     /// Extends a running job's invisibility. `false`: the run no longer holds the row
     /// (cancelled, or re-claimed after its lease lapsed); stop the run.
     async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError>;

@@ -356,6 +356,17 @@ pub struct JobRecord {
     pub traceparent: Option<String>,
 }
 
+/// Deletes finished rows past their retention window, in one bounded batch.
+#[derive(Debug, Clone)]
+pub struct JobPurgeParams {
+    /// `done` rows settled before this go.
+    pub done_before: Timestamp,
+    /// `failed`, `dead` and `cancelled` rows settled before this go.
+    pub finished_before: Timestamp,
+    /// Rows per state group in this batch, at most.
+    pub limit: u32,
+}
+
 /// Counts for one queue.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueStats {

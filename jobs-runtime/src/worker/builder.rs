@@ -60,6 +60,7 @@ pub struct WorkerBuilder {
     observer: Option<Arc<dyn StepObserver>>,
     id: Option<String>,
     limits: Limits,
+    retention: Option<crate::Retention>,
 }
 
 impl std::fmt::Debug for WorkerBuilder {
@@ -89,6 +90,7 @@ impl WorkerBuilder {
             observer: None,
             id: None,
             limits: Limits::default(),
+            retention: None,
         }
     }
 
@@ -168,6 +170,13 @@ impl WorkerBuilder {
     /// claim is handed back without spending an attempt; zero is a hard stop.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sweeps finished rows past their retention windows while the worker runs (every
+    /// worker may sweep: the deletes skip rows another sweeper holds).
+    pub fn retention(mut self, retention: crate::Retention) -> Self {
+        self.retention = Some(retention);
         self
     }
 
@@ -266,6 +275,7 @@ impl WorkerBuilder {
                 limiter: Default::default(),
                 presence: Default::default(),
                 completer: Default::default(),
+                retention: self.retention,
             }),
         })
     }

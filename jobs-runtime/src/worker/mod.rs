@@ -75,6 +75,8 @@ pub(crate) struct WorkerShared {
     pub presence: crate::operator::presence::Presence,
     /// Batches acks.
     pub completer: complete::Completer,
+    /// Finished rows' retention, swept by the run loop.
+    pub retention: Option<crate::Retention>,
 }
 
 /// What a worker has done since it started.
@@ -204,6 +206,23 @@ impl Worker {
         let mut idle_wait = shared.poll_interval;
         let wake_live = Arc::new(AtomicBool::new(false));
         let forwarder = self.forward_wakes(wake_live.clone()).await;
+        let sweeper = self.shared.retention.map(|retention| {
+            let jobs = self.shared.jobs.clone();
+            tokio::spawn(async move {
+                loop {
+                    jobs.clock().sleep(retention.interval()).await;
+                    match jobs.purge_finished(&retention).await {
+                        Ok(0) => {}
+                        Ok(rows) => tracing::debug!(target: "jobs.retention.swept", rows, "finished rows deleted"),
+                        Err(error) => tracing::warn!(
+                            target: "jobs.retention.failed",
+                            code = error.code().map(|c| c.as_str()),
+                            "a retention sweep failed; the next one retries"
+                        ),
+                    }
+                }
+            })
+        });
         tracing::info!(target: "jobs.worker.started", worker = %shared.id, queues = ?shared.queues);
         loop {
             if stop.is_cancelled() {
@@ -249,6 +268,9 @@ impl Worker {
         }
         if let Some(forwarder) = forwarder {
             forwarder.abort();
+        }
+        if let Some(sweeper) = sweeper {
+            sweeper.abort();
         }
         crate::operator::presence::forget(shared).await;
         tracing::info!(target: "jobs.worker.stopped", worker = %shared.id);

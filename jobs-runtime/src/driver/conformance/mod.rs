@@ -29,6 +29,7 @@ pub mod event;
 pub mod introspect;
 pub mod job_claim;
 pub mod job_enqueue;
+pub mod job_purge;
 pub mod job_settle;
 pub mod lease;
 pub mod step;
@@ -80,6 +81,8 @@ macro_rules! __conformance_cases {
             lease::lease_renew_extends_and_release_frees,
             lease::lease_holders_lists_live_grants_in_slot_order,
             lease::lease_acquire_never_over_grants_under_concurrent_acquirers,
+            job_purge::job_purge_deletes_finished_rows_past_their_windows,
+            job_purge::job_purge_is_bounded_by_its_limit,
             job_enqueue::job_enqueue_answers_the_ids_it_was_given,
             job_enqueue::job_enqueue_in_the_future_is_delayed,
             job_enqueue::job_enqueue_dedupes_a_live_key,

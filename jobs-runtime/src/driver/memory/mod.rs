@@ -500,6 +500,45 @@ impl JobDriver for MemoryDriver {
         Ok(true)
     }
 
+    async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {
+        let mut state = self.lock();
+        let mut doomed: Vec<(Timestamp, JobId, RunId, bool)> = state
+            .jobs
+            .values()
+            .filter_map(|j| {
+                let r = &j.record;
+                let done = r.state == JobState::Done;
+                let cutoff = if done {
+                    params.done_before
+                } else {
+                    params.finished_before
+                };
+                (!r.state.is_live() && r.updated_at < cutoff).then_some((
+                    r.updated_at,
+                    r.id,
+                    r.run_id,
+                    done,
+                ))
+            })
+            .collect();
+        doomed.sort();
+        let (mut done, mut finished) = (0u32, 0u32);
+        let mut gone = 0u64;
+        for (_, id, run_id, is_done) in doomed {
+            let count = if is_done { &mut done } else { &mut finished };
+            if *count >= params.limit {
+                continue;
+            }
+            *count += 1;
+            state.remove(id);
+            if !state.jobs.values().any(|j| j.record.run_id == run_id) {
+                state.steps.remove(&run_id);
+            }
+            gone += 1;
+        }
+        Ok(gone)
+    }
+
     async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {
         let mut state = self.lock();
         if !state.fenced(params.job_id, &params.by) {

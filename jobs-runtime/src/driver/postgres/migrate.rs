@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0006_operator.sql",
         sql: include_str!("../../../../migrations/0006_operator.sql"),
     },
+    Migration {
+        version: 7,
+        name: "0007_retention.sql",
+        sql: include_str!("../../../../migrations/0007_retention.sql"),
+    },
 ];
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

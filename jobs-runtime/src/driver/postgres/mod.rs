@@ -474,6 +474,17 @@ impl JobDriver for PostgresDriver {
         self.execute_fenced("job_nack", query).await
     }
 
+    async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {
+        let gone: i64 = sqlx::query_scalar(self.sql.job_purge.clone())
+            .bind(params.done_before)
+            .bind(params.finished_before)
+            .bind(i64::from(params.limit))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| classify("job_purge", e))?;
+        Ok(u64::try_from(gone).unwrap_or(0))
+    }
+
     async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {
         let query = sqlx::query(self.sql.job_heartbeat.clone())
             .bind(params.job_id)

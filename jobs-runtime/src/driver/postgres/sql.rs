@@ -54,6 +54,7 @@ statements!(
     job_enqueue,
     job_enqueue_many,
     job_ack_many,
+    job_purge,
     job_claim,
     job_ack,
     job_nack,
