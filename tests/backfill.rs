@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jobs::backfill::{BackfillRequest, PassStatus};
-use jobs::driver::backfill_store::{BackfillBeginParams, BackfillListParams};
 use jobs::clock::Clock;
+use jobs::driver::backfill_store::{BackfillBeginParams, BackfillListParams};
 use jobs::driver::JobDriver;
 use jobs::prelude::*;
 use jobs::testing::TestKit;
@@ -34,12 +34,21 @@ struct Table {
 impl Table {
     fn with_rows(n: i64) -> Arc<Table> {
         let table = Table::default();
-        table.rows.lock().unwrap().extend((1..=n).map(|id| (id, None)));
+        table
+            .rows
+            .lock()
+            .unwrap()
+            .extend((1..=n).map(|id| (id, None)));
         Arc::new(table)
     }
 
     fn filled(&self) -> usize {
-        self.rows.lock().unwrap().values().filter(|v| v.is_some()).count()
+        self.rows
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|v| v.is_some())
+            .count()
     }
 }
 
@@ -49,7 +58,11 @@ struct Row {
 }
 
 /// Keyset: rows after `after`, in id order, `limit` at most.
-async fn rows_after(pass: Pass, after: Option<i64>, limit: u32) -> Result<Page<Row, i64>, JobError> {
+async fn rows_after(
+    pass: Pass,
+    after: Option<i64>,
+    limit: u32,
+) -> Result<Page<Row, i64>, JobError> {
     let table = pass.context::<Table>()?;
     table.reads.fetch_add(1, Ordering::SeqCst);
     let rows: Vec<Row> = table
@@ -71,7 +84,12 @@ async fn fill(pass: Pass, rows: Vec<Row>) -> Result<(), JobError> {
         return Err(JobError::retryable("the database blinked"));
     }
     if *table.cancel_on.lock().unwrap() == Some(pass.page()) {
-        let jobs = table.jobs.lock().unwrap().clone().expect("jobs in the table");
+        let jobs = table
+            .jobs
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("jobs in the table");
         jobs.cancel(pass.job_id()).await?;
     }
     let mut stored = table.rows.lock().unwrap();
@@ -97,10 +115,23 @@ async fn fill_slowly(pass: Pass, rows: Vec<Row>) -> Result<(), JobError> {
     fill(pass, rows).await
 }
 
-async fn tenant_rows(pass: Pass, after: Option<i64>, limit: u32) -> Result<Page<Row, i64>, JobError> {
+async fn tenant_rows(
+    pass: Pass,
+    after: Option<i64>,
+    limit: u32,
+) -> Result<Page<Row, i64>, JobError> {
     let table = pass.context::<Table>()?;
-    let tenant = pass.tenant().expect("a per-tenant pass has its tenant").to_string();
-    let ids = table.tenants.lock().unwrap().get(&tenant).cloned().unwrap_or_default();
+    let tenant = pass
+        .tenant()
+        .expect("a per-tenant pass has its tenant")
+        .to_string();
+    let ids = table
+        .tenants
+        .lock()
+        .unwrap()
+        .get(&tenant)
+        .cloned()
+        .unwrap_or_default();
     let rows: Vec<Row> = ids
         .into_iter()
         .filter(|id| *id > after.unwrap_or(0))
@@ -178,7 +209,10 @@ async fn the_pacer_spends_the_run_clock_instead_of_sleeping() {
     // page goes at once; the other ten each wait 1/5 s on the test clock.
     assert_eq!(table.reads.load(Ordering::SeqCst), 11);
     assert_eq!((kit.clock().now() - start).num_milliseconds(), 2_000);
-    assert!(wall.elapsed() < Duration::from_secs(5), "no wall-clock sleep");
+    assert!(
+        wall.elapsed() < Duration::from_secs(5),
+        "no wall-clock sleep"
+    );
     assert_eq!(FillPaced::backfill().rate, 5.0);
     assert_eq!(FillPaced::backfill().batch, 10);
 }
@@ -193,8 +227,15 @@ async fn a_failed_page_resumes_on_that_page_without_replaying_the_ones_before() 
 
     let job = kit.job(queued.id).await;
     assert_eq!(job.state, JobState::Done);
-    assert_eq!(job.attempt, 2, "page 1 failed once, the retry finished the pass");
-    assert_eq!(kit.step_runs(queued.run_id, "batch:0"), 1, "page 0 replayed from its checkpoint");
+    assert_eq!(
+        job.attempt, 2,
+        "page 1 failed once, the retry finished the pass"
+    );
+    assert_eq!(
+        kit.step_runs(queued.run_id, "batch:0"),
+        1,
+        "page 0 replayed from its checkpoint"
+    );
     assert_eq!(kit.step_runs(queued.run_id, "batch:1"), 2);
     assert_eq!(kit.step_runs(queued.run_id, "batch:2"), 1);
     // Page 0 was read once; page 1 twice (its first handler failed); page 2 once.
@@ -204,7 +245,10 @@ async fn a_failed_page_resumes_on_that_page_without_replaying_the_ones_before() 
     let ledger = passes(&kit, "test.display-names").await;
     assert_eq!(ledger.len(), 1, "the retry adopted its own row");
     assert_eq!(ledger[0].status, PassStatus::Completed);
-    assert_eq!(ledger[0].rows, 2_500, "the replayed page was not counted twice");
+    assert_eq!(
+        ledger[0].rows, 2_500,
+        "the replayed page was not counted twice"
+    );
 }
 
 #[tokio::test]
@@ -241,7 +285,11 @@ async fn a_completed_pass_is_not_run_again_unless_forced() {
     assert!(!again.deduped, "the first pass is no longer live");
     kit.run_to_completion().await;
     assert_eq!(kit.job(again.id).await.state, JobState::Done);
-    assert_eq!(table.pages.load(Ordering::SeqCst), 1, "a completed pass is not re-run");
+    assert_eq!(
+        table.pages.load(Ordering::SeqCst),
+        1,
+        "a completed pass is not re-run"
+    );
     assert_eq!(passes(&kit, "test.display-names").await.len(), 1);
 
     // Forced: a new ledger row, and the pages run again.
@@ -259,12 +307,24 @@ async fn a_completed_pass_is_not_run_again_unless_forced() {
 #[tokio::test]
 async fn per_tenant_passes_are_scoped_and_recorded_per_tenant() {
     let table = Table::with_rows(10);
-    table.tenants.lock().unwrap().insert("acme".into(), vec![1, 2, 3]);
-    table.tenants.lock().unwrap().insert("globex".into(), vec![7, 8]);
+    table
+        .tenants
+        .lock()
+        .unwrap()
+        .insert("acme".into(), vec![1, 2, 3]);
+    table
+        .tenants
+        .lock()
+        .unwrap()
+        .insert("globex".into(), vec![7, 8]);
     let kit = kit(&table);
-    FillPerTenant::enqueue_for(kit.jobs(), "acme").await.unwrap();
+    FillPerTenant::enqueue_for(kit.jobs(), "acme")
+        .await
+        .unwrap();
     kit.run_to_completion().await;
-    FillPerTenant::enqueue_for(kit.jobs(), "globex").await.unwrap();
+    FillPerTenant::enqueue_for(kit.jobs(), "globex")
+        .await
+        .unwrap();
     kit.run_to_completion().await;
 
     let filled: Vec<i64> = table
@@ -291,7 +351,10 @@ async fn per_tenant_passes_are_scoped_and_recorded_per_tenant() {
     kit.run_to_completion().await;
     let job = kit.job(raw.id).await;
     assert_eq!(job.state, JobState::Dead);
-    assert_eq!(job.last_error_code.as_deref(), Some("X_JOB_TENANT_REQUIRED"));
+    assert_eq!(
+        job.last_error_code.as_deref(),
+        Some("X_JOB_TENANT_REQUIRED")
+    );
 }
 
 #[tokio::test]
@@ -299,8 +362,16 @@ async fn the_pending_report_compares_declarations_with_the_ledger() {
     let table = Table::with_rows(5);
     let kit = kit(&table);
     let report = kit.jobs().backfills_pending().await.unwrap();
-    for name in ["test.display-names", "test.paced", "test.per-tenant", "test.slow"] {
-        assert!(report.pending.iter().any(|p| p == name), "{name} pending: {report:?}");
+    for name in [
+        "test.display-names",
+        "test.paced",
+        "test.per-tenant",
+        "test.slow",
+    ] {
+        assert!(
+            report.pending.iter().any(|p| p == name),
+            "{name} pending: {report:?}"
+        );
     }
     assert!(report.orphaned.is_empty());
     assert!(report.check().unwrap_err().is(ErrorCode::BackfillPending));
@@ -403,5 +474,8 @@ async fn an_operator_cancel_between_pages_stops_the_pass() {
     kit.jobs().cancel(queued.id).await.unwrap();
     run.await.unwrap().unwrap();
     assert_eq!(kit.job(queued.id).await.state, JobState::Cancelled);
-    assert!(table.pages.load(Ordering::SeqCst) < 10, "the pass stopped early");
+    assert!(
+        table.pages.load(Ordering::SeqCst) < 10,
+        "the pass stopped early"
+    );
 }

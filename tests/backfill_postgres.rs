@@ -30,7 +30,11 @@ struct Row {
 }
 
 /// 250 ids, in pages.
-async fn ids_after(_pass: Pass, after: Option<i64>, limit: u32) -> Result<Page<Row, i64>, JobError> {
+async fn ids_after(
+    _pass: Pass,
+    after: Option<i64>,
+    limit: u32,
+) -> Result<Page<Row, i64>, JobError> {
     let from = after.unwrap_or(0);
     let rows: Vec<Row> = (from + 1..=250)
         .take(limit as usize)
@@ -51,7 +55,11 @@ async fn touch_ids(pass: Pass, rows: Vec<Row>) -> Result<(), JobError> {
 pub struct PgPayment;
 
 /// The same declaration the backfill worker process runs; only its name matters here.
-async fn items_after(_pass: Pass, _after: Option<i64>, _limit: u32) -> Result<Page<Row, i64>, JobError> {
+async fn items_after(
+    _pass: Pass,
+    _after: Option<i64>,
+    _limit: u32,
+) -> Result<Page<Row, i64>, JobError> {
     unreachable!("the backfill worker process runs this backfill")
 }
 
@@ -83,7 +91,10 @@ async fn the_postgres_ledger_records_passes_and_blocks_a_completed_one_unless_fo
     let (jobs, worker, counter, driver) = setup("backfill_pg_ledger").await;
     let first = TouchIds::enqueue(&jobs).await.unwrap();
     run_until_idle(&worker).await;
-    assert_eq!(jobs.job(first.id).await.unwrap().unwrap().state, JobState::Done);
+    assert_eq!(
+        jobs.job(first.id).await.unwrap().unwrap().state,
+        JobState::Done
+    );
     assert_eq!(counter.pages.load(Ordering::SeqCst), 3);
 
     let passes = jobs
@@ -102,7 +113,10 @@ async fn the_postgres_ledger_records_passes_and_blocks_a_completed_one_unless_fo
     // Completed: a second pass reports skipped and runs no page.
     let again = TouchIds::enqueue(&jobs).await.unwrap();
     run_until_idle(&worker).await;
-    assert_eq!(jobs.job(again.id).await.unwrap().unwrap().state, JobState::Done);
+    assert_eq!(
+        jobs.job(again.id).await.unwrap().unwrap().state,
+        JobState::Done
+    );
     assert_eq!(counter.pages.load(Ordering::SeqCst), 3);
     let refused = jobs
         .enqueue_backfill("pg.ids", BackfillRequest::new())
@@ -161,7 +175,10 @@ async fn the_postgres_book_posts_a_key_once_and_a_conflict_writes_nothing() {
         .await
         .unwrap();
     run_until_idle(&worker).await;
-    assert_eq!(jobs.job(first.id).await.unwrap().unwrap().state, JobState::Done);
+    assert_eq!(
+        jobs.job(first.id).await.unwrap().unwrap().state,
+        JobState::Done
+    );
     assert_eq!(line_count(&pool, &schema).await, 2);
 
     // Again, after it finished: posted once.
@@ -173,7 +190,10 @@ async fn the_postgres_book_posts_a_key_once_and_a_conflict_writes_nothing() {
         .await
         .unwrap();
     run_until_idle(&worker).await;
-    assert_eq!(jobs.job(again.id).await.unwrap().unwrap().state, JobState::Done);
+    assert_eq!(
+        jobs.job(again.id).await.unwrap().unwrap().state,
+        JobState::Done
+    );
     assert_eq!(line_count(&pool, &schema).await, 4);
 
     // The same key with other lines: terminal, nothing written.
@@ -184,7 +204,10 @@ async fn the_postgres_book_posts_a_key_once_and_a_conflict_writes_nothing() {
     let job = jobs.job(conflict.id).await.unwrap().unwrap();
     assert_eq!(job.state, JobState::Dead);
     assert_eq!(job.attempt, 1);
-    assert_eq!(job.last_error_code.as_deref(), Some("X_LEDGER_POSTING_CONFLICT"));
+    assert_eq!(
+        job.last_error_code.as_deref(),
+        Some("X_LEDGER_POSTING_CONFLICT")
+    );
     assert_eq!(line_count(&pool, &schema).await, 4);
     // A conflict with more lines than stored rolls back the extra ones too.
     let longer = posting!("pay_1", [
@@ -196,8 +219,15 @@ async fn the_postgres_book_posts_a_key_once_and_a_conflict_writes_nothing() {
     let longer = PgPayment::enqueue(&jobs, longer).await.unwrap();
     run_until_idle(&worker).await;
     let job = jobs.job(longer.id).await.unwrap().unwrap();
-    assert_eq!(job.last_error_code.as_deref(), Some("X_LEDGER_POSTING_CONFLICT"));
-    assert_eq!(line_count(&pool, &schema).await, 4, "the third line was rolled back");
+    assert_eq!(
+        job.last_error_code.as_deref(),
+        Some("X_LEDGER_POSTING_CONFLICT")
+    );
+    assert_eq!(
+        line_count(&pool, &schema).await,
+        4,
+        "the third line was rolled back"
+    );
 
     // Unbalanced through a raw enqueue: refused by the run before a line is written.
     let lopsided = Posting::new(
@@ -258,7 +288,10 @@ where
 {
     let deadline = tokio::time::Instant::now() + bound;
     while !condition().await {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -271,7 +304,10 @@ async fn a_sigkilled_pass_resumes_on_the_page_it_stopped_at_in_another_process()
         format!("insert into {schema}.items (id) select g from generate_series(1, 2000) g"),
         format!("create table {schema}.page_runs (page bigint not null, pid int not null)"),
     ] {
-        sqlx::query(AssertSqlSafe(ddl)).execute(&pool).await.unwrap();
+        sqlx::query(AssertSqlSafe(ddl))
+            .execute(&pool)
+            .await
+            .unwrap();
     }
     let jobs = Jobs::new(PostgresDriver::new(pool.clone(), &schema).unwrap());
     let queued = LabelItems::enqueue(&jobs).await.unwrap();
@@ -279,17 +315,16 @@ async fn a_sigkilled_pass_resumes_on_the_page_it_stopped_at_in_another_process()
     // 20 pages of 100 at 20 pages/s: about a second. Kill it a third of the way in.
     let mut first = start_worker(&schema);
     wait_until(Duration::from_secs(30), "seven pages", || {
-        scalar(&pool, format!("select count(distinct page) from {schema}.page_runs"))
-            .map_ge(7)
+        scalar(
+            &pool,
+            format!("select count(distinct page) from {schema}.page_runs"),
+        )
+        .map_ge(7)
     })
     .await;
     first.kill().expect("SIGKILL the first worker");
     first.wait().expect("reap it");
-    let checkpointed = jobs
-        .backfills(BackfillListParams::default())
-        .await
-        .unwrap()[0]
-        .batches;
+    let checkpointed = jobs.backfills(BackfillListParams::default()).await.unwrap()[0].batches;
     assert!(checkpointed < 20, "killed mid-pass");
 
     let mut second = start_worker(&schema);
@@ -300,11 +335,19 @@ async fn a_sigkilled_pass_resumes_on_the_page_it_stopped_at_in_another_process()
     second.kill().expect("stop the second worker");
     second.wait().expect("reap it");
 
-    let labelled = scalar(&pool, format!("select count(*) from {schema}.items where label is not null")).await;
+    let labelled = scalar(
+        &pool,
+        format!("select count(*) from {schema}.items where label is not null"),
+    )
+    .await;
     assert_eq!(labelled, 2_000);
     let pass = &jobs.backfills(BackfillListParams::default()).await.unwrap()[0];
     assert_eq!(pass.status, PassStatus::Completed);
-    assert_eq!((pass.batches, pass.rows), (21, 2_000), "20 full pages, then the empty one");
+    assert_eq!(
+        (pass.batches, pass.rows),
+        (21, 2_000),
+        "20 full pages, then the empty one"
+    );
     // Every checkpointed page ran once; at most the page in flight at the kill ran twice.
     let runs = scalar(&pool, format!("select count(*) from {schema}.page_runs")).await;
     assert!(runs <= 21, "{runs} page runs for 20 pages");
@@ -322,9 +365,15 @@ async fn a_sigkilled_pass_resumes_on_the_page_it_stopped_at_in_another_process()
         ),
     )
     .await;
-    assert_eq!(before_kill, 0, "no checkpointed page ran in the second process");
+    assert_eq!(
+        before_kill, 0,
+        "no checkpointed page ran in the second process"
+    );
     let job = jobs.job(queued.id).await.unwrap().unwrap();
-    assert_eq!(job.attempt, 2, "the killed attempt counts, the second resumed it");
+    assert_eq!(
+        job.attempt, 2,
+        "the killed attempt counts, the second resumed it"
+    );
     println!(
         "backfill kill test: {checkpointed} pages checkpointed before SIGKILL, resumed on page {checkpointed}, {runs} page runs for 20 pages"
     );

@@ -59,7 +59,10 @@ async fn a_balanced_posting_is_written_in_one_step() {
     let stored = lines(&kit, Some("acme"), "pay_1").await;
     assert_eq!(stored.len(), 2);
     assert_eq!((stored[0].line, stored[0].minor), (0, 1_250));
-    assert_eq!((stored[1].account.as_str(), stored[1].minor), ("income:sales", -1_250));
+    assert_eq!(
+        (stored[1].account.as_str(), stored[1].minor),
+        ("income:sales", -1_250)
+    );
     let steps = kit.steps(queued.run_id).await;
     assert_eq!(steps.len(), 1, "every line in one durable step");
     assert_eq!(steps[0].name, "post");
@@ -112,9 +115,15 @@ async fn the_same_key_with_other_lines_is_a_conflict_that_writes_nothing() {
     let job = kit.job(other.id).await;
     assert_eq!(job.state, JobState::Dead);
     assert_eq!(job.attempt, 1, "terminal: no retry");
-    assert_eq!(job.last_error_code.as_deref(), Some("X_LEDGER_POSTING_CONFLICT"));
+    assert_eq!(
+        job.last_error_code.as_deref(),
+        Some("X_LEDGER_POSTING_CONFLICT")
+    );
     let error = job.last_error.unwrap();
-    assert!(!error.contains("pay_3") && !error.contains("999"), "{error}");
+    assert!(
+        !error.contains("pay_3") && !error.contains("999"),
+        "{error}"
+    );
     let stored = lines(&kit, Some("acme"), "pay_3").await;
     assert_eq!(stored[0].minor, 100, "the stored posting is untouched");
 }
@@ -194,7 +203,10 @@ async fn an_app_book_and_fx_postings_balanced_per_currency() {
         .unwrap();
     assert_eq!(stored.len(), 4);
     assert_eq!(stored[2].currency, "USD");
-    assert!(lines(&kit, None, "fx_1").await.is_empty(), "not the driver's book");
+    assert!(
+        lines(&kit, None, "fx_1").await.is_empty(),
+        "not the driver's book"
+    );
     // An FX posting that balances overall but not per currency is refused.
     let skewed = posting!("fx_2", [
         "eur:cash" => (-1_000) EUR,

@@ -19,7 +19,11 @@ struct Item {
 }
 
 /// Keyset over the primary key: one statement per page, never OFFSET.
-async fn items_after(pass: Pass, after: Option<i64>, limit: u32) -> Result<Page<Item, i64>, JobError> {
+async fn items_after(
+    pass: Pass,
+    after: Option<i64>,
+    limit: u32,
+) -> Result<Page<Item, i64>, JobError> {
     let db = pass.context::<Db>()?;
     let sql = format!(
         "select id from {}.items where id > $1 order by id limit $2",
@@ -32,7 +36,11 @@ async fn items_after(pass: Pass, after: Option<i64>, limit: u32) -> Result<Page<
         .await?;
     let items = rows
         .iter()
-        .map(|r| Ok(Item { id: r.try_get("id")? }))
+        .map(|r| {
+            Ok(Item {
+                id: r.try_get("id")?,
+            })
+        })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
     Ok(Page::keyed(items, |item| item.id))
 }

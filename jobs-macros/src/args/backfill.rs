@@ -130,7 +130,13 @@ fn parse<T: FromMeta>(
 impl BackfillArgs {
     /// Parses the attribute's tokens; `None` when their shape was wrong.
     pub fn parse(tokens: TokenStream, errs: &mut Errors) -> Option<BackfillArgs> {
-        parse(tokens, errs, "backfill", BACKFILL_ARGUMENTS, BACKFILL_REFUSED)
+        parse(
+            tokens,
+            errs,
+            "backfill",
+            BACKFILL_ARGUMENTS,
+            BACKFILL_REFUSED,
+        )
     }
 }
 

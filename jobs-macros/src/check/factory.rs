@@ -3,7 +3,7 @@
 //! decided while parsing, in `crate::value`.
 
 use quote::quote;
-use syn::{FnArg, Fields, ReturnType, Type};
+use syn::{Fields, FnArg, ReturnType, Type};
 
 use crate::errors::Errors;
 use crate::model::{vec_item, BackfillDecl, LedgerDecl};
@@ -76,7 +76,9 @@ pub fn handler_takes_pass_and_rows(errs: &mut Errors, decl: &BackfillDecl<'_>) {
     if let Some(FnArg::Receiver(receiver)) = sig.inputs.first() {
         errs.spanned(
             receiver,
-            format!("a `#[backfill]` handler is a free fn: write {shape} (X_JOB_DECLARATION_INVALID)"),
+            format!(
+                "a `#[backfill]` handler is a free fn: write {shape} (X_JOB_DECLARATION_INVALID)"
+            ),
         );
         return;
     }

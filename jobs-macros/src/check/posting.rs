@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::errors::Errors;
 use crate::value::currency::is_iso_4217;
-use crate::value::posting::{Amount, PostingLit};
 use crate::value::lit_str;
+use crate::value::posting::{Amount, PostingLit};
 
 /// 2^53 - 1: the largest magnitude of a minor amount.
 const MAX_SAFE_MINOR: i128 = (1 << 53) - 1;
@@ -51,9 +51,7 @@ fn entries_are_well_formed(errs: &mut Errors, posting: &PostingLit) {
             };
             errs.spanned(
                 &entry.currency,
-                format!(
-                    "`{code}` is not an ISO 4217 currency code{hint} (X_LEDGER_ENTRY_INVALID)"
-                ),
+                format!("`{code}` is not an ISO 4217 currency code{hint} (X_LEDGER_ENTRY_INVALID)"),
             );
         }
         if let Amount::Literal(value, tokens) = &entry.amount {

@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::ItemFn;
 
-use super::factory::{checksum, job_descriptor};
+use super::factory::{checksum, job_descriptor, JobShape};
 use super::job::type_text;
 use crate::args::backfill::BackfillArgs;
 use crate::check;
@@ -46,13 +46,15 @@ fn quote_backfill(decl: &BackfillDecl<'_>) -> TokenStream {
     let input_ty = quote!(#p::BackfillRequest);
     let job_descriptor = job_descriptor(
         &p,
-        name,
-        scope,
-        &input_ty,
-        "BackfillRequest",
-        decl.queue.as_deref(),
-        &decl.retry,
-        decl.timeout.as_ref(),
+        JobShape {
+            name,
+            scope,
+            input_ty: &input_ty,
+            input_name: "BackfillRequest",
+            queue: decl.queue.as_deref(),
+            retry: &decl.retry,
+            timeout: decl.timeout.as_ref(),
+        },
     );
     let source_text = source.to_token_stream().to_string().replace(' ', "");
     let row_text = type_text(row_ty);
@@ -235,8 +237,11 @@ mod tests {
 
     #[test]
     fn the_defaults() {
-        let out = expand_str(r#"name = "users.fill", tenant = none, source = users"#, HANDLER)
-            .unwrap();
+        let out = expand_str(
+            r#"name = "users.fill", tenant = none, source = users"#,
+            HANDLER,
+        )
+        .unwrap();
         for expected in [
             "struct Fill ;",
             "impl :: jobs :: __private :: Backfill for Fill",
@@ -261,7 +266,10 @@ mod tests {
         let b = expand_str(r#"name = "n", tenant = per_tenant, source = s"#, HANDLER).unwrap();
         let sum = |out: &str| out.split("\"fnv1a64:").nth(1).unwrap()[..16].to_string();
         assert_eq!(sum(&a), sum(&b));
-        assert!(a.contains("d . batch = 10u32") && a.contains("d . rate = 2.5f64"), "{a}");
+        assert!(
+            a.contains("d . batch = 10u32") && a.contains("d . rate = 2.5f64"),
+            "{a}"
+        );
         assert!(a.contains("enqueue_for"), "{a}");
     }
 

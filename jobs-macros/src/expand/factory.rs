@@ -8,17 +8,36 @@ use crate::model::Retry;
 use crate::value::duration::DurationValue;
 use crate::value::scope::Scope;
 
+/// What a factory's job declares: its name and tenant decision, the runtime's input type, and
+/// the `#[job]` options it accepts.
+pub struct JobShape<'a> {
+    /// The durable name.
+    pub name: &'a str,
+    /// The tenant decision.
+    pub scope: Scope,
+    /// The input type's path.
+    pub input_ty: &'a TokenStream,
+    /// The input type as the manifest shows it.
+    pub input_name: &'a str,
+    /// `queue = ..`.
+    pub queue: Option<&'a str>,
+    /// `retry(..)`.
+    pub retry: &'a Retry,
+    /// `timeout = ..`.
+    pub timeout: Option<&'a DurationValue>,
+}
+
 /// `let mut d = JobDescriptor::new(..); d.queue = ..; d.retry.. ; d`.
-pub fn job_descriptor(
-    p: &TokenStream,
-    name: &str,
-    scope: Scope,
-    input_ty: &TokenStream,
-    input_name: &str,
-    queue: Option<&str>,
-    retry: &Retry,
-    timeout: Option<&DurationValue>,
-) -> TokenStream {
+pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
+    let JobShape {
+        name,
+        scope,
+        input_ty,
+        input_name,
+        queue,
+        retry,
+        timeout,
+    } = shape;
     let tenant_mode = match scope {
         Scope::None => quote!(#p::TenantMode::None),
         Scope::PerTenant => quote!(#p::TenantMode::Field("tenant")),

@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::ItemStruct;
 
-use super::factory::job_descriptor;
+use super::factory::{job_descriptor, JobShape};
 use crate::args::backfill::LedgerArgs;
 use crate::check;
 use crate::errors::Errors;
@@ -42,13 +42,15 @@ fn quote_ledger(decl: &LedgerDecl<'_>) -> TokenStream {
     let input_ty = quote!(#p::Posting);
     let job_descriptor = job_descriptor(
         &p,
-        name,
-        scope,
-        &input_ty,
-        "Posting",
-        decl.queue.as_deref(),
-        &decl.retry,
-        None,
+        JobShape {
+            name,
+            scope,
+            input_ty: &input_ty,
+            input_name: "Posting",
+            queue: decl.queue.as_deref(),
+            retry: &decl.retry,
+            timeout: None,
+        },
     );
     let variant = syn::Ident::new(scope.variant(), Span::call_site());
     let book_text = book.text();

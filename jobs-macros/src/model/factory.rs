@@ -174,11 +174,7 @@ pub struct LedgerDecl<'a> {
 
 impl<'a> LedgerDecl<'a> {
     /// Builds the model, recording every value that does not parse.
-    pub fn from_ast(
-        errs: &mut Errors,
-        item: &'a ItemStruct,
-        args: Option<&'a LedgerArgs>,
-    ) -> Self {
+    pub fn from_ast(errs: &mut Errors, item: &'a ItemStruct, args: Option<&'a LedgerArgs>) -> Self {
         let mut decl = LedgerDecl {
             item,
             args,

@@ -44,7 +44,9 @@ pub fn parse(expr: &Expr) -> syn::Result<f64> {
         }
     };
     if !suffix.is_empty() {
-        return fail(format!("write `rate = {digits}` without the `{suffix}` suffix"));
+        return fail(format!(
+            "write `rate = {digits}` without the `{suffix}` suffix"
+        ));
     }
     let value: f64 = match digits.parse() {
         Ok(value) => value,
