@@ -37,4 +37,16 @@ mod tests {
         assert!(is_iso_4217("EUR") && is_iso_4217("JPY"));
         assert!(!is_iso_4217("eur") && !is_iso_4217("XXX") && !is_iso_4217("EURO"));
     }
+
+    #[test]
+    fn the_macro_checks_literal_postings_against_the_same_list() {
+        let macros = include_str!("../../../jobs-macros/src/value/currency.rs");
+        let quoted: Vec<&str> = macros
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .filter(|s| s.len() == 3 && s.chars().all(|c| c.is_ascii_uppercase()))
+            .collect();
+        assert_eq!(quoted, ISO_4217);
+    }
 }
