@@ -81,6 +81,42 @@ enum Verb {
     Stats,
     /// Apply the embedded migrations.
     Migrate,
+    /// The ledger of backfill passes; `--pending` reports declared vs run (and exits 1 with
+    /// X_BACKFILL_PENDING while any is pending).
+    Backfills(BackfillsArgs),
+    /// A backfill by name: a dry run unless `--write`, which enqueues its pass.
+    Backfill(BackfillArgs),
+}
+
+#[derive(Debug, Default, clap::Args)]
+struct BackfillsArgs {
+    /// Only this backfill.
+    #[arg(long)]
+    name: Option<String>,
+    /// Only this status (running, completed, failed).
+    #[arg(long)]
+    status: Option<String>,
+    /// Rows at most.
+    #[arg(long)]
+    limit: Option<u32>,
+    /// Declared vs run, for the backfills linked into this binary.
+    #[arg(long)]
+    pending: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct BackfillArgs {
+    /// The backfill's declared name.
+    name: String,
+    /// Enqueue the pass (without it: say what would happen).
+    #[arg(long)]
+    write: bool,
+    /// Run again although a completed pass exists (a new ledger row).
+    #[arg(long)]
+    force: bool,
+    /// The tenant, for a per-tenant backfill.
+    #[arg(long)]
+    tenant: Option<String>,
 }
 
 #[derive(Debug, Default, clap::Args)]
@@ -290,6 +326,8 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
             }
         }
         Verb::Tasks => tasks(&jobs, json).await?,
+        Verb::Backfills(args) => backfills(&jobs, args, json).await?,
+        Verb::Backfill(args) => backfill(&jobs, args, json).await?,
         Verb::Stats => stats(&jobs, json).await?,
         Verb::Migrate => {
             let driver = jobs.driver().as_postgres().ok_or_else(|| {
@@ -483,4 +521,114 @@ async fn tasks(jobs: &Jobs, json: bool) -> Result<String, JobError> {
         );
     }
     Ok(text)
+}
+
+async fn backfills(jobs: &Jobs, args: BackfillsArgs, json: bool) -> Result<String, JobError> {
+    if args.pending {
+        let report = jobs.backfills_pending().await?;
+        let text = if json {
+            to_json(&report)
+        } else {
+            let rows: Vec<Vec<String>> = report
+                .rows
+                .iter()
+                .map(|r| vec![r.name.clone(), format!("{:?}", r.state).to_lowercase()])
+                .collect();
+            let mut text = table(&["BACKFILL", "STATE"], &rows);
+            for name in &report.orphaned {
+                text.push_str(&format!(
+                    "orphaned: `{name}` ran but is no longer declared\n"
+                ));
+            }
+            text
+        };
+        // The report is printed either way; the exit code says whether anything is pending.
+        return match report.check() {
+            Ok(()) => Ok(text),
+            Err(pending) => Err(pending.with_fix(text)),
+        };
+    }
+    let status = args
+        .status
+        .as_deref()
+        .map(|s| {
+            crate::driver::backfill_store::PassStatus::parse(s).map_err(|_| {
+                JobError::new(
+                    ErrorCode::CliBadFlag,
+                    format!("`--status {s}` is not a pass status"),
+                )
+                .with_fix("use running, completed or failed")
+            })
+        })
+        .transpose()?;
+    let passes = jobs
+        .backfills(crate::driver::backfill_store::BackfillListParams {
+            name: args.name,
+            status,
+            limit: args.limit,
+            ..Default::default()
+        })
+        .await?;
+    if json {
+        return Ok(to_json(&passes));
+    }
+    let rows: Vec<Vec<String>> = passes
+        .iter()
+        .map(|p| {
+            vec![
+                p.name.clone(),
+                p.tenant.clone().unwrap_or_else(|| "-".into()),
+                p.status.as_str().to_string(),
+                p.batches.to_string(),
+                p.rows.to_string(),
+                time(p.started_at),
+                p.finished_at.map(time).unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    Ok(table(
+        &[
+            "BACKFILL", "TENANT", "STATUS", "PAGES", "ROWS", "STARTED", "FINISHED",
+        ],
+        &rows,
+    ))
+}
+
+async fn backfill(jobs: &Jobs, args: BackfillArgs, json: bool) -> Result<String, JobError> {
+    let mut request = match &args.tenant {
+        Some(tenant) => crate::backfill::BackfillRequest::tenant(tenant.clone()),
+        None => crate::backfill::BackfillRequest::new(),
+    };
+    if args.force {
+        request = request.forced();
+    }
+    if !args.write {
+        let passes = jobs
+            .backfills(crate::driver::backfill_store::BackfillListParams {
+                name: Some(args.name.clone()),
+                limit: Some(1),
+                ..Default::default()
+            })
+            .await?;
+        let last = passes
+            .first()
+            .map(|p| p.status.as_str())
+            .unwrap_or("never run");
+        let plan = format!(
+            "dry run: backfill `{}` (last pass: {last}); pass --write to enqueue it{}\n",
+            args.name,
+            if args.force { " (forced)" } else { "" }
+        );
+        return Ok(if json {
+            to_json(&json!({ "name": args.name, "dry_run": true, "last_pass": last }))
+        } else {
+            plan
+        });
+    }
+    let queued = jobs.enqueue_backfill(&args.name, request).await?;
+    Ok(if json {
+        to_json(&queued)
+    } else {
+        format!("enqueued backfill `{}`: job {}\n", args.name, queued.id)
+    })
 }
