@@ -252,3 +252,35 @@ fn strip_nul(value: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+// Cron and time zones from configuration: `jobs::check_schedule` never panics, refuses with
+// X_INVARIANT, and accepts what a standard 5-field cron in an IANA zone is.
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_cron_and_zone_text_is_answered_never_panics(cron in ".{0,40}", tz in ".{0,30}") {
+        let now = chrono_now();
+        match jobs::check_schedule(&cron, &tz, now) {
+            Ok(_) => {}
+            Err(error) => prop_assert_eq!(error.code(), Some(jobs::ErrorCode::Invariant)),
+        }
+    }
+
+    #[test]
+    fn well_formed_crons_in_real_zones_are_accepted(
+        minute in 0u32..60,
+        hour in 0u32..24,
+        dow in prop::sample::select(vec!["*", "1-5", "0", "6,0", "*/2"]),
+        tz in prop::sample::select(vec!["UTC", "Europe/Paris", "America/Bogota", "Asia/Kolkata", "America/New_York"]),
+    ) {
+        let cron = format!("{minute} {hour} * * {dow}");
+        let next = jobs::check_schedule(&cron, tz, chrono_now());
+        prop_assert!(matches!(next, Ok(Some(_))), "{} in {}: {:?}", cron, tz, next);
+    }
+}
+
+fn chrono_now() -> jobs::clock::Timestamp {
+    use jobs::clock::Clock;
+    jobs::clock::SystemClock.now()
+}

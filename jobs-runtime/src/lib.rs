@@ -84,8 +84,9 @@ pub use registry::{JobEntry, Registry};
 pub use retention::Retention;
 pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{
-    fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle, SchedulerStats,
-    DEFAULT_LEADER_TTL, DEFAULT_TICK_INTERVAL, LEASE_RENEWALS_PER_TTL, PAUSE_RECHECK,
+    check_schedule, fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle,
+    SchedulerStats, DEFAULT_LEADER_TTL, DEFAULT_TICK_INTERVAL, LEASE_RENEWALS_PER_TTL,
+    PAUSE_RECHECK,
 };
 pub use settled::{Outcome, Settled, ON_SETTLED_ATTEMPTS};
 pub use task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry, DEFAULT_MAX_CATCH_UP};

@@ -51,6 +51,27 @@ pub const DEFAULT_TICK_INTERVAL: Duration = Duration::from_secs(1);
 /// A task found paused is looked at again after this long (the resume's latency).
 pub const PAUSE_RECHECK: Duration = Duration::from_secs(5);
 
+/// Checks a cron and a zone that come from configuration rather than a `#[task]` literal, with
+/// the same rules the macro applies at compile time: a standard 5-field cron that parses, and
+/// an IANA zone (`X_INVARIANT`, with the `America/Bogota` style suggestion). Answers the next
+/// occurrence after `from`, if any.
+///
+/// ```
+/// use jobs::check_schedule;
+///
+/// let now = chrono::Utc::now();
+/// assert!(check_schedule("0 9 * * 1-5", "Europe/Paris", now).is_ok());
+/// assert!(check_schedule("0 0 9 * * *", "Europe/Paris", now).is_err()); // six fields
+/// assert!(check_schedule("0 9 * * *", "Bogota", now).is_err());         // not an IANA zone
+/// ```
+pub fn check_schedule(
+    cron: &str,
+    tz: &str,
+    from: Timestamp,
+) -> Result<Option<Timestamp>, JobError> {
+    Ok(cron::Cron::parse("configuration", cron, tz)?.next_after(from))
+}
+
 /// The next occurrence of task `T` strictly after `from`, in its zone. Needs no scheduler;
 /// `None` when the schedule has no later occurrence (or its cron or zone is refused).
 ///
