@@ -230,6 +230,28 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
     .await
     .expect("enqueue later");
     assert_eq!(drain(&mut wakes).await, Vec::<WakeSignal>::new());
+
+    // Once the slot's waiting rows are claimed, the next job of the queue is announced again:
+    // a quiet queue wakes its idle worker for every job.
+    let claimed = enqueuer
+        .driver()
+        .job_claim(&jobs::driver::ClaimParams {
+            demand: vec![jobs::driver::QueueDemand {
+                queue: "email".into(),
+                limit: 10,
+            }],
+            worker_id: "w".into(),
+            visibility_timeout: Duration::from_secs(30),
+            drop_exhausted: Vec::new(),
+            now: enqueuer.now(),
+        })
+        .await
+        .expect("claim");
+    assert_eq!(claimed.jobs.len(), 2);
+    SendWelcome::enqueue(&enqueuer, Signup { user_id: 13 })
+        .await
+        .expect("enqueue");
+    assert_eq!(next_signal(&mut wakes).await, WakeSignal::Queue("email".into()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,8 +3,11 @@
 -- "on conflict do nothing" without a target covers both the primary key and the partial unique
 -- index x_jobs_name_tenant_idempotency_live_idx, whose expression the lookup below spells.
 -- A new row due within a second announces its queue on the wake channel ($11), unless another
--- row of that queue was created in the same 250 ms slot (from $12): the notification is
--- throttled here, in the statement, because every notifying commit queues behind one lock.
+-- row of that queue created in the same 250 ms slot (from $12) is still waiting to be claimed:
+-- the worker that wakes for that one takes this one in the same claim. The notification is
+-- throttled here, in the statement, because every notifying commit queues behind one lock;
+-- under load the slot always holds an unclaimed row and the queue is announced once per slot,
+-- while a quiet queue announces every job, so an idle worker picks each one up at once.
 -- The payload is the queue name, never an id, an input or a tenant.
 -- same_id: the row is the request's own id (an outbox re-publish), which answers deduped whatever
 -- the conflict policy; only another job holding the key is a duplicate.
@@ -31,6 +34,7 @@ select i.id, i.run_id, false as deduped, false as same_id,
                 where o.queue = i.queue
                   and o.created_at >= $12
                   and o.created_at <= $10
+                  and o.state = 'ready'
                   and o.id <> i.id
             )
            then (select true from pg_notify($11, i.queue))
