@@ -54,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0007_retention.sql",
         sql: include_str!("../../../../migrations/0007_retention.sql"),
     },
+    Migration {
+        version: 8,
+        name: "0008_drop_unused_claim_index.sql",
+        sql: include_str!("../../../../migrations/0008_drop_unused_claim_index.sql"),
+    },
 ];
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to
