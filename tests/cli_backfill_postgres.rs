@@ -2,6 +2,8 @@
 
 mod support;
 
+use support::cli::jobs_cli;
+
 use jobs::driver::PostgresDriver;
 use jobs::prelude::*;
 
@@ -25,24 +27,6 @@ async fn three_rows(
 async fn relabel(_pass: Pass, rows: Vec<Row>) -> Result<(), JobError> {
     let _ = rows.iter().map(|r| r.id).sum::<i64>();
     Ok(())
-}
-
-async fn jobs_cli(schema: &str, args: &[&str]) -> (u8, String, String) {
-    let mut argv = vec![
-        "jobs".to_string(),
-        "--database-url".to_string(),
-        support::pg::database_url().to_string(),
-        "--schema".to_string(),
-        schema.to_string(),
-    ];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = jobs::cli::run(argv, &mut out, &mut err).await;
-    (
-        code,
-        String::from_utf8(out).expect("utf-8"),
-        String::from_utf8(err).expect("utf-8"),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

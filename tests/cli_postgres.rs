@@ -8,6 +8,8 @@
 mod common;
 mod support;
 
+use support::cli::jobs_cli;
+
 use std::time::Duration;
 
 use jobs::driver::PostgresDriver;
@@ -47,25 +49,6 @@ async fn sync_crm(run: Run, _input: Account) -> Result<(), JobError> {
     })
     .await?;
     Ok(())
-}
-
-/// Runs `jobs <args>` against `schema`, answering the exit code, stdout and stderr.
-async fn jobs_cli(schema: &str, args: &[&str]) -> (u8, String, String) {
-    let mut argv = vec![
-        "jobs".to_string(),
-        "--database-url".to_string(),
-        support::pg::database_url().to_string(),
-        "--schema".to_string(),
-        schema.to_string(),
-    ];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = jobs::cli::run(argv, &mut out, &mut err).await;
-    (
-        code,
-        String::from_utf8(out).expect("utf-8"),
-        String::from_utf8(err).expect("utf-8"),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
