@@ -251,7 +251,10 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
     SendWelcome::enqueue(&enqueuer, Signup { user_id: 13 })
         .await
         .expect("enqueue");
-    assert_eq!(next_signal(&mut wakes).await, WakeSignal::Queue("email".into()));
+    assert_eq!(
+        next_signal(&mut wakes).await,
+        WakeSignal::Queue("email".into())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
