@@ -365,7 +365,7 @@ impl Run {
             .inner
             .seed
             .driver
-            .event_find(&wait.event, &wait.key, &wait.since)
+            .event_find(&wait.event, &wait.key, &wait.since, now)
             .await?
         {
             let payload = found.payload;

@@ -172,11 +172,12 @@ pub trait JobDriver: Send + Sync + 'static {
         Ok(None)
     }
 
-    /// The first event named `name` under `key` stored after `since`.
+    /// The first unexpired (at `now`) event named `name` under `key` stored after `since`.
     async fn event_find(
         &self,
         name: &str,
         key: &str,
         since: &EventSince,
+        now: Timestamp,
     ) -> Result<Option<JobEvent>, JobError>;
 }

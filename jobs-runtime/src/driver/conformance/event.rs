@@ -37,7 +37,7 @@ async fn since(d: &dyn JobDriver, now: Timestamp) -> EventSince {
 }
 
 async fn find(d: &dyn JobDriver, name: &str, key: &str, since: &EventSince) -> Option<JobEvent> {
-    d.event_find(name, key, since)
+    d.event_find(name, key, since, since.at)
         .await
         .unwrap_or_else(|e| panic!("event_find failed: {e}"))
 }
@@ -67,6 +67,18 @@ pub async fn event_find_matches_an_event_published_after_the_mark(driver: Arc<dy
             published_at: at(5),
         }
     );
+}
+
+/// An event matches only until it expires (its publish time plus its ttl).
+pub async fn event_find_ignores_an_expired_event(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let line = since(d, t0()).await;
+    let mut short = event("invoice.paid", "inv-9", serde_json::json!(1), at(5));
+    short.ttl = std::time::Duration::from_secs(10);
+    publish(d, &short).await;
+    let found = |now| d.event_find("invoice.paid", "inv-9", &line, now);
+    assert!(found(at(14)).await.unwrap().is_some(), "alive at 14 s");
+    assert_eq!(found(at(15)).await.unwrap(), None, "expired at 15 s");
 }
 
 /// An event published before the wait's mark is not the wait's, even under its name and key.

@@ -126,6 +126,7 @@ macro_rules! __conformance_cases {
             step::step_list_is_per_run,
             event::event_find_matches_an_event_published_after_the_mark,
             event::event_find_ignores_an_event_published_before_the_mark,
+            event::event_find_ignores_an_expired_event,
             event::event_find_ignores_another_key_or_name,
             event::event_find_answers_the_first_event_after_the_mark,
             event::event_publish_wakes_a_suspended_job_waiting_on_it,

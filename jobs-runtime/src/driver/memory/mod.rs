@@ -696,6 +696,7 @@ impl JobDriver for MemoryDriver {
         name: &str,
         key: &str,
         since: &EventSince,
+        now: Timestamp,
     ) -> Result<Option<JobEvent>, JobError> {
         // A mark this driver did not write matches every stored event of the name and key.
         let mark: i64 = since.mark.parse().unwrap_or(0);
@@ -703,7 +704,9 @@ impl JobDriver for MemoryDriver {
             .lock()
             .events
             .iter()
-            .find(|e| e.mark > mark && e.event.name == name && e.event.key == key)
+            .find(|e| {
+                e.mark > mark && e.expires_at > now && e.event.name == name && e.event.key == key
+            })
             .map(|e| e.event.clone()))
     }
 }

@@ -630,11 +630,13 @@ impl JobDriver for PostgresDriver {
         name: &str,
         key: &str,
         since: &EventSince,
+        now: Timestamp,
     ) -> Result<Option<JobEvent>, JobError> {
         let row = sqlx::query(self.sql.event_find.clone())
             .bind(name)
             .bind(key)
             .bind(&since.mark)
+            .bind(now)
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| classify("event_find", e))?;
