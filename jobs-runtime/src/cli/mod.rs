@@ -86,6 +86,19 @@ enum Verb {
     Backfills(BackfillsArgs),
     /// A backfill by name: a dry run unless `--write`, which enqueues its pass.
     Backfill(BackfillArgs),
+    /// The lines a `#[ledger]` posted under a key (in the driver's book).
+    Posting(PostingArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct PostingArgs {
+    /// The ledger's declared name.
+    ledger: String,
+    /// The posting's key.
+    key: String,
+    /// The tenant, for a per-tenant ledger.
+    #[arg(long)]
+    tenant: Option<String>,
 }
 
 #[derive(Debug, Default, clap::Args)]
@@ -328,6 +341,7 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
         Verb::Tasks => tasks(&jobs, json).await?,
         Verb::Backfills(args) => backfills(&jobs, args, json).await?,
         Verb::Backfill(args) => backfill(&jobs, args, json).await?,
+        Verb::Posting(args) => posting(&jobs, args, json).await?,
         Verb::Stats => stats(&jobs, json).await?,
         Verb::Migrate => {
             let driver = jobs.driver().as_postgres().ok_or_else(|| {
@@ -631,4 +645,39 @@ async fn backfill(jobs: &Jobs, args: BackfillArgs, json: bool) -> Result<String,
     } else {
         format!("enqueued backfill `{}`: job {}\n", args.name, queued.id)
     })
+}
+
+async fn posting(jobs: &Jobs, args: PostingArgs, json: bool) -> Result<String, JobError> {
+    let book = jobs.driver().ledger_book().ok_or_else(|| {
+        JobError::new(ErrorCode::NotImplemented, "this driver has no ledger book")
+    })?;
+    let lines = book
+        .posting_lines(&crate::driver::ledger_book::PostingLinesParams {
+            ledger: args.ledger.clone(),
+            tenant: args.tenant.clone(),
+            key: args.key.clone(),
+        })
+        .await?;
+    if lines.is_empty() {
+        return Err(JobError::new(
+            ErrorCode::JobNotFound,
+            format!("ledger `{}` holds no posting under that key", args.ledger),
+        )
+        .with_fix("check the ledger name, the key and --tenant"));
+    }
+    if json {
+        return Ok(to_json(&lines));
+    }
+    let rows: Vec<Vec<String>> = lines
+        .iter()
+        .map(|l| {
+            vec![
+                l.line.to_string(),
+                l.account.clone(),
+                l.minor.to_string(),
+                l.currency.clone(),
+            ]
+        })
+        .collect();
+    Ok(table(&["LINE", "ACCOUNT", "MINOR", "CURRENCY"], &rows))
 }

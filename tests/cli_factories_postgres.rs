@@ -1,4 +1,5 @@
-//! `jobs backfills` and `jobs backfill` against a real Postgres ledger of passes.
+//! The factories in the CLI, against real Postgres: `jobs backfills` / `jobs backfill` over the
+//! ledger of passes, and `jobs posting` over a `#[ledger]`'s book.
 
 mod support;
 
@@ -71,4 +72,42 @@ async fn backfill_verbs_report_dry_run_enqueue_and_list_passes() {
     assert_eq!(code, 0, "{out}");
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["pending"], serde_json::json!([]));
+}
+
+#[ledger(name = "cli.payments", tenant = per_tenant, book = driver)]
+pub struct CliPayment;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posting_prints_a_ledger_posting_s_lines() {
+    let (pool, schema) = support::pg::schema("cli_posting").await;
+    let jobs = Jobs::new(PostgresDriver::new(pool, &schema).unwrap());
+    let posting = posting!("pay_1", [
+        "assets:cash" => 1_250 EUR,
+        "income:sales" => -1_250 EUR,
+    ])
+    .for_tenant("acme");
+    CliPayment::enqueue(&jobs, posting).await.unwrap();
+    let worker = jobs.worker().build().unwrap();
+    while !worker.tick().await.unwrap().is_empty() {}
+
+    let (code, out, err) = jobs_cli(
+        &schema,
+        &["posting", "cli.payments", "pay_1", "--tenant", "acme"],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("assets:cash") && out.contains("-1250") && out.contains("EUR"),
+        "{out}"
+    );
+    let (code, _, err) = jobs_cli(
+        &schema,
+        &["posting", "cli.payments", "pay_2", "--tenant", "acme"],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("X_JOB_NOT_FOUND") && !err.contains("pay_2"),
+        "{err}"
+    );
 }
