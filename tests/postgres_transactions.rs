@@ -145,7 +145,8 @@ async fn a_wait_that_began_before_the_commit_matches_the_event_and_wakes_at_comm
     let (driver, pool, _schema) = postgres("event_commit").await;
     // The transaction publishes BEFORE the wait begins, and commits after the run parked.
     let mut tx = pool.begin().await.expect("begin");
-    let jobs_for_tx = Jobs::new(driver.clone());
+    // The publisher reads the same (frozen) time as the worker: an event expires by its clock.
+    let jobs_for_tx = Jobs::with_clock(Arc::new(driver.clone()), Arc::new(TestClock::new()));
     jobs_for_tx
         .publish_event_in(&mut tx, "invoice.paid", "acct-2", &42_u64)
         .await
