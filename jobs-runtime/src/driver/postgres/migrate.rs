@@ -59,6 +59,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0008_drop_unused_claim_index.sql",
         sql: include_str!("../../../../migrations/0008_drop_unused_claim_index.sql"),
     },
+    Migration {
+        version: 9,
+        name: "0009_text_keys_collate_c.sql",
+        sql: include_str!("../../../../migrations/0009_text_keys_collate_c.sql"),
+    },
+    Migration {
+        version: 10,
+        name: "0010_wake_throttle_index.sql",
+        sql: include_str!("../../../../migrations/0010_wake_throttle_index.sql"),
+    },
 ];
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to
