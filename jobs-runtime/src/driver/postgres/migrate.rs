@@ -17,59 +17,30 @@ pub struct Migration {
     sql: &'static str,
 }
 
+/// Embeds `migrations/<file>` under its version.
+macro_rules! migrations {
+    ($($version:literal => $file:literal,)*) => {
+        &[$(Migration {
+            version: $version,
+            name: $file,
+            sql: include_str!(concat!("../../../../migrations/", $file)),
+        },)*]
+    };
+}
+
 /// Every migration this build knows, oldest first.
-pub const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "0001_jobs.sql",
-        sql: include_str!("../../../../migrations/0001_jobs.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "0002_scheduler.sql",
-        sql: include_str!("../../../../migrations/0002_scheduler.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "0003_fair_claim.sql",
-        sql: include_str!("../../../../migrations/0003_fair_claim.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "0004_traceparent.sql",
-        sql: include_str!("../../../../migrations/0004_traceparent.sql"),
-    },
-    Migration {
-        version: 5,
-        name: "0005_backfill_ledger.sql",
-        sql: include_str!("../../../../migrations/0005_backfill_ledger.sql"),
-    },
-    Migration {
-        version: 6,
-        name: "0006_operator.sql",
-        sql: include_str!("../../../../migrations/0006_operator.sql"),
-    },
-    Migration {
-        version: 7,
-        name: "0007_retention.sql",
-        sql: include_str!("../../../../migrations/0007_retention.sql"),
-    },
-    Migration {
-        version: 8,
-        name: "0008_drop_unused_claim_index.sql",
-        sql: include_str!("../../../../migrations/0008_drop_unused_claim_index.sql"),
-    },
-    Migration {
-        version: 9,
-        name: "0009_text_keys_collate_c.sql",
-        sql: include_str!("../../../../migrations/0009_text_keys_collate_c.sql"),
-    },
-    Migration {
-        version: 10,
-        name: "0010_wake_throttle_index.sql",
-        sql: include_str!("../../../../migrations/0010_wake_throttle_index.sql"),
-    },
-];
+pub const MIGRATIONS: &[Migration] = migrations! {
+    1 => "0001_jobs.sql",
+    2 => "0002_scheduler.sql",
+    3 => "0003_fair_claim.sql",
+    4 => "0004_traceparent.sql",
+    5 => "0005_backfill_ledger.sql",
+    6 => "0006_operator.sql",
+    7 => "0007_retention.sql",
+    8 => "0008_drop_unused_claim_index.sql",
+    9 => "0009_text_keys_collate_c.sql",
+    10 => "0010_wake_throttle_index.sql",
+};
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to
 /// run from several processes at once. Answers the versions it applied.
@@ -124,4 +95,31 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
         .await
         .map_err(|e| classify("migrate commit", e))?;
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MIGRATIONS;
+
+    #[test]
+    fn every_file_in_migrations_is_embedded_in_order() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .expect("the migrations folder")
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|name| name.ends_with(".sql"))
+            .collect();
+        files.sort();
+        let embedded: Vec<&str> = MIGRATIONS.iter().map(|m| m.name).collect();
+        assert_eq!(embedded, files);
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1);
+            assert!(m.name.starts_with(&format!("{:04}_", m.version)));
+        }
+    }
 }
