@@ -72,10 +72,15 @@ pub fn database_url() -> &'static str {
 /// A fresh schema for `test`, migrated, on its own small pool.
 pub async fn schema(test: &str) -> (PgPool, String) {
     let url = database_url();
+    // The driver's own session settings, so the tests run the plans production runs.
+    let options = PostgresDriver::tune(
+        url.parse()
+            .unwrap_or_else(|e| panic!("DATABASE_URL does not parse: {e}")),
+    );
     let pool = PgPoolOptions::new()
         .max_connections(MAX_CONNECTIONS_PER_TEST)
         .acquire_timeout(Duration::from_secs(60))
-        .connect(url)
+        .connect_with(options)
         .await
         .unwrap_or_else(|e| panic!("cannot connect to the test server {url}: {e}"));
     sweep_stale_schemas(&pool).await;

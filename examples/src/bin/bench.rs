@@ -8,7 +8,8 @@
 //!
 //! Scenarios: `insert` (bare single-row and 1,000-row INSERTs), `enqueue` (single), `bulk`,
 //! `e2e` (no-op jobs, pre-filled queue of 20,000, 16 slots), `e2e-steps` (the same with a
-//! 3-step job), `pickup` (from another process, 200 enqueues 50 ms apart), `idle` (claims per
+//! 3-step job), `pickup` (from another process, 200 enqueues 50 ms apart, beside the same
+//! protocol done with bare statements: INSERT+NOTIFY, LISTEN, UPDATE), `idle` (claims per
 //! idle minute per worker), `claim` (latency with 10 vs 1,000,000 ready rows), `memory` (the
 //! memory driver's end-to-end throughput), `retention` (end-to-end after 1,000,000 done rows).
 
@@ -16,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use jobs::driver::{ClaimParams, JobDriver, NackParams, NackTarget, PostgresDriver, QueueDemand};
 use jobs::prelude::*;
-use jobs::sqlx::{self, AssertSqlSafe, PgPool};
+use jobs::sqlx::postgres::{PgConnection, PgListener};
+use jobs::sqlx::{self, AssertSqlSafe, Connection, PgPool};
 
 const RUNS: usize = 3;
 const SLOTS: u32 = 16;
@@ -91,12 +93,14 @@ impl Table {
     }
 }
 
-/// Bare single-row INSERTs (one client) and 1,000-row INSERTs into a plain table.
+/// The physical references, on ONE plain connection (no pool, no health check), as pgbench
+/// runs them: single-row INSERTs, each its own transaction; and 1,000-row INSERTs whose ids and
+/// JSON payloads are sent from the client, as a job's are.
 async fn bare_inserts(table: &mut Table) {
-    let pool = PgPool::connect(&url()).await.expect("connect");
-    exec(&pool, "drop table if exists bench_bare").await;
-    exec(
-        &pool,
+    let mut conn = PgConnection::connect(&url()).await.expect("connect");
+    exec_on(&mut conn, "drop table if exists bench_bare").await;
+    exec_on(
+        &mut conn,
         "create table bench_bare (id uuid primary key, payload jsonb not null, at timestamptz not null)",
     )
     .await;
@@ -104,11 +108,11 @@ async fn bare_inserts(table: &mut Table) {
     for _ in 0..RUNS {
         let n = 2_000;
         let started = Instant::now();
-        for _ in 0..n {
+        for i in 0..n {
             sqlx::query("insert into bench_bare (id, payload, at) values ($1, $2, now())")
                 .bind(uuid::Uuid::now_v7())
-                .bind(serde_json::json!({ "n": 1 }))
-                .execute(&pool)
+                .bind(serde_json::json!({ "bench": "bare", "n": i }))
+                .execute(&mut conn)
                 .await
                 .expect("insert");
         }
@@ -116,18 +120,42 @@ async fn bare_inserts(table: &mut Table) {
     }
     let single = median(singles);
     table.add("bare single-row INSERT /s", format!("{single:.0}"));
+    // The same through a sqlx pool: what a pool's checkout and return add per statement.
+    let pool = PgPool::connect(&url()).await.expect("connect");
+    let mut pooled = Vec::new();
+    for _ in 0..RUNS {
+        let n = 2_000;
+        let started = Instant::now();
+        for i in 0..n {
+            sqlx::query("insert into bench_bare (id, payload, at) values ($1, $2, now())")
+                .bind(uuid::Uuid::now_v7())
+                .bind(serde_json::json!({ "bench": "bare", "n": i }))
+                .execute(&pool)
+                .await
+                .expect("insert");
+        }
+        pooled.push(rate(n, started.elapsed()));
+    }
+    table.add(
+        "bare single-row INSERT through a sqlx pool /s",
+        format!("{:.0}", median(pooled)),
+    );
     let mut bulk = Vec::new();
     for _ in 0..RUNS {
         let started = Instant::now();
         let batches = 50;
-        for _ in 0..batches {
+        for b in 0..batches {
             let ids: Vec<uuid::Uuid> = (0..1_000).map(|_| uuid::Uuid::now_v7()).collect();
+            let payloads: Vec<serde_json::Value> = (0..1_000)
+                .map(|i| serde_json::json!({ "bench": "bare", "n": b * 1_000 + i }))
+                .collect();
             sqlx::query(
                 "insert into bench_bare (id, payload, at)
-                 select id, jsonb_build_object('n', 1), now() from unnest($1::uuid[]) as u(id)",
+                 select id, payload, now() from unnest($1::uuid[], $2::jsonb[]) as u(id, payload)",
             )
             .bind(ids)
-            .execute(&pool)
+            .bind(payloads)
+            .execute(&mut conn)
             .await
             .expect("bulk insert");
         }
@@ -137,7 +165,14 @@ async fn bare_inserts(table: &mut Table) {
         "bare 1,000-row INSERT rows/s",
         format!("{:.0}", median(bulk)),
     );
-    exec(&pool, "drop table bench_bare").await;
+    exec_on(&mut conn, "drop table bench_bare").await;
+}
+
+async fn exec_on(conn: &mut PgConnection, sql: &str) {
+    sqlx::query(AssertSqlSafe(sql.to_string()))
+        .execute(conn)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 /// Sequential single enqueues.
@@ -412,6 +447,77 @@ async fn pickup(table: &mut Table) -> Result<(), JobError> {
     Ok(())
 }
 
+/// The child process of `bare_pickup`: 200 plain INSERT + NOTIFY statements, 50 ms apart.
+async fn send_bare_pings() {
+    let mut conn = PgConnection::connect(&url()).await.expect("connect");
+    for _ in 0..PINGS {
+        sqlx::query(
+            "with i as (insert into bench_bare_pickup (id, sent_us) values ($1, $2) returning 1)
+             select pg_notify('bench_bare_pickup', '') from i",
+        )
+        .bind(uuid::Uuid::now_v7())
+        .bind(wall_us() as i64)
+        .execute(&mut conn)
+        .await
+        .expect("insert and notify");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The physical floor of `pickup`, measured the same way: another process INSERTs a row and
+/// NOTIFYs in one statement; this one LISTENs and, on each notification, takes the oldest row
+/// with one `UPDATE ... FOR UPDATE SKIP LOCKED` on a plain connection.
+async fn bare_pickup(table: &mut Table) {
+    let (mut p50, mut p95, mut max) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let mut conn = PgConnection::connect(&url()).await.expect("connect");
+        exec_on(&mut conn, "drop table if exists bench_bare_pickup").await;
+        exec_on(
+            &mut conn,
+            "create table bench_bare_pickup (id uuid primary key, sent_us bigint not null, taken boolean not null default false)",
+        )
+        .await;
+        let mut listener = PgListener::connect(&url()).await.expect("listen");
+        listener.listen("bench_bare_pickup").await.expect("listen");
+        let mut child = std::process::Command::new(std::env::current_exe().expect("own path"))
+            .arg("__send_bare_pings")
+            .spawn()
+            .expect("the enqueuer runs");
+        let mut all = Vec::new();
+        while (all.len() as u64) < PINGS {
+            listener.recv().await.expect("notification");
+            let sent: Option<i64> = sqlx::query_scalar(
+                "update bench_bare_pickup set taken = true
+                 where id = (select id from bench_bare_pickup where not taken
+                             order by id limit 1 for update skip locked)
+                 returning sent_us",
+            )
+            .fetch_optional(&mut conn)
+            .await
+            .expect("take");
+            if let Some(sent) = sent {
+                all.push(wall_us().saturating_sub(sent as u128) as f64 / 1000.0);
+            }
+        }
+        assert!(child.wait().expect("the enqueuer ends").success());
+        all.sort_by(|a, b| a.total_cmp(b));
+        let at = |q: f64| all[((all.len() as f64 - 1.0) * q).round() as usize];
+        p50.push(at(0.5));
+        p95.push(at(0.95));
+        max.push(at(1.0));
+        exec_on(&mut conn, "drop table bench_bare_pickup").await;
+    }
+    table.add(
+        "bare pickup (INSERT+NOTIFY, LISTEN, UPDATE) p50 / p95 / max ms",
+        format!(
+            "{:.1} / {:.1} / {:.1}",
+            median(p50),
+            median(p95),
+            median(max)
+        ),
+    );
+}
+
 /// Claims an idle worker issues in a minute once its wake is proven.
 async fn idle(table: &mut Table) -> Result<(), JobError> {
     let jobs = Jobs::new(fresh("bench_idle").await?);
@@ -431,6 +537,10 @@ async fn main() -> Result<(), JobError> {
     let chosen: Vec<String> = std::env::args().skip(1).collect();
     if chosen.first().map(String::as_str) == Some("__send_pings") {
         return send_pings(&chosen[1]).await;
+    }
+    if chosen.first().map(String::as_str) == Some("__send_bare_pings") {
+        send_bare_pings().await;
+        return Ok(());
     }
     let wants = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
     let mut table = Table { rows: Vec::new() };
@@ -465,6 +575,7 @@ async fn main() -> Result<(), JobError> {
         retention(&mut table).await?;
     }
     if wants("pickup") {
+        bare_pickup(&mut table).await;
         pickup(&mut table).await?;
     }
     if wants("idle") {

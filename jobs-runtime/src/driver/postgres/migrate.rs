@@ -40,6 +40,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     8 => "0008_drop_unused_claim_index.sql",
     9 => "0009_text_keys_collate_c.sql",
     10 => "0010_wake_throttle_index.sql",
+    11 => "0011_drop_ready_created_index.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

@@ -20,6 +20,7 @@ mod classify;
 mod introspect;
 mod lease;
 mod migrate;
+mod pinned;
 mod rows;
 mod scheduler;
 mod sql;
@@ -31,7 +32,8 @@ pub use migrate::{Migration, MIGRATIONS};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::Connection;
 use sqlx::Row;
 
 use self::classify::classify;
@@ -44,6 +46,16 @@ use crate::error::{ErrorCode, JobError};
 /// The schema the driver uses unless told otherwise.
 pub const DEFAULT_SCHEMA: &str = "public";
 
+/// The session settings [`PostgresDriver::connect`] gives its pool.
+///
+/// - `jit = off`: the queue's statements are short, and a JIT compile costs more than it saves
+///   (a 1,000-row `enqueue_many` took 90 ms compiled against 31 ms interpreted).
+/// - `plan_cache_mode = force_generic_plan`: every statement is prepared once per session and
+///   planned once; the claim's custom plan cost about 1.4 ms of planning on every call, its
+///   generic plan none (the statements are written for index access whatever the values).
+pub const SESSION_SETTINGS: [(&str, &str); 2] =
+    [("jit", "off"), ("plan_cache_mode", "force_generic_plan")];
+
 /// The Postgres [`JobDriver`].
 #[derive(Debug, Clone)]
 pub struct PostgresDriver {
@@ -53,17 +65,47 @@ pub struct PostgresDriver {
     sql: Arc<Statements>,
     /// The tenant this driver's last claim served last: the next claim's turns start after it.
     fair_cursor: Arc<std::sync::Mutex<String>>,
+    /// The hot path's own connections, out of the pool.
+    pinned: Arc<PinnedConnections>,
+}
+
+/// One pinned connection per sequential caller of the hot path.
+#[derive(Debug, Default)]
+struct PinnedConnections {
+    enqueue: pinned::Pinned,
+    claim: pinned::Pinned,
+    settle: pinned::Pinned,
 }
 
 impl PostgresDriver {
     /// Connects a pool to `url` and uses the `public` schema.
+    ///
+    /// The pool's sessions run with [`SESSION_SETTINGS`]. A pool of your own given to
+    /// [`PostgresDriver::new`] keeps its own settings; apply the same there (see
+    /// [`PostgresDriver::tune`]).
     pub async fn connect(url: &str) -> Result<Self, JobError> {
+        let options = url
+            .parse::<PgConnectOptions>()
+            .map_err(|e| classify("connect", e))?;
         let pool = PgPoolOptions::new()
             .max_connections(10)
-            .connect(url)
+            .test_before_acquire(false)
+            .connect_with(Self::tune(options))
             .await
             .map_err(|e| classify("connect", e))?;
         Self::new(pool, DEFAULT_SCHEMA)
+    }
+
+    /// Applies [`SESSION_SETTINGS`] to connect options of your own.
+    ///
+    /// ```
+    /// # use jobs::driver::PostgresDriver;
+    /// let options: jobs::sqlx::postgres::PgConnectOptions =
+    ///     "postgres://localhost/app".parse().unwrap();
+    /// let options = PostgresDriver::tune(options);
+    /// ```
+    pub fn tune(options: PgConnectOptions) -> PgConnectOptions {
+        options.options(SESSION_SETTINGS)
     }
 
     /// A driver over an existing pool, keeping its tables in `schema` (a plain lower-case
@@ -76,6 +118,7 @@ impl PostgresDriver {
             schema: schema.into(),
             wake_channel: wake::channel(schema).into(),
             fair_cursor: Arc::default(),
+            pinned: Arc::default(),
         })
     }
 
@@ -115,10 +158,11 @@ impl PostgresDriver {
         conn: &mut PgConnection,
         request: &EnqueueRequest,
     ) -> Result<EnqueueResult, JobError> {
-        // A key whose holder committed after the statement began is seen by neither arm of the
-        // statement; the second run sees it. Two runs at most.
-        for _ in 0..2 {
-            let row = sqlx::query(self.sql.job_enqueue.clone())
+        let failed = |e| classify("job_enqueue", e);
+        // The insert answers nothing when a row holds the job; the holder lookup then names it.
+        // A holder that finished in between frees the key: insert again. Three rounds at most.
+        for _ in 0..3 {
+            let inserted = sqlx::query(self.sql.job_enqueue.clone())
                 .bind(request.id)
                 .bind(request.run_id)
                 .bind(&request.name)
@@ -134,36 +178,44 @@ impl PostgresDriver {
                 .bind(&request.traceparent)
                 .fetch_optional(&mut *conn)
                 .await
-                .map_err(|e| classify("job_enqueue", e))?;
-            if let Some(row) = row {
-                let result = EnqueueResult {
-                    id: row.try_get("id").map_err(|e| classify("job_enqueue", e))?,
-                    run_id: row
-                        .try_get("run_id")
-                        .map_err(|e| classify("job_enqueue", e))?,
-                    deduped: row
-                        .try_get("deduped")
-                        .map_err(|e| classify("job_enqueue", e))?,
-                };
-                let same_id: bool = row
-                    .try_get("same_id")
-                    .map_err(|e| classify("job_enqueue", e))?;
-                if result.deduped && !same_id && request.on_conflict == ConflictPolicy::Error {
-                    return Err(JobError::new(
-                        ErrorCode::JobDuplicate,
-                        format!(
-                            "job `{}` {} already holds this idempotency key",
-                            request.name, result.id
-                        ),
-                    ));
-                }
-                return Ok(result);
+                .map_err(failed)?;
+            if let Some(row) = inserted {
+                return Ok(EnqueueResult {
+                    id: row.try_get("id").map_err(failed)?,
+                    run_id: row.try_get("run_id").map_err(failed)?,
+                    deduped: false,
+                });
             }
+            let holder = sqlx::query(self.sql.job_enqueue_holder.clone())
+                .bind(request.id)
+                .bind(&request.name)
+                .bind(&request.tenant_id)
+                .bind(&request.idempotency_key)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(failed)?;
+            let Some(row) = holder else { continue };
+            let result = EnqueueResult {
+                id: row.try_get("id").map_err(failed)?,
+                run_id: row.try_get("run_id").map_err(failed)?,
+                deduped: true,
+            };
+            let same_id: bool = row.try_get("same_id").map_err(failed)?;
+            if !same_id && request.on_conflict == ConflictPolicy::Error {
+                return Err(JobError::new(
+                    ErrorCode::JobDuplicate,
+                    format!(
+                        "job `{}` {} already holds this idempotency key",
+                        request.name, result.id
+                    ),
+                ));
+            }
+            return Ok(result);
         }
         Err(JobError::new(
             ErrorCode::Driver,
             format!(
-                "enqueue of `{}` met a key that moved twice under it; retry",
+                "enqueue of `{}` met a key that moved three times under it; retry",
                 request.name
             ),
         ))
@@ -233,20 +285,157 @@ impl PostgresDriver {
             .fetch_all(&mut *conn)
             .await
             .map_err(failed)?;
-        let mut out = Vec::with_capacity(batch.len());
-        for (request, row) in batch.iter().zip(&rows) {
+        // Every job answers as inserted unless a row after the summary row names it.
+        let mut out: Vec<EnqueueResult> = batch
+            .iter()
+            .map(|r| EnqueueResult {
+                id: r.id,
+                run_id: r.run_id,
+                deduped: false,
+            })
+            .collect();
+        for row in &rows {
+            let Some(ord) = row.try_get::<Option<i64>, _>("ord").map_err(failed)? else {
+                continue;
+            };
+            let index = usize::try_from(ord - 1)
+                .ok()
+                .filter(|i| *i < batch.len())
+                .ok_or_else(|| {
+                    JobError::new(
+                        ErrorCode::Driver,
+                        "job_enqueue_many answered a position outside its batch",
+                    )
+                })?;
             let id: Option<JobId> = row.try_get("id").map_err(failed)?;
             let run_id: Option<RunId> = row.try_get("run_id").map_err(failed)?;
-            match (id, run_id) {
-                (Some(id), Some(run_id)) => out.push(EnqueueResult {
+            out[index] = match (id, run_id) {
+                (Some(id), Some(run_id)) => EnqueueResult {
                     id,
                     run_id,
-                    deduped: row.try_get("deduped").map_err(failed)?,
-                }),
-                _ => out.push(self.enqueue_on(&mut *conn, request).await?),
-            }
+                    deduped: true,
+                },
+                _ => self.enqueue_on(&mut *conn, &batch[index]).await?,
+            };
         }
         Ok(out)
+    }
+
+    async fn enqueue_many_on(
+        &self,
+        conn: &mut PgConnection,
+        requests: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        // One transaction: all of them or none.
+        let mut tx = conn
+            .begin()
+            .await
+            .map_err(|e| classify("job_enqueue_many", e))?;
+        let mut out = Vec::with_capacity(requests.len());
+        if requests
+            .iter()
+            .any(|r| r.on_conflict == ConflictPolicy::Error)
+        {
+            // Refusing a duplicate must name it: one statement per job.
+            for request in requests {
+                out.push(self.enqueue_on(&mut tx, request).await?);
+            }
+        } else {
+            for chunk in requests.chunks(ENQUEUE_BATCH) {
+                out.extend(self.enqueue_batch(&mut tx, chunk).await?);
+            }
+        }
+        tx.commit()
+            .await
+            .map_err(|e| classify("job_enqueue_many", e))?;
+        Ok(out)
+    }
+
+    async fn claim_on(
+        &self,
+        conn: &mut PgConnection,
+        params: &ClaimParams,
+    ) -> Result<ClaimResult, JobError> {
+        if params.demand.is_empty() {
+            return Err(JobError::new(
+                ErrorCode::JobClaimQueuesEmpty,
+                "a claim named no queue",
+            ));
+        }
+        let queues: Vec<&str> = params.demand.iter().map(|d| d.queue.as_str()).collect();
+        let slots: Vec<i32> = params.demand.iter().map(|d| claim_slots(d.limit)).collect();
+        let visible_at = add(params.now, params.visibility_timeout);
+        let rows = sqlx::query(self.sql.job_claim.clone())
+            .bind(&queues)
+            .bind(&slots)
+            .bind(&params.worker_id)
+            .bind(params.now)
+            .bind(visible_at)
+            .bind(&params.drop_exhausted)
+            .bind(self.fair_cursor())
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(|e| classify("job_claim", e))?;
+        let mut result = ClaimResult::default();
+        for row in &rows {
+            let buried: bool = row
+                .try_get("buried")
+                .map_err(|e| classify("job_claim", e))?;
+            let record = rows::job_record(row)?;
+            let has_steps: bool = row
+                .try_get("has_steps")
+                .map_err(|e| classify("job_claim", e))?;
+            if buried {
+                result.exhausted.push(record);
+                continue;
+            }
+            result.jobs.push(ClaimedJob {
+                id: record.id,
+                run_id: record.run_id,
+                name: record.name,
+                queue: record.queue,
+                input: record.input,
+                attempt: record.attempt,
+                max_attempts: record.max_attempts,
+                tenant_id: record.tenant_id,
+                by: ClaimIdentity {
+                    worker_id: params.worker_id.clone(),
+                    claim: record.claims,
+                },
+                visible_at,
+                traceparent: record.traceparent,
+                has_steps,
+            });
+        }
+        // The statement's order is not the claim order once the queues are merged.
+        result.jobs.sort_by_key(|j| j.id);
+        self.advance_fair_cursor(&result.jobs);
+        Ok(result)
+    }
+
+    async fn ack_many_on(
+        &self,
+        conn: &mut PgConnection,
+        params: &[AckParams],
+    ) -> Result<Vec<bool>, JobError> {
+        let Some(now) = params.iter().map(|p| p.now).max() else {
+            return Ok(Vec::new());
+        };
+        let landed: Vec<JobId> = sqlx::query_scalar(self.sql.job_ack_many.clone())
+            .bind(params.iter().map(|p| p.job_id).collect::<Vec<_>>())
+            .bind(
+                params
+                    .iter()
+                    .map(|p| p.by.worker_id.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(params.iter().map(|p| p.by.claim).collect::<Vec<_>>())
+            .bind(now)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(|e| classify("job_ack_many", e))?;
+        let landed: std::collections::HashSet<JobId> = landed.into_iter().collect();
+        Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
     }
 
     async fn execute_fenced(
@@ -334,100 +523,42 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
-        let mut conn = self
-            .pool
-            .acquire()
+        let mut lease = self
+            .pinned
+            .enqueue
+            .lease(&self.pool)
             .await
             .map_err(|e| classify("job_enqueue", e))?;
-        self.enqueue_on(&mut conn, request).await
+        let result = self.enqueue_on(lease.conn(), request).await;
+        lease.end(&result);
+        result
     }
 
     async fn job_enqueue_many(
         &self,
         requests: &[EnqueueRequest],
     ) -> Result<Vec<EnqueueResult>, JobError> {
-        // One transaction: all of them or none.
-        let mut tx = self
-            .pool
-            .begin()
+        let mut lease = self
+            .pinned
+            .enqueue
+            .lease(&self.pool)
             .await
             .map_err(|e| classify("job_enqueue_many", e))?;
-        let mut out = Vec::with_capacity(requests.len());
-        if requests
-            .iter()
-            .any(|r| r.on_conflict == ConflictPolicy::Error)
-        {
-            // Refusing a duplicate must name it: one statement per job.
-            for request in requests {
-                out.push(self.enqueue_on(&mut tx, request).await?);
-            }
-        } else {
-            for chunk in requests.chunks(ENQUEUE_BATCH) {
-                out.extend(self.enqueue_batch(&mut tx, chunk).await?);
-            }
-        }
-        tx.commit()
-            .await
-            .map_err(|e| classify("job_enqueue_many", e))?;
-        Ok(out)
+        let result = self.enqueue_many_on(lease.conn(), requests).await;
+        lease.end(&result);
+        result
     }
 
     async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError> {
-        if params.demand.is_empty() {
-            return Err(JobError::new(
-                ErrorCode::JobClaimQueuesEmpty,
-                "a claim named no queue",
-            ));
-        }
-        let queues: Vec<&str> = params.demand.iter().map(|d| d.queue.as_str()).collect();
-        let slots: Vec<i32> = params.demand.iter().map(|d| claim_slots(d.limit)).collect();
-        let visible_at = add(params.now, params.visibility_timeout);
-        let rows = sqlx::query(self.sql.job_claim.clone())
-            .bind(&queues)
-            .bind(&slots)
-            .bind(&params.worker_id)
-            .bind(params.now)
-            .bind(visible_at)
-            .bind(&params.drop_exhausted)
-            .bind(self.fair_cursor())
-            .fetch_all(&self.pool)
+        let mut lease = self
+            .pinned
+            .claim
+            .lease(&self.pool)
             .await
             .map_err(|e| classify("job_claim", e))?;
-        let mut result = ClaimResult::default();
-        for row in &rows {
-            let buried: bool = row
-                .try_get("buried")
-                .map_err(|e| classify("job_claim", e))?;
-            let record = rows::job_record(row)?;
-            let has_steps: bool = row
-                .try_get("has_steps")
-                .map_err(|e| classify("job_claim", e))?;
-            if buried {
-                result.exhausted.push(record);
-                continue;
-            }
-            result.jobs.push(ClaimedJob {
-                id: record.id,
-                run_id: record.run_id,
-                name: record.name,
-                queue: record.queue,
-                input: record.input,
-                attempt: record.attempt,
-                max_attempts: record.max_attempts,
-                tenant_id: record.tenant_id,
-                by: ClaimIdentity {
-                    worker_id: params.worker_id.clone(),
-                    claim: record.claims,
-                },
-                visible_at,
-                traceparent: record.traceparent,
-                has_steps,
-            });
-        }
-        // The statement's order is not the claim order once the queues are merged.
-        result.jobs.sort_by_key(|j| j.id);
-        self.advance_fair_cursor(&result.jobs);
-        Ok(result)
+        let result = self.claim_on(lease.conn(), params).await;
+        lease.end(&result);
+        result
     }
 
     async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError> {
@@ -440,24 +571,15 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn job_ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
-        let Some(now) = params.iter().map(|p| p.now).max() else {
-            return Ok(Vec::new());
-        };
-        let landed: Vec<JobId> = sqlx::query_scalar(self.sql.job_ack_many.clone())
-            .bind(params.iter().map(|p| p.job_id).collect::<Vec<_>>())
-            .bind(
-                params
-                    .iter()
-                    .map(|p| p.by.worker_id.clone())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(params.iter().map(|p| p.by.claim).collect::<Vec<_>>())
-            .bind(now)
-            .fetch_all(&self.pool)
+        let mut lease = self
+            .pinned
+            .settle
+            .lease(&self.pool)
             .await
             .map_err(|e| classify("job_ack_many", e))?;
-        let landed: std::collections::HashSet<JobId> = landed.into_iter().collect();
-        Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
+        let result = self.ack_many_on(lease.conn(), params).await;
+        lease.end(&result);
+        result
     }
 
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError> {

@@ -12,10 +12,17 @@
 -- A running row whose lease lapsed ($4 = now) is taken first; if it already used its final
 -- attempt it is buried instead (dead, or failed for the names in $6), with
 -- LEASE_LAPSED_FINAL_ATTEMPT, and never handed out. A paused queue yields nothing.
+--
+-- The claim commits without waiting for its WAL flush (synchronous_commit off for this one
+-- transaction, set by the demand's one-time filter). A claim lost to a server crash hands the
+-- rows out again, which at-least-once delivery already allows; and every later durable commit
+-- (a step, an ack, a nack) flushes the WAL behind it, so no settle can outlive the claim it is
+-- fenced on. Enqueues and settles keep synchronous commits.
 with recursive demand as (
     select d.queue, d.slots
     from unnest($1::text[], $2::int[]) as d(queue, slots)
-    where not exists (select 1 from {schema}.x_job_pauses p where p.queue = d.queue)
+    where (select set_config('synchronous_commit', 'off', true)) is not null
+      and not exists (select 1 from {schema}.x_job_pauses p where p.queue = d.queue)
 ),
 tenants (queue, tenant, n, wrapped) as (
     select d.queue, t.tenant, 1, t.wrapped

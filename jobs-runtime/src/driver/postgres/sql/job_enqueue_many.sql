@@ -5,6 +5,11 @@
 -- occurrence. A row whose holder committed after the statement began answers nulls, and the
 -- caller enqueues it again on its own. Each queue that received a row due within a second is
 -- announced once on the wake channel.
+--
+-- The answer is one summary row (ord null, carrying the announcement) and then one row per job
+-- that was NOT inserted: the caller already knows the ids of the rows it inserted, so a batch
+-- of new jobs reads back one row, not a thousand. The holder lookups are lateral with a limit,
+-- so they run per missing row on an index and are never planned as a join over the whole table.
 with input as (
     select *
     from unnest(
@@ -27,11 +32,13 @@ inserted as (
     order by ord
     on conflict do nothing
     returning id, run_id, name, queue, tenant_id, idempotency_key, run_at
+),
+missing as (
+    select r.*
+    from input r
+    where not exists (select 1 from inserted i where i.id = r.id)
 )
-select r.ord,
-       coalesce(ins.id, dup.id, by_id.id, live.id) as id,
-       coalesce(ins.run_id, dup.run_id, by_id.run_id, live.run_id) as run_id,
-       ins.id is null as deduped,
+select null::bigint as ord, null::uuid as id, null::uuid as run_id,
        (
            select count(*)
            from (
@@ -39,30 +46,36 @@ select r.ord,
                from (select distinct queue from inserted where run_at <= $11 + interval '1 second') q
            ) n
        ) as announced
-from input r
-left join inserted ins on ins.id = r.id
-left join lateral (
-    select i.id, i.run_id
-    from inserted i
-    where ins.id is null
-      and i.name = r.name
-      and coalesce(i.tenant_id, '') = coalesce(r.tenant_id, '')
-      and i.idempotency_key = r.idempotency_key
-    limit 1
-) dup on true
-left join lateral (
-    select j.id, j.run_id
-    from {schema}.x_jobs j
-    where ins.id is null and dup.id is null and j.id = r.id
-) by_id on true
-left join lateral (
-    select j.id, j.run_id
-    from {schema}.x_jobs j
-    where ins.id is null and dup.id is null and by_id.id is null
-      and j.name = r.name
-      and coalesce(j.tenant_id, '') = coalesce(r.tenant_id, '')
-      and j.idempotency_key = r.idempotency_key
-      and j.state in ('ready', 'delayed', 'running', 'suspended')
-    limit 1
-) live on true
-order by r.ord
+union all
+(
+    select m.ord,
+           coalesce(dup.id, by_id.id, live.id) as id,
+           coalesce(dup.run_id, by_id.run_id, live.run_id) as run_id,
+           null::bigint as announced
+    from missing m
+    left join lateral (
+        select i.id, i.run_id
+        from inserted i
+        where i.name = m.name
+          and coalesce(i.tenant_id, '') = coalesce(m.tenant_id, '')
+          and i.idempotency_key = m.idempotency_key
+        limit 1
+    ) dup on true
+    left join lateral (
+        select j.id, j.run_id
+        from {schema}.x_jobs j
+        where dup.id is null and j.id = m.id
+        limit 1
+    ) by_id on true
+    left join lateral (
+        select j.id, j.run_id
+        from {schema}.x_jobs j
+        where dup.id is null and by_id.id is null
+          and j.name = m.name
+          and coalesce(j.tenant_id, '') = coalesce(m.tenant_id, '')
+          and j.idempotency_key = m.idempotency_key
+          and j.state in ('ready', 'delayed', 'running', 'suspended')
+        limit 1
+    ) live on true
+    order by m.ord
+)
