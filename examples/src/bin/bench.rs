@@ -6,7 +6,9 @@
 //! cargo run --release -p jobs-examples --bin bench -- e2e pickup      # some scenarios only
 //! ```
 //!
-//! Scenarios: `insert` (bare single-row and 1,000-row INSERTs), `enqueue` (single), `bulk`,
+//! Scenarios: `enqueue` (single, interleaved with a bare single-row INSERT on a plain
+//! connection), `bulk` (interleaved with a bare 1,000-row INSERT), `pool` (the bare INSERT
+//! through a sqlx pool),
 //! `e2e` (no-op jobs, pre-filled queue of 20,000, 16 slots), `e2e-steps` (the same with a
 //! 3-step job), `pickup` (from another process, 200 enqueues 50 ms apart, beside the same
 //! protocol done with bare statements: INSERT+NOTIFY, LISTEN, UPDATE), `idle` (claims per
@@ -93,10 +95,9 @@ impl Table {
     }
 }
 
-/// The physical references, on ONE plain connection (no pool, no health check), as pgbench
-/// runs them: single-row INSERTs, each its own transaction; and 1,000-row INSERTs whose ids and
-/// JSON payloads are sent from the client, as a job's are.
-async fn bare_inserts(table: &mut Table) {
+/// A plain connection with a fresh `bench_bare` table: the physical reference, as pgbench runs
+/// it (no pool, no health check).
+async fn bare_table() -> PgConnection {
     let mut conn = PgConnection::connect(&url()).await.expect("connect");
     exec_on(&mut conn, "drop table if exists bench_bare").await;
     exec_on(
@@ -104,25 +105,41 @@ async fn bare_inserts(table: &mut Table) {
         "create table bench_bare (id uuid primary key, payload jsonb not null, at timestamptz not null)",
     )
     .await;
-    let mut singles = Vec::new();
-    for _ in 0..RUNS {
-        let n = 2_000;
-        let started = Instant::now();
-        for i in 0..n {
-            sqlx::query("insert into bench_bare (id, payload, at) values ($1, $2, now())")
-                .bind(uuid::Uuid::now_v7())
-                .bind(serde_json::json!({ "bench": "bare", "n": i }))
-                .execute(&mut conn)
-                .await
-                .expect("insert");
-        }
-        singles.push(rate(n, started.elapsed()));
-    }
-    let single = median(singles);
-    table.add("bare single-row INSERT /s", format!("{single:.0}"));
-    // The same through a sqlx pool: what a pool's checkout and return add per statement.
+    conn
+}
+
+async fn bare_insert(conn: &mut PgConnection, n: u64) {
+    sqlx::query("insert into bench_bare (id, payload, at) values ($1, $2, now())")
+        .bind(uuid::Uuid::now_v7())
+        .bind(serde_json::json!({ "bench": "bare", "n": n }))
+        .execute(conn)
+        .await
+        .expect("insert");
+}
+
+/// One 1,000-row INSERT whose ids and JSON payloads come from the client, as a job's do.
+async fn bare_insert_1000(conn: &mut PgConnection, batch: u64) {
+    let ids: Vec<uuid::Uuid> = (0..1_000).map(|_| uuid::Uuid::now_v7()).collect();
+    let payloads: Vec<serde_json::Value> = (0..1_000)
+        .map(|i| serde_json::json!({ "bench": "bare", "n": batch * 1_000 + i }))
+        .collect();
+    sqlx::query(
+        "insert into bench_bare (id, payload, at)
+         select id, payload, now() from unnest($1::uuid[], $2::jsonb[]) as u(id, payload)",
+    )
+    .bind(ids)
+    .bind(payloads)
+    .execute(conn)
+    .await
+    .expect("bulk insert");
+}
+
+/// A bare single-row INSERT through a sqlx pool, beside the plain connection's: what a pool's
+/// checkout and return (sqlx pings every connection it takes back) add per statement.
+async fn pooled_inserts(table: &mut Table) {
+    drop(bare_table().await);
     let pool = PgPool::connect(&url()).await.expect("connect");
-    let mut pooled = Vec::new();
+    let mut rates = Vec::new();
     for _ in 0..RUNS {
         let n = 2_000;
         let started = Instant::now();
@@ -134,38 +151,118 @@ async fn bare_inserts(table: &mut Table) {
                 .await
                 .expect("insert");
         }
-        pooled.push(rate(n, started.elapsed()));
+        rates.push(rate(n as usize, started.elapsed()));
     }
     table.add(
         "bare single-row INSERT through a sqlx pool /s",
-        format!("{:.0}", median(pooled)),
+        format!("{:.0}", median(rates)),
     );
-    let mut bulk = Vec::new();
+}
+
+/// Times `a` and `b` in alternating blocks, so both see the same machine: answers each one's
+/// rate over all its blocks.
+struct Interleaved {
+    a: Duration,
+    b: Duration,
+}
+
+impl Interleaved {
+    fn ratio(&self) -> f64 {
+        self.a.as_secs_f64() / self.b.as_secs_f64()
+    }
+}
+
+/// Sequential single enqueues, interleaved with the bare single-row INSERT in blocks of 100.
+async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
+    let (mut bare, mut ours, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    const BLOCKS: u64 = 20;
+    const BLOCK: u64 = 100;
     for _ in 0..RUNS {
-        let started = Instant::now();
-        let batches = 50;
-        for b in 0..batches {
-            let ids: Vec<uuid::Uuid> = (0..1_000).map(|_| uuid::Uuid::now_v7()).collect();
-            let payloads: Vec<serde_json::Value> = (0..1_000)
-                .map(|i| serde_json::json!({ "bench": "bare", "n": b * 1_000 + i }))
-                .collect();
-            sqlx::query(
-                "insert into bench_bare (id, payload, at)
-                 select id, payload, now() from unnest($1::uuid[], $2::jsonb[]) as u(id, payload)",
-            )
-            .bind(ids)
-            .bind(payloads)
-            .execute(&mut conn)
-            .await
-            .expect("bulk insert");
+        let jobs = Jobs::new(fresh("bench_enqueue").await?);
+        let mut conn = bare_table().await;
+        let bench = bench_id();
+        let mut took = Interleaved {
+            a: Duration::ZERO,
+            b: Duration::ZERO,
+        };
+        for block in 0..BLOCKS {
+            let started = Instant::now();
+            for i in 0..BLOCK {
+                bare_insert(&mut conn, block * BLOCK + i).await;
+            }
+            took.a += started.elapsed();
+            let started = Instant::now();
+            for i in 0..BLOCK {
+                let n = block * BLOCK + i;
+                Noop::enqueue(
+                    &jobs,
+                    Item {
+                        bench: bench.clone(),
+                        n,
+                    },
+                )
+                .await?;
+            }
+            took.b += started.elapsed();
         }
-        bulk.push(rate(batches * 1_000, started.elapsed()));
+        let n = (BLOCKS * BLOCK) as usize;
+        bare.push(rate(n, took.a));
+        ours.push(rate(n, took.b));
+        ratios.push(took.ratio());
+    }
+    table.add("bare single-row INSERT /s", format!("{:.0}", median(bare)));
+    table.add(
+        "single enqueue /s (x the bare INSERT, interleaved)",
+        format!("{:.0} ({:.2}x)", median(ours), median(ratios)),
+    );
+    Ok(())
+}
+
+/// `enqueue_many` in batches of 1,000, interleaved with the bare 1,000-row INSERT in blocks
+/// of 5 batches.
+async fn bulk_enqueue(table: &mut Table) -> Result<(), JobError> {
+    let (mut bare, mut ours, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    const BLOCKS: u64 = 10;
+    const BLOCK: u64 = 5;
+    for _ in 0..RUNS {
+        let jobs = Jobs::new(fresh("bench_bulk").await?);
+        let mut conn = bare_table().await;
+        let bench = bench_id();
+        let mut took = Interleaved {
+            a: Duration::ZERO,
+            b: Duration::ZERO,
+        };
+        for block in 0..BLOCKS {
+            let started = Instant::now();
+            for i in 0..BLOCK {
+                bare_insert_1000(&mut conn, block * BLOCK + i).await;
+            }
+            took.a += started.elapsed();
+            let started = Instant::now();
+            for i in 0..BLOCK {
+                let chunk = block * BLOCK + i;
+                let inputs = (0..1_000).map(|k| Item {
+                    bench: bench.clone(),
+                    n: chunk * 1_000 + k,
+                });
+                Noop::enqueue_many(&jobs, inputs).await?;
+            }
+            took.b += started.elapsed();
+        }
+        let n = (BLOCKS * BLOCK * 1_000) as usize;
+        bare.push(rate(n, took.a));
+        ours.push(rate(n, took.b));
+        ratios.push(took.ratio());
     }
     table.add(
         "bare 1,000-row INSERT rows/s",
-        format!("{:.0}", median(bulk)),
+        format!("{:.0}", median(bare)),
     );
-    exec_on(&mut conn, "drop table bench_bare").await;
+    table.add(
+        "bulk enqueue /s, batches of 1,000 (x the bare INSERT, interleaved)",
+        format!("{:.0} ({:.2}x)", median(ours), median(ratios)),
+    );
+    Ok(())
 }
 
 async fn exec_on(conn: &mut PgConnection, sql: &str) {
@@ -173,51 +270,6 @@ async fn exec_on(conn: &mut PgConnection, sql: &str) {
         .execute(conn)
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-/// Sequential single enqueues.
-async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
-    let mut rates = Vec::new();
-    for _ in 0..RUNS {
-        let jobs = Jobs::new(fresh("bench_enqueue").await?);
-        let bench = bench_id();
-        let n = 2_000;
-        let started = Instant::now();
-        for i in 0..n {
-            Noop::enqueue(
-                &jobs,
-                Item {
-                    bench: bench.clone(),
-                    n: i,
-                },
-            )
-            .await?;
-        }
-        rates.push(rate(n as usize, started.elapsed()));
-    }
-    table.add("single enqueue /s", format!("{:.0}", median(rates)));
-    Ok(())
-}
-
-/// `enqueue_many` in batches of 1,000.
-async fn bulk_enqueue(table: &mut Table) -> Result<(), JobError> {
-    let mut rates = Vec::new();
-    for _ in 0..RUNS {
-        let jobs = Jobs::new(fresh("bench_bulk").await?);
-        let bench = bench_id();
-        let total = 50_000u64;
-        let started = Instant::now();
-        for chunk in 0..(total / 1_000) {
-            let inputs = (0..1_000).map(|i| Item {
-                bench: bench.clone(),
-                n: chunk * 1_000 + i,
-            });
-            Noop::enqueue_many(&jobs, inputs).await?;
-        }
-        rates.push(rate(total as usize, started.elapsed()));
-    }
-    table.add("bulk enqueue /s", format!("{:.0}", median(rates)));
-    Ok(())
 }
 
 /// Pre-fills `total` jobs, then times one worker (16 slots) draining them.
@@ -269,6 +321,11 @@ async fn memory_end_to_end(table: &mut Table) -> Result<(), JobError> {
     Ok(())
 }
 
+/// A UUIDv7-shaped id for row `g` of a bulk fill: time-ordered like the ids the client makes
+/// (`Uuid::now_v7`), so the fill's index entries land where real ones would.
+const V7_ID: &str = "(lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::bigint - 2000000 + g), 12, '0')
+     || '7' || substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid";
+
 /// Claim latency with `backlog` ready rows: 300 claims of 10, each handed straight back.
 async fn claim_latency(backlog: usize) -> Result<f64, JobError> {
     let schema = format!("bench_claim_{backlog}");
@@ -278,9 +335,10 @@ async fn claim_latency(backlog: usize) -> Result<f64, JobError> {
         &format!(
             "insert into {schema}.x_jobs (id, run_id, name, queue, input, idempotency_key, state,
                  max_attempts, run_at, created_at, updated_at)
-             select gen_random_uuid(), gen_random_uuid(), 'noop', 'default', '{{}}'::jsonb,
+             select {V7_ID}, {V7_ID}, 'noop', 'default', '{{}}'::jsonb,
                     'k' || g, 'ready', 3, now() - interval '1 minute', now(), now()
-             from generate_series(1, {backlog}) g"
+             from generate_series(1, {backlog}) g",
+            V7_ID = V7_ID,
         ),
     )
     .await;
@@ -340,9 +398,10 @@ async fn retention(table: &mut Table) -> Result<(), JobError> {
         &format!(
             "insert into {schema}.x_jobs (id, run_id, name, queue, input, idempotency_key, state,
                  attempt, max_attempts, run_at, created_at, updated_at)
-             select gen_random_uuid(), gen_random_uuid(), 'noop', 'default', '{{}}'::jsonb,
+             select {V7_ID}, {V7_ID}, 'noop', 'default', '{{}}'::jsonb,
                     'done' || g, 'done', 1, 3, now() - interval '1 hour', now(), now()
-             from generate_series(1, 1000000) g"
+             from generate_series(1, 1000000) g",
+            V7_ID = V7_ID,
         ),
     )
     .await;
@@ -545,8 +604,8 @@ async fn main() -> Result<(), JobError> {
     let wants = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
     let mut table = Table { rows: Vec::new() };
     println!("running (medians of {RUNS} runs, {SLOTS} worker slots, no-op jobs)...");
-    if wants("insert") {
-        bare_inserts(&mut table).await;
+    if wants("pool") {
+        pooled_inserts(&mut table).await;
     }
     if wants("enqueue") {
         single_enqueue(&mut table).await?;

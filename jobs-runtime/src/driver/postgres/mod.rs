@@ -69,6 +69,17 @@ pub struct PostgresDriver {
     pinned: Arc<PinnedConnections>,
 }
 
+/// The SQLSTATE of a unique violation.
+const UNIQUE_VIOLATION: &str = "23505";
+
+/// Whose transaction an enqueue runs in: its own one-statement transaction may fail and roll
+/// back alone; a caller's (or a batch's) must not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transaction {
+    Own,
+    Callers,
+}
+
 /// One pinned connection per sequential caller of the hot path.
 #[derive(Debug, Default)]
 struct PinnedConnections {
@@ -150,19 +161,24 @@ impl PostgresDriver {
         conn: &mut PgConnection,
         request: &EnqueueRequest,
     ) -> Result<EnqueueResult, JobError> {
-        self.enqueue_on(conn, request).await
+        self.enqueue_on(conn, request, Transaction::Callers).await
     }
 
     async fn enqueue_on(
         &self,
         conn: &mut PgConnection,
         request: &EnqueueRequest,
+        transaction: Transaction,
     ) -> Result<EnqueueResult, JobError> {
         let failed = |e| classify("job_enqueue", e);
         // The insert answers nothing when a row holds the job; the holder lookup then names it.
         // A holder that finished in between frees the key: insert again. Three rounds at most.
+        let statement = match transaction {
+            Transaction::Own => &self.sql.job_enqueue,
+            Transaction::Callers => &self.sql.job_enqueue_in,
+        };
         for _ in 0..3 {
-            let inserted = sqlx::query(self.sql.job_enqueue.clone())
+            let inserted = sqlx::query(statement.clone())
                 .bind(request.id)
                 .bind(request.run_id)
                 .bind(&request.name)
@@ -177,8 +193,18 @@ impl PostgresDriver {
                 .bind(wake_slot(request.now))
                 .bind(&request.traceparent)
                 .fetch_optional(&mut *conn)
-                .await
-                .map_err(failed)?;
+                .await;
+            // In its own transaction, a key or id taken under the statement is a unique
+            // violation that rolled back only that statement: find the holder.
+            let inserted = match inserted {
+                Err(sqlx::Error::Database(db))
+                    if transaction == Transaction::Own
+                        && db.code().as_deref() == Some(UNIQUE_VIOLATION) =>
+                {
+                    None
+                }
+                other => other.map_err(failed)?,
+            };
             if let Some(row) = inserted {
                 return Ok(EnqueueResult {
                     id: row.try_get("id").map_err(failed)?,
@@ -315,7 +341,10 @@ impl PostgresDriver {
                     run_id,
                     deduped: true,
                 },
-                _ => self.enqueue_on(&mut *conn, &batch[index]).await?,
+                _ => {
+                    self.enqueue_on(&mut *conn, &batch[index], Transaction::Callers)
+                        .await?
+                }
             };
         }
         Ok(out)
@@ -338,7 +367,10 @@ impl PostgresDriver {
         {
             // Refusing a duplicate must name it: one statement per job.
             for request in requests {
-                out.push(self.enqueue_on(&mut tx, request).await?);
+                out.push(
+                    self.enqueue_on(&mut tx, request, Transaction::Callers)
+                        .await?,
+                );
             }
         } else {
             for chunk in requests.chunks(ENQUEUE_BATCH) {
@@ -529,7 +561,9 @@ impl JobDriver for PostgresDriver {
             .lease(&self.pool)
             .await
             .map_err(|e| classify("job_enqueue", e))?;
-        let result = self.enqueue_on(lease.conn(), request).await;
+        let result = self
+            .enqueue_on(lease.conn(), request, Transaction::Own)
+            .await;
         lease.end(&result);
         result
     }

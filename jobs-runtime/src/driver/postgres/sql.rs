@@ -52,6 +52,7 @@ macro_rules! statements {
 
 statements!(
     job_enqueue,
+    job_enqueue_in,
     job_enqueue_holder,
     job_enqueue_many,
     job_ack_many,

@@ -1,30 +1,30 @@
--- job_enqueue: inserts the job unless a live row holds its (name, tenant, key) or its id already
--- names a row; answers the new row's ids, or nothing when it inserted nothing (the caller then
--- asks job_enqueue_holder which row holds the job). One plain INSERT on the common path: the
--- holder lookup costs a second round trip only on a duplicate.
--- "on conflict do nothing" without a target covers both the primary key and the partial unique
--- index x_jobs_name_tenant_idempotency_live_idx.
+-- job_enqueue: the enqueue in the driver's own one-statement transaction. Inserts the job unless
+-- a live row holds its (name, tenant, key), looked up first on x_jobs_name_tenant_idempotency_live_idx;
+-- answers the new row's ids, or nothing when a live row holds the key (the caller then asks
+-- job_enqueue_holder which one). A holder that commits between the lookup and the insert, or a
+-- row that already has this id, fails the statement with a unique violation (23505), which
+-- rolls back only this statement's own transaction; the caller then asks job_enqueue_holder.
+-- A plain INSERT instead of "on conflict do nothing": the speculative insertion costs about
+-- 13% of an enqueue (measured 3,639/s plain against 3,159/s on one connection), and a race on
+-- one key is rare. job_enqueue_in keeps "on conflict" for the caller's transactions.
 --
--- A new row due within a second announces its queue on the wake channel ($11), unless another
--- row of the same queue AND tenant, due and created in the same 250 ms slot (from $12), is
--- still waiting to be claimed: the worker that wakes for that one takes this one in the same
--- claim. The notification is throttled here, in the statement, because every notifying commit
--- queues behind one lock; under load the slot always holds an unclaimed row and a tenant's
--- queue is announced once per slot, while a quiet queue announces every job, so an idle worker
--- picks each one up at once. The lookup spells x_jobs_fair_idx's leading columns (queue,
--- tenant, run_at) so it seeks the slot's few rows: a lookup by queue alone once walked the
--- whole backlog on every enqueue. The statement's snapshot does not see the new row itself.
--- The payload is the queue name, never an id, an input or a tenant.
+-- The wake: as job_enqueue_in (one announcement per queue, tenant and 250 ms slot while a row
+-- of that slot waits unclaimed; the payload is the queue name only).
 insert into {schema}.x_jobs (
     id, run_id, name, queue, input, idempotency_key, tenant_id, state,
     max_attempts, run_at, created_at, updated_at, traceparent
 )
-values (
+select
     $1, $2, $3, $4, $5, $6, $7,
     case when $9 <= $10 then 'ready' else 'delayed' end,
     $8, $9, $10, $10, $13
+where not exists (
+    select 1 from {schema}.x_jobs h
+    where h.name = $3
+      and coalesce(h.tenant_id, '') = coalesce($7, '')
+      and h.idempotency_key = $6
+      and h.state in ('ready', 'delayed', 'running', 'suspended')
 )
-on conflict do nothing
 returning id, run_id,
     case
         when run_at <= $10 + interval '1 second'
