@@ -1,0 +1,128 @@
+//! Postgres: the hot path's own connections and statements. The enqueue, claim and ack paths
+//! keep a pinned connection out of the pool; a pinned connection that dies is replaced on the
+//! next call, and a second caller never waits on the pin. The single enqueue's plain INSERT
+//! turns a key taken under it into a dedupe, not an error.
+
+mod support;
+
+use std::sync::Arc;
+
+use jobs::driver::PostgresDriver;
+use jobs::prelude::*;
+use jobs::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use jobs::sqlx::{self, AssertSqlSafe};
+use support::pg;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Beat {
+    n: u64,
+}
+
+#[job(key = "ping:{n}", tenant = none)]
+async fn ping(_run: Run, _input: Beat) -> Result<(), JobError> {
+    Ok(())
+}
+
+/// A driver over `schema` whose sessions carry `marker` as their application name, so this
+/// test can find (and kill) its own backends without touching other tests'.
+async fn marked_driver(schema: &str, marker: &str) -> PostgresDriver {
+    let options: PgConnectOptions = pg::database_url().parse().expect("url");
+    let pool = PgPoolOptions::new()
+        .max_connections(4)
+        .connect_with(PostgresDriver::tune(options).application_name(marker))
+        .await
+        .expect("connect");
+    PostgresDriver::new(pool, schema).expect("schema")
+}
+
+async fn kill_backends(pool: &sqlx::PgPool, marker: &str) -> i64 {
+    sqlx::query_scalar(
+        "select count(*) from (
+             select pg_terminate_backend(pid) from pg_stat_activity
+             where application_name = $1 and pid <> pg_backend_pid()
+         ) killed",
+    )
+    .bind(marker)
+    .fetch_one(pool)
+    .await
+    .expect("terminate")
+}
+
+#[tokio::test]
+async fn a_pinned_connection_that_dies_is_replaced_on_the_next_call() {
+    let (admin, schema) = pg::schema("hot_path_pin_dies").await;
+    let marker = format!("jobs-test-{schema}");
+    let jobs = Jobs::new(marked_driver(&schema, &marker).await);
+    Ping::enqueue(&jobs, Beat { n: 1 }).await.expect("first");
+    assert!(
+        kill_backends(&admin, &marker).await >= 1,
+        "the pinned backend was found"
+    );
+
+    // The call that meets the dead connection may fail (with a driver error, never a hang);
+    // the pin is dropped with it, and the next call dials afresh.
+    let met = Ping::enqueue(&jobs, Beat { n: 2 }).await;
+    if let Err(error) = &met {
+        assert!(
+            matches!(
+                error.code(),
+                Some(ErrorCode::Driver | ErrorCode::DriverUnavailable)
+            ),
+            "{error}"
+        );
+    }
+    let after = Ping::enqueue(&jobs, Beat { n: 3 })
+        .await
+        .expect("re-dialled");
+    assert!(!after.deduped);
+    let again = Ping::enqueue(&jobs, Beat { n: 3 }).await.expect("dedupe");
+    assert!(again.deduped && again.id == after.id);
+}
+
+#[tokio::test]
+async fn concurrent_callers_never_wait_on_the_pin() {
+    let (admin, schema) = pg::schema("hot_path_pin_shared").await;
+    let marker = format!("jobs-test-{schema}");
+    let jobs = Jobs::new(marked_driver(&schema, &marker).await);
+    // 40 enqueues at once through one driver: one holds the pin, the others take pooled
+    // connections; every one lands, once.
+    let calls = (0..40).map(|n| {
+        let jobs = jobs.clone();
+        tokio::spawn(async move { Ping::enqueue(&jobs, Beat { n }).await })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        assert!(!call.await.expect("task").expect("enqueue").deduped);
+    }
+    let rows: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+        "select count(*) from {schema}.x_jobs"
+    )))
+    .fetch_one(&admin)
+    .await
+    .expect("count");
+    assert_eq!(rows, 40);
+}
+
+#[tokio::test]
+async fn a_key_taken_under_the_plain_insert_answers_its_holder() {
+    // Many tasks race one key through the driver's own transactions: the losers' INSERTs fail
+    // with a unique violation inside the statement, and each answers the winner, deduped.
+    let (_admin, schema) = pg::schema("hot_path_key_race").await;
+    let marker = format!("jobs-test-{schema}");
+    let jobs = Jobs::new(marked_driver(&schema, &marker).await);
+    let barrier = Arc::new(tokio::sync::Barrier::new(16));
+    let calls = (0..16).map(|_| {
+        let jobs = jobs.clone();
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            Ping::enqueue(&jobs, Beat { n: 7 }).await
+        })
+    });
+    let mut results = Vec::new();
+    for call in calls.collect::<Vec<_>>() {
+        results.push(call.await.expect("task").expect("enqueue"));
+    }
+    let fresh: Vec<_> = results.iter().filter(|r| !r.deduped).collect();
+    assert_eq!(fresh.len(), 1, "one insert wins");
+    assert!(results.iter().all(|r| r.id == fresh[0].id));
+}
