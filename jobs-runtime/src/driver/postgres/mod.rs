@@ -100,7 +100,6 @@ impl PostgresDriver {
             .map_err(|e| classify("connect", e))?;
         let pool = PgPoolOptions::new()
             .max_connections(10)
-            .test_before_acquire(false)
             .connect_with(Self::tune(options))
             .await
             .map_err(|e| classify("connect", e))?;
@@ -350,6 +349,24 @@ impl PostgresDriver {
         Ok(out)
     }
 
+    /// A single enqueue on the pinned connection (or a pooled one when it is busy); answers
+    /// whether the pinned one was used.
+    async fn enqueue_pinned(
+        &self,
+        request: &EnqueueRequest,
+    ) -> (Result<EnqueueResult, JobError>, bool) {
+        let mut lease = match self.pinned.enqueue.lease(&self.pool).await {
+            Ok(lease) => lease,
+            Err(e) => return (Err(classify("job_enqueue", e)), false),
+        };
+        let pinned = lease.is_pinned();
+        let result = self
+            .enqueue_on(lease.conn(), request, Transaction::Own)
+            .await;
+        lease.end(&result);
+        (result, pinned)
+    }
+
     async fn enqueue_many_on(
         &self,
         conn: &mut PgConnection,
@@ -555,17 +572,19 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
-        let mut lease = self
-            .pinned
-            .enqueue
-            .lease(&self.pool)
-            .await
-            .map_err(|e| classify("job_enqueue", e))?;
-        let result = self
-            .enqueue_on(lease.conn(), request, Transaction::Own)
-            .await;
-        lease.end(&result);
-        result
+        match self.enqueue_pinned(request).await {
+            (Err(error), true) if error.code() == Some(ErrorCode::DriverUnavailable) => {
+                // The pinned connection died since its last call (a server restart, an idle
+                // timeout): once more, on a fresh one. The request keeps its id, so a first try
+                // that did commit is found by id: that row is this very job, not a duplicate.
+                let (retried, _) = self.enqueue_pinned(request).await;
+                retried.map(|r| EnqueueResult {
+                    deduped: r.deduped && r.id != request.id,
+                    ..r
+                })
+            }
+            (result, _) => result,
+        }
     }
 
     async fn job_enqueue_many(

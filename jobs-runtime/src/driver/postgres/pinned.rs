@@ -8,8 +8,10 @@
 //! that finds it busy takes a pooled connection as before, so nothing ever waits on the pin.
 //!
 //! A pinned connection idle for longer than [`IDLE_CHECK`] is pinged before use, as the pool
-//! would; one that fails a statement is dropped (it may be broken), and the next caller dials
-//! afresh through the pool.
+//! would; one that fails a statement in the driver is dropped (it may be broken), and the next
+//! caller dials afresh through the pool. A single enqueue that met a dead pinned connection is
+//! sent once more on a fresh one (the driver's `job_enqueue`), so a server restart costs its
+//! callers nothing.
 
 use std::time::{Duration, Instant};
 
@@ -65,6 +67,11 @@ impl Pinned {
 }
 
 impl Lease<'_> {
+    /// Whether this is the pinned connection (not a pooled one).
+    pub(crate) fn is_pinned(&self) -> bool {
+        matches!(self, Lease::Pinned(_))
+    }
+
     /// The connection.
     pub(crate) fn conn(&mut self) -> &mut PgConnection {
         match self {
