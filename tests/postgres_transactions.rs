@@ -258,6 +258,63 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
     );
 }
 
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct TenantSignup {
+    org: String,
+    user_id: u64,
+}
+
+#[job(key = "org-welcome:{org}:{user_id}", tenant = org, queue = "email")]
+async fn welcome_org_member(_run: Run, _input: TenantSignup) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[tokio::test]
+async fn many_tenants_filling_one_queue_announce_it_once_per_slot() {
+    let (driver, _pool, _schema) = postgres("wake_tenants").await;
+    let mut wakes = driver
+        .wake_listen()
+        .await
+        .expect("listen")
+        .expect("postgres has a wake");
+    assert_eq!(next_signal(&mut wakes).await, WakeSignal::Live);
+    // One frozen clock: every enqueue falls in the same 250 ms slot.
+    let clock = TestClock::new();
+    let enqueuer = Jobs::with_clock(Arc::new(driver.clone()), Arc::new(clock.clone()));
+    // 40 tenants, one job each: the first announces the queue; each later one finds an
+    // unclaimed row of the queue among the slot's newest rows and stays silent.
+    for n in 0..40 {
+        WelcomeOrgMember::enqueue(
+            &enqueuer,
+            TenantSignup {
+                org: format!("org-{n}"),
+                user_id: n,
+            },
+        )
+        .await
+        .expect("enqueue");
+    }
+    assert_eq!(
+        drain(&mut wakes).await,
+        vec![WakeSignal::Queue("email".into())]
+    );
+    // The next slot announces again.
+    clock.advance(Duration::from_millis(250));
+    WelcomeOrgMember::enqueue(
+        &enqueuer,
+        TenantSignup {
+            org: "org-late".into(),
+            user_id: 99,
+        },
+    )
+    .await
+    .expect("enqueue");
+    assert_eq!(
+        next_signal(&mut wakes).await,
+        WakeSignal::Queue("email".into())
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_listener_is_reported_and_the_poll_still_delivers() {
     let (driver, pool, schema) = postgres("wake_lost").await;
