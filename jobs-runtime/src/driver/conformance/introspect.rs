@@ -680,6 +680,49 @@ pub async fn counters_move_with_the_settle(driver: Arc<dyn JobDriver>) {
     );
 }
 
+/// A batched ack counts each job it settles, and a claim's burial of a lapsed final attempt
+/// counts it dead, with the attempt's duration from its claim.
+pub async fn counters_count_a_batched_ack_and_a_burial(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let Some(p) = port(d) else { return };
+    let mut last = request("conformance.job", "buried");
+    last.max_attempts = 1;
+    enqueue(d, &last).await;
+    claim_one(d, "w1", at(60)).await;
+    enqueue_key(d, "a").await;
+    enqueue_key(d, "b").await;
+    // The lease of the first lapses at 60 + VISIBILITY; this claim buries it and takes the two.
+    let later = at(60)
+        + chrono::Duration::from_std(VISIBILITY).expect("small")
+        + chrono::Duration::seconds(5);
+    let result = claim(d, &claim_params("w2", 10, later)).await;
+    assert_eq!(result.exhausted.len(), 1);
+    assert_eq!(result.jobs.len(), 2);
+    let acks: Vec<AckParams> = result
+        .jobs
+        .iter()
+        .map(|j| AckParams {
+            job_id: j.id,
+            by: j.by.clone(),
+            now: later + chrono::Duration::seconds(10),
+        })
+        .collect();
+    assert_eq!(d.job_ack_many(&acks).await.unwrap(), vec![true, true]);
+    let buried_ms = (later - at(60)).num_milliseconds() as u64;
+    let totals = p.counter_totals(t0()).await.unwrap();
+    assert_eq!(
+        totals,
+        [CounterTotals {
+            name: "conformance.job".into(),
+            done: 2,
+            retried: 0,
+            failed: 0,
+            dead: 1,
+            duration_ms: buried_ms + 2 * 10_000,
+        }]
+    );
+}
+
 /// The rollup folds 1-minute buckets older than a day into 5-minute ones, those older than a
 /// week into hours, and drops hours older than 30 days; a second run at the same time moves
 /// nothing.

@@ -146,6 +146,7 @@ macro_rules! __conformance_cases {
             introspect::queue_pause_stops_the_next_claim,
             introspect::worker_rows_expire_and_are_forgotten,
             introspect::counters_move_with_the_settle,
+            introspect::counters_count_a_batched_ack_and_a_burial,
             introspect::counters_rollup_folds_buckets_into_the_next_tier,
         }
     };

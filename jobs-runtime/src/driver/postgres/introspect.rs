@@ -1,7 +1,7 @@
 //! The Postgres driver's [`JobIntrospection`]: one named statement per verb
 //! (`sql/introspect_*.sql`), rendered for the driver's schema. The counters are not written
-//! here: the `x_job_counters_count` trigger (migration 0006) moves them inside the statement
-//! that settles the rows.
+//! here: each settle statement (ack, batched ack, nack, the claim's burial) moves them itself,
+//! in the CTE `sql/fragment_count_settled.sql` splices into it.
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;

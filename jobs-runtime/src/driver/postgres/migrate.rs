@@ -41,6 +41,8 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     9 => "0009_text_keys_collate_c.sql",
     10 => "0010_wake_throttle_index.sql",
     11 => "0011_drop_ready_created_index.sql",
+    12 => "0012_claim_sets_started_at.sql",
+    13 => "0013_counters_in_settle_statements.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

@@ -95,6 +95,10 @@ pub(crate) fn safe(sql: String) -> SqlStr {
 pub(crate) fn render(template: &str, schema: &str) -> String {
     let prefixed: Vec<String> = JOB_COLUMNS.iter().map(|c| format!("j.{c}")).collect();
     template
+        .replace(
+            "{count_settled}",
+            include_str!("sql/fragment_count_settled.sql"),
+        )
         .replace("{schema}", schema)
         .replace("{job_columns}", &JOB_COLUMNS.join(", "))
         .replace("{j_job_columns}", &prefixed.join(", "))
@@ -126,9 +130,18 @@ mod tests {
     #[test]
     fn every_statement_is_rendered_for_its_schema() {
         let s = Statements::new("tenant_a");
-        for text in [&s.job_enqueue, &s.job_claim, &s.step_put, &s.event_find].map(SqlStr::as_str) {
+        let statements = [
+            &s.job_enqueue,
+            &s.job_claim,
+            &s.job_ack_many,
+            &s.step_put,
+            &s.event_find,
+        ];
+        for text in statements.map(SqlStr::as_str) {
             assert!(
-                !text.contains("{schema}") && !text.contains("_columns}"),
+                !text.contains("{schema}")
+                    && !text.contains("_columns}")
+                    && !text.contains("{count_settled}"),
                 "{text}"
             );
             assert!(text.contains("tenant_a."));

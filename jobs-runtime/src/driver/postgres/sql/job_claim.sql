@@ -151,8 +151,13 @@ buried as (
         updated_at = $4
     from exhausted e
     where j.id = e.id
-    returning {j_job_columns}
+    returning {j_job_columns}, j.started_at
 ),
+-- A burial counts as dead (or failed), as any settle does.
+settled as (
+    select name, state, updated_at, started_at, true as counted from buried
+),
+{count_settled},
 claimed as (
     update {schema}.x_jobs j
     set state = 'running',
@@ -160,7 +165,8 @@ claimed as (
         claims = j.claims + 1,
         claimed_by = $3,
         visible_at = $5,
-        updated_at = $4
+        updated_at = $4,
+        started_at = $4
     from ranked r
     where r.n <= r.slots and j.id = r.id
     returning {j_job_columns},
