@@ -203,8 +203,9 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
         "the probe comes back first"
     );
 
-    // Another connection (another process, as far as the listener can tell) enqueues.
-    let enqueuer = Jobs::new(driver.clone());
+    // Another connection (another process, as far as the listener can tell) enqueues, on a
+    // frozen clock: every enqueue below falls in one 250 ms slot, whatever the machine's pace.
+    let enqueuer = Jobs::with_clock(Arc::new(driver.clone()), Arc::new(TestClock::new()));
     SendWelcome::enqueue(&enqueuer, Signup { user_id: 10 })
         .await
         .expect("enqueue");
