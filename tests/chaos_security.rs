@@ -78,14 +78,15 @@ fn non_test(text: &str) -> &str {
 
 #[test]
 fn the_sql_files_splice_only_the_schema_and_fixed_column_lists() {
-    // The schema, fixed column lists, and `count_settled`: the fixed text of
-    // sql/fragment_count_settled.sql (itself one of the files checked here).
+    // The schema, fixed column lists, and the fixed text of the sql/fragment_*.sql files
+    // (themselves among the files checked here).
     const PLACEHOLDERS: &[&str] = &[
         "schema",
         "job_columns",
         "j_job_columns",
         "summary_columns",
         "count_settled",
+        "wake_unless_waiting",
     ];
     let mut sql = Vec::new();
     files(&runtime_src().join("driver/postgres/sql"), "sql", &mut sql);

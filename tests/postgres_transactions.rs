@@ -177,6 +177,21 @@ async fn next_signal(wakes: &mut WakeReceiver) -> WakeSignal {
         .expect("the wake stays open")
 }
 
+/// The driver's wake, once its probe came back (the first signal is always `Live`).
+async fn proven_wake(driver: &PostgresDriver) -> WakeReceiver {
+    let mut wakes = driver
+        .wake_listen()
+        .await
+        .expect("listen")
+        .expect("postgres has a wake");
+    assert_eq!(
+        next_signal(&mut wakes).await,
+        WakeSignal::Live,
+        "the probe comes back first"
+    );
+    wakes
+}
+
 /// Reads every signal that arrives within a short bound (a quiet channel proves silence only
 /// up to the bound; the positive cases above show delivery takes milliseconds).
 async fn drain(wakes: &mut WakeReceiver) -> Vec<WakeSignal> {
@@ -192,16 +207,7 @@ async fn drain(wakes: &mut WakeReceiver) -> Vec<WakeSignal> {
 #[tokio::test]
 async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
     let (driver, _pool, _schema) = postgres("wake_notify").await;
-    let mut wakes = driver
-        .wake_listen()
-        .await
-        .expect("listen")
-        .expect("postgres has a wake");
-    assert_eq!(
-        next_signal(&mut wakes).await,
-        WakeSignal::Live,
-        "the probe comes back first"
-    );
+    let mut wakes = proven_wake(&driver).await;
 
     // Another connection (another process, as far as the listener can tell) enqueues, on a
     // frozen clock: every enqueue below falls in one 250 ms slot, whatever the machine's pace.
@@ -273,12 +279,7 @@ async fn welcome_org_member(_run: Run, _input: TenantSignup) -> Result<(), JobEr
 #[tokio::test]
 async fn many_tenants_filling_one_queue_announce_it_once_per_slot() {
     let (driver, _pool, _schema) = postgres("wake_tenants").await;
-    let mut wakes = driver
-        .wake_listen()
-        .await
-        .expect("listen")
-        .expect("postgres has a wake");
-    assert_eq!(next_signal(&mut wakes).await, WakeSignal::Live);
+    let mut wakes = proven_wake(&driver).await;
     // One frozen clock: every enqueue falls in the same 250 ms slot.
     let clock = TestClock::new();
     let enqueuer = Jobs::with_clock(Arc::new(driver.clone()), Arc::new(clock.clone()));
@@ -319,12 +320,7 @@ async fn many_tenants_filling_one_queue_announce_it_once_per_slot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_listener_is_reported_and_the_poll_still_delivers() {
     let (driver, pool, schema) = postgres("wake_lost").await;
-    let mut wakes = driver
-        .wake_listen()
-        .await
-        .expect("listen")
-        .expect("postgres has a wake");
-    assert_eq!(next_signal(&mut wakes).await, WakeSignal::Live);
+    let mut wakes = proven_wake(&driver).await;
     // Kill the LISTEN session of this schema's wake channel (other tests' sessions live on).
     let killed: Vec<bool> = sqlx::query_scalar(
         "select pg_terminate_backend(pid) from pg_stat_activity

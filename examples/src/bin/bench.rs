@@ -159,61 +159,88 @@ async fn pooled_inserts(table: &mut Table) {
     );
 }
 
-/// Times `a` and `b` in alternating blocks, so both see the same machine: answers each one's
-/// rate over all its blocks.
-struct Interleaved {
-    a: Duration,
-    b: Duration,
+/// Times `bare` and `ours` in alternating blocks of `block` calls (each given its call's
+/// number), `blocks` times over, so both see the same machine: answers the time each took.
+async fn interleave(
+    blocks: u64,
+    block: u64,
+    mut bare: impl AsyncFnMut(u64),
+    mut ours: impl AsyncFnMut(u64) -> Result<(), JobError>,
+) -> Result<(Duration, Duration), JobError> {
+    let (mut bare_took, mut ours_took) = (Duration::ZERO, Duration::ZERO);
+    for b in 0..blocks {
+        let started = Instant::now();
+        for i in 0..block {
+            bare(b * block + i).await;
+        }
+        bare_took += started.elapsed();
+        let started = Instant::now();
+        for i in 0..block {
+            ours(b * block + i).await?;
+        }
+        ours_took += started.elapsed();
+    }
+    Ok((bare_took, ours_took))
 }
 
-impl Interleaved {
-    fn ratio(&self) -> f64 {
-        self.a.as_secs_f64() / self.b.as_secs_f64()
+/// Medians over the runs of the bare rate, our rate and their ratio, from each run's timings
+/// of `n` calls of each.
+struct Compared {
+    bare: Vec<f64>,
+    ours: Vec<f64>,
+    ratios: Vec<f64>,
+}
+
+impl Compared {
+    fn new() -> Self {
+        Compared {
+            bare: Vec::new(),
+            ours: Vec::new(),
+            ratios: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, n: usize, (bare, ours): (Duration, Duration)) {
+        self.bare.push(rate(n, bare));
+        self.ours.push(rate(n, ours));
+        self.ratios.push(bare.as_secs_f64() / ours.as_secs_f64());
+    }
+
+    fn report(self, table: &mut Table, bare_label: &str, ours_label: &str) {
+        table.add(bare_label, format!("{:.0}", median(self.bare)));
+        table.add(
+            ours_label,
+            format!("{:.0} ({:.2}x)", median(self.ours), median(self.ratios)),
+        );
     }
 }
 
 /// Sequential single enqueues, interleaved with the bare single-row INSERT in blocks of 100.
 async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
-    let (mut bare, mut ours, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    const BLOCKS: u64 = 20;
-    const BLOCK: u64 = 100;
+    let mut compared = Compared::new();
     for _ in 0..RUNS {
         let jobs = Jobs::new(fresh("bench_enqueue").await?);
         let mut conn = bare_table().await;
         let bench = bench_id();
-        let mut took = Interleaved {
-            a: Duration::ZERO,
-            b: Duration::ZERO,
-        };
-        for block in 0..BLOCKS {
-            let started = Instant::now();
-            for i in 0..BLOCK {
-                bare_insert(&mut conn, block * BLOCK + i).await;
-            }
-            took.a += started.elapsed();
-            let started = Instant::now();
-            for i in 0..BLOCK {
-                let n = block * BLOCK + i;
-                Noop::enqueue(
-                    &jobs,
-                    Item {
-                        bench: bench.clone(),
-                        n,
-                    },
-                )
-                .await?;
-            }
-            took.b += started.elapsed();
-        }
-        let n = (BLOCKS * BLOCK) as usize;
-        bare.push(rate(n, took.a));
-        ours.push(rate(n, took.b));
-        ratios.push(took.ratio());
+        let took = interleave(
+            20,
+            100,
+            async |n| bare_insert(&mut conn, n).await,
+            async |n| {
+                let item = Item {
+                    bench: bench.clone(),
+                    n,
+                };
+                Noop::enqueue(&jobs, item).await.map(drop)
+            },
+        )
+        .await?;
+        compared.push(2_000, took);
     }
-    table.add("bare single-row INSERT /s", format!("{:.0}", median(bare)));
-    table.add(
+    compared.report(
+        table,
+        "bare single-row INSERT /s",
         "single enqueue /s (x the bare INSERT, interleaved)",
-        format!("{:.0} ({:.2}x)", median(ours), median(ratios)),
     );
     Ok(())
 }
@@ -221,46 +248,30 @@ async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
 /// `enqueue_many` in batches of 1,000, interleaved with the bare 1,000-row INSERT in blocks
 /// of 5 batches.
 async fn bulk_enqueue(table: &mut Table) -> Result<(), JobError> {
-    let (mut bare, mut ours, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    const BLOCKS: u64 = 10;
-    const BLOCK: u64 = 5;
+    let mut compared = Compared::new();
     for _ in 0..RUNS {
         let jobs = Jobs::new(fresh("bench_bulk").await?);
         let mut conn = bare_table().await;
         let bench = bench_id();
-        let mut took = Interleaved {
-            a: Duration::ZERO,
-            b: Duration::ZERO,
-        };
-        for block in 0..BLOCKS {
-            let started = Instant::now();
-            for i in 0..BLOCK {
-                bare_insert_1000(&mut conn, block * BLOCK + i).await;
-            }
-            took.a += started.elapsed();
-            let started = Instant::now();
-            for i in 0..BLOCK {
-                let chunk = block * BLOCK + i;
+        let took = interleave(
+            10,
+            5,
+            async |batch| bare_insert_1000(&mut conn, batch).await,
+            async |batch| {
                 let inputs = (0..1_000).map(|k| Item {
                     bench: bench.clone(),
-                    n: chunk * 1_000 + k,
+                    n: batch * 1_000 + k,
                 });
-                Noop::enqueue_many(&jobs, inputs).await?;
-            }
-            took.b += started.elapsed();
-        }
-        let n = (BLOCKS * BLOCK * 1_000) as usize;
-        bare.push(rate(n, took.a));
-        ours.push(rate(n, took.b));
-        ratios.push(took.ratio());
+                Noop::enqueue_many(&jobs, inputs).await.map(drop)
+            },
+        )
+        .await?;
+        compared.push(50_000, took);
     }
-    table.add(
+    compared.report(
+        table,
         "bare 1,000-row INSERT rows/s",
-        format!("{:.0}", median(bare)),
-    );
-    table.add(
         "bulk enqueue /s, batches of 1,000 (x the bare INSERT, interleaved)",
-        format!("{:.0} ({:.2}x)", median(ours), median(ratios)),
     );
     Ok(())
 }

@@ -32,6 +32,19 @@ const JOB_COLUMNS: &[&str] = &[
     "traceparent",
 ];
 
+/// Fixed SQL text shared by several statements, spliced where a statement names it in braces
+/// (`sql/fragment_<name>.sql`), before the schema is.
+const FRAGMENTS: &[(&str, &str)] = &[
+    (
+        "count_settled",
+        include_str!("sql/fragment_count_settled.sql"),
+    ),
+    (
+        "wake_unless_waiting",
+        include_str!("sql/fragment_wake_unless_waiting.sql"),
+    ),
+];
+
 macro_rules! statements {
     ($($name:ident),* $(,)?) => {
         /// Every statement, rendered for one schema.
@@ -94,11 +107,12 @@ pub(crate) fn safe(sql: String) -> SqlStr {
 /// Fills the `{schema}` and column-list placeholders.
 pub(crate) fn render(template: &str, schema: &str) -> String {
     let prefixed: Vec<String> = JOB_COLUMNS.iter().map(|c| format!("j.{c}")).collect();
-    template
-        .replace(
-            "{count_settled}",
-            include_str!("sql/fragment_count_settled.sql"),
-        )
+    let spliced = FRAGMENTS
+        .iter()
+        .fold(template.to_string(), |text, (name, fragment)| {
+            text.replace(&format!("{{{name}}}"), fragment)
+        });
+    spliced
         .replace("{schema}", schema)
         .replace("{job_columns}", &JOB_COLUMNS.join(", "))
         .replace("{j_job_columns}", &prefixed.join(", "))
@@ -132,6 +146,7 @@ mod tests {
         let s = Statements::new("tenant_a");
         let statements = [
             &s.job_enqueue,
+            &s.job_enqueue_in,
             &s.job_claim,
             &s.job_ack_many,
             &s.step_put,
@@ -141,7 +156,9 @@ mod tests {
             assert!(
                 !text.contains("{schema}")
                     && !text.contains("_columns}")
-                    && !text.contains("{count_settled}"),
+                    && FRAGMENTS
+                        .iter()
+                        .all(|(name, _)| !text.contains(&format!("{{{name}}}"))),
                 "{text}"
             );
             assert!(text.contains("tenant_a."));

@@ -8,8 +8,8 @@
 -- 13% of an enqueue (measured 3,639/s plain against 3,159/s on one connection), and a race on
 -- one key is rare. job_enqueue_in keeps "on conflict" for the caller's transactions.
 --
--- The wake: as job_enqueue_in (about one announcement per queue and 250 ms slot while a row of
--- that slot waits unclaimed; the payload is the queue name only).
+-- The wake: fragment_wake_unless_waiting.sql (about one announcement per queue and 250 ms slot
+-- while a row of that slot waits unclaimed; the payload is the queue name only).
 insert into {schema}.x_jobs (
     id, run_id, name, queue, input, idempotency_key, tenant_id, state,
     max_attempts, run_at, created_at, updated_at, traceparent
@@ -26,30 +26,4 @@ where not exists (
       and h.state in ('ready', 'delayed', 'running', 'suspended')
 )
 returning id, run_id,
-    case
-        when run_at <= $10 + interval '1 second'
-         and not exists (
-             select 1 from {schema}.x_jobs o
-             where o.queue = $4
-               and coalesce(o.tenant_id, '') = coalesce($7, '')
-               and o.run_at >= $12
-               and o.run_at <= $10
-               and o.state = 'ready'
-               and o.created_at >= $12
-               and o.id <> $1
-         )
-         and not exists (
-             select 1
-             from (
-                 select r.id, r.queue, r.state, r.created_at
-                 from {schema}.x_jobs r
-                 order by r.created_at desc, r.id desc
-                 limit 16
-             ) recent
-             where recent.created_at >= $12
-               and recent.queue = $4
-               and recent.state = 'ready'
-               and recent.id <> $1
-         )
-        then (select true from pg_notify($11, $4))
-    end as woke
+    {wake_unless_waiting} as woke

@@ -1,0 +1,45 @@
+-- fragment_wake_unless_waiting: spliced where a statement names wake_unless_waiting (in
+-- braces), as the `woke` column of an enqueue's RETURNING over the new row ($1 id, $4 queue,
+-- $7 tenant, $10 now, $11 wake channel, $12 the slot's start).
+--
+-- A new row due within a second announces its queue on the wake channel ($11), unless a row
+-- of the same queue created in the same 250 ms slot (from $12) is still waiting to be claimed:
+-- the worker that wakes for that one takes this one in the same claim. The notification is
+-- throttled here, in the statement, because every notifying commit queues behind one lock;
+-- under load the slot always holds an unclaimed row and the queue is announced about once per
+-- slot, while a quiet queue announces every job, so an idle worker picks each one up at once.
+-- Two index probes find such a row, each bounded whatever the backlog (a lookup by queue alone
+-- once walked the whole backlog on every enqueue): one of the same tenant, seeking
+-- x_jobs_fair_idx by (queue, tenant, due in the slot); else one of the slot among the table's
+-- 16 newest rows of any tenant, read in x_jobs_created_idx's order (an ordered scan with a
+-- limit, and no range the planner could turn into a bitmap scan of the whole slot), so many
+-- tenants filling one queue still announce it about once per slot. A miss costs one more
+-- notification, never a missed one. The statement's snapshot does not see the new row itself.
+-- The payload is the queue name, never an id, an input or a tenant.
+case
+    when run_at <= $10 + interval '1 second'
+     and not exists (
+         select 1 from {schema}.x_jobs o
+         where o.queue = $4
+           and coalesce(o.tenant_id, '') = coalesce($7, '')
+           and o.run_at >= $12
+           and o.run_at <= $10
+           and o.state = 'ready'
+           and o.created_at >= $12
+           and o.id <> $1
+     )
+     and not exists (
+         select 1
+         from (
+             select r.id, r.queue, r.state, r.created_at
+             from {schema}.x_jobs r
+             order by r.created_at desc, r.id desc
+             limit 16
+         ) recent
+         where recent.created_at >= $12
+           and recent.queue = $4
+           and recent.state = 'ready'
+           and recent.id <> $1
+     )
+    then (select true from pg_notify($11, $4))
+end
