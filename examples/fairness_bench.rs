@@ -19,7 +19,7 @@ const BIG: usize = 50_000;
 const SMALL_TENANTS: usize = 9;
 const SMALL: usize = 100;
 
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[input]
 struct Import {
     tenant: String,
     row: u64,

@@ -17,7 +17,7 @@ use jobs::prelude::*;
 const SCHEMA: &str = "example_fleet";
 const JOBS: u64 = 100;
 
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[input]
 struct Invoice {
     batch: String,
     invoice_id: u64,

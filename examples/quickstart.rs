@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use jobs::prelude::*;
 
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[input]
 struct Signup {
     user_id: u64,
     org: String,
@@ -39,7 +39,7 @@ async fn send_welcome(run: Run, input: Signup) -> Result<String, JobError> {
     Ok(account)
 }
 
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[input]
 struct Payment {
     order_id: u64,
 }
@@ -65,7 +65,7 @@ async fn charge(run: Run, input: Payment) -> Result<u64, JobError> {
     Ok(input.order_id)
 }
 
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[input]
 struct Import {
     file: String,
 }

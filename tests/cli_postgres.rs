@@ -205,9 +205,13 @@ async fn every_verb_against_a_real_queue() {
     let (_, out, _) = jobs_cli(&schema, &["stats"]).await;
     assert!(out.contains("last 24 hours, per job"), "{out}");
 
-    // tasks: none fired in this schema.
+    // tasks: none fired in this schema, and no scheduler leads.
     let (code, out, _) = jobs_cli(&schema, &["tasks", "--json"]).await;
-    assert_eq!((code, out.trim()), (0, "[]"));
+    assert_eq!(code, 0, "{out}");
+    let tasks: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(tasks, serde_json::json!({ "leader": null, "tasks": [] }));
+    let (_, out, _) = jobs_cli(&schema, &["tasks"]).await;
+    assert!(out.starts_with("leader: none"), "{out}");
 
     // workers: a started worker announces its row, and forgets it on shutdown.
     let handle = jobs
@@ -241,13 +245,11 @@ async fn every_verb_against_a_real_queue() {
 #[tokio::test]
 async fn no_database_is_a_usage_error() {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    // An empty URL flag, so the environment's DATABASE_URL is not read.
-    let code = jobs::cli::run(["jobs", "ls"], &mut out, &mut err).await;
+    // An empty URL flag, so the environment's DATABASE_URL is not read, whatever it holds.
+    let code = jobs::cli::run(["jobs", "--database-url", "", "ls"], &mut out, &mut err).await;
     let err = String::from_utf8(err).unwrap();
-    if std::env::var("DATABASE_URL").is_err() {
-        assert_eq!(code, 2, "{err}");
-        assert!(err.contains("X_CLI_BAD_FLAG"), "{err}");
-    }
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("X_CLI_BAD_FLAG"), "{err}");
     let (mut out, mut err) = (Vec::new(), Vec::new());
     assert_eq!(
         jobs::cli::run(["jobs", "frobnicate"], &mut out, &mut err).await,

@@ -6,7 +6,8 @@ use jobs::prelude::*;
 use uuid::Uuid;
 
 /// Onboards a new organisation.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[input]
+#[derive(Debug, Clone)]
 pub struct Onboard {
     /// The organisation.
     pub org_id: Uuid,
@@ -15,7 +16,8 @@ pub struct Onboard {
 }
 
 /// An invoice the billing provider reported paid.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[input]
+#[derive(Debug, Clone)]
 pub struct InvoicePaid {
     /// The provider's invoice id.
     pub invoice_id: String,
@@ -49,7 +51,8 @@ pub async fn onboard_org(run: Run, input: Onboard) -> Result<bool, JobError> {
 }
 
 /// Charges a card for an order.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[input]
+#[derive(Debug, Clone)]
 pub struct Order {
     /// The organisation.
     pub org_id: Uuid,
@@ -91,7 +94,8 @@ pub async fn charge_settled(settled: Settled<Order, String>) -> Result<(), JobEr
 }
 
 /// A nightly digest with no tenant.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[input]
+#[derive(Debug, Clone)]
 pub struct Digest {
     /// The day, `YYYY-MM-DD`.
     pub day: String,

@@ -209,3 +209,51 @@ fn check_finds_a_stale_file_in_a_directory() {
     assert_eq!(code, std::process::ExitCode::FAILURE);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_empty_manifest_is_refused_unless_asked_for() {
+    use jobs_codegen::{manifest_command, ManifestAction, EXIT_FAILED, EXIT_OK};
+    let empty = Manifest::of(&Registry::new());
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = manifest_command(
+        &empty,
+        &ManifestAction::Print,
+        false,
+        "jobs manifest",
+        &mut out,
+        &mut err,
+    );
+    let err = String::from_utf8(err).unwrap();
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(out.is_empty(), "nothing printed to commit");
+    assert!(err.contains("X_REGISTRAR_MISSING"), "{err}");
+    assert!(err.contains("use my_app as _;"), "the fix is named: {err}");
+    assert!(err.contains("--allow-empty"), "{err}");
+
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = manifest_command(
+        &empty,
+        &ManifestAction::Print,
+        true,
+        "jobs manifest",
+        &mut out,
+        &mut err,
+    );
+    assert_eq!(code, EXIT_OK);
+    assert!(String::from_utf8(out).unwrap().contains("\"jobs\": []"));
+
+    // The operator binary's verb is the same command.
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = manifest_command(
+        &manifest(),
+        &ManifestAction::Print,
+        false,
+        "jobs manifest",
+        &mut out,
+        &mut err,
+    );
+    assert_eq!(code, EXIT_OK);
+    assert!(String::from_utf8(out)
+        .unwrap()
+        .contains("\"shipping.ship\""));
+}

@@ -15,6 +15,7 @@ mod args;
 mod check;
 mod errors;
 mod expand;
+mod input;
 mod model;
 mod value;
 
@@ -452,5 +453,31 @@ pub fn posting(input: TokenStream) -> TokenStream {
             let errors = errors.into_compile_error();
             quote::quote!({ #errors })
         })
+        .into()
+}
+
+/// Makes a struct or enum a job input: derives `Serialize`, `Deserialize` and `JsonSchema`
+/// through the serde and schemars that `jobs` itself depends on, so the crate needs no
+/// `serde` or `schemars` dependency of its own (and a different schemars major in the tree
+/// does not matter).
+///
+/// ```ignore
+/// use jobs::prelude::*;
+///
+/// #[input]
+/// #[serde(rename_all = "camelCase")] // serde and schemars attributes work as usual
+/// pub struct Welcome {
+///     pub user_id: u64,
+///     /// Doc comments become the schema's descriptions.
+///     pub org_id: String,
+/// }
+/// ```
+///
+/// A crate that depends on serde and schemars 1 itself may write
+/// `#[derive(Serialize, Deserialize, JsonSchema)]` instead.
+#[proc_macro_attribute]
+pub fn input(args: TokenStream, item: TokenStream) -> TokenStream {
+    input::expand(args.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -9,7 +9,8 @@ use uuid::Uuid;
 
 use crate::clock::{add, SharedClock, SystemClock, Timestamp};
 use crate::driver::scheduler_store::{
-    SchedulerStore, TaskFire, TaskFiresParams, TaskPauseParams, TaskPausedParams, TaskResumeParams,
+    SchedulerLeader, SchedulerLeaderParams, SchedulerStore, TaskFire, TaskFiresParams,
+    TaskPauseParams, TaskPausedParams, TaskResumeParams,
 };
 use crate::driver::{
     ConflictPolicy, EnqueueRequest, EnqueueResult, EventPublish, JobDriver, JobId, JobRecord,
@@ -340,6 +341,13 @@ impl Jobs {
     pub async fn task_fires(&self) -> Result<Vec<TaskFire>, JobError> {
         let params = TaskFiresParams { now: self.now() };
         self.scheduler_store()?.task_fires(&params).await
+    }
+
+    /// The scheduler that leads the fleet now (its id, since when, and when its lease lapses
+    /// unless renewed), or `None` when no scheduler holds the lease.
+    pub async fn scheduler_leader(&self) -> Result<Option<SchedulerLeader>, JobError> {
+        let params = SchedulerLeaderParams { now: self.now() };
+        self.scheduler_store()?.scheduler_leader(&params).await
     }
 }
 

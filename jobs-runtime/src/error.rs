@@ -56,6 +56,10 @@ macro_rules! error_codes {
 use ErrorClass::{Retryable as R, Terminal as T};
 
 error_codes! {
+    /// Nothing of a kind is registered in this binary: a manifest with no job or task (the
+    /// crate declaring them is not linked in).
+    RegistrarMissing = "X_REGISTRAR_MISSING", T,
+        "link the crate that declares the jobs into this binary (`use my_app as _;`)";
     /// A job was declared without an idempotency key (or it evaluated to an empty string).
     IdempotencyRequired = "X_IDEMPOTENCY_REQUIRED", T,
         "return a non-empty key from the job's `key = ..`; it must be derived from the input only";

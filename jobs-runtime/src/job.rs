@@ -52,8 +52,9 @@ pub trait Job: Send + Sync + 'static {
 /// a JSON Schema for the manifest.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a job input",
-    label = "a job input must implement `Serialize`, `Deserialize` and `JsonSchema`",
-    note = "add `#[derive(Serialize, Deserialize, JsonSchema)]` to `{Self}` (all three are in `jobs::prelude`)"
+    label = "a job input must implement serde's `Serialize` and `Deserialize` and schemars 1.x's `JsonSchema`",
+    note = "put `#[input]` (from `jobs::prelude`) on `{Self}`: it derives all three through the serde and schemars 1.x that `jobs` uses, with no dependency of your own",
+    note = "a `JsonSchema` derived with another schemars major (0.8 or older) does not count: jobs is built on schemars 1.x"
 )]
 pub trait JobInput: Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static {}
 

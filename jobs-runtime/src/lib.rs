@@ -10,7 +10,7 @@
 //! ```
 //! use jobs::prelude::*;
 //!
-//! #[derive(Serialize, Deserialize, JsonSchema)]
+//! #[input]
 //! pub struct Welcome { pub user_id: u64, pub org_id: String }
 //!
 //! #[job(key = "welcome:{user_id}", tenant = org_id, queue = "email", retry(attempts = 5))]
@@ -44,6 +44,8 @@ pub mod backfill;
 pub mod cli;
 mod client;
 pub mod clock;
+#[cfg(feature = "codegen")]
+pub mod codegen;
 pub mod driver;
 pub mod duration;
 mod error;
@@ -51,6 +53,8 @@ mod job;
 pub mod ledger;
 mod lock;
 mod manifest;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod operator;
 mod registry;
 mod retention;
@@ -64,7 +68,7 @@ pub mod testing;
 mod worker;
 
 #[doc(inline)]
-pub use jobs_macros::{backfill, job, ledger, posting, task};
+pub use jobs_macros::{backfill, input, job, ledger, posting, task};
 
 /// The sqlx this crate is built with, so an app shares one version with it.
 #[cfg(feature = "postgres")]
@@ -105,8 +109,8 @@ pub mod prelude {
     pub use crate::backfill::{Page, Pass};
     pub use crate::ledger::{Money, Posting, PostingEntry};
     pub use crate::{
-        backfill, job, ledger, posting, task, EnqueueOptions, Enqueued, Entry, ErrorCode, Job,
-        JobError, JobState, Jobs, Occurrence, Outcome, Run, Settled,
+        backfill, input, job, ledger, posting, task, EnqueueOptions, Enqueued, Entry, ErrorCode,
+        Job, JobError, JobState, Jobs, Occurrence, Outcome, Run, Settled,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
@@ -138,6 +142,8 @@ pub mod __private {
     pub use core::time::Duration;
     pub use futures::future::BoxFuture;
     pub use inventory;
+    pub use schemars;
+    pub use serde;
     pub use serde_json;
     pub use std::sync::Arc;
 

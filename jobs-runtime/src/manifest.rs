@@ -48,6 +48,11 @@ impl Manifest {
         &self.tasks
     }
 
+    /// Whether it declares nothing: no job and no task is linked into this binary.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty() && self.tasks.is_empty()
+    }
+
     /// The manifest as a JSON value.
     pub fn to_value(&self) -> Value {
         json!({ "version": 1, "jobs": self.jobs, "tasks": self.tasks })

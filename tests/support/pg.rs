@@ -415,7 +415,8 @@ pub struct PrivateCluster {
 }
 
 /// Starts a private cluster from the server binaries (found as for the shared one). `Err` says
-/// why there is none (no binaries, no way to run them): the caller skips with that message.
+/// why there is none (no binaries, no way to run them) and how to fix it: the caller fails
+/// with that message.
 pub fn private_cluster() -> Result<PrivateCluster, String> {
     let bin = find_server_binaries().ok_or_else(|| {
         "no PostgreSQL server binaries (initdb, pg_ctl) to start a private cluster: install \

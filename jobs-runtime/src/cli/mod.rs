@@ -1,12 +1,23 @@
-//! The `jobs` command-line tool: an on-call engineer's view of a Postgres queue, without SQL.
+//! The `jobs` command-line tool: an on-call engineer's view of a Postgres queue, without SQL,
+//! and the manifest and MCP server of the jobs linked into the binary.
 //!
-//! `cargo run -p jobs --features cli --bin jobs -- ls`. It reads `DATABASE_URL` (or
-//! `--database-url`) and `JOBS_SCHEMA` (or `--schema`, default `public`). Every verb takes
-//! `--json`; otherwise it prints readable tables. Exit codes: `0` done, `1` refused (the
-//! `X_...` code is printed), `2` usage.
+//! An app gives itself the tool with one file, `src/bin/jobs.rs`, so that every verb sees the
+//! app's own `#[job]`s and `#[task]`s (`jobs manifest`, `jobs mcp`, `jobs tasks`, `jobs
+//! backfills --pending`):
 //!
-//! The binary is [`run`] over the process arguments; an app that wants `tasks` to show its
-//! tasks' next fires builds its own binary calling [`run`], so its `#[task]`s are linked in.
+//! ```no_run
+//! use my_app as _; // the library crate that declares the jobs: links them into this binary
+//! # mod my_app {}
+//!
+//! fn main() -> std::process::ExitCode {
+//!     jobs::cli::main()
+//! }
+//! ```
+//!
+//! `cargo run --bin jobs -- manifest --out generated`, `cargo run --bin jobs -- ls`. The queue
+//! verbs read `DATABASE_URL` (or `--database-url`) and `JOBS_SCHEMA` (or `--schema`, default
+//! `public`); `manifest` needs no database. Every queue verb takes `--json`; otherwise it prints
+//! readable tables. Exit codes: `0` done, `1` refused (the `X_...` code is printed), `2` usage.
 
 mod render;
 
@@ -19,7 +30,9 @@ use uuid::Uuid;
 
 use crate::client::Jobs;
 use crate::driver::introspect::{JobListParams, DEFAULT_JOB_PAGE};
-use crate::driver::scheduler_store::{TaskFiresParams, TaskPausedParams, TaskWatermarksParams};
+use crate::driver::scheduler_store::{
+    SchedulerLeaderParams, TaskFiresParams, TaskPausedParams, TaskWatermarksParams,
+};
 use crate::driver::{JobState, PostgresDriver};
 use crate::error::{ErrorCode, JobError};
 use crate::registry::Registry;
@@ -52,6 +65,19 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Verb {
+    #[command(flatten)]
+    Queue(QueueVerb),
+    /// The manifest of the jobs and tasks linked into this binary; `--out DIR` writes every
+    /// generated output, `--check DIR` fails when a committed copy is stale.
+    Manifest(ManifestArgs),
+    /// An MCP server over stdio: the manifest and the read verbs, for an agent (the queue at
+    /// DATABASE_URL, or an empty in-memory one without it).
+    Mcp,
+}
+
+/// The verbs that read or change the queue (they need a database).
+#[derive(Debug, Subcommand)]
+enum QueueVerb {
     /// Queue depth per queue, then one page of jobs (newest first). A bare `jobs` is `ls`.
     Ls(LsArgs),
     /// One job: state, attempts, last error, progress, every step (input redacted).
@@ -88,6 +114,23 @@ enum Verb {
     Backfill(BackfillArgs),
     /// The lines a `#[ledger]` posted under a key (in the driver's book).
     Posting(PostingArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[group(multiple = false)]
+struct ManifestArgs {
+    /// Write manifest.json, schemas.json, mcp-tools.json, jobs.ts and JOBS.md into DIR.
+    #[arg(long, value_name = "DIR")]
+    out: Option<std::path::PathBuf>,
+    /// Exit 1 when a committed copy (a directory of outputs, or one file) is stale.
+    #[arg(long, value_name = "PATH")]
+    check: Option<std::path::PathBuf>,
+    /// Print one output (manifest.json, schemas.json, mcp-tools.json, jobs.ts, JOBS.md).
+    #[arg(long, value_name = "FILE")]
+    print: Option<String>,
+    /// Accept a manifest with no jobs (refused otherwise: the jobs' crate is not linked in).
+    #[arg(long)]
+    allow_empty: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -157,6 +200,22 @@ struct LsArgs {
     before: Option<String>,
 }
 
+/// The tool as a binary's `main`: [`run`] over the process's arguments on a runtime of its own.
+pub fn main() -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return std::process::ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    std::process::ExitCode::from(runtime.block_on(run(std::env::args_os(), &mut out, &mut err)))
+}
+
 /// Runs the tool over `args` (the program name first), writing the answer to `out` and
 /// problems to `err`; answers the exit code.
 pub async fn run<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
@@ -164,7 +223,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let mut cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let usage = e.use_stderr();
@@ -177,7 +236,13 @@ where
         }
     };
     let json = cli.json;
-    match execute(cli, out).await {
+    let verb = match cli.verb.take() {
+        Some(Verb::Manifest(args)) => return manifest(args, out, err),
+        Some(Verb::Mcp) => return crate::mcp::serve_linked().await,
+        Some(Verb::Queue(verb)) => verb,
+        None => QueueVerb::Ls(LsArgs::default()),
+    };
+    match execute(cli, verb, out).await {
         Ok(()) => EXIT_OK,
         Err(error) => {
             let code = error.code().map_or("X_ERROR", ErrorCode::as_str);
@@ -202,14 +267,53 @@ where
     }
 }
 
+fn manifest(args: ManifestArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    use crate::codegen::{manifest_command, ManifestAction};
+    let manifest = match crate::manifest() {
+        Ok(manifest) => manifest,
+        Err(error) => {
+            let code = error.code().map_or("X_ERROR", ErrorCode::as_str);
+            let _ = writeln!(err, "error: {code}: {}", error.message());
+            return EXIT_REFUSED;
+        }
+    };
+    let action = match (args.out, args.check, args.print) {
+        (Some(dir), _, _) => ManifestAction::Write(dir),
+        (_, Some(path), _) => ManifestAction::Check(path),
+        (_, _, Some(file)) => ManifestAction::PrintOutput(file),
+        _ => ManifestAction::Print,
+    };
+    let command = std::env::args()
+        .next()
+        .and_then(|p| {
+            std::path::Path::new(&p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "jobs".into());
+    manifest_command(
+        &manifest,
+        &action,
+        args.allow_empty,
+        &format!("{command} manifest"),
+        out,
+        err,
+    )
+}
+
 async fn connect(cli: &Cli) -> Result<Jobs, JobError> {
-    let url = cli.database_url.as_deref().ok_or_else(|| {
-        JobError::new(
-            ErrorCode::CliBadFlag,
-            "no database: DATABASE_URL is not set",
-        )
-        .with_fix("set DATABASE_URL, or pass --database-url postgres://...")
-    })?;
+    // An empty `--database-url ""` means none, whatever the environment holds.
+    let url = cli
+        .database_url
+        .as_deref()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| {
+            JobError::new(
+                ErrorCode::CliBadFlag,
+                "no database: DATABASE_URL is not set",
+            )
+            .with_fix("set DATABASE_URL, or pass --database-url postgres://...")
+        })?;
     let driver = PostgresDriver::connect(url)
         .await?
         .with_schema(&cli.schema)?;
@@ -241,13 +345,12 @@ fn parse_state(state: Option<&str>) -> Result<Option<JobState>, JobError> {
         .transpose()
 }
 
-async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
+async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), JobError> {
     let jobs = connect(&cli).await?;
     let json = cli.json;
-    let verb = cli.verb.unwrap_or(Verb::Ls(LsArgs::default()));
     let text = match verb {
-        Verb::Ls(args) => ls(&jobs, args, json).await?,
-        Verb::Show { id } => {
+        QueueVerb::Ls(args) => ls(&jobs, args, json).await?,
+        QueueVerb::Show { id } => {
             let detail = jobs.inspect_job(id).await?;
             if json {
                 to_json(&detail)
@@ -255,7 +358,7 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
                 render::show(&detail, jobs.now())
             }
         }
-        Verb::Retry { id, from_step } => {
+        QueueVerb::Retry { id, from_step } => {
             let row = jobs.requeue(id, from_step.as_deref()).await?;
             if json {
                 to_json(&row)
@@ -267,7 +370,7 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
                 )
             }
         }
-        Verb::Cancel { id } => {
+        QueueVerb::Cancel { id } => {
             let was = jobs.job(id).await?.map(|r| r.state);
             jobs.cancel(id).await?;
             // Re-read: exit 0 means the row is cancelled now.
@@ -293,7 +396,7 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
                 )
             }
         }
-        Verb::Rm { id } => {
+        QueueVerb::Rm { id } => {
             let row = jobs.remove(id).await?;
             if json {
                 to_json(&row)
@@ -304,7 +407,7 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
                 )
             }
         }
-        Verb::Promote { id } => {
+        QueueVerb::Promote { id } => {
             let row = jobs.promote(id).await?;
             if json {
                 to_json(&row)
@@ -312,7 +415,7 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
                 format!("promoted {id}: due now on `{}`\n", row.queue)
             }
         }
-        Verb::Pause { queue } => {
+        QueueVerb::Pause { queue } => {
             jobs.pause_queue(&queue).await?;
             if json {
                 to_json(&json!({ "queue": queue, "paused": true }))
@@ -320,7 +423,7 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
                 format!("paused `{queue}`: no worker claims from it from its next claim on\n")
             }
         }
-        Verb::Resume { queue } => {
+        QueueVerb::Resume { queue } => {
             let was = jobs.resume_queue(&queue).await?;
             if json {
                 to_json(&json!({ "queue": queue, "paused": false, "was_paused": was }))
@@ -330,7 +433,7 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
                 format!("`{queue}` was not paused\n")
             }
         }
-        Verb::Workers => {
+        QueueVerb::Workers => {
             let workers = jobs.workers().await?;
             if json {
                 to_json(&workers)
@@ -338,12 +441,12 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), JobError> {
                 render::workers(&workers, jobs.now())
             }
         }
-        Verb::Tasks => tasks(&jobs, json).await?,
-        Verb::Backfills(args) => backfills(&jobs, args, json).await?,
-        Verb::Backfill(args) => backfill(&jobs, args, json).await?,
-        Verb::Posting(args) => posting(&jobs, args, json).await?,
-        Verb::Stats => stats(&jobs, json).await?,
-        Verb::Migrate => {
+        QueueVerb::Tasks => tasks(&jobs, json).await?,
+        QueueVerb::Backfills(args) => backfills(&jobs, args, json).await?,
+        QueueVerb::Backfill(args) => backfill(&jobs, args, json).await?,
+        QueueVerb::Posting(args) => posting(&jobs, args, json).await?,
+        QueueVerb::Stats => stats(&jobs, json).await?,
+        QueueVerb::Migrate => {
             let driver = jobs.driver().as_postgres().ok_or_else(|| {
                 JobError::new(
                     ErrorCode::NotImplemented,
@@ -458,6 +561,9 @@ async fn tasks(jobs: &Jobs, json: bool) -> Result<String, JobError> {
         .task_paused(&TaskPausedParams { task: None, now })
         .await?;
     let watermarks = store.task_watermarks(&TaskWatermarksParams { now }).await?;
+    let leader = store
+        .scheduler_leader(&SchedulerLeaderParams { now })
+        .await?;
     let registry = Registry::global().ok();
     let mut names: Vec<String> = watermarks.iter().map(|w| w.task.clone()).collect();
     names.extend(paused.iter().cloned());
@@ -484,7 +590,7 @@ async fn tasks(jobs: &Jobs, json: bool) -> Result<String, JobError> {
         })
         .collect();
     if json {
-        return Ok(to_json(&rows));
+        return Ok(to_json(&json!({ "leader": leader, "tasks": rows })));
     }
     let cell = |v: &serde_json::Value| match v {
         serde_json::Value::String(s) => s.clone(),
@@ -516,7 +622,17 @@ async fn tasks(jobs: &Jobs, json: bool) -> Result<String, JobError> {
             ]
         })
         .collect();
-    let mut text = table(
+    let mut text = match &leader {
+        Some(l) => format!(
+            "leader: scheduler {} since {} (lease until {})\n\n",
+            l.holder,
+            time(l.since),
+            time(l.expires_at)
+        ),
+        None => "leader: none (no scheduler holds the lease: no task fires until one starts)\n\n"
+            .to_string(),
+    };
+    text += &table(
         &[
             "TASK",
             "CRON",

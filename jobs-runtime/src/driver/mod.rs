@@ -28,7 +28,7 @@ pub use memory::MemoryDriver;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBook, PostgresDriver};
 pub use records::*;
-pub use scheduler_store::SchedulerStore;
+pub use scheduler_store::{SchedulerLeader, SchedulerStore};
 
 use async_trait::async_trait;
 

@@ -38,6 +38,24 @@ pub struct SchedulerResignParams {
     pub now: Timestamp,
 }
 
+/// Read who leads the fleet's schedulers.
+#[derive(Debug, Clone)]
+pub struct SchedulerLeaderParams {
+    /// Now: a lease that expired by then leads no more.
+    pub now: Timestamp,
+}
+
+/// The scheduler that holds the leader lease.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SchedulerLeader {
+    /// Its id (`SchedulerHandle::id`, the holder written on the lease row).
+    pub holder: String,
+    /// When this holder took the lease (renewals keep it).
+    pub since: Timestamp,
+    /// When the lease lapses unless renewed.
+    pub expires_at: Timestamp,
+}
+
 /// Read every task's watermark.
 #[derive(Debug, Clone)]
 pub struct TaskWatermarksParams {
@@ -137,6 +155,12 @@ pub trait SchedulerStore: Send + Sync {
 
     /// Deletes the lease row if `holder` still holds it.
     async fn scheduler_resign(&self, params: &SchedulerResignParams) -> Result<(), JobError>;
+
+    /// The scheduler that leads now, if any: `None` when no lease is held or it expired.
+    async fn scheduler_leader(
+        &self,
+        params: &SchedulerLeaderParams,
+    ) -> Result<Option<SchedulerLeader>, JobError>;
 
     /// Every task's watermark.
     async fn task_watermarks(

@@ -8,15 +8,14 @@ use uuid::Uuid;
 use super::*;
 use crate::driver::introspect::*;
 
-fn port(driver: &dyn JobDriver) -> Option<&dyn JobIntrospection> {
-    let port = driver.introspect();
-    if port.is_none() {
-        eprintln!(
-            "skipped: the `{}` driver has no introspection",
+/// The operator port: a driver without one fails these cases loudly, never skips them.
+fn port(driver: &dyn JobDriver) -> &dyn JobIntrospection {
+    driver.introspect().unwrap_or_else(|| {
+        panic!(
+            "the `{}` driver has no introspection: the operator cases need one",
             driver.name()
-        );
-    }
-    port
+        )
+    })
 }
 
 /// A due request created at `now` (so rows sort by creation), under `key`.
@@ -64,7 +63,7 @@ async fn run_dead(d: &dyn JobDriver, worker: &str, now: Timestamp) -> ClaimedJob
 /// newer ones (still newest first); a short page is the last.
 pub async fn job_list_pages_newest_first_both_ways(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let mut made = Vec::new();
     for n in 1..=5 {
         let id = enqueue(d, &request_at("list.job", &format!("k{n}"), at(n)))
@@ -123,7 +122,7 @@ pub async fn job_list_pages_newest_first_both_ways(driver: Arc<dyn JobDriver>) {
 /// Every filter narrows the page: queue, name, state, tenant, id prefix, creation window.
 pub async fn job_list_filters_by_every_field(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let a = enqueue(d, &request_at("filter.a", "k1", at(1))).await.id;
     let mut other_queue = request_at("filter.b", "k2", at(2));
     other_queue.queue = "elsewhere".into();
@@ -192,7 +191,7 @@ pub async fn job_list_filters_by_every_field(driver: Arc<dyn JobDriver>) {
 /// cursor; both cursors at once is `X_INVARIANT`.
 pub async fn job_list_refuses_bad_limits_and_foreign_cursors(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     enqueue_key(d, "k").await;
     let page = |limit: Option<u32>, after: Option<&str>, before: Option<&str>| JobListParams {
         limit,
@@ -234,7 +233,7 @@ pub async fn job_list_refuses_bad_limits_and_foreign_cursors(driver: Arc<dyn Job
 /// `X_JOB_NOT_FOUND`.
 pub async fn job_remove_deletes_the_row_and_its_steps(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let id = enqueue_key(d, "k").await;
     let job = claim_one(d, "w1", t0()).await;
     let fence = StepFence {
@@ -260,7 +259,7 @@ pub async fn job_remove_deletes_the_row_and_its_steps(driver: Arc<dyn JobDriver>
 /// `X_JOB_NOT_FOUND`.
 pub async fn job_requeue_refuses_live_unknown_and_held_keys(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let requeue = |id, now| JobRequeueParams {
         id,
         from_step: None,
@@ -303,7 +302,7 @@ pub async fn job_requeue_refuses_live_unknown_and_held_keys(driver: Arc<dyn JobD
 /// run does not have is `X_INVARIANT` and changes nothing.
 pub async fn job_requeue_from_step_forgets_it_and_later_steps(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let id = enqueue_key(d, "k").await;
     let job = claim_one(d, "w1", t0()).await;
     let fence = StepFence {
@@ -348,7 +347,7 @@ pub async fn job_requeue_from_step_forgets_it_and_later_steps(driver: Arc<dyn Jo
 /// job is `X_JOB_NOT_PROMOTABLE`, an unknown id `X_JOB_NOT_FOUND`.
 pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let mut later = request("conformance.job", "delayed");
     later.run_at = at(3600);
     let delayed = enqueue(d, &later).await.id;
@@ -385,7 +384,7 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
 /// The bulk verbs refuse a state they cannot move.
 pub async fn job_bulk_verbs_refuse_states_they_cannot_move(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let bulk = |state| JobBulkParams {
         state,
         queue: None,
@@ -414,7 +413,7 @@ pub async fn job_bulk_verbs_refuse_states_they_cannot_move(driver: Arc<dyn JobDr
 /// `remove_many` and `promote_many` move at most 1,000 rows a call and say how many remain.
 pub async fn job_bulk_verbs_move_at_most_a_thousand_rows(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let total = MAX_BULK_ROWS as usize + 7;
     let requests: Vec<EnqueueRequest> = (0..total)
         .map(|n| {
@@ -489,7 +488,7 @@ pub async fn job_bulk_verbs_move_at_most_a_thousand_rows(driver: Arc<dyn JobDriv
 /// requeues the oldest; `remaining` counts only rows a second call could move.
 pub async fn job_requeue_many_leaves_held_keys_and_takes_the_oldest(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     // Two dead rows under "shared" (the older first), one under "held" whose key a live job
     // then takes, one under "free".
     for (n, key) in ["shared", "shared", "held", "free"].into_iter().enumerate() {
@@ -556,7 +555,7 @@ pub async fn job_requeue_many_leaves_held_keys_and_takes_the_oldest(driver: Arc<
 /// answers whether it was paused.
 pub async fn queue_pause_stops_the_next_claim(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     p.queue_pause(QUEUE, at(1)).await.unwrap();
     p.queue_pause(QUEUE, at(2)).await.unwrap();
     let id = enqueue_key(d, "k").await;
@@ -578,7 +577,7 @@ pub async fn queue_pause_stops_the_next_claim(driver: Arc<dyn JobDriver>) {
 /// when forgotten.
 pub async fn worker_rows_expire_and_are_forgotten(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let in_flight: Vec<JobId> = (0..150).map(|_| Uuid::now_v7()).collect();
     let announce = |id: &str, now| WorkerAnnounce {
         id: id.to_string(),
@@ -628,7 +627,7 @@ pub async fn worker_rows_expire_and_are_forgotten(driver: Arc<dyn JobDriver>) {
 /// cancel add nothing. Durations run from the claim to the settle.
 pub async fn counters_move_with_the_settle(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let name = "conformance.job";
     let settle = |target: Option<NackTarget>, counted: bool, key: &'static str| async move {
         enqueue_key(d, key).await;
@@ -684,7 +683,7 @@ pub async fn counters_move_with_the_settle(driver: Arc<dyn JobDriver>) {
 /// counts it dead, with the attempt's duration from its claim.
 pub async fn counters_count_a_batched_ack_and_a_burial(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let mut last = request("conformance.job", "buried");
     last.max_attempts = 1;
     enqueue(d, &last).await;
@@ -728,7 +727,7 @@ pub async fn counters_count_a_batched_ack_and_a_burial(driver: Arc<dyn JobDriver
 /// nothing.
 pub async fn counters_rollup_folds_buckets_into_the_next_tier(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let Some(p) = port(d) else { return };
+    let p = port(d);
     let name = "conformance.job";
     // Two completions in two minutes of one 5-minute bucket (minutes 1 and 2).
     for (n, minute) in [1_i64, 2].into_iter().enumerate() {

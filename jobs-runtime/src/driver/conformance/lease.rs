@@ -21,12 +21,14 @@ fn ask(key: &str, limit: u32, holder: &str, now_secs: i64) -> LeaseAcquire {
     }
 }
 
-fn store(driver: &dyn JobDriver) -> Option<&dyn LeaseStore> {
-    let store = driver.lease_store();
-    if store.is_none() {
-        eprintln!("skipped: driver `{}` has no lease store", driver.name());
-    }
-    store
+/// The lease store: a driver without one fails these cases loudly, never skips them.
+fn store(driver: &dyn JobDriver) -> &dyn LeaseStore {
+    driver.lease_store().unwrap_or_else(|| {
+        panic!(
+            "driver `{}` has no lease store: the lease cases need one",
+            driver.name()
+        )
+    })
 }
 
 async fn grant(store: &dyn LeaseStore, params: &LeaseAcquire) -> HeldLease {
@@ -42,7 +44,7 @@ async fn grant(store: &dyn LeaseStore, params: &LeaseAcquire) -> HeldLease {
 pub async fn lease_acquire_grants_up_to_the_limit_with_increasing_fences(
     driver: Arc<dyn JobDriver>,
 ) {
-    let Some(store) = store(&*driver) else { return };
+    let store = store(&*driver);
     let a = grant(store, &ask("job:sync", 2, "w1", 0)).await;
     let b = grant(store, &ask("job:sync", 2, "w2", 0)).await;
     assert_eq!((a.slot, b.slot), (0, 1));
@@ -63,7 +65,7 @@ pub async fn lease_acquire_grants_up_to_the_limit_with_increasing_fences(
 /// A lapsed grant frees its slot: the next holder takes it with a new fence, and the old grant
 /// can neither renew nor release it.
 pub async fn lease_acquire_takes_over_a_lapsed_slot(driver: Arc<dyn JobDriver>) {
-    let Some(store) = store(&*driver) else { return };
+    let store = store(&*driver);
     let old = grant(store, &ask("job:sync", 1, "dead-worker", 0)).await;
     assert_eq!(
         store
@@ -83,7 +85,7 @@ pub async fn lease_acquire_takes_over_a_lapsed_slot(driver: Arc<dyn JobDriver>) 
 
 /// `lease_renew` extends a live grant; `lease_release` frees the slot for the next acquirer.
 pub async fn lease_renew_extends_and_release_frees(driver: Arc<dyn JobDriver>) {
-    let Some(store) = store(&*driver) else { return };
+    let store = store(&*driver);
     let lease = grant(store, &ask("job:sync", 1, "w1", 0)).await;
     let renewed = store
         .lease_renew(&lease, TTL, at(20))
@@ -116,7 +118,7 @@ pub async fn lease_renew_extends_and_release_frees(driver: Arc<dyn JobDriver>) {
 /// `lease_holders` lists the live grants of one key in slot order, not lapsed ones and not
 /// other keys'.
 pub async fn lease_holders_lists_live_grants_in_slot_order(driver: Arc<dyn JobDriver>) {
-    let Some(store) = store(&*driver) else { return };
+    let store = store(&*driver);
     let a = grant(store, &ask("job-key:sync:acct-1", 3, "w1", 0)).await;
     let b = grant(store, &ask("job-key:sync:acct-1", 3, "w2", 10)).await;
     grant(store, &ask("job-key:sync:acct-2", 3, "w3", 0)).await;
@@ -142,9 +144,7 @@ pub async fn lease_holders_lists_live_grants_in_slot_order(driver: Arc<dyn JobDr
 pub async fn lease_acquire_never_over_grants_under_concurrent_acquirers(
     driver: Arc<dyn JobDriver>,
 ) {
-    if store(&*driver).is_none() {
-        return;
-    }
+    store(&*driver);
     const LIMIT: u32 = 3;
     let holding = Arc::new(AtomicU32::new(0));
     let most = Arc::new(AtomicU32::new(0));

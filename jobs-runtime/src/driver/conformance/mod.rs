@@ -11,8 +11,8 @@
 //! [`conformance_suite!`](crate::conformance_suite) expands one `#[tokio::test]` per case for a
 //! driver factory; a driver's test file invokes it once. Every case gets a fresh driver from
 //! the factory (for Postgres, a fresh schema), so the cases run in parallel. A case that needs
-//! a capability the driver lacks skips on that capability, never on the driver's name (the port
-//! has no optional capability yet, so no case skips today).
+//! a capability the driver lacks (a lease store, a scheduler store, the operator port) fails
+//! and names it: no case passes by skipping.
 //!
 //! ```ignore
 //! // tests/driver_memory.rs
@@ -32,6 +32,7 @@ pub mod job_enqueue;
 pub mod job_purge;
 pub mod job_settle;
 pub mod lease;
+pub mod scheduler;
 pub mod step;
 pub mod worker;
 
@@ -148,6 +149,7 @@ macro_rules! __conformance_cases {
             introspect::counters_move_with_the_settle,
             introspect::counters_count_a_batched_ack_and_a_burial,
             introspect::counters_rollup_folds_buckets_into_the_next_tier,
+            scheduler::scheduler_leader_names_the_holder_since_it_took_the_lease,
         }
     };
 }

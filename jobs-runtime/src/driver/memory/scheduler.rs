@@ -15,7 +15,7 @@ use crate::error::JobError;
 #[derive(Debug, Default)]
 pub(super) struct SchedulerState {
     /// `(holder, expires_at)`.
-    leader: Option<(String, Timestamp)>,
+    leader: Option<SchedulerLeader>,
     tasks: BTreeMap<String, TaskRow>,
     paused: BTreeSet<String>,
 }
@@ -36,22 +36,38 @@ impl MemoryDriver {
 impl SchedulerStore for MemoryDriver {
     async fn scheduler_lead(&self, p: &SchedulerLeadParams) -> Result<bool, JobError> {
         let mut s = self.scheduler();
-        let free = match &s.leader {
-            None => true,
-            Some((holder, expires_at)) => *holder == p.holder || *expires_at <= p.now,
+        let (free, since) = match &s.leader {
+            None => (true, p.now),
+            Some(l) if l.holder == p.holder => (true, l.since),
+            Some(l) => (l.expires_at <= p.now, p.now),
         };
         if free {
-            s.leader = Some((p.holder.clone(), add(p.now, p.ttl)));
+            s.leader = Some(SchedulerLeader {
+                holder: p.holder.clone(),
+                since,
+                expires_at: add(p.now, p.ttl),
+            });
         }
         Ok(free)
     }
 
     async fn scheduler_resign(&self, p: &SchedulerResignParams) -> Result<(), JobError> {
         let mut s = self.scheduler();
-        if s.leader.as_ref().is_some_and(|(h, _)| *h == p.holder) {
+        if s.leader.as_ref().is_some_and(|l| l.holder == p.holder) {
             s.leader = None;
         }
         Ok(())
+    }
+
+    async fn scheduler_leader(
+        &self,
+        p: &SchedulerLeaderParams,
+    ) -> Result<Option<SchedulerLeader>, JobError> {
+        Ok(self
+            .scheduler()
+            .leader
+            .clone()
+            .filter(|l| l.expires_at > p.now))
     }
 
     async fn task_watermarks(

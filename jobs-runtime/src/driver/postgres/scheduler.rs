@@ -33,6 +33,26 @@ impl SchedulerStore for PostgresDriver {
         Ok(())
     }
 
+    async fn scheduler_leader(
+        &self,
+        p: &SchedulerLeaderParams,
+    ) -> Result<Option<SchedulerLeader>, JobError> {
+        let row = sqlx::query(self.sql.scheduler_leader.clone())
+            .bind(p.now)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| classify("scheduler_leader", e))?;
+        row.map(|row| {
+            let d = |e| classify("scheduler_leader", e);
+            Ok(SchedulerLeader {
+                holder: row.try_get("holder").map_err(d)?,
+                since: row.try_get("since").map_err(d)?,
+                expires_at: row.try_get("expires_at").map_err(d)?,
+            })
+        })
+        .transpose()
+    }
+
     async fn task_watermarks(
         &self,
         _p: &TaskWatermarksParams,

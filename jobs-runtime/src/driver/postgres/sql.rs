@@ -85,6 +85,7 @@ statements!(
     event_find,
     scheduler_lead,
     scheduler_resign,
+    scheduler_leader,
     task_watermarks,
     task_fire,
     task_pause,

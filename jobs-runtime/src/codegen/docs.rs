@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use jobs::Manifest;
+use crate::Manifest;
 use serde_json::Value;
 
 /// The page.

@@ -8,23 +8,24 @@
 //! | `job.show` | one job: state, attempt, last error, progress, its steps; the input redacted |
 //! | `jobs.dead` | dead letters, newest first, a page at a time (the introspection API) |
 //!
-//! Every tool is read-only; the tool definitions are the ones [`crate::mcp_tools`] writes into
+//! Every tool is read-only; the tool definitions are the ones [`crate::codegen::mcp_tools`] writes into
 //! `mcp-tools.json`. A refusal (an unknown job, a bad cursor) is a tool result with
 //! `isError: true` and `{ code, message, fix }`, so the agent reads why.
 //!
-//! An app adds a binary that links its jobs:
+//! An app serves it from its own operator binary (`jobs mcp`, see [`crate::cli`]), or from a
+//! binary of its own that links its jobs:
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     jobs_codegen::mcp::mcp_main()
+//!     jobs::mcp::mcp_main()
 //! }
 //! ```
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use jobs::driver::introspect::JobListParams;
-use jobs::{JobError, JobState, Jobs, Manifest};
+use crate::driver::introspect::JobListParams;
+use crate::{JobError, JobState, Jobs, Manifest};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -34,7 +35,9 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use crate::mcp_tools::{read_tools, JOBS_DEAD, JOBS_INSPECT, JOB_SHOW, MANIFEST_READ, QUEUE_DEPTH};
+use crate::codegen::mcp_tools::{
+    read_tools, JOBS_DEAD, JOBS_INSPECT, JOB_SHOW, MANIFEST_READ, QUEUE_DEPTH,
+};
 
 /// The server: a manifest and a client to read the queue through.
 #[derive(Debug, Clone)]
@@ -338,10 +341,7 @@ pub async fn serve_stdio(server: JobsMcp) -> Result<(), Box<dyn std::error::Erro
     Ok(())
 }
 
-/// The `jobs-mcp` binary: the manifest of the jobs linked into it, and the queue at
-/// `DATABASE_URL` (schema `JOBS_SCHEMA`, default `public`); without `DATABASE_URL`, an empty
-/// in-memory queue (the manifest tools still answer). Logs go to stderr; stdout is the
-/// protocol's.
+/// The `jobs-mcp` binary: [`serve_linked`] on a runtime of its own.
 pub fn mcp_main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -353,38 +353,44 @@ pub fn mcp_main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(async {
-        let manifest = match jobs::manifest() {
-            Ok(manifest) => manifest,
-            Err(error) => {
-                eprintln!("error: {error}");
-                return ExitCode::from(2);
-            }
-        };
-        let jobs = match connect().await {
-            Ok(jobs) => jobs,
-            Err(error) => {
-                eprintln!("error: {error}");
-                return ExitCode::from(2);
-            }
-        };
-        match serve_stdio(JobsMcp::new(manifest, jobs)).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("error: {error}");
-                ExitCode::FAILURE
-            }
+    ExitCode::from(runtime.block_on(serve_linked()))
+}
+
+/// Serves the manifest of the jobs linked into this binary, and the queue at `DATABASE_URL`
+/// (schema `JOBS_SCHEMA`, default `public`); without `DATABASE_URL`, an empty in-memory queue
+/// (the manifest tools still answer). Logs go to stderr; stdout is the protocol's. Answers the
+/// exit code: 0 when the client hung up, 1 when serving failed, 2 when it could not start.
+pub async fn serve_linked() -> u8 {
+    let manifest = match crate::manifest() {
+        Ok(manifest) => manifest,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return 2;
         }
-    })
+    };
+    let jobs = match connect().await {
+        Ok(jobs) => jobs,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return 2;
+        }
+    };
+    match serve_stdio(JobsMcp::new(manifest, jobs)).await {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("error: {error}");
+            1
+        }
+    }
 }
 
 async fn connect() -> Result<Jobs, JobError> {
     let Ok(url) = std::env::var("DATABASE_URL") else {
-        eprintln!("jobs-mcp: DATABASE_URL is not set; serving an empty in-memory queue");
+        eprintln!("jobs mcp: DATABASE_URL is not set; serving an empty in-memory queue");
         return Ok(Jobs::memory());
     };
     let schema = std::env::var("JOBS_SCHEMA").unwrap_or_else(|_| "public".into());
-    let driver = jobs::driver::PostgresDriver::connect(&url)
+    let driver = crate::driver::PostgresDriver::connect(&url)
         .await?
         .with_schema(&schema)?;
     Ok(Jobs::new(driver))

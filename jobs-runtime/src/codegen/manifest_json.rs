@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use jobs::Manifest;
+use crate::Manifest;
 
 /// The manifest's committed form: pretty JSON, keys sorted, jobs sorted by name, final newline.
 pub fn manifest_json(manifest: &Manifest) -> String {

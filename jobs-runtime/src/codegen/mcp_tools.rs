@@ -4,10 +4,10 @@
 //!
 //! The file is a `tools/list` result (`{ "tools": [...] }`), sorted by tool name.
 
-use jobs::Manifest;
+use crate::Manifest;
 use serde_json::{json, Map, Value};
 
-use crate::text::{pretty, sorted};
+use super::text::{pretty, sorted};
 
 /// `manifest.read`: the manifest, as committed.
 pub const MANIFEST_READ: &str = "manifest.read";

@@ -4,10 +4,10 @@
 //! so a `$ref` inside it (`#/$defs/Address`) still resolves against that input, as JSON Schema
 //! 2020-12 bundling asks. Validate one job's input against `#/$defs/<job name>`.
 
-use jobs::Manifest;
+use crate::Manifest;
 use serde_json::{json, Map, Value};
 
-use crate::text::{pretty, sorted};
+use super::text::{pretty, sorted};
 
 /// The `$schema` of the bundle and of every input in it.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
