@@ -45,7 +45,13 @@ deps=$(sed -n '/^\[dependencies\]/,/^\[/p' "$crate/Cargo.toml" | grep -E '^[a-z_
 cd "$crate"
 # The workspace's target directory: dependencies are already built there.
 export CARGO_TARGET_DIR="$root/target/own-crate"
-cargo build -q --all-targets
+# A warning in code the README tells users to paste is a defect: refuse it.
+build_log=$(cargo build -q --all-targets 2>&1) || { echo "$build_log" >&2; exit 1; }
+if grep -q '^warning' <<<"$build_log"; then
+    echo "error: the README's code builds with warnings in a fresh crate:" >&2
+    echo "$build_log" >&2
+    exit 1
+fi
 
 manifest=$(cargo run -q --bin jobs -- manifest)
 grep -q '"name": "send_welcome"' <<<"$manifest" \
