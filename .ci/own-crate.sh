@@ -63,4 +63,8 @@ grep -q '^job .* is done$' <<<"$ran" || { echo "error: the job did not run: $ran
 for example in $(cat run); do
     timeout 120 cargo run -q --example "$example" >/dev/null
 done
-echo "own crate: built with jobs and tokio alone; manifest lists send_welcome; job done; $(wc -l <run) README examples ran, $(wc -l <no_run 2>/dev/null || echo 0) built"
+# Another schemars major in the user's tree changes nothing: `#[input]` names jobs' own copy.
+sed -i 's|^\[dependencies\]$|[dependencies]\nschemars = "0.8"|' Cargo.toml
+cargo build -q --lib 2>&1 || { echo "error: schemars 0.8 in the tree broke #[input]" >&2; exit 1; }
+
+echo "own crate: built with jobs and tokio alone; manifest lists send_welcome; job done; $(wc -l <run) README examples ran, $(wc -l <no_run 2>/dev/null || echo 0) built; still builds beside schemars 0.8"
