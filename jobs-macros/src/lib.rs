@@ -192,9 +192,8 @@ mod value;
 /// when the runtime is re-exported under another path.
 #[proc_macro_attribute]
 pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    expand::job::expand(args.into(), item.clone())
-        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+    expand::job::expand(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
 
@@ -316,9 +315,8 @@ pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
 /// when the runtime is re-exported under another path.
 #[proc_macro_attribute]
 pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    expand::task::expand(args.into(), item.clone())
-        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+    expand::task::expand(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
 
@@ -384,9 +382,8 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
 /// number, cancellation signal), never the `Run`; a page already is one step.
 #[proc_macro_attribute]
 pub fn backfill(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    expand::backfill::expand(args.into(), item.clone())
-        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+    expand::backfill::expand(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
 
@@ -422,9 +419,8 @@ pub fn backfill(args: TokenStream, item: TokenStream) -> TokenStream {
 /// row) and both refusals are terminal.
 #[proc_macro_attribute]
 pub fn ledger(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    expand::ledger::expand(args.into(), item.clone())
-        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+    expand::ledger::expand(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
 

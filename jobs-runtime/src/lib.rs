@@ -132,8 +132,10 @@ pub mod __private {
     pub use crate::registry::JobEntry;
     pub use crate::run::Run;
     pub use crate::scheduler::{fire_now, next_run};
-    pub use crate::settled::Settled;
-    pub use crate::task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry};
+    pub use crate::settled::{Settled, SettledHookArg};
+    pub use crate::task::{
+        collect_entries, CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry,
+    };
     pub use core::option::Option::{self, None, Some};
     pub use core::time::Duration;
     pub use futures::future::BoxFuture;
@@ -154,6 +156,13 @@ pub mod __private {
     #[cfg(not(feature = "postgres"))]
     #[derive(Debug)]
     pub enum PgConnection {}
+
+    /// Stands in for an expression a refused declaration cannot keep (an entry naming its
+    /// job by string): of any type, so it adds no error of its own. Never called, since a
+    /// refused declaration does not compile.
+    pub fn refused<T>() -> T {
+        unreachable!("a refused declaration does not compile")
+    }
 
     /// A key or tenant part, from anything printable.
     pub fn to_key<T: ToString + ?Sized>(value: &T) -> String {
