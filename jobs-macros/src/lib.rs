@@ -50,7 +50,9 @@ mod value;
 /// Next to the unchanged fn:
 ///
 /// - a unit struct, the *handle*, named in PascalCase after the fn (`send_welcome` ->
-///   `SendWelcome`, or `handle = ..`), with the fn's visibility;
+///   `SendWelcome`, or `handle = ..`), with the fn's visibility. A handle may not share its
+///   name with the fn or with the input type (`fn tenant_sync(run: Run, input: TenantSync)`
+///   is refused): name it with `handle = TenantSyncJob`;
 /// - `impl Job for SendWelcome`: the input and output types, a `const DESCRIPTOR` holding every
 ///   declared option, the key and tenant derivations, and the body;
 /// - `SendWelcome::enqueue(&jobs, input)`, `enqueue_with(&jobs, input, options)`,
@@ -137,7 +139,10 @@ mod value;
 /// # Timeouts
 ///
 /// Durations are string literals such as `"500ms"`, `"30s"`, `"10m"`, `"1h 30m"` or `"3d"`,
-/// read at compile time; zero, negative and unreadable ones are refused at the literal.
+/// read at compile time; zero, negative and unreadable ones are refused at the literal. The
+/// same rule reads a literal given to `run.sleep("3d")` or `run.wait_for_event(event, key,
+/// "1h")` in the body; a computed one is checked when the call runs (`X_INVARIANT`, naming
+/// the call).
 /// `timeout` is the ceiling on one attempt (the run's cancellation fires first, then the
 /// attempt fails with `X_JOB_TIMEOUT`); `step_timeout` is the ceiling on one step;
 /// `event_poll` is how long a parked `wait_for_event` waits between polls (default `"30s"`).
@@ -184,7 +189,21 @@ mod value;
 /// # Steps
 ///
 /// Step names are the keys under which step outputs are stored, so a literal step name used
-/// twice in one body is a compile error (`X_STEP_DUPLICATE`).
+/// twice on one path through the body is a compile error (`X_STEP_DUPLICATE`). The arms of an
+/// `if`/`else` or a `match` exclude each other, so a name may repeat across them (the
+/// condition must come from the input or earlier steps, as everything in a durable body).
+///
+/// A step's output is stored and read back on a later attempt, so it owns its data: a step
+/// visibly answering a borrowed value (`Ok("text")`, `let s: &str = run.step(..)`) is refused
+/// with the owned type to write (`String`), `X_STEP_OUTPUT_UNSERIALIZABLE`.
+///
+/// # Errors
+///
+/// Every refusal names its code and the fix, at the argument it is about. A refused `#[job]`
+/// still emits its handle (same name, methods and `Job` impl, never run), so call sites add
+/// no errors of their own. An `on_settled` hook over the wrong types is refused at
+/// `on_settled = ..`. A key, tenant or concurrency template naming a field the input lacks is
+/// rustc's `no field` error at the template, with the input's fields listed.
 ///
 /// # Runtime crate path
 ///

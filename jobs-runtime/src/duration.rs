@@ -69,7 +69,7 @@ impl InvalidDuration {
         JobError::new(
             ErrorCode::Invariant,
             format!(
-                "`{call}` got an invalid {what} `{}`: {}",
+                "`{call}` got an invalid {what} `{}`: {}; pass {EXAMPLES}",
                 self.shown, self.why
             ),
         )

@@ -164,6 +164,17 @@ pub mod __private {
         unreachable!("a refused declaration does not compile")
     }
 
+    /// Stands in for a `run.step(..)` a refused `#[job]` cannot keep (one whose output is
+    /// borrowed): the same types without the `DeserializeOwned` bound, so rustc adds no
+    /// "`Deserialize` is not general enough" to the macro's own error. Never called.
+    pub async fn refused_step<T, E, F>(_run: &Run, _name: &str, _work: F) -> Result<T, JobError>
+    where
+        E: Into<JobError>,
+        F: core::future::Future<Output = Result<T, E>>,
+    {
+        unreachable!("a refused declaration does not compile")
+    }
+
     /// A key or tenant part, from anything printable.
     pub fn to_key<T: ToString + ?Sized>(value: &T) -> String {
         value.to_string()

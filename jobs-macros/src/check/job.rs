@@ -171,30 +171,27 @@ pub fn handle_is_free(errs: &mut Errors, decl: &JobDecl<'_>) {
         format!("the handle `{handle}`")
     } else {
         format!(
-            "`#[job]` names the handle after the fn, `{}` -> `{handle}`, and",
+            "`#[job]` names the handle after the fn (`{}` -> `{handle}`), and `{handle}`",
             decl.item.sig.ident.unraw()
         )
     };
     if *handle == decl.item.sig.ident {
-        errs.spanned(
-            blame,
-            format!("{origin} would have the same name as the fn: {fix}"),
-        );
+        errs.spanned(blame, format!("{origin} is also the name of the fn: {fix}"));
         return;
     }
     if input_type_name(decl) == Some(handle) {
         errs.spanned(
             blame,
             format!(
-                "{origin} `{handle}` is also the name of the job's input type: the two \
-                 cannot share a name; {fix}"
+                "{origin} is also the name of the job's input type: the two cannot share a \
+                 name; {fix}"
             ),
         );
     }
 }
 
 /// The last segment of the input type's path (`Welcome` in `crate::Welcome`).
-pub fn input_type_name<'a>(decl: &JobDecl<'a>) -> Option<&'a syn::Ident> {
+fn input_type_name<'a>(decl: &JobDecl<'a>) -> Option<&'a syn::Ident> {
     decl.input_ty().and_then(|ty| match ty {
         Type::Path(path) => path.path.segments.last().map(|s| &s.ident),
         _ => None,

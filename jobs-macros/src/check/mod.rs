@@ -9,7 +9,7 @@ pub mod entries;
 mod factory;
 mod job;
 pub mod posting;
-mod step_outputs;
+pub mod step_outputs;
 mod steps;
 mod task;
 

@@ -47,9 +47,22 @@ pub fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Refus
             if parsed_args.is_none() {
                 recover_names(&mut decl, args);
             }
+            let stand_in = stand_in(&decl);
+            // A step refused for its borrowed output, re-emitted as written, would add rustc's
+            // "`Deserialize` is not general enough" to the macro's error.
+            let krate = &decl.crate_path;
+            let mut unborrowed = parsed.clone();
+            let item = if check::step_outputs::without_borrowed_steps(
+                &mut unborrowed,
+                &quote!(#krate::__private::refused_step),
+            ) {
+                unborrowed.into_token_stream()
+            } else {
+                item
+            };
             Err(Refused {
                 errors,
-                stand_in: stand_in(&decl),
+                stand_in,
                 item,
             })
         }
