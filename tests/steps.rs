@@ -81,6 +81,24 @@ async fn step_times_out(run: Run, _input: Item) -> Result<(), JobError> {
     .await
 }
 
+/// A duration read at run time (from the input here; from configuration alike).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+struct Nap {
+    id: u64,
+    every: String,
+}
+
+#[job(key = "nap:{id}", tenant = none, retry(attempts = 3))]
+async fn computed_nap(run: Run, input: Nap) -> Result<(), JobError> {
+    run.sleep(&input.every).await
+}
+
+#[job(key = "wait:{id}", tenant = none, retry(attempts = 3))]
+async fn computed_wait(run: Run, input: Nap) -> Result<(), JobError> {
+    let _paid: Option<u8> = run.wait_for_event("paid", "order", &input.every).await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_step_is_persisted_before_it_returns_and_replayed_on_the_next_attempt() {
     let kit = TestKit::new();
@@ -259,4 +277,59 @@ async fn step_timeout_fails_the_step() {
     assert_eq!(steps.len(), 1);
     assert_eq!(steps[0].status, StepStatus::Failed);
     assert!(steps[0].error.as_deref().unwrap().contains("X_JOB_TIMEOUT"));
+}
+
+/// A literal duration is checked at compile time (tests/ui/job/fail/body_*); a computed one
+/// when the call runs: `X_INVARIANT`, terminal (the same value comes back on every attempt),
+/// and the message names the call.
+#[tokio::test]
+async fn a_computed_duration_that_is_invalid_fails_the_run_for_good_naming_the_call() {
+    let kit = TestKit::new();
+    let nap = ComputedNap::enqueue(
+        kit.jobs(),
+        Nap {
+            id: 1,
+            every: "3 fortnights".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let wait = ComputedWait::enqueue(
+        kit.jobs(),
+        Nap {
+            id: 2,
+            every: "0s".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let executions = kit.run_to_completion().await;
+    assert_eq!(executions.len(), 2, "one attempt each: {executions:?}");
+    for (id, said) in [
+        (
+            nap.id,
+            "`run.sleep` got an invalid duration `3 fortnights`: it does not parse",
+        ),
+        (
+            wait.id,
+            "`run.wait_for_event` got an invalid timeout `0s`: it is zero",
+        ),
+    ] {
+        let execution = executions.iter().find(|e| e.job_id == id).unwrap();
+        assert_eq!(execution.outcome, ExecutionOutcome::DeadLettered);
+        assert_eq!(execution.code, Some(ErrorCode::Invariant));
+        let row = kit.job(id).await;
+        assert_eq!(row.state, JobState::Dead);
+        assert_eq!(
+            row.attempt, 1,
+            "terminal: the two attempts left are not spent"
+        );
+        assert_eq!(row.last_error_code.as_deref(), Some("X_INVARIANT"));
+        let error = row.last_error.unwrap();
+        assert!(error.contains(said), "{error}");
+        assert!(
+            error.contains("pass a positive duration such as"),
+            "{error}"
+        );
+    }
 }

@@ -51,7 +51,9 @@ mod value;
 /// Next to the unchanged fn:
 ///
 /// - a unit struct, the *handle*, named in PascalCase after the fn (`send_welcome` ->
-///   `SendWelcome`, or `handle = ..`), with the fn's visibility;
+///   `SendWelcome`, or `handle = ..`), with the fn's visibility. A handle may not share its
+///   name with the fn or with the input type (`fn tenant_sync(run: Run, input: TenantSync)`
+///   is refused): name it with `handle = TenantSyncJob`;
 /// - `impl Job for SendWelcome`: the input and output types, a `const DESCRIPTOR` holding every
 ///   declared option, the key and tenant derivations, and the body;
 /// - `SendWelcome::enqueue(&jobs, input)`, `enqueue_with(&jobs, input, options)`,
@@ -138,7 +140,10 @@ mod value;
 /// # Timeouts
 ///
 /// Durations are string literals such as `"500ms"`, `"30s"`, `"10m"`, `"1h 30m"` or `"3d"`,
-/// read at compile time; zero, negative and unreadable ones are refused at the literal.
+/// read at compile time; zero, negative and unreadable ones are refused at the literal. The
+/// same rule reads a literal given to `run.sleep("3d")` or `run.wait_for_event(event, key,
+/// "1h")` in the body; a computed one is checked when the call runs (`X_INVARIANT`, naming
+/// the call).
 /// `timeout` is the ceiling on one attempt (the run's cancellation fires first, then the
 /// attempt fails with `X_JOB_TIMEOUT`); `step_timeout` is the ceiling on one step;
 /// `event_poll` is how long a parked `wait_for_event` waits between polls (default `"30s"`).
@@ -185,7 +190,21 @@ mod value;
 /// # Steps
 ///
 /// Step names are the keys under which step outputs are stored, so a literal step name used
-/// twice in one body is a compile error (`X_STEP_DUPLICATE`).
+/// twice on one path through the body is a compile error (`X_STEP_DUPLICATE`). The arms of an
+/// `if`/`else` or a `match` exclude each other, so a name may repeat across them (the
+/// condition must come from the input or earlier steps, as everything in a durable body).
+///
+/// A step's output is stored and read back on a later attempt, so it owns its data: a step
+/// visibly answering a borrowed value (`Ok("text")`, `let s: &str = run.step(..)`) is refused
+/// with the owned type to write (`String`), `X_STEP_OUTPUT_UNSERIALIZABLE`.
+///
+/// # Errors
+///
+/// Every refusal names its code and the fix, at the argument it is about. A refused `#[job]`
+/// still emits its handle (same name, methods and `Job` impl, never run), so call sites add
+/// no errors of their own. An `on_settled` hook over the wrong types is refused at
+/// `on_settled = ..`. A key, tenant or concurrency template naming a field the input lacks is
+/// rustc's `no field` error at the template, with the input's fields listed.
 ///
 /// # Runtime crate path
 ///
@@ -193,9 +212,8 @@ mod value;
 /// when the runtime is re-exported under another path.
 #[proc_macro_attribute]
 pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    expand::job::expand(args.into(), item.clone())
-        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+    expand::job::expand(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
 
@@ -317,9 +335,8 @@ pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
 /// when the runtime is re-exported under another path.
 #[proc_macro_attribute]
 pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    expand::task::expand(args.into(), item.clone())
-        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+    expand::task::expand(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
 
@@ -385,9 +402,8 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
 /// number, cancellation signal), never the `Run`; a page already is one step.
 #[proc_macro_attribute]
 pub fn backfill(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    expand::backfill::expand(args.into(), item.clone())
-        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+    expand::backfill::expand(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
 
@@ -423,9 +439,8 @@ pub fn backfill(args: TokenStream, item: TokenStream) -> TokenStream {
 /// row) and both refusals are terminal.
 #[proc_macro_attribute]
 pub fn ledger(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    expand::ledger::expand(args.into(), item.clone())
-        .unwrap_or_else(|errors| expand::fallback::with_errors(item, errors))
+    expand::ledger::expand(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
 

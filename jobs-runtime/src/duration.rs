@@ -1,9 +1,20 @@
 //! Durations written as text (`"30s"`, `"3d"`, `"1h 30m"`), checked at run time with the same
 //! rule `#[job]` applies at compile time: they must parse and be positive.
+//!
+//! A string literal given to `run.sleep` or `run.wait_for_event` is checked by `#[job]` when
+//! the job compiles; a computed one (read from the input or from configuration) only when the
+//! call runs, and then the error names the call.
 
 use std::time::Duration;
 
 use crate::error::{ErrorCode, JobError};
+
+/// What every refusal asks for.
+const EXAMPLES: &str = "a positive duration such as \"30s\", \"10m\", \"3d\" or \"1h 30m\"";
+
+/// At most this many characters of a refused text are repeated in the message: it may come
+/// from an input, and a message is no place for a payload.
+const SHOWN_CHARS: usize = 32;
 
 /// Parses a positive duration such as `"30s"`, `"10m"`, `"3d"` or `"1h 30m"`.
 ///
@@ -16,45 +27,93 @@ use crate::error::{ErrorCode, JobError};
 /// assert!(parse_duration("3 fortnights").is_err());
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, JobError> {
+    check_text(text).map_err(InvalidDuration::into_error)
+}
+
+fn check_text(text: &str) -> Result<Duration, InvalidDuration> {
     match humantime::parse_duration(text.trim()) {
         Ok(d) if !d.is_zero() => Ok(d),
-        Ok(_) => Err(invalid(text, "it is zero")),
-        Err(_) => Err(invalid(text, "it does not parse")),
+        Ok(_) => Err(InvalidDuration::new(text, "it is zero")),
+        Err(_) => Err(InvalidDuration::new(text, "it does not parse")),
     }
 }
 
-fn invalid(text: &str, why: &str) -> JobError {
-    JobError::new(
-        ErrorCode::Invariant,
-        format!("invalid duration `{text}`: {why}"),
-    )
-    .with_fix("write a positive duration such as \"30s\", \"10m\", \"3d\" or \"1h 30m\"")
+/// A duration that was refused: the text as given (shortened) and why.
+#[derive(Debug, Clone)]
+pub struct InvalidDuration {
+    shown: String,
+    why: &'static str,
+}
+
+impl InvalidDuration {
+    fn new(text: &str, why: &'static str) -> Self {
+        let mut shown: String = text.chars().take(SHOWN_CHARS).collect();
+        if text.chars().nth(SHOWN_CHARS).is_some() {
+            shown.push_str("...");
+        }
+        InvalidDuration { shown, why }
+    }
+
+    /// The error for a duration read outside any call: `X_INVARIANT`, terminal.
+    pub fn into_error(self) -> JobError {
+        JobError::new(
+            ErrorCode::Invariant,
+            format!("invalid duration `{}`: {}", self.shown, self.why),
+        )
+        .with_fix(format!("write {EXAMPLES}"))
+    }
+
+    /// The error for a duration given to `call` (`run.sleep`): `X_INVARIANT`, terminal, since
+    /// the same value comes back on every attempt and no retry can make it valid.
+    pub fn into_call_error(self, call: &str, what: &str) -> JobError {
+        JobError::new(
+            ErrorCode::Invariant,
+            format!(
+                "`{call}` got an invalid {what} `{}`: {}; pass {EXAMPLES}",
+                self.shown, self.why
+            ),
+        )
+        .with_fix(format!(
+            "pass {EXAMPLES} (or a `Duration` above zero) to `{call}`; a string literal is \
+             checked when the job compiles, a computed one only here, so check configured \
+             values where they are read, with `jobs::duration::parse_duration`"
+        ))
+    }
 }
 
 /// A duration given either as [`Duration`] or as text (`"3d"`).
 pub trait IntoDuration {
+    /// The duration, or why it was refused: text that does not parse, or zero.
+    fn try_into_duration(self) -> Result<Duration, InvalidDuration>;
+
     /// The duration, or `X_INVARIANT` when the text does not parse or is not positive.
-    fn into_duration(self) -> Result<Duration, JobError>;
+    fn into_duration(self) -> Result<Duration, JobError>
+    where
+        Self: Sized,
+    {
+        self.try_into_duration()
+            .map_err(InvalidDuration::into_error)
+    }
 }
 
 impl IntoDuration for Duration {
-    fn into_duration(self) -> Result<Duration, JobError> {
+    fn try_into_duration(self) -> Result<Duration, InvalidDuration> {
         if self.is_zero() {
-            return Err(invalid("0s", "it is zero"));
+            return Err(InvalidDuration::new("0s", "it is zero"));
         }
         Ok(self)
     }
 }
 
 impl IntoDuration for &str {
-    fn into_duration(self) -> Result<Duration, JobError> {
-        parse_duration(self)
+    fn try_into_duration(self) -> Result<Duration, InvalidDuration> {
+        check_text(self)
     }
 }
 
 impl IntoDuration for &String {
-    fn into_duration(self) -> Result<Duration, JobError> {
-        parse_duration(self)
+    fn try_into_duration(self) -> Result<Duration, InvalidDuration> {
+        check_text(self)
     }
 }
 
@@ -71,5 +130,27 @@ mod tests {
             let e = parse_duration(bad).unwrap_err();
             assert!(e.is(ErrorCode::Invariant), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_call_error_names_the_call_and_shortens_the_text() {
+        let long = "x".repeat(100);
+        let e = long
+            .as_str()
+            .try_into_duration()
+            .unwrap_err()
+            .into_call_error("run.sleep", "duration");
+        assert!(e.is(ErrorCode::Invariant));
+        let message = e.message();
+        assert!(
+            message.starts_with("`run.sleep` got an invalid duration `"),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("{}...", "x".repeat(32))),
+            "{message}"
+        );
+        assert!(!message.contains(&"x".repeat(33)), "{message}");
+        assert!(e.fix().unwrap().contains("`run.sleep`"));
     }
 }

@@ -51,7 +51,7 @@ pub trait Job: Send + Sync + 'static {
 /// What a job input must be: serializable into the queue, parseable back out, and described by
 /// a JSON Schema for the manifest.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a job input",
+    message = "`{Self}` cannot be a job input (X_JOB_DECLARATION_INVALID)",
     label = "a job input must implement serde's `Serialize` and `Deserialize` and schemars 1.x's `JsonSchema`",
     note = "put `#[input]` (from `jobs::prelude`) on `{Self}`: it derives all three through the serde and schemars 1.x that `jobs` uses, with no dependency of your own",
     note = "a `JsonSchema` derived with another schemars major (0.8 or older) does not count: jobs is built on schemars 1.x"
@@ -63,7 +63,7 @@ impl<T> JobInput for T where T: Serialize + DeserializeOwned + JsonSchema + Send
 /// What a job body (or an `on_settled` hook) returns: a `Result` whose error converts into
 /// [`JobError`].
 #[diagnostic::on_unimplemented(
-    message = "a `#[job]` fn must return `Result<Output, E>`, found `{Self}`",
+    message = "a `#[job]` fn (and its `on_settled` hook) must return `Result<Output, E>`, found `{Self}` (X_JOB_DECLARATION_INVALID)",
     label = "return `Result<_, JobError>` (or any error that converts into `JobError`)"
 )]
 pub trait JobReturn: Send + 'static {

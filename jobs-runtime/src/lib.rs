@@ -136,8 +136,10 @@ pub mod __private {
     pub use crate::registry::JobEntry;
     pub use crate::run::Run;
     pub use crate::scheduler::{fire_now, next_run};
-    pub use crate::settled::Settled;
-    pub use crate::task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry};
+    pub use crate::settled::{Settled, SettledHookArg};
+    pub use crate::task::{
+        collect_entries, CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry,
+    };
     pub use core::option::Option::{self, None, Some};
     pub use core::time::Duration;
     pub use futures::future::BoxFuture;
@@ -160,6 +162,24 @@ pub mod __private {
     #[cfg(not(feature = "postgres"))]
     #[derive(Debug)]
     pub enum PgConnection {}
+
+    /// Stands in for an expression a refused declaration cannot keep (an entry naming its
+    /// job by string): of any type, so it adds no error of its own. Never called, since a
+    /// refused declaration does not compile.
+    pub fn refused<T>() -> T {
+        unreachable!("a refused declaration does not compile")
+    }
+
+    /// Stands in for a `run.step(..)` a refused `#[job]` cannot keep (one whose output is
+    /// borrowed): the same types without the `DeserializeOwned` bound, so rustc adds no
+    /// "`Deserialize` is not general enough" to the macro's own error. Never called.
+    pub async fn refused_step<T, E, F>(_run: &Run, _name: &str, _work: F) -> Result<T, JobError>
+    where
+        E: Into<JobError>,
+        F: core::future::Future<Output = Result<T, E>>,
+    {
+        unreachable!("a refused declaration does not compile")
+    }
 
     /// A key or tenant part, from anything printable.
     pub fn to_key<T: ToString + ?Sized>(value: &T) -> String {

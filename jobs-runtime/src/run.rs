@@ -214,7 +214,9 @@ impl Run {
     /// a later attempt gets the stored output back without running `work` again.
     ///
     /// Names must be unique within a run (`X_STEP_DUPLICATE`); an output must serialize
-    /// (`X_STEP_OUTPUT_UNSERIALIZABLE`). With `step_timeout` declared, `work` is dropped after
+    /// (`X_STEP_OUTPUT_UNSERIALIZABLE`) and own its data: it is read back on a later attempt,
+    /// so a step answers `String`, not `&str` (`#[job]` refuses a borrowed output it can see,
+    /// such as `Ok("text")`; elsewhere rustc says "`Deserialize` is not general enough"). With `step_timeout` declared, `work` is dropped after
     /// it and the step fails with `X_JOB_TIMEOUT`.
     pub async fn step<T, E, F>(&self, name: &str, work: F) -> Result<T, JobError>
     where
@@ -291,8 +293,14 @@ impl Run {
     ///
     /// The step is named `sleep:<duration>`; later sleeps of the same length in one run are
     /// `sleep:<duration>#2`, `#3`...
+    ///
+    /// A string literal (`run.sleep("3 fortnights")`, `"0s"`) is checked by `#[job]` at compile
+    /// time; a computed duration that does not parse or is zero fails the run for good with
+    /// `X_INVARIANT`, naming `run.sleep`.
     pub async fn sleep(&self, duration: impl IntoDuration) -> Result<(), JobError> {
-        let duration = duration.into_duration()?;
+        let duration = duration
+            .try_into_duration()
+            .map_err(|e| e.into_call_error("run.sleep", "duration"))?;
         let name = self.derived_name(&format!("sleep:{}", humantime::format_duration(duration)));
         let previous = self.enter(&name)?;
         let now = self.now();
@@ -322,14 +330,18 @@ impl Run {
     /// Suspends the run until an event `event` is published under `key` (see
     /// `Jobs::publish_event`), or `timeout` passes. Answers the event's payload, or `None` on
     /// timeout. Only events published after the wait began are its own. A payload that does not
-    /// parse as `T` is `X_JOB_EVENT_INVALID` (terminal).
+    /// parse as `T` is `X_JOB_EVENT_INVALID` (terminal). A literal `timeout` is checked by
+    /// `#[job]` at compile time; a computed one that does not parse or is zero fails the run
+    /// for good with `X_INVARIANT`, naming `run.wait_for_event`.
     pub async fn wait_for_event<T: DeserializeOwned>(
         &self,
         event: &str,
         key: &str,
         timeout: impl IntoDuration,
     ) -> Result<Option<T>, JobError> {
-        let timeout = timeout.into_duration()?;
+        let timeout = timeout
+            .try_into_duration()
+            .map_err(|e| e.into_call_error("run.wait_for_event", "timeout"))?;
         let name = self.derived_name(&format!("wait:{event}"));
         let previous = self.enter(&name)?;
         let now = self.now();

@@ -54,3 +54,24 @@ pub struct Settled<I, O> {
     /// The error's code, when it had one.
     pub code: Option<ErrorCode>,
 }
+
+/// What an `on_settled` hook takes: the [`Settled`] of its own job, `Settled<Input, Output>`.
+///
+/// `#[job]` hands the settled run to the hook through this trait, so a hook declared over
+/// other types is refused with this message, at `on_settled = ..`, instead of a type mismatch
+/// inside generated code.
+#[diagnostic::on_unimplemented(
+    message = "the `on_settled` hook takes `{Self}`, but this job settles with `Settled<{I}, {O}>` (X_JOB_DECLARATION_INVALID)",
+    label = "this hook must take `Settled<{I}, {O}>`",
+    note = "a hook's parameter is `Settled<Input, Output>`: the job's input type, then the `Ok` type of the job fn's `Result`; write `async fn hook(settled: Settled<{I}, {O}>) -> Result<(), JobError>`"
+)]
+pub trait SettledHookArg<I, O>: Sized {
+    /// The value the hook is called with.
+    fn from_settled(settled: Settled<I, O>) -> Self;
+}
+
+impl<I, O> SettledHookArg<I, O> for Settled<I, O> {
+    fn from_settled(settled: Settled<I, O>) -> Self {
+        settled
+    }
+}

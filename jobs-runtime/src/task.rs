@@ -36,6 +36,9 @@ pub struct Entry {
 impl Entry {
     /// The entry for job `J` with `input`. A key rule the input breaks (an empty key, a
     /// concurrency key out of bounds) is reported when the entry fires.
+    ///
+    /// A job is named by its handle type, never by a string: `#[task]` refuses
+    /// `Entry::of("send_digest", input)` at compile time and names the handle to write.
     pub fn of<J: Job>(input: J::Input) -> Entry {
         Entry {
             job: J::DESCRIPTOR.name,
@@ -59,6 +62,35 @@ impl Entry {
     pub(crate) fn into_prepared(self) -> Result<Prepared, JobError> {
         self.prepared
     }
+}
+
+/// What a `#[task]` fn's answer is made of: [`Entry`] values, nothing else. `#[task]` collects
+/// the fn's answer through [`collect_entries`], so answering job names (`Vec<&str>`) is refused
+/// with this trait's message instead of a `FromIterator` error.
+#[diagnostic::on_unimplemented(
+    message = "a `#[task]` fn answers the jobs to enqueue as `Entry` values, not `{Self}` (X_JOB_DECLARATION_INVALID)",
+    label = "return `Vec<Entry>`",
+    note = "build each entry from the job's handle, `Entry::of::<SendDigest>(input)` for the `#[job]` fn `send_digest`; a job is never named by a string"
+)]
+pub trait IsEntry {
+    /// The entry itself.
+    fn into_entry(self) -> Entry;
+}
+
+impl IsEntry for Entry {
+    fn into_entry(self) -> Entry {
+        self
+    }
+}
+
+/// A task fn's answer (any iterable of entries: a `Vec`, an `Option`, an array) as the entries
+/// to fire.
+pub fn collect_entries<T>(answer: T) -> Vec<Entry>
+where
+    T: IntoIterator,
+    T::Item: IsEntry,
+{
+    answer.into_iter().map(IsEntry::into_entry).collect()
 }
 
 /// What to do about occurrences missed while no scheduler was leading.

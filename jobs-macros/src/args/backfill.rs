@@ -1,11 +1,10 @@
 //! `#[backfill(..)]` and `#[ledger(..)]` as written.
 
-use darling::ast::NestedMeta;
 use darling::FromMeta;
 use proc_macro2::TokenStream;
 
 use super::job::RetryArgs;
-use super::shared::{arg_name, voice, Raw};
+use super::shared::{arg_name, meta_list, voice, Raw};
 use crate::errors::Errors;
 
 /// The arguments of `#[backfill(..)]`. Every one is optional here: which are required is
@@ -108,7 +107,7 @@ fn parse<T: FromMeta>(
     arguments: &[(&str, &[&str])],
     refused: &[(&str, &str)],
 ) -> Option<T> {
-    let items = match NestedMeta::parse_meta_list(tokens) {
+    let items = match meta_list(tokens, attr) {
         Ok(items) => items,
         Err(err) => {
             errs.push(err);

@@ -5,7 +5,7 @@ use darling::FromMeta;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
-use super::shared::{arg_name, voice, Raw};
+use super::shared::{arg_name, meta_list, voice, Raw};
 use crate::errors::Errors;
 
 /// The arguments of `#[job(..)]`. Every one is optional here: which are required, and what
@@ -143,7 +143,7 @@ impl JobArgs {
     /// arguments' shape was wrong (an unknown, duplicated or malformed argument), and the
     /// arguments that did parse are not known.
     pub fn parse(tokens: TokenStream, errs: &mut Errors) -> Option<JobArgs> {
-        let items = match NestedMeta::parse_meta_list(tokens) {
+        let items = match meta_list(tokens, "job") {
             Ok(items) => items,
             Err(err) => {
                 errs.push(err);

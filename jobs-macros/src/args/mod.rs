@@ -10,4 +10,4 @@ pub mod job;
 mod shared;
 pub mod task;
 
-pub use shared::list;
+pub use shared::{list, recover_names};

@@ -3,6 +3,7 @@
 
 use darling::ast::NestedMeta;
 use darling::FromMeta;
+use proc_macro2::TokenStream;
 
 /// A value as written (`key = "welcome:{user_id}"`, `tenant = org_id`, `attempts = 0`), kept
 /// untouched so a later stage can parse it and point at it.
@@ -59,12 +60,24 @@ fn split_location(text: &str) -> (&str, &str) {
 }
 
 fn reword(message: &str, location: &str, attr: &str, arguments: &[(&str, &[&str])]) -> String {
+    format!("{} {CODE}", reworded(message, location, attr, arguments))
+}
+
+/// The code every structural refusal carries: the declaration cannot be honoured as written.
+const CODE: &str = "(X_JOB_DECLARATION_INVALID)";
+
+fn reworded(message: &str, location: &str, attr: &str, arguments: &[(&str, &[&str])]) -> String {
     // The place an argument sits in: `#[job]` or `retry(..)` inside it.
     let (place, nested) = match location.split('/').next().unwrap_or("") {
         "" => (format!("`#[{attr}]`"), ""),
         outer => (format!("`{outer}(..)`"), outer),
     };
     let field = location.rsplit('/').next().unwrap_or("");
+    let expected = arguments
+        .iter()
+        .find(|(at, _)| *at == nested)
+        .map(|(_, names)| list(names))
+        .unwrap_or_default();
 
     if let Some(rest) = message.strip_prefix("Unknown field: `") {
         let name = rest.split('`').next().unwrap_or(rest);
@@ -72,16 +85,13 @@ fn reword(message: &str, location: &str, attr: &str, arguments: &[(&str, &[&str]
             let suggestion = suggestion.split('`').next().unwrap_or(suggestion);
             return format!("unknown argument `{name}` in {place}; did you mean `{suggestion}`?");
         }
-        let expected = arguments
-            .iter()
-            .find(|(at, _)| *at == nested)
-            .map(|(_, names)| list(names))
-            .unwrap_or_default();
-        return format!("unknown argument `{name}` in {place}; expected one of {expected}");
+        return format!(
+            "unknown argument `{name}` in {place}: remove it, or use one of {expected}"
+        );
     }
     if let Some(rest) = message.strip_prefix("Duplicate field `") {
         let name = rest.split('`').next().unwrap_or(rest);
-        return format!("`{name}` is set twice in {place}; keep one");
+        return format!("`{name}` is set twice in {place}; keep one and remove the other");
     }
     if let Some(rest) = message.strip_prefix("Unexpected meta-item format `") {
         let format = rest.split('`').next().unwrap_or(rest);
@@ -106,6 +116,41 @@ fn reword(message: &str, location: &str, attr: &str, arguments: &[(&str, &[&str]
         Some(first) => first.to_lowercase().chain(chars).collect(),
         None => String::new(),
     }
+}
+
+/// The arguments' tokens as a list of `name = value` items, or an error that says how to
+/// write them (a stray token, a missing comma), with the code.
+pub fn meta_list(tokens: TokenStream, attr: &str) -> syn::Result<Vec<NestedMeta>> {
+    NestedMeta::parse_meta_list(tokens).map_err(|err| {
+        syn::Error::new(
+            err.span(),
+            format!(
+                "cannot read the arguments of `#[{attr}]`: {err}; write them as \
+                 `name = value` pairs separated by commas {CODE}"
+            ),
+        )
+    })
+}
+
+/// `handle = ..` and `crate = ..` read from arguments that did not all parse, so a refused
+/// declaration still names its stand-in handle as the user did.
+pub fn recover_names(tokens: TokenStream) -> (Option<syn::Ident>, Option<syn::Path>) {
+    let Ok(items) = NestedMeta::parse_meta_list(tokens) else {
+        return (None, None);
+    };
+    let mut handle = None;
+    let mut krate = None;
+    for item in &items {
+        let NestedMeta::Meta(syn::Meta::NameValue(nv)) = item else {
+            continue;
+        };
+        if nv.path.is_ident("handle") {
+            handle = crate::value::word(&nv.value).cloned();
+        } else if nv.path.is_ident("crate") {
+            krate = crate::value::text::crate_path(&nv.value).ok();
+        }
+    }
+    (handle, krate)
 }
 
 /// `a`, `b` or `c`.

@@ -1,10 +1,9 @@
 //! `#[task(..)]` as written.
 
-use darling::ast::NestedMeta;
 use darling::FromMeta;
 use proc_macro2::TokenStream;
 
-use super::shared::{arg_name, voice, Raw};
+use super::shared::{arg_name, meta_list, voice, Raw};
 use crate::errors::Errors;
 
 /// The arguments of `#[task(..)]`. Every one is optional here: which are required, and what
@@ -62,7 +61,7 @@ impl TaskArgs {
     /// arguments' shape was wrong (an unknown, duplicated or malformed argument), and the
     /// arguments that did parse are not known.
     pub fn parse(tokens: TokenStream, errs: &mut Errors) -> Option<TaskArgs> {
-        let items = match NestedMeta::parse_meta_list(tokens) {
+        let items = match meta_list(tokens, "task") {
             Ok(items) => items,
             Err(err) => {
                 errs.push(err);

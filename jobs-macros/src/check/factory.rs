@@ -146,7 +146,7 @@ pub fn backfill_handle_is_free(errs: &mut Errors, decl: &BackfillDecl<'_>) {
             &decl.handle,
             format!(
                 "the handle `{0}` would have the same name as the fn: name the handle \
-                 yourself, e.g. `handle = {0}Backfill`",
+                 yourself, e.g. `handle = {0}Backfill` (X_JOB_DECLARATION_INVALID)",
                 decl.handle
             ),
         );

@@ -1,6 +1,7 @@
 //! The `#[job]` rules, one function each, numbered as in seed-inventory.md §30.
 
 use quote::quote;
+use syn::ext::IdentExt;
 use syn::{FnArg, ReturnType, Type};
 
 use crate::errors::Errors;
@@ -150,31 +151,49 @@ pub fn retry_delays_are_ordered(errs: &mut Errors, decl: &JobDecl<'_>) {
 
 /// The handle is a unit struct, so it takes its name in both the type and the value
 /// namespace: it must not collide with the fn itself or with the input type.
+///
+/// The rule, as the README states it: the handle is the fn's name in PascalCase
+/// (`tenant_sync` -> `TenantSync`) unless `handle = ..` names it; a handle equal to the fn's
+/// own name or to the last segment of the input type's path is refused.
 pub fn handle_is_free(errs: &mut Errors, decl: &JobDecl<'_>) {
     let handle = &decl.handle;
     let declared = decl.args.is_some_and(|args| args.handle.is_some());
-    let fix = format!("name the handle yourself, e.g. `handle = {handle}Job`");
+    let fix = format!(
+        "name the handle yourself, e.g. `handle = {handle}Job` (X_JOB_DECLARATION_INVALID)"
+    );
     // Blame `handle = ..` when it was declared, else the fn name the handle comes from.
     let blame = if declared {
         handle
     } else {
         &decl.item.sig.ident
     };
+    let origin = if declared {
+        format!("the handle `{handle}`")
+    } else {
+        format!(
+            "`#[job]` names the handle after the fn (`{}` -> `{handle}`), and `{handle}`",
+            decl.item.sig.ident.unraw()
+        )
+    };
     if *handle == decl.item.sig.ident {
-        errs.spanned(
-            blame,
-            format!("the handle `{handle}` would have the same name as the fn: {fix}"),
-        );
+        errs.spanned(blame, format!("{origin} is also the name of the fn: {fix}"));
         return;
     }
-    let input_name = decl.input_ty().and_then(|ty| match ty {
-        Type::Path(path) => path.path.segments.last().map(|s| &s.ident),
-        _ => None,
-    });
-    if input_name == Some(handle) {
+    if input_type_name(decl) == Some(handle) {
         errs.spanned(
             blame,
-            format!("the handle `{handle}` would have the same name as the input type: {fix}"),
+            format!(
+                "{origin} is also the name of the job's input type: the two cannot share a \
+                 name; {fix}"
+            ),
         );
     }
+}
+
+/// The last segment of the input type's path (`Welcome` in `crate::Welcome`).
+fn input_type_name<'a>(decl: &JobDecl<'a>) -> Option<&'a syn::Ident> {
+    decl.input_ty().and_then(|ty| match ty {
+        Type::Path(path) => path.path.segments.last().map(|s| &s.ident),
+        _ => None,
+    })
 }

@@ -4,14 +4,16 @@
 //! Every rule writes into one accumulator and carries on, so the user sees every problem of a
 //! declaration at once; expansion starts only once the accumulator is empty.
 
+mod durations;
+pub mod entries;
 mod factory;
 mod job;
 pub mod posting;
+pub mod step_outputs;
 mod steps;
 mod task;
 
 use crate::errors::Errors;
-
 use crate::model::{BackfillDecl, JobDecl, LedgerDecl, TaskDecl};
 
 /// Every rule for a `#[job]`.
@@ -25,6 +27,8 @@ pub fn job(errs: &mut Errors, decl: &JobDecl<'_>) {
     job::retry_delays_are_ordered(errs, decl);
     job::handle_is_free(errs, decl);
     steps::step_names_are_unique(errs, &decl.item.block);
+    step_outputs::step_outputs_are_owned(errs, &decl.item.block);
+    durations::literal_durations_are_valid(errs, &decl.item.block);
 }
 
 /// Every rule for a `#[task]`.
@@ -37,6 +41,7 @@ pub fn task(errs: &mut Errors, decl: &TaskDecl<'_>) {
     task::fn_returns_entries(errs, decl);
     task::max_catch_up_bounds_run_all(errs, decl);
     task::handle_is_free(errs, decl);
+    entries::entries_name_jobs_by_handle(errs, &decl.item.block);
 }
 
 /// Every rule for a `#[backfill]`.

@@ -161,7 +161,7 @@ pub fn handle_is_free(errs: &mut Errors, decl: &TaskDecl<'_>) {
         blame,
         format!(
             "the handle `{handle}` would have the same name as the fn: name the handle \
-             yourself, e.g. `handle = {suggestion}`"
+             yourself, e.g. `handle = {suggestion}` (X_JOB_DECLARATION_INVALID)"
         ),
     );
 }

@@ -7,6 +7,7 @@ use syn::spanned::Spanned;
 use syn::ItemFn;
 
 use super::factory::{checksum, job_descriptor, JobShape};
+use super::fallback::Refused;
 use super::job::type_text;
 use crate::args::backfill::BackfillArgs;
 use crate::check;
@@ -14,21 +15,116 @@ use crate::errors::Errors;
 use crate::model::BackfillDecl;
 use crate::value::scope::Scope;
 
-/// Expands `#[backfill(args)] item`.
-pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let item: ItemFn = syn::parse2(item).map_err(|_| {
-        syn::Error::new(
-            Span::call_site(),
-            "`#[backfill]` goes on the per-page handler: `async fn fill(pass: Pass, rows: \
-             Vec<Row>) -> Result<(), JobError>`",
-        )
-    })?;
+/// Expands `#[backfill(args)] item`. A refused declaration comes back with every error and
+/// the stand-in handle (see `super::fallback`).
+pub fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Refused> {
+    let parsed: ItemFn = match syn::parse2(item.clone()) {
+        Ok(parsed) => parsed,
+        Err(_) => {
+            return Err(Refused::bare(
+                item,
+                syn::Error::new(
+                    Span::call_site(),
+                    "`#[backfill]` goes on the per-page handler: `async fn fill(pass: Pass, \
+                     rows: Vec<Row>) -> Result<(), JobError>` (X_JOB_DECLARATION_INVALID)",
+                ),
+            ))
+        }
+    };
     let mut errs = Errors::new();
-    let args = BackfillArgs::parse(args, &mut errs);
-    let decl = BackfillDecl::from_ast(&mut errs, &item, args.as_ref());
+    let parsed_args = BackfillArgs::parse(args.clone(), &mut errs);
+    let mut decl = BackfillDecl::from_ast(&mut errs, &parsed, parsed_args.as_ref());
     check::backfill(&mut errs, &decl);
-    errs.finish()?;
-    Ok(quote_backfill(&decl))
+    match errs.finish() {
+        Ok(()) => Ok(quote_backfill(&decl)),
+        Err(errors) => {
+            if parsed_args.is_none() {
+                let (handle, krate) = crate::args::recover_names(args);
+                decl.handle = handle.unwrap_or(decl.handle);
+                decl.crate_path = krate.unwrap_or(decl.crate_path);
+            }
+            Err(Refused {
+                errors,
+                stand_in: stand_in(&decl),
+                item,
+            })
+        }
+    }
+}
+
+/// What a refused `#[backfill]` leaves for its call sites: the handle, its `Job` impl and
+/// every enqueue method of either tenant scope, whose bodies never run. Nothing when the
+/// handle's name clashes with the fn.
+fn stand_in(decl: &BackfillDecl<'_>) -> TokenStream {
+    let handle = &decl.handle;
+    if *handle == decl.item.sig.ident {
+        return TokenStream::new();
+    }
+    let vis = &decl.item.vis;
+    let krate = &decl.crate_path;
+    let p = quote!(#krate::__private);
+    let name = decl.name.as_deref().unwrap_or("");
+    quote! {
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #handle;
+
+        #[allow(dead_code, unused_variables, clippy::all)]
+        const _: () = {
+            impl #p::Job for #handle {
+                type Input = #p::BackfillRequest;
+                type Output = #p::BackfillReport;
+                const DESCRIPTOR: #p::JobDescriptor = #p::JobDescriptor::new(
+                    #name,
+                    #p::TenantMode::None,
+                    "BackfillRequest",
+                    #p::input_schema::<#p::BackfillRequest>,
+                );
+                fn idempotency_key(_: &#p::BackfillRequest) -> ::std::string::String {
+                    ::std::unreachable!()
+                }
+                fn tenant(_: &#p::BackfillRequest) -> ::std::option::Option<::std::string::String> {
+                    ::std::unreachable!()
+                }
+                fn run(
+                    _: #p::Run,
+                    _: #p::BackfillRequest,
+                ) -> #p::BoxFuture<'static, ::std::result::Result<#p::BackfillReport, #p::JobError>> {
+                    ::std::unreachable!()
+                }
+            }
+
+            impl #handle {
+                #vis async fn enqueue(
+                    _jobs: &#p::Jobs,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    ::std::unreachable!()
+                }
+                #vis async fn force(
+                    _jobs: &#p::Jobs,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    ::std::unreachable!()
+                }
+                #vis async fn enqueue_for(
+                    _jobs: &#p::Jobs,
+                    _tenant: impl ::std::convert::Into<::std::string::String>,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    ::std::unreachable!()
+                }
+                #vis async fn force_for(
+                    _jobs: &#p::Jobs,
+                    _tenant: impl ::std::convert::Into<::std::string::String>,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    ::std::unreachable!()
+                }
+                #vis fn descriptor() -> #p::JobDescriptor {
+                    ::std::unreachable!()
+                }
+                #vis fn backfill() -> #p::BackfillDescriptor {
+                    ::std::unreachable!()
+                }
+            }
+        };
+    }
 }
 
 fn quote_backfill(decl: &BackfillDecl<'_>) -> TokenStream {
@@ -224,8 +320,10 @@ mod tests {
     fn expand_str(args: &str, item: &str) -> Result<String, String> {
         expand(args.parse().unwrap(), item.parse().unwrap())
             .map(|tokens| tokens.to_string())
-            .map_err(|err| {
-                err.into_iter()
+            .map_err(|refused| {
+                refused
+                    .errors
+                    .into_iter()
                     .map(|e| e.to_string())
                     .collect::<Vec<_>>()
                     .join("\n")

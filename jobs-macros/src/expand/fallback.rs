@@ -1,18 +1,47 @@
-//! What an attribute emits when its declaration has errors: the user's item, unchanged, and
-//! the errors.
+//! What an attribute emits when its declaration has errors: the user's item, the errors, and
+//! a stand-in for the handle it would have generated.
 //!
 //! The item stays so that one bad argument does not turn into fifty "cannot find function"
 //! errors elsewhere in the crate, and so that editors keep completing inside the fn while the
-//! attribute is being fixed. Nothing else is generated: a half-built handle would only add
-//! secondary errors.
+//! attribute is being fixed. The stand-in handle (built by each attribute's expander) has the
+//! real one's name, methods and trait impls, with bodies that never run: call sites
+//! type-check against it, so "cannot find type `SendWelcome`" never joins the declaration's
+//! own errors.
 
 use proc_macro2::TokenStream;
 
-/// The item as written, followed by every error as a `compile_error!`.
-pub fn with_errors(item: TokenStream, errors: syn::Error) -> TokenStream {
-    let errors = errors.into_compile_error();
-    quote::quote! {
-        #item
-        #errors
+/// A refused declaration.
+pub struct Refused {
+    /// Every error of the declaration.
+    pub errors: syn::Error,
+    /// The user's item, as it is emitted again.
+    pub item: TokenStream,
+    /// The stand-in handle; empty when there is none to make.
+    pub stand_in: TokenStream,
+}
+
+impl Refused {
+    /// A refusal with no stand-in (the item is not even the right kind of item).
+    pub fn bare(item: TokenStream, errors: syn::Error) -> Self {
+        Refused {
+            errors,
+            item,
+            stand_in: TokenStream::new(),
+        }
+    }
+
+    /// The item, the stand-in, then every error as a `compile_error!`.
+    pub fn into_tokens(self) -> TokenStream {
+        let Refused {
+            errors,
+            item,
+            stand_in,
+        } = self;
+        let errors = errors.into_compile_error();
+        quote::quote! {
+            #item
+            #stand_in
+            #errors
+        }
     }
 }

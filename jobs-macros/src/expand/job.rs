@@ -10,6 +10,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Expr, ItemFn, Pat, PatType, Type};
 
+use super::fallback::Refused;
 use crate::args::job::JobArgs;
 use crate::check;
 use crate::errors::Errors;
@@ -18,24 +19,184 @@ use crate::value::key::KeySource;
 use crate::value::key_template::KeyTemplate;
 use crate::value::tenant::Tenant;
 
-/// Expands `#[job(args)] item`. An `Err` carries every error of the declaration; the caller
-/// turns it into the fallback (see `super::fallback`).
-pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let item: ItemFn = syn::parse2(item).map_err(|_| {
-        syn::Error::new(
-            Span::call_site(),
-            "`#[job]` goes on an `async fn` taking the run context and the input: \
-             `async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError>`",
-        )
-    })?;
+/// Expands `#[job(args)] item`. A refused declaration comes back with every error and the
+/// stand-in handle (see `super::fallback`).
+pub fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Refused> {
+    let parsed: ItemFn = match syn::parse2(item.clone()) {
+        Ok(parsed) => parsed,
+        Err(_) => {
+            return Err(Refused::bare(
+                item,
+                syn::Error::new(
+                    Span::call_site(),
+                    "`#[job]` goes on an `async fn` taking the run context and the input: \
+                     `async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError>` \
+                     (X_JOB_DECLARATION_INVALID)",
+                ),
+            ))
+        }
+    };
 
     let mut errs = Errors::new();
-    let args = JobArgs::parse(args, &mut errs);
-    let decl = JobDecl::from_ast(&mut errs, &item, args.as_ref());
+    let parsed_args = JobArgs::parse(args.clone(), &mut errs);
+    let mut decl = JobDecl::from_ast(&mut errs, &parsed, parsed_args.as_ref());
     check::job(&mut errs, &decl);
-    errs.finish()?;
+    match errs.finish() {
+        Ok(()) => Ok(quote_job(&decl)),
+        Err(errors) => {
+            if parsed_args.is_none() {
+                recover_names(&mut decl, args);
+            }
+            let stand_in = stand_in(&decl);
+            // A step refused for its borrowed output, re-emitted as written, would add rustc's
+            // "`Deserialize` is not general enough" to the macro's error.
+            let krate = &decl.crate_path;
+            let mut unborrowed = parsed.clone();
+            let item = if check::step_outputs::without_borrowed_steps(
+                &mut unborrowed,
+                &quote!(#krate::__private::refused_step),
+            ) {
+                unborrowed.into_token_stream()
+            } else {
+                item
+            };
+            Err(Refused {
+                errors,
+                stand_in,
+                item,
+            })
+        }
+    }
+}
 
-    Ok(quote_job(&decl))
+/// Arguments that did not all parse may still name the handle and the runtime crate: the
+/// stand-in takes the names the user wrote.
+fn recover_names(decl: &mut JobDecl<'_>, args: TokenStream) {
+    let (handle, krate) = crate::args::recover_names(args);
+    if let Some(handle) = handle {
+        decl.handle = handle;
+    }
+    if let Some(krate) = krate {
+        decl.crate_path = krate;
+    }
+}
+
+/// What a refused `#[job]` leaves for its call sites: the handle, with the methods and the
+/// `Job` impl the real one has, whose bodies never run (the crate does not compile). Nothing
+/// when the handle's name is itself the problem (it clashes with the fn or the input type).
+fn stand_in(decl: &JobDecl<'_>) -> TokenStream {
+    let handle = &decl.handle;
+    let input_name = decl.input_ty().and_then(|ty| match ty {
+        Type::Path(path) => path.path.segments.last().map(|s| &s.ident),
+        _ => None,
+    });
+    if *handle == decl.item.sig.ident || input_name == Some(handle) {
+        return TokenStream::new();
+    }
+    let vis = &decl.item.vis;
+    let krate = &decl.crate_path;
+    let p = quote!(#krate::__private);
+    let sig = &decl.item.sig;
+    let concrete = sig.generics.params.is_empty() && sig.generics.where_clause.is_none();
+    // The input the user meant: a reference's referent, since a by-reference input is refused.
+    let input_ty = decl.input_ty().map(|ty| match ty {
+        Type::Reference(reference) => &*reference.elem,
+        ty => ty,
+    });
+    let body = match input_ty.filter(|_| concrete) {
+        Some(input_ty) => {
+            let name = &decl.name;
+            let input_name = type_text(input_ty);
+            let output = match decl.output_ty() {
+                Some(output_ty) => quote!(<#output_ty as #p::JobReturn>::Output),
+                None => quote!(()),
+            };
+            let methods = handle_methods(decl, &p, input_ty);
+            quote! {
+                impl #p::Job for #handle {
+                    type Input = #input_ty;
+                    type Output = #output;
+                    const DESCRIPTOR: #p::JobDescriptor = #p::JobDescriptor::new(
+                        #name,
+                        #p::TenantMode::None,
+                        #input_name,
+                        #p::input_schema::<#input_ty>,
+                    );
+                    fn idempotency_key(_: &#input_ty) -> ::std::string::String {
+                        ::std::unreachable!()
+                    }
+                    fn tenant(_: &#input_ty) -> ::std::option::Option<::std::string::String> {
+                        ::std::unreachable!()
+                    }
+                    fn run(
+                        _: #p::Run,
+                        _: #input_ty,
+                    ) -> #p::BoxFuture<'static, ::std::result::Result<Self::Output, #p::JobError>> {
+                        ::std::unreachable!()
+                    }
+                }
+
+                #methods
+            }
+        }
+        None => untyped_methods(decl, &p),
+    };
+    quote! {
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #handle;
+
+        #[allow(dead_code, unused_variables, clippy::all)]
+        const _: () = {
+            #body
+        };
+    }
+}
+
+/// The handle's methods when the input type is not known: any argument type-checks.
+fn untyped_methods(decl: &JobDecl<'_>, p: &TokenStream) -> TokenStream {
+    let vis = &decl.item.vis;
+    let handle = &decl.handle;
+    quote! {
+        impl #handle {
+            #vis async fn enqueue<I>(
+                _jobs: &#p::Jobs,
+                _input: I,
+            ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                ::std::unreachable!()
+            }
+            #vis async fn enqueue_with<I>(
+                _jobs: &#p::Jobs,
+                _input: I,
+                _options: #p::EnqueueOptions,
+            ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                ::std::unreachable!()
+            }
+            #vis async fn enqueue_many<I>(
+                _jobs: &#p::Jobs,
+                _inputs: I,
+            ) -> ::std::result::Result<::std::vec::Vec<#p::Enqueued>, #p::JobError> {
+                ::std::unreachable!()
+            }
+            #vis async fn enqueue_in<I>(
+                _jobs: &#p::Jobs,
+                _conn: &mut #p::PgConnection,
+                _input: I,
+            ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                ::std::unreachable!()
+            }
+            #vis async fn enqueue_in_with<I>(
+                _jobs: &#p::Jobs,
+                _conn: &mut #p::PgConnection,
+                _input: I,
+                _options: #p::EnqueueOptions,
+            ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                ::std::unreachable!()
+            }
+            #vis fn descriptor() -> #p::JobDescriptor {
+                ::std::unreachable!()
+            }
+        }
+    }
 }
 
 /// The expansion of a checked declaration.
@@ -82,7 +243,11 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
         _ => TokenStream::new(),
     };
     let on_settled = decl.on_settled.as_ref().map(|hook| {
-        let call = quote_spanned!(hook.span()=> #hook(__settled).await);
+        // The settled run goes through `SettledHookArg`, so a hook over other types is
+        // refused with that trait's message, at the hook.
+        let call = quote_spanned! {hook.span()=>
+            #hook(<_ as #p::SettledHookArg<#input_ty, Self::Output>>::from_settled(__settled)).await
+        };
         quote! {
             fn on_settled(
                 __settled: #p::Settled<#input_ty, Self::Output>,
@@ -99,16 +264,7 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
             assert_input::<#input_ty>();
         };
     };
-    let name = &decl.name;
-    let enqueue_doc = format!(
-        "Enqueues one run of the `{name}` job.\n\nAnswers the run's ids, with `deduped` set \
-         when a live run already holds the same idempotency key."
-    );
-    let enqueue_with_doc = format!(
-        "Enqueues one run of the `{name}` job with per-call options (run time, run id, queue, \
-         tenant)."
-    );
-    let enqueue_many_doc = format!("Enqueues one run of the `{name}` job per input.");
+    let methods = handle_methods(decl, &p, input_ty);
 
     quote! {
         #item
@@ -151,65 +307,85 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
                 #on_settled
             }
 
-            impl #handle {
-                #[doc = #enqueue_doc]
-                #vis async fn enqueue(
-                    jobs: &#p::Jobs,
-                    input: #input_ty,
-                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
-                    jobs.enqueue::<Self>(input).await
-                }
-
-                #[doc = #enqueue_with_doc]
-                #vis async fn enqueue_with(
-                    jobs: &#p::Jobs,
-                    input: #input_ty,
-                    options: #p::EnqueueOptions,
-                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
-                    jobs.enqueue_with::<Self>(input, options).await
-                }
-
-                #[doc = #enqueue_many_doc]
-                #vis async fn enqueue_many<I>(
-                    jobs: &#p::Jobs,
-                    inputs: I,
-                ) -> ::std::result::Result<::std::vec::Vec<#p::Enqueued>, #p::JobError>
-                where
-                    I: ::std::iter::IntoIterator<Item = #input_ty>,
-                {
-                    jobs.enqueue_many::<Self, I>(inputs).await
-                }
-
-                /// Enqueues one run on the caller's Postgres connection or transaction: it
-                /// exists if and only if that transaction commits.
-                #vis async fn enqueue_in(
-                    jobs: &#p::Jobs,
-                    conn: &mut #p::PgConnection,
-                    input: #input_ty,
-                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
-                    jobs.enqueue_in::<Self>(conn, input).await
-                }
-
-                /// [`Self::enqueue_in`] with per-call options.
-                #vis async fn enqueue_in_with(
-                    jobs: &#p::Jobs,
-                    conn: &mut #p::PgConnection,
-                    input: #input_ty,
-                    options: #p::EnqueueOptions,
-                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
-                    jobs.enqueue_in_with::<Self>(conn, input, options).await
-                }
-
-                /// The declaration, as the manifest shows it.
-                #vis const fn descriptor() -> #p::JobDescriptor {
-                    <Self as #p::Job>::DESCRIPTOR
-                }
-            }
+            #methods
 
             #p::inventory::submit! {
                 #p::JobEntry::of::<#handle>()
             }
         };
+    }
+}
+
+/// The handle's inherent methods: the typed enqueue calls and `descriptor()`.
+fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStream {
+    let vis = &decl.item.vis;
+    let handle = &decl.handle;
+    let name = &decl.name;
+    let enqueue_doc = format!(
+        "Enqueues one run of the `{name}` job.\n\nAnswers the run's ids, with `deduped` set \
+         when a live run already holds the same idempotency key."
+    );
+    let enqueue_with_doc = format!(
+        "Enqueues one run of the `{name}` job with per-call options (run time, run id, queue, \
+         tenant)."
+    );
+    let enqueue_many_doc = format!("Enqueues one run of the `{name}` job per input.");
+
+    quote! {
+        impl #handle {
+            #[doc = #enqueue_doc]
+            #vis async fn enqueue(
+                jobs: &#p::Jobs,
+                input: #input_ty,
+            ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                jobs.enqueue::<Self>(input).await
+            }
+
+            #[doc = #enqueue_with_doc]
+            #vis async fn enqueue_with(
+                jobs: &#p::Jobs,
+                input: #input_ty,
+                options: #p::EnqueueOptions,
+            ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                jobs.enqueue_with::<Self>(input, options).await
+            }
+
+            #[doc = #enqueue_many_doc]
+            #vis async fn enqueue_many<I>(
+                jobs: &#p::Jobs,
+                inputs: I,
+            ) -> ::std::result::Result<::std::vec::Vec<#p::Enqueued>, #p::JobError>
+            where
+                I: ::std::iter::IntoIterator<Item = #input_ty>,
+            {
+                jobs.enqueue_many::<Self, I>(inputs).await
+            }
+
+            /// Enqueues one run on the caller's Postgres connection or transaction: it
+            /// exists if and only if that transaction commits.
+            #vis async fn enqueue_in(
+                jobs: &#p::Jobs,
+                conn: &mut #p::PgConnection,
+                input: #input_ty,
+            ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                jobs.enqueue_in::<Self>(conn, input).await
+            }
+
+            /// [`Self::enqueue_in`] with per-call options.
+            #vis async fn enqueue_in_with(
+                jobs: &#p::Jobs,
+                conn: &mut #p::PgConnection,
+                input: #input_ty,
+                options: #p::EnqueueOptions,
+            ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                jobs.enqueue_in_with::<Self>(conn, input, options).await
+            }
+
+            /// The declaration, as the manifest shows it.
+            #vis const fn descriptor() -> #p::JobDescriptor {
+                <Self as #p::Job>::DESCRIPTOR
+            }
+        }
     }
 }
 
@@ -400,7 +576,7 @@ fn with_input_type(expr: &Expr, input_ty: &Type) -> Expr {
 
 /// The input type as written, for people reading the manifest: `Vec<Welcome>`, not
 /// `Vec < Welcome >`.
-pub(super) fn type_text(ty: &Type) -> String {
+pub(crate) fn type_text(ty: &Type) -> String {
     let spaced = ty.to_token_stream().to_string();
     let chars: Vec<char> = spaced.chars().collect();
     let word = |c: char| c.is_alphanumeric() || c == '_' || c == '\'';
@@ -426,8 +602,10 @@ mod tests {
     fn expand_str(args: &str, item: &str) -> Result<String, String> {
         expand(args.parse().unwrap(), item.parse().unwrap())
             .map(|tokens| tokens.to_string())
-            .map_err(|err| {
-                err.into_iter()
+            .map_err(|refused| {
+                refused
+                    .errors
+                    .into_iter()
                     .map(|e| e.to_string())
                     .collect::<Vec<_>>()
                     .join("\n")
@@ -480,7 +658,7 @@ mod tests {
             "d . on_settled = true",
             "fn concurrency_key",
             r#"format ! ("{}" , input . org_id)"#,
-            "hooks :: settled (__settled) . await",
+            "hooks :: settled (< _ as :: my_jobs :: __private :: SettledHookArg < Welcome , Self :: Output >> :: from_settled (__settled)) . await",
             "struct Welcomer",
             "impl :: my_jobs :: __private :: Job for Welcomer",
         ] {
@@ -542,11 +720,14 @@ mod tests {
         let err = expand_str(r#"key = "k", tenant = none, qeue = "x""#, WELCOME).unwrap_err();
         assert_eq!(
             err,
-            "unknown argument `qeue` in `#[job]`; did you mean `queue`?"
+            "unknown argument `qeue` in `#[job]`; did you mean `queue`? \
+             (X_JOB_DECLARATION_INVALID)"
         );
         let err = expand_str(r#"key = "k", tenant = none, retry(tries = 3)"#, WELCOME).unwrap_err();
         assert!(
-            err.starts_with("unknown argument `tries` in `retry(..)`; expected one of"),
+            err.starts_with(
+                "unknown argument `tries` in `retry(..)`: remove it, or use one of `attempts`"
+            ) && err.ends_with("(X_JOB_DECLARATION_INVALID)"),
             "{err}"
         );
         let err = expand_str(
@@ -554,7 +735,11 @@ mod tests {
             WELCOME,
         )
         .unwrap_err();
-        assert_eq!(err, "`queue` is set twice in `#[job]`; keep one");
+        assert_eq!(
+            err,
+            "`queue` is set twice in `#[job]`; keep one and remove the other \
+             (X_JOB_DECLARATION_INVALID)"
+        );
     }
 
     #[test]
@@ -580,11 +765,11 @@ mod tests {
             }"#,
         )
         .unwrap_err();
-        assert_eq!(
-            err,
-            "step name `charge` is used twice in this job; step names must be unique within \
-             a run (X_STEP_DUPLICATE)"
+        assert!(
+            err.starts_with("step name `charge` is used twice on one path through this job"),
+            "{err}"
         );
+        assert!(err.ends_with("(X_STEP_DUPLICATE)"), "{err}");
     }
 
     #[test]

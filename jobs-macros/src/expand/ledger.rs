@@ -7,27 +7,108 @@ use syn::spanned::Spanned;
 use syn::ItemStruct;
 
 use super::factory::{job_descriptor, JobShape};
+use super::fallback::Refused;
 use crate::args::backfill::LedgerArgs;
 use crate::check;
 use crate::errors::Errors;
 use crate::model::LedgerDecl;
 use crate::value::book::Book;
 
-/// Expands `#[ledger(args)] item`.
-pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let item: ItemStruct = syn::parse2(item).map_err(|_| {
-        syn::Error::new(
-            Span::call_site(),
-            "`#[ledger]` goes on a unit struct, the handle: `pub struct PostPayment;` \
-             (X_JOB_DECLARATION_INVALID)",
-        )
-    })?;
+/// Expands `#[ledger(args)] item`. A refused declaration comes back with every error, the
+/// handle struct as written and its stand-in methods (see `super::fallback`).
+pub fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Refused> {
+    let parsed: ItemStruct = match syn::parse2(item.clone()) {
+        Ok(parsed) => parsed,
+        Err(_) => {
+            return Err(Refused::bare(
+                item,
+                syn::Error::new(
+                    Span::call_site(),
+                    "`#[ledger]` goes on a unit struct, the handle: `pub struct PostPayment;` \
+                     (X_JOB_DECLARATION_INVALID)",
+                ),
+            ))
+        }
+    };
     let mut errs = Errors::new();
-    let args = LedgerArgs::parse(args, &mut errs);
-    let decl = LedgerDecl::from_ast(&mut errs, &item, args.as_ref());
+    let parsed_args = LedgerArgs::parse(args.clone(), &mut errs);
+    let mut decl = LedgerDecl::from_ast(&mut errs, &parsed, parsed_args.as_ref());
     check::ledger(&mut errs, &decl);
-    errs.finish()?;
-    Ok(quote_ledger(&decl))
+    match errs.finish() {
+        Ok(()) => Ok(quote_ledger(&decl)),
+        Err(errors) => {
+            if parsed_args.is_none() {
+                let (_, krate) = crate::args::recover_names(args);
+                decl.crate_path = krate.unwrap_or(decl.crate_path);
+            }
+            Err(Refused {
+                errors,
+                stand_in: stand_in(&decl),
+                item,
+            })
+        }
+    }
+}
+
+/// What a refused `#[ledger]` leaves for its call sites: the handle struct is the user's own
+/// and stays; this adds its `Job` impl and its methods, whose bodies never run. Nothing for a
+/// generic struct, which is refused as such.
+fn stand_in(decl: &LedgerDecl<'_>) -> TokenStream {
+    let item = decl.item;
+    if !item.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let vis = &item.vis;
+    let handle = &item.ident;
+    let krate = &decl.crate_path;
+    let p = quote!(#krate::__private);
+    let name = decl.name.as_deref().unwrap_or("");
+    quote! {
+        #[allow(dead_code, unused_variables, clippy::all)]
+        const _: () = {
+            impl #p::Job for #handle {
+                type Input = #p::Posting;
+                type Output = #p::PostingReceipt;
+                const DESCRIPTOR: #p::JobDescriptor = #p::JobDescriptor::new(
+                    #name,
+                    #p::TenantMode::None,
+                    "Posting",
+                    #p::input_schema::<#p::Posting>,
+                );
+                fn idempotency_key(_: &#p::Posting) -> ::std::string::String {
+                    ::std::unreachable!()
+                }
+                fn tenant(_: &#p::Posting) -> ::std::option::Option<::std::string::String> {
+                    ::std::unreachable!()
+                }
+                fn run(
+                    _: #p::Run,
+                    _: #p::Posting,
+                ) -> #p::BoxFuture<'static, ::std::result::Result<#p::PostingReceipt, #p::JobError>> {
+                    ::std::unreachable!()
+                }
+            }
+
+            impl #handle {
+                #vis async fn enqueue(
+                    _jobs: &#p::Jobs,
+                    _posting: #p::Posting,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    ::std::unreachable!()
+                }
+                #vis async fn enqueue_in(
+                    _jobs: &#p::Jobs,
+                    _conn: &mut #p::PgConnection,
+                    _posting: #p::Posting,
+                ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
+                    ::std::unreachable!()
+                }
+                #vis fn descriptor() -> #p::JobDescriptor {
+                    ::std::unreachable!()
+                }
+            }
+        };
+    }
 }
 
 fn quote_ledger(decl: &LedgerDecl<'_>) -> TokenStream {
@@ -159,8 +240,10 @@ mod tests {
     fn expand_str(args: &str, item: &str) -> Result<String, String> {
         expand(args.parse().unwrap(), item.parse().unwrap())
             .map(|tokens| tokens.to_string())
-            .map_err(|err| {
-                err.into_iter()
+            .map_err(|refused| {
+                refused
+                    .errors
+                    .into_iter()
                     .map(|e| e.to_string())
                     .collect::<Vec<_>>()
                     .join("\n")

@@ -10,7 +10,7 @@ use crate::value::posting::{Amount, PostingLit};
 
 /// Expands `posting!(key, [..])`.
 pub fn expand(input: TokenStream) -> syn::Result<TokenStream> {
-    let posting: PostingLit = syn::parse2(input)?;
+    let posting: PostingLit = syn::parse2(input).map_err(with_shape)?;
     let mut errs = Errors::new();
     check::posting::posting(&mut errs, &posting);
     errs.finish()?;
@@ -37,6 +37,29 @@ pub fn expand(input: TokenStream) -> syn::Result<TokenStream> {
     Ok(quote! {
         ::jobs::ledger::Posting::new(#key, ::std::vec![#(#entries),*])
     })
+}
+
+/// syn's own parse errors ("expected `=>`") with the shape of a posting and the code; the
+/// parser's errors already carry both.
+fn with_shape(errors: syn::Error) -> syn::Error {
+    let mut all = errors.into_iter().map(|error| {
+        let message = error.to_string();
+        if message.contains("(X_") {
+            return error;
+        }
+        syn::Error::new(
+            error.span(),
+            format!(
+                "{message}: write `posting!(key, [\"account\" => 1_000 EUR, \"other\" => \
+                 -1_000 EUR])` (X_LEDGER_ENTRY_INVALID)"
+            ),
+        )
+    });
+    let mut first = all
+        .next()
+        .expect("a parse error carries at least one error");
+    first.extend(all);
+    first
 }
 
 #[cfg(test)]

@@ -10,29 +10,97 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{ItemFn, Type};
 
+use super::fallback::Refused;
 use crate::args::task::TaskArgs;
 use crate::check;
 use crate::errors::Errors;
 use crate::model::TaskDecl;
 
-/// Expands `#[task(args)] item`. An `Err` carries every error of the declaration; the caller
-/// turns it into the fallback (see `super::fallback`).
-pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let item: ItemFn = syn::parse2(item).map_err(|_| {
-        syn::Error::new(
-            Span::call_site(),
-            "`#[task]` goes on a fn taking the occurrence and returning the jobs to enqueue: \
-             `fn weekday_digest(at: Occurrence) -> Vec<Entry>`",
-        )
-    })?;
+/// Expands `#[task(args)] item`. A refused declaration comes back with every error and the
+/// stand-in handle (see `super::fallback`).
+pub fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Refused> {
+    let parsed: ItemFn = match syn::parse2(item.clone()) {
+        Ok(parsed) => parsed,
+        Err(_) => {
+            return Err(Refused::bare(
+                item,
+                syn::Error::new(
+                    Span::call_site(),
+                    "`#[task]` goes on a fn taking the occurrence and returning the jobs to \
+                     enqueue: `fn weekday_digest(at: Occurrence) -> Vec<Entry>` \
+                     (X_JOB_DECLARATION_INVALID)",
+                ),
+            ))
+        }
+    };
 
     let mut errs = Errors::new();
-    let args = TaskArgs::parse(args, &mut errs);
-    let decl = TaskDecl::from_ast(&mut errs, &item, args.as_ref());
+    let parsed_args = TaskArgs::parse(args.clone(), &mut errs);
+    let mut decl = TaskDecl::from_ast(&mut errs, &parsed, parsed_args.as_ref());
     check::task(&mut errs, &decl);
-    errs.finish()?;
+    match errs.finish() {
+        Ok(()) => Ok(quote_task(&decl)),
+        Err(errors) => {
+            if parsed_args.is_none() {
+                let (handle, krate) = crate::args::recover_names(args);
+                decl.handle = handle.unwrap_or(decl.handle);
+                decl.crate_path = krate.unwrap_or(decl.crate_path);
+            }
+            let krate = &decl.crate_path;
+            // An entry naming its job by string is refused above; re-emitted as written it
+            // would add rustc's arity error, whose suggestion (drop the input) is wrong.
+            let item =
+                check::entries::without_entries_by_name(item, &quote!(#krate::__private::refused));
+            Err(Refused {
+                errors,
+                stand_in: stand_in(&decl),
+                item,
+            })
+        }
+    }
+}
 
-    Ok(quote_task(&decl))
+/// What a refused `#[task]` leaves for its call sites: the handle, its `Task` impl and its
+/// methods, whose bodies never run. Nothing when the handle's name clashes with the fn.
+fn stand_in(decl: &TaskDecl<'_>) -> TokenStream {
+    let handle = &decl.handle;
+    if *handle == decl.item.sig.ident {
+        return TokenStream::new();
+    }
+    let vis = &decl.item.vis;
+    let krate = &decl.crate_path;
+    let p = quote!(#krate::__private);
+    let name = &decl.name;
+    quote! {
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #handle;
+
+        #[allow(dead_code, unused_variables, clippy::all)]
+        const _: () = {
+            impl #p::Task for #handle {
+                const DESCRIPTOR: #p::TaskDescriptor = #p::TaskDescriptor::new(#name, "", "");
+                fn entries(_: &#p::Occurrence) -> ::std::vec::Vec<#p::Entry> {
+                    ::std::unreachable!()
+                }
+            }
+
+            impl #handle {
+                #vis async fn enqueue(
+                    _jobs: &#p::Jobs,
+                ) -> ::std::result::Result<::std::vec::Vec<#p::Enqueued>, #p::JobError> {
+                    ::std::unreachable!()
+                }
+                #vis fn next_run(
+                    _from: #p::Timestamp,
+                ) -> ::std::option::Option<#p::Timestamp> {
+                    ::std::unreachable!()
+                }
+                #vis fn descriptor() -> #p::TaskDescriptor {
+                    ::std::unreachable!()
+                }
+            }
+        };
+    }
 }
 
 /// The expansion of a checked declaration.
@@ -58,11 +126,11 @@ fn quote_task(decl: &TaskDecl<'_>) -> TokenStream {
     };
     // Spanned at the return type, so answering anything but entries (job names as strings,
     // say) is reported there.
-    let entries = quote_spanned! {output_ty.span()=>
-        ::std::iter::Iterator::collect(::std::iter::IntoIterator::into_iter(
-            #fn_ident(#occurrence),
-        ))
-    };
+    let answer = quote_spanned!(output_ty.span()=> __answer);
+    let entries = quote! {{
+        let #answer = #fn_ident(#occurrence);
+        #p::collect_entries(#answer)
+    }};
 
     let name = &decl.name;
     let (cron, tz) = schedule(decl);
@@ -186,8 +254,10 @@ mod tests {
     fn expand_str(args: &str, item: &str) -> Result<String, String> {
         expand(args.parse().unwrap(), item.parse().unwrap())
             .map(|tokens| tokens.to_string())
-            .map_err(|err| {
-                err.into_iter()
+            .map_err(|refused| {
+                refused
+                    .errors
+                    .into_iter()
                     .map(|e| e.to_string())
                     .collect::<Vec<_>>()
                     .join("\n")
@@ -287,7 +357,8 @@ mod tests {
             expand_str(r#"cron = "0 * * * *", tz = "UTC", catchup = skip"#, DIGEST).unwrap_err();
         assert_eq!(
             err,
-            "unknown argument `catchup` in `#[task]`; did you mean `catch_up`?"
+            "unknown argument `catchup` in `#[task]`; did you mean `catch_up`? \
+             (X_JOB_DECLARATION_INVALID)"
         );
     }
 }

@@ -41,7 +41,9 @@ pub fn word(expr: &Expr) -> Option<&Ident> {
 
 /// `expr` as the user wrote it, for a message.
 pub fn shown(expr: &Expr) -> String {
-    let text = quote::ToTokens::to_token_stream(expr).to_string();
+    let text = quote::ToTokens::to_token_stream(expr)
+        .to_string()
+        .replace(" :: ", "::");
     // `- 5` reads better as `-5`.
     match text.strip_prefix("- ") {
         Some(rest) => format!("-{rest}"),

@@ -58,13 +58,18 @@ impl Parse for EntryLit {
                 return Err(syn::Error::new_spanned(
                     &lit,
                     format!(
-                        "write the amount without the `{}` suffix: it is i64 minor units",
+                        "write the amount without the `{}` suffix: it is i64 minor units \
+                         (X_LEDGER_ENTRY_INVALID)",
                         lit.suffix()
                     ),
                 ));
             }
             let value: i128 = lit.base10_parse().map_err(|_| {
-                syn::Error::new_spanned(&lit, "the amount does not fit in minor units")
+                syn::Error::new_spanned(
+                    &lit,
+                    "the amount does not fit in minor units; split it over several postings \
+                     (X_LEDGER_ENTRY_INVALID)",
+                )
             })?;
             let value = if negative.is_some() { -value } else { value };
             let tokens = quote::quote!(#negative #lit);
@@ -81,13 +86,14 @@ impl Parse for EntryLit {
         } else {
             return Err(input.error(
                 "expected an amount in minor units (`1_000`) or a parenthesised expression \
-                 `(amount)`, then the currency (`EUR`)",
+                 `(amount)`, then the currency (`EUR`) (X_LEDGER_ENTRY_INVALID)",
             ));
         };
         let currency: Ident = input.parse().map_err(|e| {
             syn::Error::new(
                 e.span(),
-                "expected the ISO 4217 currency after the amount, e.g. `1_000 EUR`",
+                "expected the ISO 4217 currency after the amount, e.g. `1_000 EUR` \
+                 (X_LEDGER_ENTRY_INVALID)",
             )
         })?;
         Ok(EntryLit {

@@ -79,7 +79,8 @@ pub fn crate_path(expr: &Expr) -> syn::Result<Path> {
     let bad = || {
         syn::Error::new_spanned(
             expr,
-            "`crate` takes the runtime crate's path as a string, e.g. `crate = \"::jobs\"`",
+            "`crate` takes the runtime crate's path as a string, e.g. `crate = \"::jobs\"` \
+             (X_JOB_DECLARATION_INVALID)",
         )
     };
     let lit = lit_str(expr).ok_or_else(bad)?;

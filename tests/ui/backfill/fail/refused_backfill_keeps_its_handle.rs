@@ -1,0 +1,25 @@
+// A refused #[backfill] still emits its handle: call sites add no errors of their own.
+use jobs::prelude::*;
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: i64,
+}
+
+pub async fn users_after(_pass: Pass, after: Option<i64>, _limit: u32) -> Result<Page<User, i64>, JobError> {
+    let _ = after;
+    Ok(Page::end())
+}
+
+#[backfill(name = "users.fill", tenant = none, source = users_after, batch = 0)]
+pub async fn fill(_pass: Pass, _rows: Vec<User>) -> Result<(), JobError> {
+    Ok(())
+}
+
+pub async fn start(jobs: &Jobs) -> Result<(), JobError> {
+    Fill::enqueue(jobs).await?;
+    Fill::force(jobs).await?;
+    Ok(())
+}
+
+fn main() {}
