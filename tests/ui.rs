@@ -12,6 +12,7 @@ fn ui() {
     t.compile_fail("tests/ui/backfill/fail/*.rs");
     t.pass("tests/ui/ledger/pass/*.rs");
     t.compile_fail("tests/ui/ledger/fail/*.rs");
+    t.compile_fail("tests/ui/input/fail/*.rs");
 }
 
 /// Every refusal worded by the macros carries its code (`(X_...)`); the only errors without
@@ -20,7 +21,7 @@ fn ui() {
 #[test]
 fn every_macro_refusal_names_its_code() {
     let mut checked = 0;
-    for kind in ["job", "task", "backfill", "ledger"] {
+    for kind in ["job", "task", "backfill", "ledger", "input"] {
         let dir = format!("tests/ui/{kind}/fail");
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();

@@ -10,17 +10,17 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     if !args.is_empty() {
         return Err(syn::Error::new_spanned(
             args,
-            "X_JOB_DECLARATION_INVALID: `#[input]` takes no arguments\n\
-             fix: write `#[input]`; serde and schemars attributes (`#[serde(..)]`, \
-             `#[schemars(..)]`) go on the type and its fields as usual",
+            "`#[input]` takes no arguments: write `#[input]`, and put serde and schemars \
+             attributes (`#[serde(..)]`, `#[schemars(..)]`) on the type and its fields as usual \
+             (X_JOB_DECLARATION_INVALID)",
         ));
     }
     let item: syn::Item = syn::parse2(item)?;
     if !matches!(item, syn::Item::Struct(_) | syn::Item::Enum(_)) {
         return Err(syn::Error::new_spanned(
             &item,
-            "X_JOB_DECLARATION_INVALID: `#[input]` goes on the struct or enum a job takes\n\
-             fix: put `#[input]` on the input type's declaration",
+            "`#[input]` goes on the struct or enum a job takes as its input: put it on that \
+             type's declaration (X_JOB_DECLARATION_INVALID)",
         ));
     }
     // The derives come first: their helper attributes (`serde`, `schemars`) are only known

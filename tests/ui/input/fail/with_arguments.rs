@@ -1,0 +1,9 @@
+// `#[input]` takes no arguments: serde and schemars attributes go on the type.
+use jobs::prelude::*;
+
+#[input(rename_all = "camelCase")]
+pub struct Welcome {
+    pub user_id: u64,
+}
+
+fn main() {}
