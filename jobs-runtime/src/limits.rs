@@ -302,7 +302,7 @@ mod tests {
             .spawn(|| {
                 let mut deep = json!("x\u{0}");
                 for _ in 0..100_000 {
-                    deep = json!([deep]);
+                    deep = Value::Array(vec![deep]);
                 }
                 holds_nul(&deep)
             })

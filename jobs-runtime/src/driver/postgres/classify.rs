@@ -46,7 +46,15 @@ pub(crate) fn classify(operation: &'static str, error: sqlx::Error) -> JobError 
         sqlx::Error::Configuration(cause) => format!("the database URL is malformed: {cause}"),
         other => other.to_string(),
     };
-    JobError::new(code, format!("postgres `{operation}` failed: {detail}"))
+    let error = JobError::new(code, format!("postgres `{operation}` failed: {detail}"));
+    match code {
+        // Postgres' message names its own limit (an index entry's), not ours: name them.
+        ErrorCode::LimitExceeded => error.with_fix(
+            "keep keys, tenants, queues and names within the limits of `jobs::limits` (the \
+             client refuses longer ones before they reach the driver)",
+        ),
+        _ => error,
+    }
 }
 
 /// The code a SQLSTATE says more precisely than `X_DRIVER`, if any.
@@ -139,8 +147,9 @@ mod tests {
             assert_eq!(sqlstate_code("connect", sqlstate), Some(code), "{sqlstate}");
             assert_eq!(code.class(), ErrorClass::Terminal, "{sqlstate}");
         }
-        let fixes: std::collections::HashSet<&str> = cases.iter().map(|(_, c)| c.fix()).collect();
-        assert_eq!(fixes.len(), 6, "each configuration error names its own fix");
+        let codes: std::collections::HashSet<ErrorCode> = cases.iter().map(|(_, c)| *c).collect();
+        let fixes: std::collections::HashSet<&str> = codes.iter().map(|c| c.fix()).collect();
+        assert_eq!(fixes.len(), codes.len(), "each code names its own fix");
     }
 
     #[test]
