@@ -254,10 +254,13 @@ async fn failing_twice_then_succeeding_ends_done_after_three_attempts() {
         ]
     );
     assert_eq!(executions[0].error.as_deref(), Some("boom on attempt 1"));
+    assert_eq!(executions[1].error.as_deref(), Some("boom on attempt 2"));
     let row = kit.job(queued.id).await;
     assert_eq!(row.state, JobState::Done);
     assert_eq!(row.attempt, 3);
-    assert_eq!(row.last_error.as_deref(), Some("boom on attempt 2"));
+    // The failures are the executions' (and the step records'); a completed job carries none.
+    assert_eq!(row.last_error, None);
+    assert_eq!(row.last_error_code, None);
 }
 
 #[tokio::test]

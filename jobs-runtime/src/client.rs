@@ -25,8 +25,7 @@ use crate::worker::WorkerBuilder;
 /// What an enqueue answers: the job's own ids, and whether a live job already held the key.
 pub type Enqueued = EnqueueResult;
 
-/// A concurrency key longer than this is refused at enqueue: it is an id, never a payload.
-pub const MAX_CONCURRENCY_KEY_LENGTH: usize = 200;
+pub use crate::limits::MAX_CONCURRENCY_KEY_LENGTH;
 
 /// The client: enqueues jobs, publishes events, reads jobs, builds workers.
 ///
@@ -135,9 +134,12 @@ impl Jobs {
         I: IntoIterator<Item = J::Input>,
     {
         let options = EnqueueOptions::default();
+        // One clock reading for the whole batch: every job due now is stored `ready`, not a
+        // few microseconds in the future of the batch's `now` (and so `delayed`).
+        let now = self.now();
         let mut requests = inputs
             .into_iter()
-            .map(|input| self.request::<J>(&input, &options))
+            .map(|input| Prepared::of::<J>(&input)?.into_request(&options, now))
             .collect::<Result<Vec<_>, _>>()?;
         if requests.is_empty() {
             return Ok(Vec::new());
@@ -197,7 +199,8 @@ impl Jobs {
         }
     }
 
-    /// Builds the driver request: the key rules are enforced here, once, for every driver.
+    /// Builds the driver request: the key rules and the limits are enforced here, once, for
+    /// every driver.
     fn request<J: Job>(
         &self,
         input: &J::Input,
@@ -241,6 +244,7 @@ impl Jobs {
         key: &str,
         payload: &T,
     ) -> Result<EventPublish, JobError> {
+        crate::limits::check_event_address(name, key)?;
         let payload = serde_json::to_value(payload).map_err(|e| {
             JobError::new(
                 ErrorCode::JobEventInvalid,
@@ -248,6 +252,7 @@ impl Jobs {
             )
             .with_cause(e)
         })?;
+        crate::limits::check_event_payload(name, &payload)?;
         Ok(EventPublish {
             id: Uuid::now_v7(),
             name: name.to_string(),
@@ -268,6 +273,7 @@ impl Jobs {
                     self.inner.driver.name()
                 ),
             )
+            .with_fix("build `Jobs` over a `PostgresDriver` to enqueue or publish inside a caller's transaction")
         })
     }
 
@@ -419,8 +425,8 @@ impl EnqueueOptions {
     }
 }
 
-/// A job's enqueue, decided from its input before any id or time: the key rules are enforced
-/// here, once, for the client, the scheduler and every driver.
+/// A job's enqueue, decided from its input before any id or time: the key rules and the limits
+/// (`crate::limits`) are enforced here, once, for the client, the scheduler and every driver.
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
     pub name: &'static str,
@@ -461,7 +467,8 @@ impl Prepared {
         })
     }
 
-    /// The driver request, with the options applied at `now`.
+    /// The driver request, with the options applied at `now`; refused when it breaks a limit
+    /// (`crate::limits`), so no driver ever sees it.
     pub(crate) fn into_request(
         self,
         options: &EnqueueOptions,
@@ -476,7 +483,7 @@ impl Prepared {
             (None, Some(delay)) => add(now, delay),
             (None, None) => now,
         };
-        Ok(EnqueueRequest {
+        let request = EnqueueRequest {
             id: Uuid::now_v7(),
             run_id,
             name: self.name.to_string(),
@@ -495,7 +502,9 @@ impl Prepared {
             on_conflict: options.on_conflict,
             traceparent: options.traceparent.clone(),
             now,
-        })
+        };
+        crate::limits::check_enqueue(&request)?;
+        Ok(request)
     }
 }
 
@@ -518,7 +527,9 @@ pub(crate) fn check_concurrency_key(job: &str, key: Option<String>) -> Result<()
             ErrorCode::JobDeclarationInvalid,
             format!("the concurrency key of job `{job}` {why}"),
         )
-        .with_fix("derive the concurrency key from an id of the input (1 to 200 characters)"))
+        .with_fix(
+            "derive the concurrency key from an id of the input (1 to 200 characters, no NUL)",
+        ))
     };
     match key {
         None => refuse("is missing"),
@@ -526,6 +537,8 @@ pub(crate) fn check_concurrency_key(job: &str, key: Option<String>) -> Result<()
         Some(k) if k.chars().count() > MAX_CONCURRENCY_KEY_LENGTH => {
             refuse("is longer than 200 characters")
         }
+        // It is stored as text in the lease store, which cannot hold a NUL.
+        Some(k) if k.contains('\0') => refuse("holds a NUL character (\\u0000)"),
         Some(_) => Ok(()),
     }
 }

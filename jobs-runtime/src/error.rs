@@ -138,9 +138,23 @@ error_codes! {
     /// A row carries a state this build does not know.
     JobRowStatusUnknown = "X_JOB_ROW_STATUS_UNKNOWN", T,
         "upgrade this worker: a newer version wrote the row";
-    /// No driver is installed.
+    /// The database server cannot be reached (refused, unreachable, no answer within the
+    /// connect timeout, or the session was lost), or no driver is installed.
     DriverUnavailable = "X_DRIVER_UNAVAILABLE", R,
-        "build `Jobs` over a driver (`Jobs::memory()` or a Postgres driver) and check it is reachable";
+        "check that the database server is running and reachable at the host and port the message names; the operation is retried";
+    /// The database URL does not parse (a configuration error: never retried).
+    DriverUrlInvalid = "X_DRIVER_URL_INVALID", T,
+        "pass a URL of the form postgres://user:password@host:port/database (percent-encode special characters in the password)";
+    /// The database the URL names does not exist on the server (sqlstate 3D000).
+    DriverDatabaseUnknown = "X_DRIVER_DATABASE_UNKNOWN", T,
+        "create the database (`createdb <name>`), or name an existing one in the URL's path";
+    /// The server refused the URL's user or password (sqlstate 28P01 or 28000).
+    DriverAuthFailed = "X_DRIVER_AUTH_FAILED", T,
+        "check the user and password in the URL, that the role exists, and that pg_hba.conf lets it connect from this host";
+    /// The driver's schema or tables do not exist: the migrations were not applied there
+    /// (sqlstate 3F000 or 42P01).
+    DriverSchemaMissing = "X_DRIVER_SCHEMA_MISSING", T,
+        "apply the migrations to this schema (`PostgresDriver::migrate()`), or give the driver the schema they were applied to (`with_schema`)";
     /// A run id is not a lowercase uuid.
     IdInvalid = "X_ID_INVALID", T,
         "pass a lowercase uuid";
@@ -171,9 +185,16 @@ error_codes! {
     /// A command-line flag or argument the tool does not accept.
     CliBadFlag = "X_CLI_BAD_FLAG", T,
         "see `jobs --help` for the verbs and their flags";
-    /// The driver failed (connection, statement).
+    /// A statement failed on a reachable database (a serialization failure, a deadlock, a
+    /// statement timeout, ...): the message carries the database's own error.
     Driver = "X_DRIVER", R,
-        "check the database is reachable; the operation is retried";
+        "read the database error in the message; a transient one (deadlock, serialization failure, timeout) passes on retry, which the operation gets";
+    /// A key, tenant, queue or name is longer than its documented limit (`jobs::limits`).
+    LimitExceeded = "X_LIMIT_EXCEEDED", T,
+        "shorten the value to the limit the message names (see `jobs::limits`); hash a long natural key (a sha256 hex digest is 64 bytes)";
+    /// A key, tenant, queue, name or note holds a character the store cannot hold (NUL, `\u0000`).
+    ValueUnstorable = "X_VALUE_UNSTORABLE", T,
+        "remove NUL characters (\\u0000) from keys, tenants, queues, names and notes: text columns cannot hold them";
     /// A declared backfill has never completed (the pending report's verdict, not a refusal).
     BackfillPending = "X_BACKFILL_PENDING", T,
         "run the pending backfills (`jobs::Jobs::enqueue_backfill`), or remove the declarations that are no longer wanted";
@@ -346,7 +367,9 @@ impl JobError {
             out.push_str(": ");
             out.push_str(&cause.to_string());
         }
-        out
+        // An app's message may hold a NUL, which no text column stores: the write recording
+        // the error must not fail on it.
+        crate::limits::storable_text(out)
     }
 }
 

@@ -51,6 +51,7 @@ pub mod duration;
 mod error;
 mod job;
 pub mod ledger;
+pub mod limits;
 mod lock;
 mod manifest;
 #[cfg(feature = "mcp")]

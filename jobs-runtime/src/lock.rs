@@ -69,7 +69,9 @@ impl Jobs {
     /// Fails with `X_LOCK_NOT_ACQUIRED` (naming the holder) when the lock stays held for the
     /// whole wait, with `X_LOCK_LOST` when a renewal is refused or none lands within the ttl
     /// (the guard's `lost()` fires and `work` is dropped), and with
-    /// `X_LOCK_STORE_MISSING` on a driver with no lease store.
+    /// `X_LOCK_STORE_MISSING` on a driver with no lease store. A key over
+    /// [`MAX_LOCK_KEY_BYTES`](crate::limits::MAX_LOCK_KEY_BYTES) is `X_LIMIT_EXCEEDED`, one
+    /// holding a NUL `X_VALUE_UNSTORABLE`.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
@@ -96,6 +98,7 @@ impl Jobs {
         F: FnOnce(LockGuard) -> Fut,
         Fut: Future<Output = Result<T, JobError>>,
     {
+        crate::limits::check_text(crate::limits::LOCK_KEY, "a `with_lock`", key)?;
         if options.ttl.is_zero() {
             return Err(JobError::new(
                 ErrorCode::Invariant,

@@ -213,10 +213,12 @@ impl Run {
     /// Runs `work` once, ever, for this run: its output is stored before `step` returns, and
     /// a later attempt gets the stored output back without running `work` again.
     ///
-    /// Names must be unique within a run (`X_STEP_DUPLICATE`); an output must serialize
-    /// (`X_STEP_OUTPUT_UNSERIALIZABLE`) and own its data: it is read back on a later attempt,
-    /// so a step answers `String`, not `&str` (`#[job]` refuses a borrowed output it can see,
-    /// such as `Ok("text")`; elsewhere rustc says "`Deserialize` is not general enough"). With `step_timeout` declared, `work` is dropped after
+    /// Names must be unique within a run (`X_STEP_DUPLICATE`) and within
+    /// [`MAX_STEP_NAME_BYTES`](crate::limits::MAX_STEP_NAME_BYTES) (`X_LIMIT_EXCEEDED`); an
+    /// output must serialize and hold no NUL character (`X_STEP_OUTPUT_UNSERIALIZABLE`) and own
+    /// its data: it is read back on a later attempt, so a step answers `String`, not `&str`
+    /// (`#[job]` refuses a borrowed output it can see, such as `Ok("text")`; elsewhere rustc
+    /// says "`Deserialize` is not general enough"). With `step_timeout` declared, `work` is dropped after
     /// it and the step fails with `X_JOB_TIMEOUT`.
     pub async fn step<T, E, F>(&self, name: &str, work: F) -> Result<T, JobError>
     where
@@ -256,6 +258,7 @@ impl Run {
                         format!("the output of step `{name}` cannot be stored: {e}"),
                     )
                 })?;
+                crate::limits::check_step_output(self.job_name(), &output)?;
                 self.write(name, attempts, |r| {
                     r.status = StepStatus::Completed;
                     r.output = Some(output);
@@ -330,9 +333,10 @@ impl Run {
     /// Suspends the run until an event `event` is published under `key` (see
     /// `Jobs::publish_event`), or `timeout` passes. Answers the event's payload, or `None` on
     /// timeout. Only events published after the wait began are its own. A payload that does not
-    /// parse as `T` is `X_JOB_EVENT_INVALID` (terminal). A literal `timeout` is checked by
-    /// `#[job]` at compile time; a computed one that does not parse or is zero fails the run
-    /// for good with `X_INVARIANT`, naming `run.wait_for_event`.
+    /// parse as `T` is `X_JOB_EVENT_INVALID` (terminal); a name or key over its limit in
+    /// [`crate::limits`] is `X_LIMIT_EXCEEDED`. A literal `timeout` is checked by `#[job]` at
+    /// compile time; a computed one that does not parse or is zero fails the run for good with
+    /// `X_INVARIANT`, naming `run.wait_for_event`.
     pub async fn wait_for_event<T: DeserializeOwned>(
         &self,
         event: &str,
@@ -342,6 +346,7 @@ impl Run {
         let timeout = timeout
             .try_into_duration()
             .map_err(|e| e.into_call_error("run.wait_for_event", "timeout"))?;
+        crate::limits::check_event_address(event, key)?;
         let name = self.derived_name(&format!("wait:{event}"));
         let previous = self.enter(&name)?;
         let now = self.now();
@@ -411,6 +416,9 @@ impl Run {
         total: u64,
         note: Option<&str>,
     ) -> Result<(), JobError> {
+        if let Some(note) = note {
+            crate::limits::check_progress_note(self.job_name(), note)?;
+        }
         let now = self.now();
         let due = {
             let mut state = self.state();
@@ -468,6 +476,8 @@ impl Run {
 
     /// Claims `name` for this attempt and answers its stored record, if any.
     fn enter(&self, name: &str) -> Result<Option<StepRecord>, JobError> {
+        let job = self.inner.seed.descriptor.name;
+        crate::limits::check_text(crate::limits::STEP_NAME, &format!("job `{job}`"), name)?;
         let mut state = self.state();
         if let Some(until) = state.suspend_until {
             // The body ignored a suspension; nothing more runs in this attempt.

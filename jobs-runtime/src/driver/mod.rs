@@ -97,7 +97,13 @@ pub trait JobDriver: Send + Sync + 'static {
     /// `deduped = true` and inserts nothing.
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError>;
 
-    /// Inserts many jobs; each answers as [`JobDriver::job_enqueue`] would.
+    /// Inserts many jobs; each answers as [`JobDriver::job_enqueue`] would. All of them or
+    /// none.
+    ///
+    /// The batch is stored at one `now`, the latest of its requests' `now`: a job whose
+    /// `run_at` is at or before it is `ready`, a later one `delayed`, and every row's
+    /// `created_at` is it. (The default implementation enqueues one by one, each at its own
+    /// `now`; a driver overriding it keeps the rule above.)
     async fn job_enqueue_many(
         &self,
         requests: &[EnqueueRequest],
@@ -116,7 +122,9 @@ pub trait JobDriver: Send + Sync + 'static {
     /// reported in [`ClaimResult::exhausted`].
     async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError>;
 
-    /// Settles a running job `done`. Fenced: `false` when the claim no longer holds the row.
+    /// Settles a running job `done`, clearing `last_error` and `last_error_code` (an earlier
+    /// attempt's failure is no error of a completed job). Fenced: `false` when the claim no
+    /// longer holds the row.
     async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError>;
 
     /// Settles many running jobs `done` at once, each fenced on its own claim; answers, in

@@ -340,9 +340,11 @@ pub struct JobRecord {
     pub created_at: Timestamp,
     /// Last written.
     pub updated_at: Timestamp,
-    /// The last failure, summarised (code and message, never a payload).
+    /// The last failure, summarised (code and message, never a payload). Cleared when the job
+    /// completes (`done`): an earlier attempt's failure, or an interruption such as
+    /// `X_DRAINING`, is no error of a job that succeeded; its step records keep their own.
     pub last_error: Option<String>,
-    /// The last failure's code.
+    /// The last failure's code; cleared with `last_error` when the job completes.
     pub last_error_code: Option<String>,
     /// The worker holding the claim.
     pub claimed_by: Option<String>,

@@ -337,3 +337,63 @@ pub async fn job_enqueue_of_one_key_from_many_tasks_inserts_one_row(driver: Arc<
     );
     assert_eq!(stats_of(&*driver, QUEUE, t0()).await.ready, 1);
 }
+
+/// `job_enqueue_many` stores the batch at one `now`, the latest of its requests': a job due at
+/// its own `now`, read a few microseconds before another request's, is `ready`, never
+/// `delayed`; a job due after the batch's `now` is `delayed`.
+pub async fn job_enqueue_many_stores_jobs_due_at_the_batch_now_ready(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let micros = |n: i64| t0() + chrono::Duration::microseconds(n);
+    let batch: Vec<EnqueueRequest> = (0..3)
+        .map(|n| {
+            let mut req = request("conformance.job", &format!("due-{n}"));
+            req.now = micros(n);
+            req.run_at = micros(n);
+            req
+        })
+        .chain(std::iter::once({
+            let mut later = request("conformance.job", "later");
+            later.now = micros(0);
+            later.run_at = micros(3);
+            later
+        }))
+        .collect();
+    d.job_enqueue_many(&batch).await.unwrap();
+    for due in &batch[..3] {
+        let row = get(d, due.id).await;
+        assert_eq!(row.state, JobState::Ready, "{}", due.idempotency_key);
+        assert_eq!(row.created_at, micros(2), "one `now` for the whole batch");
+    }
+    assert_eq!(get(d, batch[3].id).await.state, JobState::Delayed);
+}
+
+/// Through the client on the system clock, every job of an `enqueue_many` is due now: each is
+/// stored `ready` and listed by the operator's `state = ready` filter (`jobs ls --state ready`).
+pub async fn job_enqueue_many_through_the_client_lists_every_due_job_ready(
+    driver: Arc<dyn JobDriver>,
+) {
+    use crate::driver::introspect::JobListParams;
+    let jobs = crate::client::Jobs::with_clock(driver.clone(), Arc::new(crate::clock::SystemClock));
+    let inputs = (0..50).map(|n| super::worker::subject(&format!("batch-{n}")));
+    let queued = jobs
+        .enqueue_many::<super::worker::Trip, _>(inputs)
+        .await
+        .unwrap();
+    assert_eq!(queued.len(), 50);
+    for job in &queued {
+        assert_eq!(get(&*driver, job.id).await.state, JobState::Ready);
+    }
+    let Some(operator) = driver.introspect() else {
+        return;
+    };
+    let page = operator
+        .job_list(&JobListParams {
+            state: Some(JobState::Ready),
+            limit: Some(200),
+            ..JobListParams::default()
+        })
+        .await
+        .unwrap();
+    let listed: HashSet<Uuid> = page.jobs.iter().map(|j| j.id).collect();
+    assert_eq!(listed, queued.iter().map(|j| j.id).collect::<HashSet<_>>());
+}

@@ -392,3 +392,67 @@ pub async fn queue_stats_counts_each_queue_per_state(driver: Arc<dyn JobDriver>)
     assert_eq!((later.ready, later.delayed), (2, 0));
     assert_eq!(later.oldest_ready_ms, Some(115_000));
 }
+
+/// A job interrupted on one attempt (handed back uncounted with `X_DRAINING`) that then
+/// completes carries no error: `job_ack` and `job_ack_many` clear `last_error` and
+/// `last_error_code`, while the interrupted attempt's failed step record keeps its own.
+pub async fn job_ack_clears_an_earlier_attempts_error(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let single = enqueue_key(d, "single").await;
+    let batched = enqueue_key(d, "batched").await;
+    let first = claim(d, &claim_params("w1", 10, t0())).await.jobs;
+    assert_eq!(first.len(), 2);
+    for job in first {
+        let id = job.id;
+        let step = StepRecord {
+            run_id: job.run_id,
+            name: "interrupted".into(),
+            status: StepStatus::Failed,
+            output: None,
+            error: Some("X_DRAINING: the worker is draining".into()),
+            attempts: 1,
+            wake_at: None,
+            wait: None,
+            updated_at: t0(),
+        };
+        let fence = StepFence {
+            job_id: id,
+            by: job.by.clone(),
+        };
+        assert!(d.step_put(&step, &fence).await.unwrap());
+        let mut interrupted = nack_params(id, &job.by, NackTarget::Retry, at(1), at(1));
+        interrupted.counts_as_attempt = false;
+        interrupted.error = Some("X_DRAINING: the worker is draining".into());
+        interrupted.error_code = Some(ErrorCode::Draining.as_str().to_string());
+        assert!(nack(d, &interrupted).await);
+        let row = get(d, id).await;
+        assert_eq!(row.last_error_code.as_deref(), Some("X_DRAINING"));
+    }
+
+    let claimed = claim(d, &claim_params("w2", 10, at(2))).await.jobs;
+    assert_eq!(claimed.len(), 2);
+    let by = |id: JobId| claimed.iter().find(|j| j.id == id).unwrap().by.clone();
+    assert!(ack(d, single, &by(single), at(3)).await);
+    let landed = d
+        .job_ack_many(&[AckParams {
+            job_id: batched,
+            by: by(batched),
+            now: at(3),
+        }])
+        .await
+        .unwrap();
+    assert_eq!(landed, vec![true]);
+    for id in [single, batched] {
+        let row = get(d, id).await;
+        assert_eq!(row.state, JobState::Done);
+        assert_eq!(row.attempt, 1, "the interrupted attempt was not counted");
+        assert_eq!(row.last_error, None, "a completed job carries no error");
+        assert_eq!(row.last_error_code, None);
+        let steps = d.step_list(row.run_id).await.unwrap();
+        assert_eq!(
+            steps[0].error.as_deref(),
+            Some("X_DRAINING: the worker is draining"),
+            "the step history keeps it"
+        );
+    }
+}

@@ -2,7 +2,8 @@
 //! against the memory and the Postgres driver (River's `riverdrivertest`).
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
-//! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`step`], [`event`], [`worker`]),
+//! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`step`], [`event`], [`worker`],
+//! [`limits`]),
 //! named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
 //! `job_ack_is_fenced_on_the_claim`). Port cases call the driver directly with explicit `now`
 //! values, so no clock is needed; worker cases drive a [`Worker`](crate::Worker) with
@@ -32,6 +33,7 @@ pub mod job_enqueue;
 pub mod job_purge;
 pub mod job_settle;
 pub mod lease;
+pub mod limits;
 pub mod scheduler;
 pub mod step;
 pub mod worker;
@@ -95,6 +97,8 @@ macro_rules! __conformance_cases {
             job_enqueue::job_enqueue_many_answers_each_request,
             job_enqueue::job_enqueue_many_is_all_or_nothing,
             job_enqueue::job_enqueue_of_one_key_from_many_tasks_inserts_one_row,
+            job_enqueue::job_enqueue_many_stores_jobs_due_at_the_batch_now_ready,
+            job_enqueue::job_enqueue_many_through_the_client_lists_every_due_job_ready,
             job_claim::job_claim_refuses_empty_demand,
             job_claim::job_claim_marks_rows_running_under_the_claim,
             job_claim::job_claim_takes_due_rows_oldest_run_at_first,
@@ -110,6 +114,7 @@ macro_rules! __conformance_cases {
             job_claim::job_claim_takes_a_suspended_row_once_due,
             job_settle::job_ack_settles_done,
             job_settle::job_ack_is_fenced_on_the_claim,
+            job_settle::job_ack_clears_an_earlier_attempts_error,
             job_settle::job_nack_is_fenced_on_the_claim,
             job_settle::job_nack_sends_each_target_to_its_state,
             job_settle::job_nack_hands_the_attempt_back_when_not_counted,
@@ -134,6 +139,14 @@ macro_rules! __conformance_cases {
             worker::worker_runs_steps_and_a_sleep_to_done,
             worker::worker_retries_then_dead_letters,
             worker::worker_resumes_a_wait_when_its_event_is_published,
+            limits::limits_refuse_oversized_keys_tenants_queues_and_names_before_any_write,
+            limits::limits_refuse_nul_in_keys_tenants_queues_and_inputs_before_any_write,
+            limits::limits_accept_every_value_at_its_limit,
+            limits::limits_refuse_a_whole_enqueue_many_batch_for_one_bad_input,
+            limits::limits_refuse_event_names_keys_and_payloads_before_any_write,
+            limits::limits_refuse_step_names_outputs_waits_and_notes_without_writing_a_step,
+            limits::limits_store_an_error_message_holding_nul,
+            limits::limits_refuse_a_lock_key_over_its_limit,
             introspect::job_list_pages_newest_first_both_ways,
             introspect::job_list_filters_by_every_field,
             introspect::job_list_refuses_bad_limits_and_foreign_cursors,

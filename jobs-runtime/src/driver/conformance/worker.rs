@@ -28,11 +28,11 @@ pub struct Subject {
     pub key: String,
 }
 
-fn subject(key: &str) -> Subject {
+pub(super) fn subject(key: &str) -> Subject {
     Subject { key: key.into() }
 }
 
-const fn descriptor(name: &'static str) -> JobDescriptor {
+pub(super) const fn descriptor(name: &'static str) -> JobDescriptor {
     let mut d = JobDescriptor::new(
         name,
         TenantMode::None,
@@ -161,7 +161,7 @@ fn rig(driver: Arc<dyn JobDriver>) -> (Jobs, TestClock, Worker) {
     (jobs, clock, worker)
 }
 
-async fn tick(worker: &Worker) -> Vec<JobExecution> {
+pub(super) async fn tick(worker: &Worker) -> Vec<JobExecution> {
     worker
         .tick()
         .await

@@ -223,7 +223,12 @@ impl MemoryState {
         self.jobs.get(&id).is_some_and(|j| j.held_by(by))
     }
 
-    fn enqueue(&mut self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
+    /// Inserts `request` as of `now` (its own `now`, or its batch's).
+    fn enqueue(
+        &mut self,
+        request: &EnqueueRequest,
+        now: Timestamp,
+    ) -> Result<EnqueueResult, JobError> {
         let key = (
             request.name.clone(),
             request.tenant_id.clone().unwrap_or_default(),
@@ -254,7 +259,7 @@ impl MemoryState {
                 deduped: true,
             });
         }
-        let state = if request.run_at <= request.now {
+        let state = if request.run_at <= now {
             JobState::Ready
         } else {
             JobState::Delayed
@@ -271,8 +276,8 @@ impl MemoryState {
             attempt: 0,
             max_attempts: request.max_attempts,
             run_at: request.run_at,
-            created_at: request.now,
-            updated_at: request.now,
+            created_at: now,
+            updated_at: now,
             last_error: None,
             last_error_code: None,
             claimed_by: None,
@@ -327,17 +332,21 @@ impl JobDriver for MemoryDriver {
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
-        self.lock().enqueue(request)
+        self.lock().enqueue(request, request.now)
     }
 
     async fn job_enqueue_many(
         &self,
         requests: &[EnqueueRequest],
     ) -> Result<Vec<EnqueueResult>, JobError> {
+        // One `now` for the batch, as Postgres' one statement has.
+        let Some(now) = requests.iter().map(|r| r.now).max() else {
+            return Ok(Vec::new());
+        };
         let mut state = self.lock();
         let mut out = Vec::with_capacity(requests.len());
         for request in requests {
-            match state.enqueue(request) {
+            match state.enqueue(request, now) {
                 Ok(result) => out.push(result),
                 Err(error) => {
                     // All of them or none, as Postgres' one transaction: take this batch's
@@ -474,6 +483,8 @@ impl JobDriver for MemoryDriver {
         state.update(params.job_id, |r| {
             r.state = JobState::Done;
             r.visible_at = None;
+            r.last_error = None;
+            r.last_error_code = None;
             r.updated_at = params.now;
         });
         Ok(true)

@@ -94,7 +94,7 @@ impl SchedulerStore for MemoryDriver {
         let mut queue = self.lock();
         let mut jobs = Vec::with_capacity(p.jobs.len());
         for request in &p.jobs {
-            match queue.enqueue(request) {
+            match queue.enqueue(request, p.now) {
                 Ok(result) => jobs.push(result),
                 Err(error) => {
                     // All or nothing, as Postgres' one statement.

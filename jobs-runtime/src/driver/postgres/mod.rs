@@ -17,6 +17,7 @@
 
 mod backfill;
 mod classify;
+mod connect;
 mod introspect;
 mod lease;
 mod migrate;
@@ -27,9 +28,11 @@ mod sql;
 mod wake;
 
 pub use backfill::PostgresBook;
+pub use connect::DEFAULT_CONNECT_TIMEOUT;
 pub use migrate::{Migration, MIGRATIONS};
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
@@ -89,20 +92,50 @@ struct PinnedConnections {
 }
 
 impl PostgresDriver {
-    /// Connects a pool to `url` and uses the `public` schema.
+    /// Connects a pool to `url` and uses the `public` schema, waiting at most
+    /// [`DEFAULT_CONNECT_TIMEOUT`] (5 s) for the server; see
+    /// [`PostgresDriver::connect_with_timeout`].
     ///
     /// The pool's sessions run with [`SESSION_SETTINGS`]. A pool of your own given to
     /// [`PostgresDriver::new`] keeps its own settings; apply the same there (see
     /// [`PostgresDriver::tune`]).
     pub async fn connect(url: &str) -> Result<Self, JobError> {
+        Self::connect_with_timeout(url, DEFAULT_CONNECT_TIMEOUT).await
+    }
+
+    /// [`PostgresDriver::connect`], waiting at most `timeout` for the server to accept the
+    /// first connection.
+    ///
+    /// The first connection is opened on its own, so its failure says what is wrong:
+    ///
+    /// - a malformed URL: `X_DRIVER_URL_INVALID`;
+    /// - a database the server does not have: `X_DRIVER_DATABASE_UNKNOWN`;
+    /// - a refused login: `X_DRIVER_AUTH_FAILED`;
+    /// - a server that refuses the connection, cannot be reached, or does not answer within
+    ///   `timeout`: `X_DRIVER_UNAVAILABLE`, naming the host, the port and the OS error.
+    ///
+    /// The first three are configuration errors, terminal: retrying them cannot succeed.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), jobs::JobError> {
+    /// use std::time::Duration;
+    /// use jobs::driver::PostgresDriver;
+    ///
+    /// let driver =
+    ///     PostgresDriver::connect_with_timeout("postgres://app@db.internal/app", Duration::from_secs(2))
+    ///         .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, JobError> {
         let options = url
             .parse::<PgConnectOptions>()
             .map_err(|e| classify("connect", e))?;
+        let options = Self::tune(options);
+        connect::probe(&options, timeout).await?;
+        // The probe proved the configuration; the pool dials on demand from here on.
         let pool = PgPoolOptions::new()
             .max_connections(10)
-            .connect_with(Self::tune(options))
-            .await
-            .map_err(|e| classify("connect", e))?;
+            .connect_lazy_with(options);
         Self::new(pool, DEFAULT_SCHEMA)
     }
 
@@ -160,13 +193,16 @@ impl PostgresDriver {
         conn: &mut PgConnection,
         request: &EnqueueRequest,
     ) -> Result<EnqueueResult, JobError> {
-        self.enqueue_on(conn, request, Transaction::Callers).await
+        self.enqueue_on(conn, request, request.now, Transaction::Callers)
+            .await
     }
 
+    /// Inserts `request` as of `now` (its own `now`, or its batch's).
     async fn enqueue_on(
         &self,
         conn: &mut PgConnection,
         request: &EnqueueRequest,
+        now: Timestamp,
         transaction: Transaction,
     ) -> Result<EnqueueResult, JobError> {
         let failed = |e| classify("job_enqueue", e);
@@ -187,9 +223,9 @@ impl PostgresDriver {
                 .bind(&request.tenant_id)
                 .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
                 .bind(request.run_at)
-                .bind(request.now)
+                .bind(now)
                 .bind(&*self.wake_channel)
-                .bind(wake_slot(request.now))
+                .bind(wake_slot(now))
                 .bind(&request.traceparent)
                 .fetch_optional(&mut *conn)
                 .await;
@@ -272,12 +308,9 @@ impl PostgresDriver {
         &self,
         conn: &mut PgConnection,
         batch: &[EnqueueRequest],
+        now: Timestamp,
     ) -> Result<Vec<EnqueueResult>, JobError> {
         let failed = |e| classify("job_enqueue_many", e);
-        let now = batch
-            .first()
-            .map(|r| r.now)
-            .unwrap_or_else(chrono::Utc::now);
         let column = |f: fn(&EnqueueRequest) -> String| batch.iter().map(f).collect::<Vec<_>>();
         let rows = sqlx::query(self.sql.job_enqueue_many.clone())
             .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
@@ -341,7 +374,7 @@ impl PostgresDriver {
                     deduped: true,
                 },
                 _ => {
-                    self.enqueue_on(&mut *conn, &batch[index], Transaction::Callers)
+                    self.enqueue_on(&mut *conn, &batch[index], now, Transaction::Callers)
                         .await?
                 }
             };
@@ -361,7 +394,7 @@ impl PostgresDriver {
         };
         let pinned = lease.is_pinned();
         let result = self
-            .enqueue_on(lease.conn(), request, Transaction::Own)
+            .enqueue_on(lease.conn(), request, request.now, Transaction::Own)
             .await;
         lease.end(&result);
         (result, pinned)
@@ -372,6 +405,11 @@ impl PostgresDriver {
         conn: &mut PgConnection,
         requests: &[EnqueueRequest],
     ) -> Result<Vec<EnqueueResult>, JobError> {
+        // One `now` for the batch (see `JobDriver::job_enqueue_many`): a job due at its own
+        // `now` is `ready`, whichever request read the clock last.
+        let Some(now) = requests.iter().map(|r| r.now).max() else {
+            return Ok(Vec::new());
+        };
         // One transaction: all of them or none.
         let mut tx = conn
             .begin()
@@ -385,13 +423,13 @@ impl PostgresDriver {
             // Refusing a duplicate must name it: one statement per job.
             for request in requests {
                 out.push(
-                    self.enqueue_on(&mut tx, request, Transaction::Callers)
+                    self.enqueue_on(&mut tx, request, now, Transaction::Callers)
                         .await?,
                 );
             }
         } else {
             for chunk in requests.chunks(ENQUEUE_BATCH) {
-                out.extend(self.enqueue_batch(&mut tx, chunk).await?);
+                out.extend(self.enqueue_batch(&mut tx, chunk, now).await?);
             }
         }
         tx.commit()

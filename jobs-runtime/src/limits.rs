@@ -1,0 +1,320 @@
+//! The documented bounds on what the job system stores, checked in one place before anything is
+//! written, so the memory and the Postgres driver refuse exactly the same values.
+//!
+//! Keys, tenants, queues and names are identifiers, never payloads: Postgres keeps them in btree
+//! indexes, whose entries must fit in a third of a page (2,704 bytes). The live-key index holds
+//! a job's name, tenant and key together, so their limits sum well below that (968 bytes), and
+//! a value is refused on its length whatever its content (a compressible key is no longer
+//! accepted where a random one of the same length is not). Lengths are counted in bytes of
+//! UTF-8: an ASCII character is one byte, `é` two, an emoji four.
+//!
+//! Postgres cannot store a NUL character (`\0`, `\u0000`) in text nor in jsonb, so none is
+//! accepted anywhere it would be stored: keys, tenants, queues, names, inputs, step outputs,
+//! event payloads, progress notes.
+//!
+//! | What | Limit | Refused with |
+//! |---|---|---|
+//! | idempotency key | [`MAX_IDEMPOTENCY_KEY_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | tenant | [`MAX_TENANT_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | queue | [`MAX_QUEUE_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | job name | [`MAX_JOB_NAME_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | step name (including `sleep:..`, `wait:..`) | [`MAX_STEP_NAME_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | event name | [`MAX_EVENT_NAME_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | event key | [`MAX_EVENT_KEY_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | lock key (`with_lock`) | [`MAX_LOCK_KEY_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | concurrency key | [`MAX_CONCURRENCY_KEY_LENGTH`] characters | `X_JOB_DECLARATION_INVALID` |
+//! | NUL in any of the above | none allowed | `X_VALUE_UNSTORABLE` (concurrency key: `X_JOB_DECLARATION_INVALID`) |
+//! | NUL in a job input | none allowed | `X_JOB_INPUT_INVALID` |
+//! | NUL in a step output | none allowed | `X_STEP_OUTPUT_UNSERIALIZABLE` |
+//! | NUL in an event payload | none allowed | `X_JOB_EVENT_INVALID` |
+//!
+//! Every refusal is terminal and names the limit, never the value.
+
+use serde_json::Value;
+
+use crate::driver::EnqueueRequest;
+use crate::error::{ErrorCode, JobError};
+
+/// The longest idempotency key, in bytes of UTF-8 (a scheduled fire's key counts its
+/// `<task>:<occurrence ms>:` prefix). Hash a longer natural key: a sha256 hex digest is 64.
+pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 512;
+
+/// The longest tenant, in bytes of UTF-8.
+pub const MAX_TENANT_BYTES: usize = 256;
+
+/// The longest queue name, in bytes of UTF-8.
+pub const MAX_QUEUE_BYTES: usize = 200;
+
+/// The longest job name, in bytes of UTF-8.
+pub const MAX_JOB_NAME_BYTES: usize = 200;
+
+/// The longest step name, in bytes of UTF-8. It has room for the names the runtime derives:
+/// `wait:<event name>#<n>` from the longest event name, `sleep:<duration>#<n>`.
+pub const MAX_STEP_NAME_BYTES: usize = 256;
+
+/// The longest event name, in bytes of UTF-8.
+pub const MAX_EVENT_NAME_BYTES: usize = 200;
+
+/// The longest event key (the correlation key a wait matches on), in bytes of UTF-8.
+pub const MAX_EVENT_KEY_BYTES: usize = 512;
+
+/// The longest `with_lock` key, in bytes of UTF-8.
+pub const MAX_LOCK_KEY_BYTES: usize = 512;
+
+/// A concurrency key longer than this many characters is refused at enqueue (and at claim): it
+/// is an id, never a payload.
+pub const MAX_CONCURRENCY_KEY_LENGTH: usize = 200;
+
+/// An identifier the job system stores: its name in messages, its limit, and how to fix it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Field {
+    what: &'static str,
+    limit: usize,
+    constant: &'static str,
+    fix: &'static str,
+}
+
+/// The idempotency key.
+pub(crate) const IDEMPOTENCY_KEY: Field = Field {
+    what: "idempotency key",
+    limit: MAX_IDEMPOTENCY_KEY_BYTES,
+    constant: "MAX_IDEMPOTENCY_KEY_BYTES",
+    fix: "derive the key from the input's ids, at most 512 bytes; hash a long natural key (a sha256 hex digest is 64 bytes)",
+};
+
+/// The tenant.
+pub(crate) const TENANT: Field = Field {
+    what: "tenant",
+    limit: MAX_TENANT_BYTES,
+    constant: "MAX_TENANT_BYTES",
+    fix: "file the job under a tenant id of at most 256 bytes (an org id, not a name or a payload)",
+};
+
+/// The queue.
+pub(crate) const QUEUE: Field = Field {
+    what: "queue",
+    limit: MAX_QUEUE_BYTES,
+    constant: "MAX_QUEUE_BYTES",
+    fix: "name the queue in at most 200 bytes",
+};
+
+/// The job name.
+pub(crate) const JOB_NAME: Field = Field {
+    what: "job name",
+    limit: MAX_JOB_NAME_BYTES,
+    constant: "MAX_JOB_NAME_BYTES",
+    fix: "give the job a `name = \"..\"` of at most 200 bytes",
+};
+
+/// A step name.
+pub(crate) const STEP_NAME: Field = Field {
+    what: "step name",
+    limit: MAX_STEP_NAME_BYTES,
+    constant: "MAX_STEP_NAME_BYTES",
+    fix: "name the step in at most 256 bytes; suffix names built in loops with a short item id, not the item",
+};
+
+/// An event name.
+pub(crate) const EVENT_NAME: Field = Field {
+    what: "event name",
+    limit: MAX_EVENT_NAME_BYTES,
+    constant: "MAX_EVENT_NAME_BYTES",
+    fix: "name the event in at most 200 bytes (e.g. `invoice.paid`)",
+};
+
+/// An event key.
+pub(crate) const EVENT_KEY: Field = Field {
+    what: "event key",
+    limit: MAX_EVENT_KEY_BYTES,
+    constant: "MAX_EVENT_KEY_BYTES",
+    fix: "correlate on an id of at most 512 bytes; hash a long natural key (a sha256 hex digest is 64 bytes)",
+};
+
+/// A `with_lock` key.
+pub(crate) const LOCK_KEY: Field = Field {
+    what: "lock key",
+    limit: MAX_LOCK_KEY_BYTES,
+    constant: "MAX_LOCK_KEY_BYTES",
+    fix: "lock on an id of at most 512 bytes; hash a long natural key (a sha256 hex digest is 64 bytes)",
+};
+
+/// Checks one stored identifier: within its limit, and free of NUL. `whose` says what it
+/// belongs to (e.g. "job `send_welcome`"), never the value.
+pub(crate) fn check_text(field: Field, whose: &str, value: &str) -> Result<(), JobError> {
+    if value.len() > field.limit {
+        return Err(JobError::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "the {} of {whose} is {} bytes, over the limit of {} bytes (jobs::limits::{})",
+                field.what,
+                value.len(),
+                field.limit,
+                field.constant
+            ),
+        )
+        .with_fix(field.fix));
+    }
+    if value.contains('\0') {
+        return Err(JobError::new(
+            ErrorCode::ValueUnstorable,
+            format!(
+                "the {} of {whose} holds a NUL character (\\u0000), which cannot be stored",
+                field.what
+            ),
+        )
+        .with_fix(format!(
+            "remove NUL characters from the {}; it is stored as text, which cannot hold them",
+            field.what
+        )));
+    }
+    Ok(())
+}
+
+/// Checks everything an enqueue stores: the job name, queue, key, tenant and input. The client
+/// and the scheduler call it on every request before it reaches a driver.
+pub(crate) fn check_enqueue(request: &EnqueueRequest) -> Result<(), JobError> {
+    check_text(JOB_NAME, "a job", &request.name)?;
+    let whose = format!("job `{}`", request.name);
+    check_text(QUEUE, &whose, &request.queue)?;
+    check_text(IDEMPOTENCY_KEY, &whose, &request.idempotency_key)?;
+    if let Some(tenant) = &request.tenant_id {
+        check_text(TENANT, &whose, tenant)?;
+    }
+    if holds_nul(&request.input) {
+        return Err(JobError::new(
+            ErrorCode::JobInputInvalid,
+            format!("the input of {whose} holds a NUL character (\\u0000) in a string or a map key, which cannot be stored"),
+        )
+        .with_fix("remove NUL characters from the input's strings and map keys; Postgres' jsonb cannot hold them"));
+    }
+    Ok(())
+}
+
+/// Checks a step output before it is written.
+pub(crate) fn check_step_output(job: &str, output: &Value) -> Result<(), JobError> {
+    if holds_nul(output) {
+        return Err(JobError::new(
+            ErrorCode::StepOutputUnserializable,
+            format!("a step output of job `{job}` holds a NUL character (\\u0000) in a string or a map key, which cannot be stored"),
+        )
+        .with_fix("remove NUL characters from the step's output; Postgres' jsonb cannot hold them"));
+    }
+    Ok(())
+}
+
+/// Checks an event's name and key (a publish, or a wait before it is recorded).
+pub(crate) fn check_event_address(name: &str, key: &str) -> Result<(), JobError> {
+    check_text(EVENT_NAME, "an event", name)?;
+    check_text(EVENT_KEY, &format!("event `{name}`"), key)
+}
+
+/// Checks an event payload before it is published.
+pub(crate) fn check_event_payload(name: &str, payload: &Value) -> Result<(), JobError> {
+    if holds_nul(payload) {
+        return Err(JobError::new(
+            ErrorCode::JobEventInvalid,
+            format!("the payload of event `{name}` holds a NUL character (\\u0000) in a string or a map key, which cannot be stored"),
+        )
+        .with_fix("remove NUL characters from the event's payload; Postgres' jsonb cannot hold them"));
+    }
+    Ok(())
+}
+
+/// Checks a progress note before it is written.
+pub(crate) fn check_progress_note(job: &str, note: &str) -> Result<(), JobError> {
+    if note.contains('\0') {
+        return Err(JobError::new(
+            ErrorCode::ValueUnstorable,
+            format!("a progress note of job `{job}` holds a NUL character (\\u0000), which cannot be stored"),
+        )
+        .with_fix("remove NUL characters from the progress note"));
+    }
+    Ok(())
+}
+
+/// Whether any string or map key in `value` holds a NUL. Walks with its own stack, so a deeply
+/// nested value cannot overflow the thread's.
+pub(crate) fn holds_nul(value: &Value) -> bool {
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::String(s) if s.contains('\0') => return true,
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => {
+                for (key, item) in map {
+                    if key.contains('\0') {
+                        return true;
+                    }
+                    pending.push(item);
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The text a stored error message keeps: NUL characters become U+FFFD, since text columns
+/// cannot hold them and an error message must never fail the write that records it.
+pub(crate) fn storable_text(text: String) -> String {
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_value_over_its_limit_is_refused_by_length_never_echoed() {
+        let key = "k".repeat(MAX_IDEMPOTENCY_KEY_BYTES + 1);
+        let e = check_text(IDEMPOTENCY_KEY, "job `j`", &key).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::LimitExceeded));
+        assert_eq!(e.class(), crate::ErrorClass::Terminal);
+        assert!(e.message().contains("513 bytes"), "{}", e.message());
+        assert!(e.message().contains("MAX_IDEMPOTENCY_KEY_BYTES"));
+        assert!(!e.to_string().contains("kkkk"), "{e}");
+        assert!(check_text(IDEMPOTENCY_KEY, "job `j`", &key[1..]).is_ok());
+    }
+
+    #[test]
+    fn limits_count_bytes_not_characters() {
+        // 200 two-byte characters are 400 bytes: over the queue's 200.
+        let queue = "é".repeat(200);
+        let e = check_text(QUEUE, "job `j`", &queue).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::LimitExceeded));
+        assert!(check_text(QUEUE, "job `j`", &"é".repeat(100)).is_ok());
+    }
+
+    #[test]
+    fn nul_is_found_in_strings_keys_and_deep_nesting() {
+        assert!(!holds_nul(&json!({ "a": ["b", 1, null, { "c": "d" }] })));
+        assert!(holds_nul(&json!({ "a": ["b\u{0}"] })));
+        assert!(holds_nul(&json!({ "a\u{0}": 1 })));
+        // serde_json drops a value recursively: build and drop the deep one on a thread with
+        // room for that.
+        let deep = std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(|| {
+                let mut deep = json!("x\u{0}");
+                for _ in 0..100_000 {
+                    deep = Value::Array(vec![deep]);
+                }
+                holds_nul(&deep)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(deep);
+    }
+
+    #[test]
+    fn stored_error_text_loses_its_nul() {
+        assert_eq!(storable_text("a\u{0}b".into()), "a\u{FFFD}b");
+        assert_eq!(storable_text("ab".into()), "ab");
+    }
+}
