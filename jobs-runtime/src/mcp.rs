@@ -343,17 +343,22 @@ pub async fn serve_stdio(server: JobsMcp) -> Result<(), Box<dyn std::error::Erro
 
 /// The `jobs-mcp` binary: [`serve_linked`] on a runtime of its own.
 pub fn mcp_main() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    exit_on_own_runtime(serve_linked())
+}
+
+/// A binary's `main` over `work`, which answers its exit code, on a runtime of its own (2
+/// when no runtime can be started).
+pub(crate) fn exit_on_own_runtime(work: impl std::future::Future<Output = u8>) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime,
+        Ok(runtime) => ExitCode::from(runtime.block_on(work)),
         Err(error) => {
             eprintln!("error: cannot start the runtime: {error}");
-            return ExitCode::from(2);
+            ExitCode::from(2)
         }
-    };
-    ExitCode::from(runtime.block_on(serve_linked()))
+    }
 }
 
 /// Serves the manifest of the jobs linked into this binary, and the queue at `DATABASE_URL`

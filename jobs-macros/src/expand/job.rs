@@ -112,29 +112,16 @@ fn stand_in(decl: &JobDecl<'_>) -> TokenStream {
                 None => quote!(()),
             };
             let methods = handle_methods(decl, &p, input_ty);
+            let stand_in_job = super::fallback::stand_in_job(
+                &p,
+                handle,
+                name,
+                &quote!(#input_ty),
+                &input_name,
+                &output,
+            );
             quote! {
-                impl #p::Job for #handle {
-                    type Input = #input_ty;
-                    type Output = #output;
-                    const DESCRIPTOR: #p::JobDescriptor = #p::JobDescriptor::new(
-                        #name,
-                        #p::TenantMode::None,
-                        #input_name,
-                        #p::input_schema::<#input_ty>,
-                    );
-                    fn idempotency_key(_: &#input_ty) -> ::std::string::String {
-                        ::std::unreachable!()
-                    }
-                    fn tenant(_: &#input_ty) -> ::std::option::Option<::std::string::String> {
-                        ::std::unreachable!()
-                    }
-                    fn run(
-                        _: #p::Run,
-                        _: #input_ty,
-                    ) -> #p::BoxFuture<'static, ::std::result::Result<Self::Output, #p::JobError>> {
-                        ::std::unreachable!()
-                    }
-                }
+                #stand_in_job
 
                 #methods
             }

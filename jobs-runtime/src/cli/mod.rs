@@ -202,18 +202,10 @@ struct LsArgs {
 
 /// The tool as a binary's `main`: [`run`] over the process's arguments on a runtime of its own.
 pub fn main() -> std::process::ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the runtime: {error}");
-            return std::process::ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-    std::process::ExitCode::from(runtime.block_on(run(std::env::args_os(), &mut out, &mut err)))
+    crate::mcp::exit_on_own_runtime(async {
+        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+        run(std::env::args_os(), &mut out, &mut err).await
+    })
 }
 
 /// Runs the tool over `args` (the program name first), writing the answer to `out` and
