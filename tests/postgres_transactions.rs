@@ -102,6 +102,33 @@ async fn enqueue_in_on_the_memory_driver_is_refused_with_a_fix() {
     assert!(refused.message().contains("Postgres driver"));
 }
 
+/// A connection of another database, as a third driver's would be.
+struct OtherDatabase;
+
+impl jobs::driver::CallerConnection for OtherDatabase {
+    fn connection(&mut self) -> jobs::driver::caller_tx::CallerConn<'_> {
+        self
+    }
+}
+
+#[tokio::test]
+async fn enqueue_in_on_another_databases_connection_is_refused_and_writes_nothing() {
+    let (driver, pool, schema) = postgres("outbox_foreign").await;
+    let jobs = Jobs::new(driver);
+    let refused = SendWelcome::enqueue_in(&jobs, &mut OtherDatabase, Signup { user_id: 4 })
+        .await
+        .expect_err("a Postgres driver cannot join another database's transaction");
+    assert_eq!(refused.code(), Some(ErrorCode::DriverUnavailable));
+    assert!(refused.message().contains("PgConnection"), "{}", refused.message());
+    let refused = jobs
+        .publish_event_in(&mut OtherDatabase, "invoice.paid", "acct-9", &1_u64)
+        .await
+        .expect_err("nor publish on it");
+    assert_eq!(refused.code(), Some(ErrorCode::DriverUnavailable));
+    assert_eq!(rows(&pool, &schema, "x_jobs").await, 0);
+    assert_eq!(rows(&pool, &schema, "x_job_events").await, 0);
+}
+
 /// Runs the waiting job until it parks, on a frozen clock over Postgres.
 async fn parked_wait(driver: PostgresDriver, account: &str) -> (Jobs, jobs::Worker, Enqueued) {
     let clock = TestClock::new();

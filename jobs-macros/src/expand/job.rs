@@ -166,14 +166,14 @@ fn untyped_methods(decl: &JobDecl<'_>, p: &TokenStream) -> TokenStream {
             }
             #vis async fn enqueue_in<I>(
                 _jobs: &#p::Jobs,
-                _conn: &mut #p::PgConnection,
+                _conn: &mut impl #p::CallerConnection,
                 _input: I,
             ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
                 ::std::unreachable!()
             }
             #vis async fn enqueue_in_with<I>(
                 _jobs: &#p::Jobs,
-                _conn: &mut #p::PgConnection,
+                _conn: &mut impl #p::CallerConnection,
                 _input: I,
                 _options: #p::EnqueueOptions,
             ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
@@ -352,7 +352,7 @@ fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> Token
             /// exists if and only if that transaction commits.
             #vis async fn enqueue_in(
                 jobs: &#p::Jobs,
-                conn: &mut #p::PgConnection,
+                conn: &mut impl #p::CallerConnection,
                 input: #input_ty,
             ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
                 jobs.enqueue_in::<Self>(conn, input).await
@@ -361,7 +361,7 @@ fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> Token
             /// [`Self::enqueue_in`] with per-call options.
             #vis async fn enqueue_in_with(
                 jobs: &#p::Jobs,
-                conn: &mut #p::PgConnection,
+                conn: &mut impl #p::CallerConnection,
                 input: #input_ty,
                 options: #p::EnqueueOptions,
             ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {

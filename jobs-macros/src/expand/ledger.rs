@@ -85,7 +85,7 @@ fn stand_in(decl: &LedgerDecl<'_>) -> TokenStream {
                 }
                 #vis async fn enqueue_in(
                     _jobs: &#p::Jobs,
-                    _conn: &mut #p::PgConnection,
+                    _conn: &mut impl #p::CallerConnection,
                     _posting: #p::Posting,
                 ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
                     ::std::unreachable!()
@@ -196,7 +196,7 @@ fn quote_ledger(decl: &LedgerDecl<'_>) -> TokenStream {
                 /// posting is queued if and only if that transaction commits.
                 #vis async fn enqueue_in(
                     jobs: &#p::Jobs,
-                    conn: &mut #p::PgConnection,
+                    conn: &mut impl #p::CallerConnection,
                     posting: #input_ty,
                 ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
                     #p::assert_balanced_posting(&posting)?;

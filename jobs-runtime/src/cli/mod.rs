@@ -439,13 +439,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
         QueueVerb::Posting(args) => posting(&jobs, args, json).await?,
         QueueVerb::Stats => stats(&jobs, json).await?,
         QueueVerb::Migrate => {
-            let driver = jobs.driver().as_postgres().ok_or_else(|| {
-                JobError::new(
-                    ErrorCode::NotImplemented,
-                    "migrate needs the Postgres driver",
-                )
-            })?;
-            let applied = driver.migrate().await?;
+            let applied = jobs.driver().migrate().await?;
             if json {
                 to_json(&json!({ "schema": cli.schema, "applied": applied }))
             } else if applied.is_empty() {

@@ -10,6 +10,7 @@
 //! lands nowhere and the method answers `false`.
 
 pub mod backfill_store;
+pub mod caller_tx;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod introspect;
@@ -22,6 +23,7 @@ mod records;
 pub mod scheduler_store;
 
 pub use backfill_store::BackfillLedger;
+pub use caller_tx::{CallerConnection, CallerTransaction};
 pub use introspect::JobIntrospection;
 pub use ledger_book::LedgerBook;
 pub use memory::MemoryDriver;
@@ -86,11 +88,17 @@ pub trait JobDriver: Send + Sync + 'static {
         None
     }
 
-    /// This driver as the Postgres driver, when it is one: enqueue inside a caller's
-    /// transaction needs its statements.
-    #[cfg(feature = "postgres")]
-    fn as_postgres(&self) -> Option<&PostgresDriver> {
+    /// Enqueue and publish inside a caller's own transaction, when the driver can join one
+    /// (Postgres can; memory cannot, and answers `X_DRIVER_UNAVAILABLE` through `Jobs`).
+    fn caller_transaction(&self) -> Option<&dyn CallerTransaction> {
         None
+    }
+
+    /// Creates or upgrades the driver's storage (idempotent, safe from several processes);
+    /// answers the migration versions it applied. A store with nothing to migrate (memory)
+    /// answers none.
+    async fn migrate(&self) -> Result<Vec<i32>, JobError> {
+        Ok(Vec::new())
     }
 
     /// Inserts a job, or answers the live job that already holds the idempotency key with

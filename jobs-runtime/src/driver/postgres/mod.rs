@@ -585,8 +585,12 @@ impl JobDriver for PostgresDriver {
         "postgres"
     }
 
-    fn as_postgres(&self) -> Option<&PostgresDriver> {
+    fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
         Some(self)
+    }
+
+    async fn migrate(&self) -> Result<Vec<i32>, JobError> {
+        PostgresDriver::migrate(self).await
     }
 
     fn scheduler_store(&self) -> Option<&dyn super::SchedulerStore> {
@@ -855,4 +859,33 @@ impl JobDriver for PostgresDriver {
             .map_err(|e| classify("event_find", e))?;
         row.as_ref().map(rows::job_event).transpose()
     }
+}
+
+#[async_trait]
+impl crate::driver::CallerTransaction for PostgresDriver {
+    async fn job_enqueue_in(
+        &self,
+        conn: crate::driver::caller_tx::CallerConn<'_>,
+        request: &EnqueueRequest,
+    ) -> Result<EnqueueResult, JobError> {
+        let conn = own_connection(conn)?;
+        self.enqueue_in(conn, request).await
+    }
+
+    async fn event_publish_in(
+        &self,
+        conn: crate::driver::caller_tx::CallerConn<'_>,
+        event: &EventPublish,
+    ) -> Result<EventId, JobError> {
+        let conn = own_connection(conn)?;
+        PostgresDriver::event_publish_in(self, conn, event).await
+    }
+}
+
+/// The caller's connection, when it is a Postgres one.
+fn own_connection(
+    conn: crate::driver::caller_tx::CallerConn<'_>,
+) -> Result<&mut PgConnection, JobError> {
+    conn.downcast_mut::<PgConnection>()
+        .ok_or_else(|| crate::driver::caller_tx::foreign_connection("postgres", "PgConnection"))
 }
