@@ -186,7 +186,7 @@ async fn no_lease_store_is_refused_with_a_fix() {
 async fn on_postgres_two_clients_never_hold_one_lock_at_once() {
     let (pool, schema) = support::pg::schema("lock_two_clients").await;
     // A second pool: another client, as another process would be.
-    let second_pool = jobs::driver::conformance::sqlx::postgres::PgPoolOptions::new()
+    let second_pool = jobs::conformance::sqlx::postgres::PgPoolOptions::new()
         .max_connections(4)
         .connect(support::pg::database_url())
         .await

@@ -119,7 +119,11 @@ async fn enqueue_in_on_another_databases_connection_is_refused_and_writes_nothin
         .await
         .expect_err("a Postgres driver cannot join another database's transaction");
     assert_eq!(refused.code(), Some(ErrorCode::DriverUnavailable));
-    assert!(refused.message().contains("PgConnection"), "{}", refused.message());
+    assert!(
+        refused.message().contains("PgConnection"),
+        "{}",
+        refused.message()
+    );
     let refused = jobs
         .publish_event_in(&mut OtherDatabase, "invoice.paid", "acct-9", &1_u64)
         .await

@@ -46,6 +46,8 @@ mod client;
 pub mod clock;
 #[cfg(feature = "codegen")]
 pub mod codegen;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod driver;
 pub mod duration;
 mod error;

@@ -8,11 +8,16 @@ use async_trait::async_trait;
 
 mod backfill;
 mod introspect;
+mod lease;
+mod ledger_book;
 mod scheduler;
 
-use super::records::*;
-use super::JobDriver;
+pub use lease::MemoryLeaseStore;
+pub use ledger_book::MemoryBook;
+
 use crate::clock::{add, Timestamp};
+use crate::driver::records::*;
+use crate::driver::JobDriver;
 use crate::error::{ErrorCode, JobError};
 
 /// The memory bus keeps at most this many events; the oldest are evicted first.
@@ -30,7 +35,7 @@ pub struct MemoryDriver {
     scheduler: Mutex<scheduler::SchedulerState>,
     leases: crate::driver::lease::MemoryLeaseStore,
     backfills: backfill::MemoryBackfills,
-    book: crate::driver::ledger_book::MemoryBook,
+    book: MemoryBook,
     /// Set by [`MemoryDriver::without_lease_store`].
     no_lease_store: bool,
 }
@@ -316,7 +321,7 @@ impl JobDriver for MemoryDriver {
         Some(self)
     }
 
-    fn backfill_ledger(&self) -> Option<&dyn super::BackfillLedger> {
+    fn backfill_store(&self) -> Option<&dyn super::BackfillStore> {
         Some(&self.backfills)
     }
 

@@ -1,4 +1,4 @@
-//! The Postgres [`BackfillLedger`] (table `x_backfills`, migration 0005) and the driver's own
+//! The Postgres [`BackfillStore`] (table `x_backfills`, migration 0005) and the driver's own
 //! [`LedgerBook`] (table `x_ledger_lines`): short adapters over the `backfill_*` and `ledger_*`
 //! statements.
 
@@ -64,7 +64,7 @@ fn pass(row: &PgRow) -> Result<BackfillPass, JobError> {
 }
 
 #[async_trait]
-impl BackfillLedger for PostgresDriver {
+impl BackfillStore for PostgresDriver {
     async fn backfill_begin(&self, p: &BackfillBeginParams) -> Result<BackfillBegin, JobError> {
         let tenant = tenant_column(p.tenant.as_deref());
         let mut tx = self

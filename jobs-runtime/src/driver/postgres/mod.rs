@@ -605,7 +605,7 @@ impl JobDriver for PostgresDriver {
         Some(self)
     }
 
-    fn backfill_ledger(&self) -> Option<&dyn super::BackfillLedger> {
+    fn backfill_store(&self) -> Option<&dyn super::BackfillStore> {
         Some(self)
     }
 

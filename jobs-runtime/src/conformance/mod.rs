@@ -1,4 +1,4 @@
-//! The driver conformance suite: one set of cases every [`JobDriver`] must pass, run unchanged
+//! The driver conformance suite: one set of cases every [`JobDriver`](crate::driver::JobDriver) must pass, run unchanged
 //! against the memory and the Postgres driver (River's `riverdrivertest`).
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
@@ -51,9 +51,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::records::*;
-use super::JobDriver;
 use crate::clock::Timestamp;
+use crate::driver::records::*;
+use crate::driver::JobDriver;
 use crate::error::{ErrorCode, JobError};
 
 /// How long one case may take in real time before it is reported as hung.
@@ -186,9 +186,9 @@ macro_rules! conformance_suite {
             #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
                 let $case_name: &'static str = ::core::stringify!($case);
-                $crate::driver::conformance::run_case($case_name, async move {
+                $crate::conformance::run_case($case_name, async move {
                     let driver: ::std::sync::Arc<dyn $crate::driver::JobDriver> = $factory.await;
-                    $crate::driver::conformance::$module::$case(driver).await;
+                    $crate::conformance::$module::$case(driver).await;
                 })
                 .await;
             }

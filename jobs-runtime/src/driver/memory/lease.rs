@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{HeldLease, LeaseAcquire, LeaseStore};
 use crate::clock::{add, Timestamp};
+use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
 use crate::error::JobError;
 
 /// The in-memory [`LeaseStore`].

@@ -7,9 +7,7 @@
 //! the store, never a client clock. Acquire never over-grants; under contention it may refuse a
 //! free slot, which costs the caller one poll.
 
-mod memory;
-
-pub use memory::MemoryLeaseStore;
+pub use crate::driver::memory::MemoryLeaseStore;
 
 use std::time::Duration;
 
