@@ -632,3 +632,170 @@ async fn shutdown_hands_back_a_job_still_running_at_the_deadline_uncounted() {
     .await;
     assert_eq!(gate.finished.load(Ordering::SeqCst), 0);
 }
+
+// ---- one parse per attempt ---------------------------------------------------------------
+
+/// How often the worker deserialized each `Counted` input, by id (ids are unique per test).
+static PARSES: Mutex<Vec<(u64, u32)>> = Mutex::new(Vec::new());
+
+fn parses(id: u64) -> u32 {
+    let parses = PARSES.lock().unwrap();
+    parses
+        .iter()
+        .find(|(seen, _)| *seen == id)
+        .map_or(0, |(_, n)| *n)
+}
+
+/// An input that counts its own deserializations: a tenant field, a concurrency key field.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Counted {
+    id: u64,
+    org: String,
+}
+
+impl<'de> Deserialize<'de> for Counted {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Fields {
+            id: u64,
+            org: String,
+        }
+        let Fields { id, org } = Fields::deserialize(deserializer)?;
+        let mut parses = PARSES.lock().unwrap();
+        match parses.iter_mut().find(|(seen, _)| *seen == id) {
+            Some((_, n)) => *n += 1,
+            None => parses.push((id, 1)),
+        }
+        Ok(Counted { id, org })
+    }
+}
+
+#[job(key = "counted:{id}", tenant = org)]
+async fn counted_plain(run: Run, input: Counted) -> Result<u64, JobError> {
+    assert_eq!(run.tenant(), Some(input.org.as_str()));
+    Ok(input.id)
+}
+
+#[job(
+    key = "counted-keyed:{id}",
+    tenant = org,
+    concurrency(key = "{org}", limit = 1, when_busy = wait)
+)]
+async fn counted_keyed(_run: Run, input: Counted) -> Result<u64, JobError> {
+    Ok(input.id)
+}
+
+#[job(
+    key = "counted-retried:{id}",
+    tenant = org,
+    retry(attempts = 2, delay = "1s", jitter = none)
+)]
+async fn counted_retried(run: Run, _input: Counted) -> Result<u32, JobError> {
+    if run.attempt() == 1 {
+        return Err(JobError::retryable("first attempt fails"));
+    }
+    Ok(run.attempt())
+}
+
+/// `(id, tenant, outcome)` for an ending the counted hook heard.
+type CountedEnding = (Option<u64>, Option<String>, Outcome);
+
+static COUNTED_ENDINGS: Mutex<Vec<CountedEnding>> = Mutex::new(Vec::new());
+
+async fn on_counted(settled: Settled<Counted, u64>) -> Result<(), JobError> {
+    COUNTED_ENDINGS.lock().unwrap().push((
+        settled.input.map(|input| input.id),
+        settled.tenant,
+        settled.outcome,
+    ));
+    Ok(())
+}
+
+#[job(key = "counted-hooked:{id}", tenant = org, on_settled = on_counted)]
+async fn counted_hooked(_run: Run, input: Counted) -> Result<u64, JobError> {
+    Ok(input.id)
+}
+
+#[tokio::test]
+async fn an_attempt_parses_its_input_once_for_tenant_key_and_body() {
+    let kit = TestKit::new();
+    let org = || "acme".to_string();
+    let plain = CountedPlain::enqueue(
+        kit.jobs(),
+        Counted {
+            id: 1001,
+            org: org(),
+        },
+    )
+    .await
+    .unwrap();
+    let keyed = CountedKeyed::enqueue(
+        kit.jobs(),
+        Counted {
+            id: 1002,
+            org: org(),
+        },
+    )
+    .await
+    .unwrap();
+    let executions = kit.run_until_idle().await;
+    assert_eq!(executions.len(), 2);
+    assert!(executions
+        .iter()
+        .all(|e| e.outcome == ExecutionOutcome::Completed));
+    assert_eq!(kit.job(plain.id).await.state, JobState::Done);
+    assert_eq!(kit.job(keyed.id).await.state, JobState::Done);
+    assert_eq!(parses(1001), 1, "tenant and body from one parse");
+    assert_eq!(
+        parses(1002),
+        1,
+        "tenant, concurrency key and body from one parse"
+    );
+}
+
+#[tokio::test]
+async fn each_attempt_parses_its_input_once() {
+    let kit = TestKit::new();
+    let queued = CountedRetried::enqueue(
+        kit.jobs(),
+        Counted {
+            id: 1003,
+            org: "acme".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let first = kit.run_until_idle().await;
+    assert_eq!(first[0].outcome, ExecutionOutcome::Retried);
+    assert_eq!(parses(1003), 1);
+    kit.advance(Duration::from_secs(1));
+    let second = kit.run_until_idle().await;
+    assert_eq!(second[0].outcome, ExecutionOutcome::Completed);
+    assert_eq!(kit.job(queued.id).await.state, JobState::Done);
+    assert_eq!(parses(1003), 2, "one parse per attempt");
+}
+
+#[tokio::test]
+async fn the_on_settled_hook_parses_its_own_copy_only() {
+    let kit = TestKit::new();
+    CountedHooked::enqueue(
+        kit.jobs(),
+        Counted {
+            id: 1004,
+            org: "acme".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let executions = kit.run_until_idle().await;
+    assert_eq!(executions[0].outcome, ExecutionOutcome::Completed);
+    assert!(!executions[0].on_settled_failed);
+    let endings = COUNTED_ENDINGS.lock().unwrap().clone();
+    assert!(
+        endings.contains(&(Some(1004), Some("acme".into()), Outcome::Completed)),
+        "{endings:?}"
+    );
+    // The body owns the attempt's parse (an input need not be `Clone`): the hook parses one
+    // more copy, and nothing else parses again.
+    assert_eq!(parses(1004), 2);
+}

@@ -441,7 +441,7 @@ impl Prepared {
             ));
         }
         if d.concurrency.is_some_and(|c| c.keyed) {
-            check_concurrency_key(d.name, J::concurrency_key(input))?;
+            crate::limits::check_concurrency_key(d.name, J::concurrency_key(input))?;
         }
         let json = serde_json::to_value(input).map_err(|e| {
             JobError::new(
@@ -512,26 +512,4 @@ fn parse_run_id(text: &str) -> Result<Uuid, JobError> {
         return Err(invalid());
     }
     Uuid::parse_str(text).map_err(|_| invalid())
-}
-
-pub(crate) fn check_concurrency_key(job: &str, key: Option<String>) -> Result<(), JobError> {
-    let refuse = |why: &str| {
-        Err(JobError::new(
-            ErrorCode::JobDeclarationInvalid,
-            format!("the concurrency key of job `{job}` {why}"),
-        )
-        .with_fix(
-            "derive the concurrency key from an id of the input (1 to 200 characters, no NUL)",
-        ))
-    };
-    match key {
-        None => refuse("is missing"),
-        Some(k) if k.is_empty() => refuse("is empty"),
-        Some(k) if k.chars().count() > MAX_CONCURRENCY_KEY_LENGTH => {
-            refuse("is longer than 200 characters")
-        }
-        // It is stored as text in the lease store, which cannot hold a NUL.
-        Some(k) if k.contains('\0') => refuse("holds a NUL character (\\u0000)"),
-        Some(_) => Ok(()),
-    }
 }

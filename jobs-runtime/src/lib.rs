@@ -51,6 +51,7 @@ pub mod conformance;
 pub mod driver;
 pub mod duration;
 mod error;
+mod execution;
 mod job;
 pub mod ledger;
 pub mod limits;
@@ -80,6 +81,7 @@ pub use sqlx;
 pub use client::{EnqueueOptions, Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
 pub use driver::{JobRecord, JobState};
 pub use error::{ErrorClass, ErrorCode, JobError, StdJobError};
+pub use execution::{ExecutionOutcome, JobExecution};
 pub use job::{
     Backoff, Concurrency, Jitter, Job, JobDescriptor, JobInput, JobReturn, RetryPolicy, TenantMode,
     WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
@@ -98,8 +100,7 @@ pub use scheduler::{
 pub use settled::{Outcome, Settled, ON_SETTLED_ATTEMPTS};
 pub use task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry, DEFAULT_MAX_CATCH_UP};
 pub use worker::{
-    ExecutionOutcome, JobExecution, Limits, ShutdownReport, Worker, WorkerBuilder, WorkerHandle,
-    WorkerStats, SHED_DELAY,
+    Limits, ShutdownReport, Worker, WorkerBuilder, WorkerHandle, WorkerStats, SHED_DELAY,
 };
 
 // Every Rust block of the README is compiled and run as a doc test.

@@ -65,6 +65,31 @@ pub const MAX_LOCK_KEY_BYTES: usize = 512;
 /// is an id, never a payload.
 pub const MAX_CONCURRENCY_KEY_LENGTH: usize = 200;
 
+/// A concurrency key as stored in the lease store: present, 1 to
+/// [`MAX_CONCURRENCY_KEY_LENGTH`] characters, no NUL (`X_JOB_DECLARATION_INVALID`). Checked at
+/// enqueue and again when a claimed run derives it.
+pub(crate) fn check_concurrency_key(job: &str, key: Option<String>) -> Result<String, JobError> {
+    let refuse = |why: &str| {
+        Err(JobError::new(
+            ErrorCode::JobDeclarationInvalid,
+            format!("the concurrency key of job `{job}` {why}"),
+        )
+        .with_fix(
+            "derive the concurrency key from an id of the input (1 to 200 characters, no NUL)",
+        ))
+    };
+    match key {
+        None => refuse("is missing"),
+        Some(k) if k.is_empty() => refuse("is empty"),
+        Some(k) if k.chars().count() > MAX_CONCURRENCY_KEY_LENGTH => {
+            refuse("is longer than 200 characters")
+        }
+        // It is stored as text in the lease store, which cannot hold a NUL.
+        Some(k) if k.contains('\0') => refuse("holds a NUL character (\\u0000)"),
+        Some(k) => Ok(k),
+    }
+}
+
 /// An identifier the job system stores: its name in messages, its limit, and how to fix it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Field {

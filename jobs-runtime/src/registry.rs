@@ -12,6 +12,7 @@ use serde::Deserialize;
 use crate::driver::{JobId, RunId};
 use crate::error::{ErrorCode, JobError};
 use crate::job::{Job, JobDescriptor};
+use crate::limits::check_concurrency_key;
 use crate::run::Run;
 use crate::settled::{Outcome, Settled};
 use crate::task::{Task, TaskEntry};
@@ -19,15 +20,17 @@ use crate::task::{Task, TaskEntry};
 /// What a body returned, type-erased; only its own job's hook looks inside.
 pub(crate) type ErasedOutput = Box<dyn Any + Send>;
 
+/// A job's body bound to its typed input, waiting for its [`Run`].
+pub(crate) type ErasedBody =
+    Box<dyn FnOnce(Run) -> BoxFuture<'static, Result<ErasedOutput, JobError>> + Send>;
+
 /// One declared job, type-erased for the registry. `#[job]` submits `JobEntry::of::<Handle>()`.
 #[derive(Clone, Copy)]
 pub struct JobEntry {
     descriptor: JobDescriptor,
     type_name: fn() -> &'static str,
-    execute: fn(Run, serde_json::Value) -> BoxFuture<'static, Result<ErasedOutput, JobError>>,
-    tenant: fn(&serde_json::Value) -> Option<Option<String>>,
-    concurrency_key: fn(&serde_json::Value) -> Result<Option<String>, JobError>,
-    on_settled: fn(ErasedSettled) -> BoxFuture<'static, Result<(), JobError>>,
+    parse: fn(&serde_json::Value, Option<&String>) -> ParsedInput,
+    on_settled: fn(ErasedSettled<'_>) -> BoxFuture<'static, Result<(), JobError>>,
 }
 
 inventory::collect!(JobEntry);
@@ -41,13 +44,36 @@ impl std::fmt::Debug for JobEntry {
     }
 }
 
+/// A claimed job's stored input, parsed once for its attempt: everything admission, the body
+/// and the ending hook derive from it.
+pub(crate) struct ParsedInput {
+    /// The run's tenant: the declaration's `tenant` over the input. The row's own `tenant_id`
+    /// is the enqueuer's bucket (an enqueue may override it), never the run's authority; it is
+    /// used only when the payload no longer parses.
+    pub tenant: Option<String>,
+    /// The typed body and key, or why there are none: the payload no longer parses
+    /// (`X_JOB_INPUT_INVALID`, terminal: the job is dead-lettered, the worker carries on), or
+    /// its concurrency key is refused (`X_JOB_DECLARATION_INVALID`).
+    pub typed: Result<Typed, JobError>,
+}
+
+/// What a payload that parses yields.
+pub(crate) struct Typed {
+    /// The body over the typed input.
+    pub body: ErasedBody,
+    /// The key a keyed concurrency cap counts the run under, checked as at enqueue; `None`
+    /// when the job declares no keyed cap.
+    pub key: Option<String>,
+}
+
 /// An ending, before its input and result are given back their types.
-pub(crate) struct ErasedSettled {
+pub(crate) struct ErasedSettled<'a> {
     pub outcome: Outcome,
     pub job_id: JobId,
     pub run_id: RunId,
     pub tenant: Option<String>,
-    pub input: serde_json::Value,
+    /// The stored input; the hook's typed copy is parsed from it (the body owned the first).
+    pub input: &'a serde_json::Value,
     pub result: Option<ErasedOutput>,
     pub error: Option<String>,
     pub code: Option<ErrorCode>,
@@ -59,9 +85,7 @@ impl JobEntry {
         JobEntry {
             descriptor: J::DESCRIPTOR,
             type_name: std::any::type_name::<J>,
-            execute: execute::<J>,
-            tenant: tenant::<J>,
-            concurrency_key: concurrency_key::<J>,
+            parse: parse::<J>,
             on_settled: on_settled::<J>,
         }
     }
@@ -71,46 +95,28 @@ impl JobEntry {
         &self.descriptor
     }
 
-    /// Parses the stored input and runs the body. A payload that no longer parses is
-    /// `X_JOB_INPUT_INVALID` (terminal): the job is dead-lettered, the worker carries on.
-    pub(crate) fn execute(
-        &self,
-        run: Run,
-        input: serde_json::Value,
-    ) -> BoxFuture<'static, Result<ErasedOutput, JobError>> {
-        (self.execute)(run, input)
-    }
-
-    /// The run's tenant: the declaration's `tenant` over the stored input. The row's own
-    /// `tenant_id` is the enqueuer's bucket (an enqueue may override it), never the run's
-    /// authority; it is used only when the payload no longer parses.
-    pub(crate) fn run_tenant(
+    /// Parses the stored input, once per attempt, into the typed body and the tenant and
+    /// concurrency key derived from it. `row_tenant` stands in when the payload no longer
+    /// parses.
+    pub(crate) fn parse(
         &self,
         input: &serde_json::Value,
         row_tenant: Option<&String>,
-    ) -> Option<String> {
-        (self.tenant)(input).unwrap_or_else(|| row_tenant.cloned())
+    ) -> ParsedInput {
+        (self.parse)(input, row_tenant)
     }
 
-    /// The key a keyed concurrency cap counts the run under, derived from the stored input
-    /// (checked as at enqueue). A payload that no longer parses is `X_JOB_INPUT_INVALID`.
-    pub(crate) fn concurrency_key(
-        &self,
-        input: &serde_json::Value,
-    ) -> Result<Option<String>, JobError> {
-        (self.concurrency_key)(input)
-    }
-
+    /// Runs the `on_settled` hook once, over its own typed copy of the input.
     pub(crate) fn on_settled(
         &self,
-        settled: ErasedSettled,
+        settled: ErasedSettled<'_>,
     ) -> BoxFuture<'static, Result<(), JobError>> {
         (self.on_settled)(settled)
     }
 }
 
-fn parse_input<J: Job>(input: serde_json::Value) -> Result<J::Input, JobError> {
-    serde_json::from_value(input).map_err(|e| {
+fn parse_input<J: Job>(input: &serde_json::Value) -> Result<J::Input, JobError> {
+    J::Input::deserialize(input).map_err(|e| {
         // serde's message names the field and the expected type, never the value.
         JobError::new(
             ErrorCode::JobInputInvalid,
@@ -124,31 +130,46 @@ fn parse_input<J: Job>(input: serde_json::Value) -> Result<J::Input, JobError> {
     })
 }
 
-fn execute<J: Job>(
-    run: Run,
-    input: serde_json::Value,
-) -> BoxFuture<'static, Result<ErasedOutput, JobError>> {
-    Box::pin(async move {
-        let input = parse_input::<J>(input)?;
-        let output = J::run(run, input).await?;
-        Ok(Box::new(output) as ErasedOutput)
-    })
+/// The one typed call of an attempt: deserializes the input, derives the tenant and the
+/// concurrency key from it, and binds it to the body.
+fn parse<J: Job>(input: &serde_json::Value, row_tenant: Option<&String>) -> ParsedInput {
+    let input = match parse_input::<J>(input) {
+        Ok(input) => input,
+        Err(error) => {
+            return ParsedInput {
+                tenant: row_tenant.cloned(),
+                typed: Err(error),
+            }
+        }
+    };
+    let tenant = J::tenant(&input);
+    let key = match J::DESCRIPTOR.concurrency {
+        Some(cap) if cap.keyed => {
+            match check_concurrency_key(J::DESCRIPTOR.name, J::concurrency_key(&input)) {
+                Ok(key) => Some(key),
+                Err(error) => {
+                    return ParsedInput {
+                        tenant,
+                        typed: Err(error),
+                    }
+                }
+            }
+        }
+        _ => None,
+    };
+    let body: ErasedBody = Box::new(move |run| {
+        Box::pin(async move {
+            let output = J::run(run, input).await?;
+            Ok(Box::new(output) as ErasedOutput)
+        })
+    });
+    ParsedInput {
+        tenant,
+        typed: Ok(Typed { body, key }),
+    }
 }
 
-fn tenant<J: Job>(input: &serde_json::Value) -> Option<Option<String>> {
-    J::Input::deserialize(input)
-        .ok()
-        .map(|input| J::tenant(&input))
-}
-
-fn concurrency_key<J: Job>(input: &serde_json::Value) -> Result<Option<String>, JobError> {
-    let input = parse_input::<J>(input.clone())?;
-    let key = J::concurrency_key(&input);
-    crate::client::check_concurrency_key(J::DESCRIPTOR.name, key.clone())?;
-    Ok(key)
-}
-
-fn on_settled<J: Job>(settled: ErasedSettled) -> BoxFuture<'static, Result<(), JobError>> {
+fn on_settled<J: Job>(settled: ErasedSettled<'_>) -> BoxFuture<'static, Result<(), JobError>> {
     let typed = Settled {
         outcome: settled.outcome,
         job_id: settled.job_id,

@@ -12,8 +12,6 @@
 //! # Ok(()) }
 //! ```
 
-pub(crate) mod presence;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

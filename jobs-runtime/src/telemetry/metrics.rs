@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use super::spans::outcome_name;
 use crate::driver::{JobRecord, JobState, QueueStats};
-use crate::worker::{ExecutionOutcome, JobExecution};
+use crate::execution::{ExecutionOutcome, JobExecution};
 
 /// Every metric [`Metrics::render_prometheus`] writes, in the order it writes them.
 pub const METRIC_NAMES: [&str; 5] = [

@@ -9,7 +9,7 @@ use super::attributes::{OPERATION_PROCESS, OPERATION_SEND, SYSTEM};
 use super::{current, TraceContext, CURRENT};
 use crate::driver::{ClaimedJob, EnqueueRequest, EnqueueResult};
 use crate::error::JobError;
-use crate::worker::{ExecutionOutcome, JobExecution};
+use crate::execution::{ExecutionOutcome, JobExecution};
 
 /// An enqueue's producer span, and the context it stamped on the rows it sends.
 pub(crate) struct EnqueueTrace {

@@ -1,83 +1,46 @@
-//! One attempt of one claimed job: load the run, keep the claim alive, race the body against
-//! its timeout and its cancellation, then hand the verdict to `settle`.
+//! Stage 3, execute: load the run, keep the claim alive, race the body against its timeout,
+//! the drain and the claim's loss, and come to a verdict. Nothing is written here but the
+//! run's own progress: the settle stage writes the verdict.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::admit::{self, Admission};
-use super::settle::{self, Verdict};
-use super::{SlotRelease, WorkerShared};
+use super::admit::{self, Admitted, Declared};
+use super::claim::Claimed;
+use super::WorkerShared;
 use crate::clock::{add, Timestamp};
 use crate::driver::lease::HeldLease;
-use crate::driver::{ClaimedJob, HeartbeatParams, JobId, NackParams, NackTarget, RunId, StepFence};
+use crate::driver::{ClaimedJob, HeartbeatParams, StepFence};
 use crate::error::{ErrorCode, JobError};
-use crate::registry::JobEntry;
+use crate::registry::{ErasedBody, ErasedOutput, JobEntry};
 use crate::run::{Run, RunSeed};
 
-/// How an attempt ended, from the worker's side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExecutionOutcome {
-    /// Acked `done`.
-    Completed,
-    /// Parked by a sleep or an event wait; not an attempt.
-    Suspended,
-    /// Failed with attempts left; back to `ready` after a backoff.
-    Retried,
-    /// Failed for good; dead-lettered.
-    DeadLettered,
-    /// Failed for good with `dead_letter = false`; row `failed`.
-    Dropped,
-    /// Cut by a drain; handed back uncounted.
+/// An admitted claim whose body ran (or could not start), with its verdict.
+pub(crate) struct Executed {
+    /// The claim and its slot.
+    pub claimed: Claimed,
+    /// The declared job. Its tenant is kept only when an `on_settled` hook will be told it.
+    pub declared: Declared,
+    /// What the attempt came to.
+    pub verdict: Verdict,
+    /// The fleet slots admission took, given back once the verdict is written.
+    pub held: Vec<HeldLease>,
+}
+
+/// What the attempt came to, before anything is written.
+pub(crate) enum Verdict {
+    /// The body returned its output.
+    Completed(ErasedOutput),
+    /// A sleep or an event wait parks the run until then.
+    Suspended(Timestamp),
+    /// The body, its timeout, or the run's load failed.
+    Failed(JobError),
+    /// Cut by a drain.
     Interrupted,
-    /// The claim was lost (cancelled, or re-delivered after a lapse); nothing settled.
+    /// The claim was lost while it ran.
     LeaseLost,
-    /// No job of that name is registered in this worker; handed back uncounted for later.
-    Deferred,
-    /// Over a per-process limit or a fleet concurrency cap; handed back uncounted.
-    Shed,
-    /// `when_busy = fail` over a busy key: settled `failed` (outcome `refused`), uncounted.
-    Refused,
-}
-
-/// What one attempt did.
-#[derive(Debug, Clone)]
-pub struct JobExecution {
-    /// The job.
-    pub job_id: JobId,
-    /// The run.
-    pub run_id: RunId,
-    /// The job's name.
-    pub name: String,
-    /// The attempt's number.
-    pub attempt: u32,
-    /// How it ended.
-    pub outcome: ExecutionOutcome,
-    /// The error, summarised, when it failed.
-    pub error: Option<String>,
-    /// The error's code.
-    pub code: Option<ErrorCode>,
-    /// When the job is due again (a retry or a wake).
-    pub resume_at: Option<Timestamp>,
-    /// `true` when the `on_settled` hook failed all its tries (`X_JOB_ON_SETTLED_FAILED`).
-    pub on_settled_failed: bool,
-}
-
-impl JobExecution {
-    pub(crate) fn new(job: &ClaimedJob, outcome: ExecutionOutcome) -> Self {
-        JobExecution {
-            job_id: job.id,
-            run_id: job.run_id,
-            name: job.name.clone(),
-            attempt: job.attempt,
-            outcome,
-            error: None,
-            code: None,
-            resume_at: None,
-            on_settled_failed: false,
-        }
-    }
 }
 
 /// Why an attempt's cancellation fired.
@@ -89,65 +52,42 @@ pub(crate) enum StopReason {
     Draining,
 }
 
-pub(crate) async fn execute(
-    shared: &WorkerShared,
-    job: ClaimedJob,
-    slot: &SlotRelease<'_>,
-) -> JobExecution {
-    let Some(entry) = shared.registry.get(&job.name).copied() else {
-        return defer_unknown(shared, job).await;
-    };
-    let store = shared.jobs.driver().lease_store();
-    let held = match admit::admit(shared, &entry, &job).await {
-        Admission::Admitted(held) => held,
-        Admission::Shed(limit) => return shed(shared, job, limit).await,
-        Admission::Refused(error) => return settle::refuse(shared, &entry, &job, error).await,
-        Admission::Undecidable(error) => {
-            return settle::settle(shared, &entry, &job, Verdict::Failed(error), slot).await
-        }
-    };
-    let execution = run_admitted(shared, entry, &job, held.clone(), slot).await;
-    admit::release(store, &held).await;
-    shared.limiter.leave(&job);
-    execution
-}
-
-/// Hands a claim back over a limit or a cap: uncounted, claimable again shortly.
-async fn shed(shared: &WorkerShared, job: ClaimedJob, limit: &'static str) -> JobExecution {
-    let now = shared.jobs.now();
-    tracing::debug!(target: "jobs.worker.shed", job_id = %job.id, job = %job.name, limit, "over a limit; handed back uncounted");
-    let until = admit::shed_until(now);
-    let landed = shared
-        .jobs
-        .driver()
-        .job_nack(&NackParams {
-            job_id: job.id,
-            by: job.by.clone(),
-            target: NackTarget::Retry,
-            run_at: until,
-            counts_as_attempt: false,
-            error: None,
-            error_code: None,
-            now,
-        })
-        .await;
-    let mut execution = JobExecution::new(&job, ExecutionOutcome::Shed);
-    if matches!(landed, Ok(true)) {
-        execution.resume_at = Some(until);
+/// Runs an admitted claim's body to a verdict.
+pub(crate) async fn execute(shared: &WorkerShared, admitted: Admitted) -> Executed {
+    let Admitted {
+        claimed,
+        declared: Declared { entry, tenant },
+        body,
+        held,
+    } = admitted;
+    // After the body, only the `on_settled` hook reads the tenant: keep a copy for it alone.
+    let hook_tenant = if entry.descriptor().on_settled {
+        tenant.clone()
     } else {
-        execution.outcome = ExecutionOutcome::LeaseLost;
+        None
+    };
+    let verdict = run_body(shared, &claimed.job, &entry, tenant, body, &held).await;
+    Executed {
+        claimed,
+        declared: Declared {
+            entry,
+            tenant: hook_tenant,
+        },
+        verdict,
+        held,
     }
-    execution
 }
 
-async fn run_admitted(
+/// Loads the run, then races the body against its timeout, the drain and the claim's loss
+/// while a heartbeat keeps the claim and its fleet slots alive.
+async fn run_body(
     shared: &WorkerShared,
-    entry: JobEntry,
     job: &ClaimedJob,
-    held: Vec<HeldLease>,
-    slot: &SlotRelease<'_>,
-) -> JobExecution {
-    let job = job.clone();
+    entry: &JobEntry,
+    tenant: Option<String>,
+    body: Result<ErasedBody, JobError>,
+    held: &[HeldLease],
+) -> Verdict {
     let descriptor = *entry.descriptor();
     let cancel = CancellationToken::new();
     let stop: Arc<Mutex<Option<StopReason>>> = Arc::default();
@@ -156,7 +96,7 @@ async fn run_admitted(
         run_id: job.run_id,
         attempt: job.attempt,
         max_attempts: job.max_attempts,
-        tenant: entry.run_tenant(&job.input, job.tenant_id.as_ref()),
+        tenant,
         descriptor,
         driver: shared.jobs.driver().clone(),
         clock: shared.jobs.clock().clone(),
@@ -170,17 +110,17 @@ async fn run_admitted(
     };
     let run = match Run::load(seed, job.has_steps).await {
         Ok(run) => run,
-        Err(error) => {
-            // The steps could not be read: an ordinary failed attempt, retried with backoff.
-            let verdict = Verdict::Failed(error);
-            return settle::settle(shared, &entry, &job, verdict, slot).await;
-        }
+        // The steps could not be read: an ordinary failed attempt, retried with backoff.
+        Err(error) => return Verdict::Failed(error),
     };
 
     let heartbeat = tokio::spawn(keep_claim(
         shared.jobs.clone(),
-        job.clone(),
-        held,
+        StepFence {
+            job_id: job.id,
+            by: job.by.clone(),
+        },
+        held.to_vec(),
         shared.visibility_timeout,
         shared.heartbeat_interval,
         cancel.clone(),
@@ -197,7 +137,13 @@ async fn run_admitted(
         let mut stop = stop.lock().unwrap_or_else(|e| e.into_inner());
         stop.get_or_insert(reason);
     };
-    let body = entry.execute(run.clone(), job.input.clone());
+    let body = async {
+        match body {
+            Ok(body) => body(run.clone()).await,
+            // The payload no longer parses: the attempt fails as the body would.
+            Err(error) => Err(error),
+        }
+    };
     let result = tokio::select! {
         result = body => Some(result),
         _ = timeout => {
@@ -249,7 +195,7 @@ async fn run_admitted(
         (None, Some(Err(error))) => Verdict::Failed(error),
         (None, None) => Verdict::LeaseLost,
     };
-    settle::settle(shared, &entry, &job, verdict, slot).await
+    verdict
 }
 
 /// Renews the claim, and the fleet slots it holds, every `interval`. A renewal answering
@@ -257,7 +203,7 @@ async fn run_admitted(
 /// cancels the run.
 async fn keep_claim(
     jobs: crate::client::Jobs,
-    job: ClaimedJob,
+    fence: StepFence,
     mut held: Vec<HeldLease>,
     window: Duration,
     interval: Duration,
@@ -272,8 +218,8 @@ async fn keep_claim(
         let renewal = jobs
             .driver()
             .job_heartbeat(&HeartbeatParams {
-                job_id: job.id,
-                by: job.by.clone(),
+                job_id: fence.job_id,
+                by: fence.by.clone(),
                 visibility_timeout: window,
                 now,
             })
@@ -285,27 +231,27 @@ async fn keep_claim(
                 match admit::renew(store, &mut held, window, now).await {
                     Ok(true) => {}
                     Ok(false) => {
-                        tracing::warn!(target: "jobs.worker.slot-lost", job_id = %job.id, "a fleet concurrency slot is no longer held; stopping the run");
+                        tracing::warn!(target: "jobs.worker.slot-lost", job_id = %fence.job_id, "a fleet concurrency slot is no longer held; stopping the run");
                         let mut stop = stop.lock().unwrap_or_else(|e| e.into_inner());
                         stop.get_or_insert(StopReason::SlotLost);
                         break;
                     }
                     Err(error) => tracing::warn!(
                         target: "jobs.heartbeat.failed",
-                        job_id = %job.id,
+                        job_id = %fence.job_id,
                         code = error.code().map(|c| c.as_str()),
                         "a slot renewal failed; retrying within the window"
                     ),
                 }
             }
             Ok(false) => {
-                tracing::warn!(target: "jobs.lease.lost", job_id = %job.id, "the claim is no longer held; stopping the run");
+                tracing::warn!(target: "jobs.lease.lost", job_id = %fence.job_id, "the claim is no longer held; stopping the run");
                 break;
             }
             Err(error) if clock.now() >= add(landed, window) => {
                 tracing::error!(
                     target: "jobs.lease.lost",
-                    job_id = %job.id,
+                    job_id = %fence.job_id,
                     code = error.code().map(|c| c.as_str()),
                     "no renewal landed for a whole visibility window; stopping the run"
                 );
@@ -314,7 +260,7 @@ async fn keep_claim(
             Err(error) => {
                 tracing::warn!(
                     target: "jobs.heartbeat.failed",
-                    job_id = %job.id,
+                    job_id = %fence.job_id,
                     code = error.code().map(|c| c.as_str()),
                     "a renewal failed; retrying within the window"
                 );
@@ -326,36 +272,4 @@ async fn keep_claim(
         stop.get_or_insert(StopReason::LeaseLost);
     }
     cancel.cancel();
-}
-
-/// A job this worker has no code for (removed, or only known to a newer deploy): hand it back
-/// uncounted, visible again after one visibility timeout, so a worker that knows it can run it.
-async fn defer_unknown(shared: &WorkerShared, job: ClaimedJob) -> JobExecution {
-    let now = shared.jobs.now();
-    tracing::warn!(
-        target: "jobs.worker.job-unknown",
-        job_id = %job.id,
-        job = %job.name,
-        "no job of this name is registered in this worker; handing it back"
-    );
-    let _ = shared
-        .jobs
-        .driver()
-        .job_nack(&NackParams {
-            job_id: job.id,
-            by: job.by.clone(),
-            target: NackTarget::Retry,
-            run_at: add(now, shared.visibility_timeout),
-            counts_as_attempt: false,
-            error: Some(format!(
-                "no job named `{}` is registered in worker {}",
-                job.name, shared.id
-            )),
-            error_code: None,
-            now,
-        })
-        .await;
-    let mut execution = JobExecution::new(&job, ExecutionOutcome::Deferred);
-    execution.resume_at = Some(add(now, shared.visibility_timeout));
-    execution
 }

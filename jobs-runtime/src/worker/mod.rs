@@ -1,4 +1,12 @@
-//! The worker: claim -> execute (steps, timeout, heartbeat, cancellation) -> settle.
+//! The worker. An attempt is one flat pipeline, one stage per file, each a function from one
+//! typed value to the next:
+//!
+//! ```text
+//! claim   (claim.rs)   -> Claimed                 a slot reserved per job
+//! admit   (admit.rs)   -> Admitted | Refused      registry, limits, the one parse, fleet slots
+//! execute (execute.rs) -> Executed                the body raced to a verdict
+//! settle  (settle.rs)  -> JobExecution            the one write (ack or nack), the hook, frees
+//! ```
 //!
 //! One loop per worker: a pass claims, for every queue with a free slot, as many due jobs as it
 //! has free slots, in ONE driver call. Each claimed job runs on its own task; a freed slot, a
@@ -7,13 +15,16 @@
 
 mod admit;
 mod builder;
+mod claim;
 mod complete;
 mod execute;
+mod limiter;
+mod presence;
 mod settle;
 
-pub use admit::{Limits, SHED_DELAY};
+pub use crate::execution::{ExecutionOutcome, JobExecution};
 pub use builder::WorkerBuilder;
-pub use execute::{ExecutionOutcome, JobExecution};
+pub use limiter::{Limits, SHED_DELAY};
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -24,14 +35,18 @@ use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Jobs;
-use crate::driver::{ClaimParams, ClaimedJob, QueueDemand, WakeSignal};
+use admit::Admission;
+use claim::Claimed;
+use settle::Ending;
 
-/// The idle ceiling once a push wake is proven: 12 claims a minute at most.
-pub const WOKEN_IDLE_POLL_CEILING: Duration = Duration::from_secs(5);
+use crate::client::Jobs;
+use crate::driver::WakeSignal;
 use crate::error::JobError;
 use crate::registry::Registry;
 use crate::run::StepObserver;
+
+/// The idle ceiling once a push wake is proven: 12 claims a minute at most.
+pub const WOKEN_IDLE_POLL_CEILING: Duration = Duration::from_secs(5);
 
 /// A worker: claims jobs from its queues and runs them. Build one with [`Jobs::worker`].
 ///
@@ -70,9 +85,9 @@ pub(crate) struct WorkerShared {
     pub stats: WorkerCounters,
     /// Per-process limits, and the counters behind them.
     pub limits: Limits,
-    pub limiter: admit::Limiter,
+    pub limiter: limiter::Limiter,
     /// The worker's registry row (the operator's `workers()`).
-    pub presence: crate::operator::presence::Presence,
+    pub presence: presence::Presence,
     /// Batches acks.
     pub completer: complete::Completer,
     /// Finished rows' retention, swept by the run loop.
@@ -185,7 +200,7 @@ impl Worker {
     /// answers their executions. Nothing runs in the background.
     pub async fn tick(&self) -> Result<Vec<JobExecution>, JobError> {
         let claimed = self.claim().await?;
-        let runs = claimed.into_iter().map(|job| self.execute(job));
+        let runs = claimed.into_iter().map(|claimed| self.attempt(claimed));
         Ok(futures::future::join_all(runs).await)
     }
 
@@ -228,7 +243,7 @@ impl Worker {
             if stop.is_cancelled() {
                 break;
             }
-            crate::operator::presence::beat(shared).await;
+            presence::beat(shared).await;
             let claimed = match self.claim().await {
                 Ok(claimed) => claimed,
                 Err(error) => {
@@ -250,10 +265,10 @@ impl Worker {
                 idle_wait = shared.poll_interval;
                 shared.poll_interval
             };
-            for job in claimed {
+            for claimed in claimed {
                 let worker = self.clone();
                 tokio::spawn(async move {
-                    let execution = worker.execute(job).await;
+                    let execution = worker.attempt(claimed).await;
                     worker.kick_when_due(&execution);
                 });
             }
@@ -272,7 +287,7 @@ impl Worker {
         if let Some(sweeper) = sweeper {
             sweeper.abort();
         }
-        crate::operator::presence::forget(shared).await;
+        presence::forget(shared).await;
         tracing::info!(target: "jobs.worker.stopped", worker = %shared.id);
     }
 
@@ -341,78 +356,37 @@ impl Worker {
         });
     }
 
-    /// ONE claim over every queue with a free slot; reserves the slots it fills.
-    async fn claim(&self) -> Result<Vec<ClaimedJob>, JobError> {
-        let shared = &self.shared;
-        let demand: Vec<QueueDemand> = {
-            let in_flight = shared.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            shared
-                .queues
-                .iter()
-                .filter_map(|queue| {
-                    let used = in_flight.get(queue).copied().unwrap_or(0);
-                    let free = shared.slots[queue].saturating_sub(used);
-                    (free > 0).then(|| QueueDemand {
-                        queue: queue.clone(),
-                        limit: free,
-                    })
-                })
-                .collect()
-        };
-        if demand.is_empty() {
-            return Ok(Vec::new());
-        }
-        let params = ClaimParams {
-            demand,
-            worker_id: shared.id.clone(),
-            visibility_timeout: shared.visibility_timeout,
-            drop_exhausted: shared
-                .registry
-                .entries()
-                .filter(|e| !e.descriptor().dead_letter)
-                .map(|e| e.descriptor().name.to_string())
-                .collect(),
-            now: shared.jobs.now(),
-        };
-        shared.stats.claims.fetch_add(1, Ordering::Relaxed);
-        let result = shared.jobs.driver().job_claim(&params).await?;
-        for buried in result.exhausted {
-            shared.jobs.metrics().record_buried(&buried);
-            settle::announce_exhausted(shared, buried).await;
-        }
-        {
-            let mut in_flight = shared.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            for job in &result.jobs {
-                *in_flight.entry(job.queue.clone()).or_insert(0) += 1;
-            }
-        }
-        shared
-            .in_flight_total
-            .send_modify(|total| *total += result.jobs.len());
-        Ok(result.jobs)
+    /// One claim (stage 1); the rows it buried go straight to the settle stage's hook.
+    async fn claim(&self) -> Result<Vec<Claimed>, JobError> {
+        let claims = claim::claim(&self.shared).await?;
+        settle::bury(&self.shared, claims.buried).await;
+        Ok(claims.claimed)
     }
 
-    async fn execute(&self, job: ClaimedJob) -> JobExecution {
-        let queue = job.queue.clone();
-        let id = job.id;
-        self.shared.presence.begin(id);
-        let trace = crate::telemetry::RunTrace::start(&job);
-        let slot = SlotRelease::new(&self.shared, &queue);
-        let execution = trace
-            .scope(execute::execute(&self.shared, job, &slot))
-            .await;
-        slot.release();
+    /// One attempt of one claimed job: admit -> execute -> settle, inside the run's span.
+    async fn attempt(&self, claimed: Claimed) -> JobExecution {
+        let shared = &*self.shared;
+        let queue = claimed.job.queue.clone();
+        let id = claimed.job.id;
+        shared.presence.begin(id);
+        let trace = crate::telemetry::RunTrace::start(&claimed.job);
+        let pipeline = async {
+            let ending = match admit::admit(shared, claimed).await {
+                Admission::Admitted(admitted) => {
+                    Ending::Executed(execute::execute(shared, admitted).await)
+                }
+                Admission::Refused(refused) => Ending::Refused(refused),
+            };
+            settle::settle(shared, ending).await
+        };
+        let execution = trace.scope(pipeline).await;
         // A shutdown waits for this: the execution, settle included, is over.
-        self.shared
+        shared
             .in_flight_total
             .send_modify(|total| *total = total.saturating_sub(1));
-        self.shared.presence.end(id);
-        self.shared.stats.record(execution.outcome);
-        self.shared
-            .jobs
-            .metrics()
-            .record_execution(&queue, &execution);
-
+        shared.presence.end(id);
+        shared.stats.record(execution.outcome);
+        shared.jobs.metrics().record_execution(&queue, &execution);
         execution
     }
 }
@@ -464,42 +438,5 @@ impl WorkerHandle {
         shared.drain.cancel();
         let _ = in_flight.wait_for(|n| *n == 0).await;
         ShutdownReport { interrupted }
-    }
-}
-
-/// A claimed job's worker slot. It is given back as soon as the run's verdict is known, before
-/// the settle's round trip (the completer batches acks), so the next claim overlaps the settle;
-/// at the latest when the execution ends. (The drain still waits for the whole execution.)
-pub(crate) struct SlotRelease<'a> {
-    shared: &'a WorkerShared,
-    queue: &'a str,
-    released: AtomicBool,
-}
-
-impl<'a> SlotRelease<'a> {
-    fn new(shared: &'a WorkerShared, queue: &'a str) -> Self {
-        SlotRelease {
-            shared,
-            queue,
-            released: AtomicBool::new(false),
-        }
-    }
-
-    /// Frees the slot (once) and kicks a pass to refill it.
-    pub(crate) fn release(&self) {
-        if self.released.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        {
-            let mut in_flight = self
-                .shared
-                .in_flight
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            if let Some(used) = in_flight.get_mut(self.queue) {
-                *used = used.saturating_sub(1);
-            }
-        }
-        self.shared.kick.notify_one();
     }
 }

@@ -1,240 +1,385 @@
-//! Settling an attempt: ack, nack into the right state, and tell `on_settled` about endings.
-//! Settlement is not part of the retry decision: the verdict is decided first, then written.
+//! Stage 4, settle: the one place an attempt's ending is written. It gives the slot back,
+//! decides the one write (an ack, or a nack into the right state), writes it, tells
+//! `on_settled` about an ending, and gives back what admission took. Settlement is not part of
+//! the retry decision: the verdict is decided first, then written.
 
-use super::execute::{ExecutionOutcome, JobExecution};
-use super::{SlotRelease, WorkerShared};
+use super::admit::{self, Declared, Refusal, Refused};
+use super::claim::Claimed;
+use super::execute::{Executed, Verdict};
+use super::limiter::shed_until;
+use super::WorkerShared;
 use crate::clock::{add, Timestamp};
 use crate::driver::{AckParams, ClaimedJob, JobRecord, JobState, NackParams, NackTarget};
 use crate::error::{ErrorClass, ErrorCode, JobError};
+use crate::execution::{ExecutionOutcome, JobExecution};
+use crate::job::RetryPolicy;
 use crate::registry::{ErasedOutput, ErasedSettled, JobEntry};
 use crate::retry::retry_delay;
 use crate::settled::{Outcome, ON_SETTLED_ATTEMPTS};
 
-/// What the attempt came to, before anything is written.
-pub(crate) enum Verdict {
-    Completed(ErasedOutput),
-    Suspended(Timestamp),
-    Failed(JobError),
-    Interrupted,
-    LeaseLost,
+/// What the settle stage is handed: a claim admission turned away, or an attempt that ran.
+pub(crate) enum Ending {
+    Refused(Refused),
+    Executed(Executed),
 }
 
-pub(crate) async fn settle(
-    shared: &WorkerShared,
-    entry: &JobEntry,
-    job: &ClaimedJob,
-    verdict: Verdict,
-    slot: &SlotRelease<'_>,
-) -> JobExecution {
-    // The body is over: its slot can take the next job while this one settles.
-    slot.release();
-    let descriptor = entry.descriptor();
-    let driver = shared.jobs.driver();
+/// The one write an ending makes.
+enum Write {
+    /// `done`, through the batching completer.
+    Ack,
+    /// Anywhere else.
+    Nack(NackParams),
+}
+
+/// An ending `on_settled` is told about, once the write landed.
+struct HookEnding {
+    outcome: Outcome,
+    result: Option<ErasedOutput>,
+    error: Option<String>,
+    code: Option<ErrorCode>,
+}
+
+/// What settling an ending comes to, before anything is written.
+struct Plan {
+    write: Option<Write>,
+    execution: JobExecution,
+    hook: Option<HookEnding>,
+    /// `false` for a deferral: the hand-back is best effort, the row's lease lapses anyway.
+    must_land: bool,
+}
+
+/// Settles one claim: frees its slot, writes its ending, tells its hook, frees what admission
+/// took.
+pub(crate) async fn settle(shared: &WorkerShared, ending: Ending) -> JobExecution {
+    let (claimed, declared, decided, held) = match ending {
+        Ending::Refused(Refused { claimed, refusal }) => match refusal {
+            Refusal::Unknown => (claimed, None, Decided::Unknown, None),
+            Refusal::Shed(limit) => (claimed, None, Decided::Shed(limit), None),
+            Refusal::Busy(declared, error) => (claimed, Some(declared), Decided::Busy(error), None),
+            Refusal::Undecidable(declared, error) => {
+                let decided = Decided::Verdict(Policy::of(&declared.entry), Verdict::Failed(error));
+                (claimed, Some(declared), decided, None)
+            }
+        },
+        Ending::Executed(Executed {
+            claimed,
+            declared,
+            verdict,
+            held,
+        }) => {
+            let decided = Decided::Verdict(Policy::of(&declared.entry), verdict);
+            (claimed, Some(declared), decided, Some(held))
+        }
+    };
+    let Claimed { job, slot } = claimed;
+    // The body is over (or never ran): its slot can take the next job while this one settles.
+    slot.release(shared, &job.queue);
     let now = shared.jobs.now();
-    let nack = |target, run_at, counts_as_attempt, error: Option<&JobError>| NackParams {
+    let mut plan = plan(shared, &job, decided, now);
+    if let Some(write) = plan.write.take() {
+        let landed = match write {
+            Write::Ack => {
+                let ack = AckParams {
+                    job_id: job.id,
+                    by: job.by.clone(),
+                    now,
+                };
+                shared.completer.ack(shared.jobs.driver(), ack).await
+            }
+            Write::Nack(params) => shared.jobs.driver().job_nack(&params).await,
+        };
+        if plan.must_land && !has_landed(&job, landed) {
+            plan.execution.outcome = ExecutionOutcome::LeaseLost;
+            plan.execution.resume_at = None;
+            plan.hook = None;
+        }
+    }
+    if let (Some(ending), Some(declared)) = (plan.hook, declared) {
+        plan.execution.on_settled_failed = !tell_hook(&job, declared, ending).await;
+    }
+    if let Some(held) = held {
+        admit::leave(shared, &job, &held).await;
+    }
+    plan.execution
+}
+
+/// What a claim came to, from either stage.
+enum Decided {
+    /// An admitted attempt's verdict, or an admission that failed the attempt.
+    Verdict(Policy, Verdict),
+    Unknown,
+    Shed(&'static str),
+    Busy(JobError),
+}
+
+/// What a failed attempt's settle reads of its job's declaration.
+#[derive(Clone, Copy)]
+struct Policy {
+    retry: RetryPolicy,
+    dead_letter: bool,
+}
+
+impl Policy {
+    fn of(entry: &JobEntry) -> Self {
+        let descriptor = entry.descriptor();
+        Policy {
+            retry: descriptor.retry,
+            dead_letter: descriptor.dead_letter,
+        }
+    }
+}
+
+/// Decides the write, the report and the hook's ending. No I/O.
+fn plan(shared: &WorkerShared, job: &ClaimedJob, decided: Decided, now: Timestamp) -> Plan {
+    let execution = |outcome| JobExecution::new(job, outcome);
+    let no_hook = |write, execution| Plan {
+        write,
+        execution,
+        hook: None,
+        must_land: true,
+    };
+    match decided {
+        Decided::Verdict(_, Verdict::LeaseLost) => {
+            no_hook(None, execution(ExecutionOutcome::LeaseLost))
+        }
+        Decided::Verdict(_, Verdict::Completed(output)) => Plan {
+            write: Some(Write::Ack),
+            execution: execution(ExecutionOutcome::Completed),
+            hook: Some(HookEnding {
+                outcome: Outcome::Completed,
+                result: Some(output),
+                error: None,
+                code: None,
+            }),
+            must_land: true,
+        },
+        Decided::Verdict(_, Verdict::Suspended(until)) => {
+            let mut report = execution(ExecutionOutcome::Suspended);
+            report.resume_at = Some(until);
+            let write = nack(job, now, NackTarget::Park, until, false, None);
+            no_hook(Some(write), report)
+        }
+        Decided::Verdict(_, Verdict::Interrupted) => {
+            let drained = JobError::new(
+                ErrorCode::Draining,
+                "the worker shut down before the attempt finished",
+            );
+            let mut report = execution(ExecutionOutcome::Interrupted);
+            report.code = Some(ErrorCode::Draining);
+            report.resume_at = Some(now);
+            let error = Some((drained.summary(), drained.code()));
+            no_hook(
+                Some(nack(job, now, NackTarget::Retry, now, false, error)),
+                report,
+            )
+        }
+        Decided::Verdict(policy, Verdict::Failed(error)) => failed(job, policy, error, now),
+        Decided::Unknown => {
+            // No code for it here (removed, or only known to a newer deploy): hand it back
+            // uncounted, visible again after one visibility timeout, for a worker that knows it.
+            tracing::warn!(
+                target: "jobs.worker.job-unknown",
+                job_id = %job.id,
+                job = %job.name,
+                "no job of this name is registered in this worker; handing it back"
+            );
+            let until = add(now, shared.visibility_timeout);
+            let why = format!(
+                "no job named `{}` is registered in worker {}",
+                job.name, shared.id
+            );
+            let mut report = execution(ExecutionOutcome::Deferred);
+            report.resume_at = Some(until);
+            let write = nack(job, now, NackTarget::Retry, until, false, Some((why, None)));
+            Plan {
+                must_land: false,
+                ..no_hook(Some(write), report)
+            }
+        }
+        Decided::Shed(limit) => {
+            tracing::debug!(target: "jobs.worker.shed", job_id = %job.id, job = %job.name, limit, "over a limit; handed back uncounted");
+            let until = shed_until(now);
+            let mut report = execution(ExecutionOutcome::Shed);
+            report.resume_at = Some(until);
+            no_hook(
+                Some(nack(job, now, NackTarget::Retry, until, false, None)),
+                report,
+            )
+        }
+        Decided::Busy(error) => {
+            // `when_busy = fail` over a busy key: the run settles `failed`, uncounted, with
+            // `X_JOB_KEY_BUSY`; its body never ran. Not a dead letter; the hook hears `refused`.
+            let summary = error.summary();
+            let mut report = execution(ExecutionOutcome::Refused);
+            report.code = error.code();
+            report.error = Some(summary.clone());
+            let write = nack(
+                job,
+                now,
+                NackTarget::Fail,
+                now,
+                false,
+                Some((summary.clone(), error.code())),
+            );
+            Plan {
+                write: Some(write),
+                execution: report,
+                hook: Some(HookEnding {
+                    outcome: Outcome::Refused,
+                    result: None,
+                    error: Some(summary),
+                    code: error.code(),
+                }),
+                must_land: true,
+            }
+        }
+    }
+}
+
+/// A failed attempt: retried after its backoff, or, terminal or out of attempts, failed for
+/// good into the dead letters (or `failed` with `dead_letter = false`).
+fn failed(job: &ClaimedJob, policy: Policy, error: JobError, now: Timestamp) -> Plan {
+    let terminal = error.class() == ErrorClass::Terminal;
+    let exhausted = job.attempt >= job.max_attempts;
+    let mut report = JobExecution::new(job, ExecutionOutcome::Retried);
+    report.code = error.code();
+    if !(terminal || exhausted) {
+        let delay = retry_delay(&policy.retry, job.attempt, error.class());
+        let run_at = add(now, delay);
+        tracing::info!(
+            target: "jobs.attempt.failed",
+            job_id = %job.id,
+            job = %job.name,
+            attempt = job.attempt,
+            code = error.code().map(|c| c.as_str()),
+            retry_in_ms = delay.as_millis() as u64,
+            "the attempt failed; retrying"
+        );
+        let summary = error.summary();
+        report.error = Some(summary.clone());
+        report.resume_at = Some(run_at);
+        let failure = Some((summary, error.code()));
+        return Plan {
+            write: Some(nack(job, now, NackTarget::Retry, run_at, true, failure)),
+            execution: report,
+            hook: None,
+            must_land: true,
+        };
+    }
+    let (target, outcome, execution_outcome) = if policy.dead_letter {
+        (
+            NackTarget::DeadLetter,
+            Outcome::DeadLettered,
+            ExecutionOutcome::DeadLettered,
+        )
+    } else {
+        (
+            NackTarget::Fail,
+            Outcome::Dropped,
+            ExecutionOutcome::Dropped,
+        )
+    };
+    let stop = if terminal {
+        "not retried: this code is classified terminal"
+    } else {
+        "not retried: attempts exhausted"
+    };
+    let summary = format!("{} — {stop}", error.summary());
+    tracing::warn!(
+        target: "jobs.attempt.failed",
+        job_id = %job.id,
+        job = %job.name,
+        attempt = job.attempt,
+        code = error.code().map(|c| c.as_str()),
+        stop = if terminal { "terminal" } else { "attempts-exhausted" },
+        "the job failed for good"
+    );
+    report.outcome = execution_outcome;
+    report.error = Some(summary.clone());
+    Plan {
+        write: Some(nack(
+            job,
+            now,
+            target,
+            now,
+            true,
+            Some((summary.clone(), error.code())),
+        )),
+        execution: report,
+        hook: Some(HookEnding {
+            outcome,
+            result: None,
+            error: Some(summary),
+            code: error.code(),
+        }),
+        must_land: true,
+    }
+}
+
+/// The one constructor of a nack: fenced on the claim, with the error's summary and code.
+fn nack(
+    job: &ClaimedJob,
+    now: Timestamp,
+    target: NackTarget,
+    run_at: Timestamp,
+    counts_as_attempt: bool,
+    error: Option<(String, Option<ErrorCode>)>,
+) -> Write {
+    let (error, code) = error.map_or((None, None), |(summary, code)| (Some(summary), code));
+    Write::Nack(NackParams {
         job_id: job.id,
         by: job.by.clone(),
         target,
         run_at,
         counts_as_attempt,
-        error: error.map(JobError::summary),
-        error_code: error
-            .and_then(JobError::code)
-            .map(|c| c.as_str().to_string()),
+        error,
+        error_code: code.map(|c| c.as_str().to_string()),
         now,
-    };
+    })
+}
 
-    let (landed, mut execution, ending) = match verdict {
-        Verdict::LeaseLost => {
-            return JobExecution::new(job, ExecutionOutcome::LeaseLost);
-        }
-        Verdict::Completed(output) => {
-            let ack = AckParams {
-                job_id: job.id,
-                by: job.by.clone(),
-                now,
-            };
-            let landed = shared.completer.ack(driver, ack).await;
-            let execution = JobExecution::new(job, ExecutionOutcome::Completed);
-            (
-                landed,
-                execution,
-                Some((Outcome::Completed, Some(output), None)),
-            )
-        }
-        Verdict::Suspended(until) => {
-            let landed = driver
-                .job_nack(&nack(NackTarget::Park, until, false, None))
-                .await;
-            let mut execution = JobExecution::new(job, ExecutionOutcome::Suspended);
-            execution.resume_at = Some(until);
-            (landed, execution, None)
-        }
-        Verdict::Interrupted => {
-            let drained = JobError::new(
-                ErrorCode::Draining,
-                "the worker shut down before the attempt finished",
-            );
-            let landed = driver
-                .job_nack(&nack(NackTarget::Retry, now, false, Some(&drained)))
-                .await;
-            let mut execution = JobExecution::new(job, ExecutionOutcome::Interrupted);
-            execution.code = Some(ErrorCode::Draining);
-            execution.resume_at = Some(now);
-            (landed, execution, None)
-        }
-        Verdict::Failed(error) => {
-            let terminal = error.class() == ErrorClass::Terminal;
-            let exhausted = job.attempt >= job.max_attempts;
-            let mut execution = JobExecution::new(job, ExecutionOutcome::Retried);
-            execution.code = error.code();
-            if terminal || exhausted {
-                let (target, outcome, execution_outcome) = if descriptor.dead_letter {
-                    (
-                        NackTarget::DeadLetter,
-                        Outcome::DeadLettered,
-                        ExecutionOutcome::DeadLettered,
-                    )
-                } else {
-                    (
-                        NackTarget::Fail,
-                        Outcome::Dropped,
-                        ExecutionOutcome::Dropped,
-                    )
-                };
-                let stop = if terminal {
-                    "not retried: this code is classified terminal"
-                } else {
-                    "not retried: attempts exhausted"
-                };
-                let summary = format!("{} — {stop}", error.summary());
-                let mut params = nack(target, now, true, Some(&error));
-                params.error = Some(summary.clone());
-                tracing::warn!(
-                    target: "jobs.attempt.failed",
-                    job_id = %job.id,
-                    job = %job.name,
-                    attempt = job.attempt,
-                    code = error.code().map(|c| c.as_str()),
-                    stop = if terminal { "terminal" } else { "attempts-exhausted" },
-                    "the job failed for good"
-                );
-                let landed = driver.job_nack(&params).await;
-                execution.outcome = execution_outcome;
-                execution.error = Some(summary.clone());
-                (
-                    landed,
-                    execution,
-                    Some((outcome, None, Some((summary, error.code())))),
-                )
-            } else {
-                let delay = retry_delay(&descriptor.retry, job.attempt, error.class());
-                let run_at = add(now, delay);
-                tracing::info!(
-                    target: "jobs.attempt.failed",
-                    job_id = %job.id,
-                    job = %job.name,
-                    attempt = job.attempt,
-                    code = error.code().map(|c| c.as_str()),
-                    retry_in_ms = delay.as_millis() as u64,
-                    "the attempt failed; retrying"
-                );
-                let landed = driver
-                    .job_nack(&nack(NackTarget::Retry, run_at, true, Some(&error)))
-                    .await;
-                execution.error = Some(error.summary());
-                execution.resume_at = Some(run_at);
-                (landed, execution, None)
-            }
-        }
-    };
-
+/// Whether the write landed; a write that matched nothing, or failed, is logged: the row
+/// stays running, its lease lapses and it is delivered again.
+fn has_landed(job: &ClaimedJob, landed: Result<bool, JobError>) -> bool {
     match landed {
-        Ok(true) => {}
+        Ok(true) => true,
         Ok(false) => {
             tracing::warn!(target: "jobs.settle.unowned", job_id = %job.id, "the settle matched nothing: the claim was lost");
-            execution.outcome = ExecutionOutcome::LeaseLost;
-            execution.resume_at = None;
-            return execution;
+            false
         }
         Err(error) => {
-            // The row stays running; its lease lapses and it is delivered again.
             tracing::error!(
                 target: "jobs.settle.failed",
                 job_id = %job.id,
                 code = error.code().map(|c| c.as_str()),
                 "the settle could not be written; the job will be delivered again"
             );
-            execution.outcome = ExecutionOutcome::LeaseLost;
-            execution.resume_at = None;
-            return execution;
+            false
         }
     }
-
-    if let Some((outcome, result, failure)) = ending {
-        let (error, code) = failure.map_or((None, None), |(e, c)| (Some(e), c));
-        let settled = ErasedSettled {
-            outcome,
-            job_id: job.id,
-            run_id: job.run_id,
-            tenant: entry.run_tenant(&job.input, job.tenant_id.as_ref()),
-            input: job.input.clone(),
-            result,
-            error,
-            code,
-        };
-        execution.on_settled_failed = !deliver_on_settled(entry, settled).await;
-    }
-    execution
 }
 
-/// `when_busy = fail` over a busy key: the run settles `failed`, uncounted, with
-/// `X_JOB_KEY_BUSY`; its body never ran. Not a dead letter; `on_settled` hears `refused`.
-pub(crate) async fn refuse(
-    shared: &WorkerShared,
-    entry: &JobEntry,
-    job: &ClaimedJob,
-    error: JobError,
-) -> JobExecution {
-    let now = shared.jobs.now();
-    let landed = shared
-        .jobs
-        .driver()
-        .job_nack(&NackParams {
+/// Tells the job's `on_settled` hook (if it has one) about an ending.
+async fn tell_hook(job: &ClaimedJob, declared: Declared, ending: HookEnding) -> bool {
+    deliver_on_settled(
+        &declared.entry,
+        ErasedSettled {
+            outcome: ending.outcome,
             job_id: job.id,
-            by: job.by.clone(),
-            target: NackTarget::Fail,
-            run_at: now,
-            counts_as_attempt: false,
-            error: Some(error.summary()),
-            error_code: error.code().map(|c| c.as_str().to_string()),
-            now,
-        })
-        .await;
-    let mut execution = JobExecution::new(job, ExecutionOutcome::Refused);
-    execution.code = error.code();
-    execution.error = Some(error.summary());
-    if !matches!(landed, Ok(true)) {
-        execution.outcome = ExecutionOutcome::LeaseLost;
-        return execution;
-    }
-    let settled = ErasedSettled {
-        outcome: Outcome::Refused,
-        job_id: job.id,
-        run_id: job.run_id,
-        tenant: entry.run_tenant(&job.input, job.tenant_id.as_ref()),
-        input: job.input.clone(),
-        result: None,
-        error: Some(error.summary()),
-        code: error.code(),
-    };
-    execution.on_settled_failed = !deliver_on_settled(entry, settled).await;
-    execution
+            run_id: job.run_id,
+            tenant: declared.tenant,
+            input: &job.input,
+            result: ending.result,
+            error: ending.error,
+            code: ending.code,
+        },
+    )
+    .await
 }
 
 /// Runs the hook up to [`ON_SETTLED_ATTEMPTS`] times back to back. Its failure is logged and
 /// reported as `X_JOB_ON_SETTLED_FAILED`, never thrown: the row and outcome stand.
-async fn deliver_on_settled(entry: &JobEntry, settled: ErasedSettled) -> bool {
+async fn deliver_on_settled(entry: &JobEntry, settled: ErasedSettled<'_>) -> bool {
     if !entry.descriptor().on_settled {
         return true;
     }
@@ -247,7 +392,7 @@ async fn deliver_on_settled(entry: &JobEntry, settled: ErasedSettled) -> bool {
             job_id: settled.job_id,
             run_id: settled.run_id,
             tenant: settled.tenant.clone(),
-            input: settled.input.clone(),
+            input: settled.input,
             result: result.take(),
             error: settled.error.clone(),
             code: settled.code,
@@ -268,31 +413,38 @@ async fn deliver_on_settled(entry: &JobEntry, settled: ErasedSettled) -> bool {
     false
 }
 
-/// A row the claim buried after its final attempt's lease lapsed: log it and tell the hook.
-pub(crate) async fn announce_exhausted(shared: &WorkerShared, row: JobRecord) {
-    tracing::error!(
-        target: "jobs.claim.exhausted",
-        job_id = %row.id,
-        job = %row.name,
-        "a job's lease lapsed on its final attempt; buried"
-    );
-    let Some(entry) = shared.registry.get(&row.name) else {
-        return;
-    };
-    let outcome = if row.state == JobState::Failed {
-        Outcome::Dropped
-    } else {
-        Outcome::DeadLettered
-    };
-    let settled = ErasedSettled {
-        outcome,
-        job_id: row.id,
-        run_id: row.run_id,
-        tenant: entry.run_tenant(&row.input, row.tenant_id.as_ref()),
-        input: row.input,
-        result: None,
-        error: row.last_error,
-        code: None,
-    };
-    deliver_on_settled(entry, settled).await;
+/// Rows a claim buried after their final attempt's lease lapsed: count them, log them, and
+/// tell each one's hook. Nothing is written: the claim already settled them.
+pub(crate) async fn bury(shared: &WorkerShared, buried: Vec<JobRecord>) {
+    for row in buried {
+        shared.jobs.metrics().record_buried(&row);
+        tracing::error!(
+            target: "jobs.claim.exhausted",
+            job_id = %row.id,
+            job = %row.name,
+            "a job's lease lapsed on its final attempt; buried"
+        );
+        let Some(entry) = shared.registry.get(&row.name) else {
+            continue;
+        };
+        if !entry.descriptor().on_settled {
+            continue;
+        }
+        let outcome = if row.state == JobState::Failed {
+            Outcome::Dropped
+        } else {
+            Outcome::DeadLettered
+        };
+        let settled = ErasedSettled {
+            outcome,
+            job_id: row.id,
+            run_id: row.run_id,
+            tenant: entry.parse(&row.input, row.tenant_id.as_ref()).tenant,
+            input: &row.input,
+            result: None,
+            error: row.last_error,
+            code: None,
+        };
+        deliver_on_settled(entry, settled).await;
+    }
 }

@@ -5,10 +5,10 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
+use super::WorkerShared;
 use crate::clock::{add, Timestamp};
 use crate::driver::introspect::{WorkerAnnounce, MAX_WORKER_IN_FLIGHT};
 use crate::driver::JobId;
-use crate::worker::WorkerShared;
 
 /// What the registry row is made of, kept by the worker.
 #[derive(Debug, Default)]
