@@ -194,6 +194,7 @@ async fn run(
                     } else {
                         Vec::new()
                     },
+                    fair_after: String::new(),
                     now,
                 };
                 let m = pair.memory.job_claim(&params).await;

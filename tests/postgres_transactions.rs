@@ -282,6 +282,7 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
             worker_id: "w".into(),
             visibility_timeout: Duration::from_secs(30),
             drop_exhausted: Vec::new(),
+            fair_after: String::new(),
             now: enqueuer.now(),
         })
         .await

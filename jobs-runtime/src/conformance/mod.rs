@@ -264,6 +264,7 @@ pub(crate) fn claim_params(worker: &str, limit: u32, now: Timestamp) -> ClaimPar
         worker_id: worker.to_string(),
         visibility_timeout: VISIBILITY,
         drop_exhausted: Vec::new(),
+        fair_after: String::new(),
         now,
     }
 }

@@ -66,8 +66,6 @@ pub struct PostgresDriver {
     schema: Arc<str>,
     wake_channel: Arc<str>,
     sql: Arc<Statements>,
-    /// The tenant this driver's last claim served last: the next claim's turns start after it.
-    fair_cursor: Arc<std::sync::Mutex<String>>,
     /// The hot path's own connections, out of the pool.
     pinned: Arc<PinnedConnections>,
 }
@@ -160,7 +158,6 @@ impl PostgresDriver {
             sql: Arc::new(Statements::new(schema)),
             schema: schema.into(),
             wake_channel: wake::channel(schema).into(),
-            fair_cursor: Arc::default(),
             pinned: Arc::default(),
         })
     }
@@ -459,7 +456,7 @@ impl PostgresDriver {
             .bind(params.now)
             .bind(visible_at)
             .bind(&params.drop_exhausted)
-            .bind(self.fair_cursor())
+            .bind(&params.fair_after)
             .fetch_all(&mut *conn)
             .await
             .map_err(|e| classify("job_claim", e))?;
@@ -496,7 +493,6 @@ impl PostgresDriver {
         }
         // The statement's order is not the claim order once the queues are merged.
         result.jobs.sort_by_key(|j| j.id);
-        self.advance_fair_cursor(&result.jobs);
         Ok(result)
     }
 
@@ -535,30 +531,6 @@ impl PostgresDriver {
             .await
             .map_err(|e| classify(operation, e))?;
         Ok(done.rows_affected() == 1)
-    }
-}
-
-impl PostgresDriver {
-    fn fair_cursor(&self) -> String {
-        self.fair_cursor
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// Moves the cursor to the last tenant the claim's walk served: the largest served tenant
-    /// past the cursor, or, when the walk wrapped around, the largest before it.
-    fn advance_fair_cursor(&self, claimed: &[ClaimedJob]) {
-        let mut cursor = self.fair_cursor.lock().unwrap_or_else(|e| e.into_inner());
-        let served = claimed.iter().map(|j| j.tenant_id.as_deref().unwrap_or(""));
-        let (wrapped, ahead): (Vec<&str>, Vec<&str>) = served.partition(|t| *t <= cursor.as_str());
-        if let Some(last) = wrapped
-            .into_iter()
-            .max()
-            .or_else(|| ahead.into_iter().max())
-        {
-            *cursor = last.to_string();
-        }
     }
 }
 
