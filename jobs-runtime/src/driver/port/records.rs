@@ -577,12 +577,20 @@ mod tests {
     #[test]
     fn the_fair_cursor_moves_to_the_last_tenant_the_walk_served() {
         assert_eq!(fair_cursor_after("", &served(&["b", "a", "c"])), "c");
-        assert_eq!(fair_cursor_after("b", &served(&["c", "d"])), "d", "ahead only");
+        assert_eq!(
+            fair_cursor_after("b", &served(&["c", "d"])),
+            "d",
+            "ahead only"
+        );
         assert_eq!(
             fair_cursor_after("c", &served(&["d", "e", "a", "b"])),
             "b",
             "wrapped around: the largest at or before the cursor"
         );
-        assert_eq!(fair_cursor_after("c", &[]), "c", "nothing claimed: unchanged");
+        assert_eq!(
+            fair_cursor_after("c", &[]),
+            "c",
+            "nothing claimed: unchanged"
+        );
     }
 }

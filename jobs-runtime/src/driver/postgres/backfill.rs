@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::{Row, SqlStr};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::sql::{render, safe};
 use super::PostgresDriver;
 use crate::driver::backfill_store::*;
@@ -40,7 +40,7 @@ fn to_i64(n: u64) -> i64 {
 }
 
 fn pass(row: &PgRow) -> Result<BackfillPass, JobError> {
-    let d = |e| classify("decode backfill row", e);
+    let d = |e| classify(Op::DecodeBackfillRow, e);
     let tenant: String = row.try_get("tenant_id").map_err(d)?;
     let status: String = row.try_get("status").map_err(d)?;
     let batches: i64 = row.try_get("batches").map_err(d)?;
@@ -71,13 +71,13 @@ impl BackfillStore for PostgresDriver {
             .pool()
             .begin()
             .await
-            .map_err(|e| classify("backfill_begin", e))?;
+            .map_err(|e| classify(Op::BackfillBegin, e))?;
         sqlx::query(self.backfill_sql(BACKFILL_LOCK))
             .bind(&p.name)
             .bind(tenant)
             .execute(&mut *tx)
             .await
-            .map_err(|e| classify("backfill_lock", e))?;
+            .map_err(|e| classify(Op::BackfillLock, e))?;
         let row = sqlx::query(self.backfill_sql(BACKFILL_BEGIN))
             .bind(&p.name)
             .bind(tenant)
@@ -89,11 +89,11 @@ impl BackfillStore for PostgresDriver {
             .bind(p.now)
             .fetch_one(&mut *tx)
             .await
-            .map_err(|e| classify("backfill_begin", e))?;
+            .map_err(|e| classify(Op::BackfillBegin, e))?;
         tx.commit()
             .await
-            .map_err(|e| classify("backfill_begin commit", e))?;
-        let d = |e| classify("backfill_begin", e);
+            .map_err(|e| classify(Op::BackfillBeginCommit, e))?;
+        let d = |e| classify(Op::BackfillBegin, e);
         let adopted: bool = row.try_get("adopted").map_err(d)?;
         let inserted: bool = row.try_get("inserted").map_err(d)?;
         let previous_run_id: Option<uuid::Uuid> = row.try_get("previous_run_id").map_err(d)?;
@@ -116,7 +116,7 @@ impl BackfillStore for PostgresDriver {
             .bind(p.now)
             .execute(self.pool())
             .await
-            .map_err(|e| classify("backfill_progress", e))?;
+            .map_err(|e| classify(Op::BackfillProgress, e))?;
         Ok(())
     }
 
@@ -130,7 +130,7 @@ impl BackfillStore for PostgresDriver {
             .bind(p.now)
             .execute(self.pool())
             .await
-            .map_err(|e| classify("backfill_finish", e))?;
+            .map_err(|e| classify(Op::BackfillFinish, e))?;
         Ok(())
     }
 
@@ -142,13 +142,13 @@ impl BackfillStore for PostgresDriver {
             .bind(i64::from(p.limit.unwrap_or(DEFAULT_BACKFILL_LIST_LIMIT)))
             .fetch_all(self.pool())
             .await
-            .map_err(|e| classify("backfill_list", e))?;
+            .map_err(|e| classify(Op::BackfillList, e))?;
         rows.iter().map(pass).collect()
     }
 }
 
 fn line(row: &PgRow) -> Result<LedgerLine, JobError> {
-    let d = |e| classify("decode ledger line", e);
+    let d = |e| classify(Op::DecodeLedgerLine, e);
     let line: i32 = row.try_get("line").map_err(d)?;
     let scale: Option<i16> = row.try_get("scale").map_err(d)?;
     Ok(LedgerLine {
@@ -179,7 +179,7 @@ impl LedgerBook for PostgresDriver {
             .pool()
             .begin()
             .await
-            .map_err(|e| classify("ledger_insert", e))?;
+            .map_err(|e| classify(Op::LedgerInsert, e))?;
         let inserted = sqlx::query(self.backfill_sql(LEDGER_INSERT))
             .bind(&w.ledger)
             .bind(tenant)
@@ -193,7 +193,7 @@ impl LedgerBook for PostgresDriver {
             .bind(w.now)
             .execute(&mut *tx)
             .await
-            .map_err(|e| classify("ledger_insert", e))?
+            .map_err(|e| classify(Op::LedgerInsert, e))?
             .rows_affected();
         let stored = sqlx::query(self.backfill_sql(LEDGER_LINES))
             .bind(&w.ledger)
@@ -201,21 +201,21 @@ impl LedgerBook for PostgresDriver {
             .bind(&w.key)
             .fetch_all(&mut *tx)
             .await
-            .map_err(|e| classify("ledger_lines", e))?
+            .map_err(|e| classify(Op::LedgerLines, e))?
             .iter()
             .map(line)
             .collect::<Result<Vec<_>, _>>()?;
         if stored != w.lines {
             tx.rollback()
                 .await
-                .map_err(|e| classify("ledger_insert rollback", e))?;
+                .map_err(|e| classify(Op::LedgerInsertRollback, e))?;
             // What was stored before this write: the read-back minus what it inserted.
             let before = stored.len().saturating_sub(inserted as usize);
             return Err(posting_conflict(&w.ledger, before, w.lines.len()));
         }
         tx.commit()
             .await
-            .map_err(|e| classify("ledger_insert commit", e))?;
+            .map_err(|e| classify(Op::LedgerInsertCommit, e))?;
         Ok(if inserted == 0 {
             PostingWritten::AlreadyPosted
         } else {
@@ -230,7 +230,7 @@ impl LedgerBook for PostgresDriver {
             .bind(&p.key)
             .fetch_all(self.pool())
             .await
-            .map_err(|e| classify("ledger_lines", e))?
+            .map_err(|e| classify(Op::LedgerLines, e))?
             .iter()
             .map(line)
             .collect()

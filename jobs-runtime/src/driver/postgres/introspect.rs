@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::rows;
 use super::sql::{render, safe};
 use super::PostgresDriver;
@@ -33,7 +33,7 @@ macro_rules! statement {
 }
 
 fn summary(row: &PgRow) -> Result<JobSummary, JobError> {
-    let d = |e| classify("decode job summary", e);
+    let d = |e| classify(Op::DecodeJobSummary, e);
     let state: String = row.try_get("state").map_err(d)?;
     let progress: Option<serde_json::Value> = row.try_get("progress").map_err(d)?;
     let count = |column: &str| -> Result<u32, JobError> {
@@ -57,7 +57,7 @@ fn summary(row: &PgRow) -> Result<JobSummary, JobError> {
     })
 }
 
-fn bulk(row: &PgRow, operation: &'static str) -> Result<BulkResult, JobError> {
+fn bulk(row: &PgRow, operation: Op) -> Result<BulkResult, JobError> {
     let d = |e| classify(operation, e);
     let affected: i64 = row.try_get("affected").map_err(d)?;
     let remaining: i64 = row.try_get("remaining").map_err(d)?;
@@ -127,7 +127,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_list", e))?;
+            .map_err(|e| classify(Op::IntrospectJobList, e))?;
         let mut jobs = rows.iter().map(summary).collect::<Result<Vec<_>, _>>()?;
         if matches!(cursor, Some(Cursor::Before(_))) {
             jobs.reverse();
@@ -140,7 +140,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(id)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_remove", e))?;
+            .map_err(|e| classify(Op::IntrospectJobRemove, e))?;
         match row {
             Some(row) => rows::job_record(&row),
             None => Err(self.refusal_for(Bulk::Remove, id).await),
@@ -165,7 +165,7 @@ impl JobIntrospection for PostgresDriver {
                     None => not_found(id),
                 });
             }
-            Err(error) => return Err(classify("introspect_job_requeue", error)),
+            Err(error) => return Err(classify(Op::IntrospectJobRequeue, error)),
         };
         if let Some(row) = row {
             return rows::job_record(&row);
@@ -184,7 +184,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(&*self.wake_channel)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_promote", e))?;
+            .map_err(|e| classify(Op::IntrospectJobPromote, e))?;
         match row {
             Some(row) => rows::job_record(&row),
             None => Err(self.refusal_for(Bulk::Promote, id).await),
@@ -204,12 +204,12 @@ impl JobIntrospection for PostgresDriver {
             .fetch_one(&self.pool)
             .await;
         match result {
-            Ok(row) => bulk(&row, "introspect_job_requeue_many"),
+            Ok(row) => bulk(&row, Op::IntrospectJobRequeueMany),
             Err(error) if live_key_taken(&error) => Err(JobError::new(
                 ErrorCode::JobDuplicate,
                 "a job took one of the keys while the requeue ran; nothing moved, call again",
             )),
-            Err(error) => Err(classify("introspect_job_requeue_many", error)),
+            Err(error) => Err(classify(Op::IntrospectJobRequeueMany, error)),
         }
     }
 
@@ -223,8 +223,8 @@ impl JobIntrospection for PostgresDriver {
             .bind(i64::from(MAX_BULK_ROWS))
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_remove_many", e))?;
-        bulk(&row, "introspect_job_remove_many")
+            .map_err(|e| classify(Op::IntrospectJobRemoveMany, e))?;
+        bulk(&row, Op::IntrospectJobRemoveMany)
     }
 
     async fn job_promote_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
@@ -239,8 +239,8 @@ impl JobIntrospection for PostgresDriver {
             .bind(&*self.wake_channel)
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_promote_many", e))?;
-        bulk(&row, "introspect_job_promote_many")
+            .map_err(|e| classify(Op::IntrospectJobPromoteMany, e))?;
+        bulk(&row, Op::IntrospectJobPromoteMany)
     }
 
     async fn queue_pause(&self, queue: &str, now: Timestamp) -> Result<(), JobError> {
@@ -249,7 +249,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(now)
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("introspect_queue_pause", e))?;
+            .map_err(|e| classify(Op::IntrospectQueuePause, e))?;
         Ok(())
     }
 
@@ -259,19 +259,19 @@ impl JobIntrospection for PostgresDriver {
             .bind(&*self.wake_channel)
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("introspect_queue_resume", e))?;
+            .map_err(|e| classify(Op::IntrospectQueueResume, e))?;
         row.try_get("resumed")
-            .map_err(|e| classify("introspect_queue_resume", e))
+            .map_err(|e| classify(Op::IntrospectQueueResume, e))
     }
 
     async fn queue_paused(&self) -> Result<Vec<QueuePause>, JobError> {
         let rows = sqlx::query(statement!(self, "introspect_queue_paused"))
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_queue_paused", e))?;
+            .map_err(|e| classify(Op::IntrospectQueuePaused, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("introspect_queue_paused", e);
+                let d = |e| classify(Op::IntrospectQueuePaused, e);
                 Ok(QueuePause {
                     queue: row.try_get("queue").map_err(d)?,
                     paused_at: row.try_get("paused_at").map_err(d)?,
@@ -299,7 +299,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(crate::clock::add(a.now, a.ttl))
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("introspect_worker_announce", e))?;
+            .map_err(|e| classify(Op::IntrospectWorkerAnnounce, e))?;
         Ok(())
     }
 
@@ -308,7 +308,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(id)
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("introspect_worker_forget", e))?;
+            .map_err(|e| classify(Op::IntrospectWorkerForget, e))?;
         Ok(())
     }
 
@@ -317,10 +317,10 @@ impl JobIntrospection for PostgresDriver {
             .bind(now)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_worker_list", e))?;
+            .map_err(|e| classify(Op::IntrospectWorkerList, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("introspect_worker_list", e);
+                let d = |e| classify(Op::IntrospectWorkerList, e);
                 let slots: i32 = row.try_get("slots").map_err(d)?;
                 let count: i32 = row.try_get("in_flight_count").map_err(d)?;
                 Ok(WorkerRow {
@@ -344,10 +344,10 @@ impl JobIntrospection for PostgresDriver {
             .bind(since)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_counters", e))?;
+            .map_err(|e| classify(Op::IntrospectCounters, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("introspect_counters", e);
+                let d = |e| classify(Op::IntrospectCounters, e);
                 let width: i32 = row.try_get("width_secs").map_err(d)?;
                 Ok(CounterBucket {
                     bucket: Some(row.try_get("bucket").map_err(d)?),
@@ -367,10 +367,10 @@ impl JobIntrospection for PostgresDriver {
             .bind(since)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_counter_totals", e))?;
+            .map_err(|e| classify(Op::IntrospectCounterTotals, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("introspect_counter_totals", e);
+                let d = |e| classify(Op::IntrospectCounterTotals, e);
                 Ok(CounterTotals {
                     name: row.try_get("name").map_err(d)?,
                     done: non_negative(row.try_get("done").map_err(d)?),
@@ -388,7 +388,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(now)
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("introspect_counters_rollup", e))?;
+            .map_err(|e| classify(Op::IntrospectCountersRollup, e))?;
         Ok(non_negative(moved))
     }
 }

@@ -7,14 +7,14 @@ use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::PostgresDriver;
 use crate::clock::{add, Timestamp};
 use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
 use crate::error::JobError;
 
 fn held(row: &PgRow) -> Result<HeldLease, JobError> {
-    let get = |e| classify("decode lease row", e);
+    let get = |e| classify(Op::DecodeLeaseRow, e);
     let slot: i32 = row.try_get("slot").map_err(get)?;
     Ok(HeldLease {
         key: row.try_get("lease_key").map_err(get)?,
@@ -32,7 +32,7 @@ fn slot(lease: &HeldLease) -> i32 {
 #[async_trait]
 impl LeaseStore for PostgresDriver {
     async fn lease_acquire(&self, p: &LeaseAcquire) -> Result<Option<HeldLease>, JobError> {
-        let failed = |e| classify("lease_acquire", e);
+        let failed = |e| classify(Op::LeaseAcquire, e);
         let mut tx = self.pool.begin().await.map_err(failed)?;
         sqlx::query(self.sql.lease_acquire_lock.clone())
             .bind(&p.key)
@@ -65,7 +65,7 @@ impl LeaseStore for PostgresDriver {
             .bind(add(now, ttl))
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("lease_renew", e))?;
+            .map_err(|e| classify(Op::LeaseRenew, e))?;
         row.as_ref().map(held).transpose()
     }
 
@@ -76,7 +76,7 @@ impl LeaseStore for PostgresDriver {
             .bind(lease.fence)
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("lease_release", e))?;
+            .map_err(|e| classify(Op::LeaseRelease, e))?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -86,7 +86,7 @@ impl LeaseStore for PostgresDriver {
             .bind(now)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("lease_holders", e))?;
+            .map_err(|e| classify(Op::LeaseHolders, e))?;
         rows.iter().map(held).collect()
     }
 }

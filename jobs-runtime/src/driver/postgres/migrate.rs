@@ -3,7 +3,7 @@
 
 use sqlx::PgPool;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::sql::{render, safe};
 use crate::error::JobError;
 
@@ -49,12 +49,12 @@ pub const MIGRATIONS: &[Migration] = migrations! {
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to
 /// run from several processes at once. Answers the versions it applied.
 pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, JobError> {
-    let mut tx = pool.begin().await.map_err(|e| classify("migrate", e))?;
+    let mut tx = pool.begin().await.map_err(|e| classify(Op::Migrate, e))?;
     sqlx::query("select pg_advisory_xact_lock(hashtext($1))")
         .bind(format!("jobs.migrate:{schema}"))
         .execute(&mut *tx)
         .await
-        .map_err(|e| classify("migrate lock", e))?;
+        .map_err(|e| classify(Op::MigrateLock, e))?;
     let bootstrap = render(
         "create schema if not exists {schema};
          create table if not exists {schema}.x_jobs_migrations (
@@ -67,14 +67,14 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
     sqlx::raw_sql(safe(bootstrap))
         .execute(&mut *tx)
         .await
-        .map_err(|e| classify("migrate bootstrap", e))?;
+        .map_err(|e| classify(Op::MigrateBootstrap, e))?;
     let applied: Vec<i32> = sqlx::query_scalar(safe(render(
         "select version from {schema}.x_jobs_migrations",
         schema,
     )))
     .fetch_all(&mut *tx)
     .await
-    .map_err(|e| classify("migrate read", e))?;
+    .map_err(|e| classify(Op::MigrateRead, e))?;
     let mut done = Vec::new();
     for migration in MIGRATIONS {
         if applied.contains(&migration.version) {
@@ -83,7 +83,7 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
         sqlx::raw_sql(safe(render(migration.sql, schema)))
             .execute(&mut *tx)
             .await
-            .map_err(|e| classify("migrate apply", e))?;
+            .map_err(|e| classify(Op::MigrateApply, e))?;
         sqlx::query(safe(render(
             "insert into {schema}.x_jobs_migrations (version, name) values ($1, $2)",
             schema,
@@ -92,12 +92,12 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
         .bind(migration.name)
         .execute(&mut *tx)
         .await
-        .map_err(|e| classify("migrate record", e))?;
+        .map_err(|e| classify(Op::MigrateRecord, e))?;
         done.push(migration.version);
     }
     tx.commit()
         .await
-        .map_err(|e| classify("migrate commit", e))?;
+        .map_err(|e| classify(Op::MigrateCommit, e))?;
     Ok(done)
 }
 

@@ -39,7 +39,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::Connection;
 use sqlx::Row;
 
-use self::classify::classify;
+use self::classify::{classify, Op};
 use self::sql::Statements;
 use super::records::*;
 use super::{JobDriver, WakeReceiver};
@@ -127,7 +127,7 @@ impl PostgresDriver {
     pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, JobError> {
         let options = url
             .parse::<PgConnectOptions>()
-            .map_err(|e| classify("connect", e))?;
+            .map_err(|e| classify(Op::Connect, e))?;
         let options = Self::tune(options);
         connect::probe(&options, timeout).await?;
         // The probe proved the configuration; the pool dials on demand from here on.
@@ -202,7 +202,7 @@ impl PostgresDriver {
         now: Timestamp,
         transaction: Transaction,
     ) -> Result<EnqueueResult, JobError> {
-        let failed = |e| classify("job_enqueue", e);
+        let failed = |e| classify(Op::JobEnqueue, e);
         // The insert answers nothing when a row holds the job; the holder lookup then names it.
         // A holder that finished in between frees the key: insert again. Three rounds at most.
         let statement = match transaction {
@@ -295,8 +295,8 @@ impl PostgresDriver {
             .bind(add(event.now, event.ttl))
             .fetch_one(&mut *conn)
             .await
-            .map_err(|e| classify("event_publish", e))?;
-        row.try_get("id").map_err(|e| classify("event_publish", e))
+            .map_err(|e| classify(Op::EventPublish, e))?;
+        row.try_get("id").map_err(|e| classify(Op::EventPublish, e))
     }
 
     /// One statement for a whole batch (`UNNEST` arrays); a row whose key holder committed
@@ -307,7 +307,7 @@ impl PostgresDriver {
         batch: &[EnqueueRequest],
         now: Timestamp,
     ) -> Result<Vec<EnqueueResult>, JobError> {
-        let failed = |e| classify("job_enqueue_many", e);
+        let failed = |e| classify(Op::JobEnqueueMany, e);
         let column = |f: fn(&EnqueueRequest) -> String| batch.iter().map(f).collect::<Vec<_>>();
         let rows = sqlx::query(self.sql.job_enqueue_many.clone())
             .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
@@ -387,7 +387,7 @@ impl PostgresDriver {
     ) -> (Result<EnqueueResult, JobError>, bool) {
         let mut lease = match self.pinned.enqueue.lease(&self.pool).await {
             Ok(lease) => lease,
-            Err(e) => return (Err(classify("job_enqueue", e)), false),
+            Err(e) => return (Err(classify(Op::JobEnqueue, e)), false),
         };
         let pinned = lease.is_pinned();
         let result = self
@@ -411,7 +411,7 @@ impl PostgresDriver {
         let mut tx = conn
             .begin()
             .await
-            .map_err(|e| classify("job_enqueue_many", e))?;
+            .map_err(|e| classify(Op::JobEnqueueMany, e))?;
         let mut out = Vec::with_capacity(requests.len());
         if requests
             .iter()
@@ -431,7 +431,7 @@ impl PostgresDriver {
         }
         tx.commit()
             .await
-            .map_err(|e| classify("job_enqueue_many", e))?;
+            .map_err(|e| classify(Op::JobEnqueueMany, e))?;
         Ok(out)
     }
 
@@ -459,16 +459,16 @@ impl PostgresDriver {
             .bind(&params.fair_after)
             .fetch_all(&mut *conn)
             .await
-            .map_err(|e| classify("job_claim", e))?;
+            .map_err(|e| classify(Op::JobClaim, e))?;
         let mut result = ClaimResult::default();
         for row in &rows {
             let buried: bool = row
                 .try_get("buried")
-                .map_err(|e| classify("job_claim", e))?;
+                .map_err(|e| classify(Op::JobClaim, e))?;
             let record = rows::job_record(row)?;
             let has_steps: bool = row
                 .try_get("has_steps")
-                .map_err(|e| classify("job_claim", e))?;
+                .map_err(|e| classify(Op::JobClaim, e))?;
             if buried {
                 result.exhausted.push(record);
                 continue;
@@ -516,14 +516,14 @@ impl PostgresDriver {
             .bind(now)
             .fetch_all(&mut *conn)
             .await
-            .map_err(|e| classify("job_ack_many", e))?;
+            .map_err(|e| classify(Op::JobAckMany, e))?;
         let landed: std::collections::HashSet<JobId> = landed.into_iter().collect();
         Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
     }
 
     async fn execute_fenced(
         &self,
-        operation: &'static str,
+        operation: Op,
         query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
     ) -> Result<bool, JobError> {
         let done = query
@@ -610,7 +610,7 @@ impl JobDriver for PostgresDriver {
             .enqueue
             .lease(&self.pool)
             .await
-            .map_err(|e| classify("job_enqueue_many", e))?;
+            .map_err(|e| classify(Op::JobEnqueueMany, e))?;
         let result = self.enqueue_many_on(lease.conn(), requests).await;
         lease.end(&result);
         result
@@ -622,7 +622,7 @@ impl JobDriver for PostgresDriver {
             .claim
             .lease(&self.pool)
             .await
-            .map_err(|e| classify("job_claim", e))?;
+            .map_err(|e| classify(Op::JobClaim, e))?;
         let result = self.claim_on(lease.conn(), params).await;
         lease.end(&result);
         result
@@ -634,7 +634,7 @@ impl JobDriver for PostgresDriver {
             .bind(&params.by.worker_id)
             .bind(params.by.claim)
             .bind(params.now);
-        self.execute_fenced("job_ack", query).await
+        self.execute_fenced(Op::JobAck, query).await
     }
 
     async fn job_ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
@@ -643,7 +643,7 @@ impl JobDriver for PostgresDriver {
             .settle
             .lease(&self.pool)
             .await
-            .map_err(|e| classify("job_ack_many", e))?;
+            .map_err(|e| classify(Op::JobAckMany, e))?;
         let result = self.ack_many_on(lease.conn(), params).await;
         lease.end(&result);
         result
@@ -660,7 +660,7 @@ impl JobDriver for PostgresDriver {
             .bind(&params.error)
             .bind(&params.error_code)
             .bind(params.now);
-        self.execute_fenced("job_nack", query).await
+        self.execute_fenced(Op::JobNack, query).await
     }
 
     async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {
@@ -670,7 +670,7 @@ impl JobDriver for PostgresDriver {
             .bind(i64::from(params.limit))
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("job_purge", e))?;
+            .map_err(|e| classify(Op::JobPurge, e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
 
@@ -681,7 +681,7 @@ impl JobDriver for PostgresDriver {
             .bind(params.by.claim)
             .bind(add(params.now, params.visibility_timeout))
             .bind(params.now);
-        self.execute_fenced("job_heartbeat", query).await
+        self.execute_fenced(Op::JobHeartbeat, query).await
     }
 
     async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError> {
@@ -692,7 +692,7 @@ impl JobDriver for PostgresDriver {
             .bind(params.by.claim)
             .bind(progress)
             .bind(params.now);
-        self.execute_fenced("job_progress", query).await
+        self.execute_fenced(Op::JobProgress, query).await
     }
 
     async fn job_get(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
@@ -700,7 +700,7 @@ impl JobDriver for PostgresDriver {
             .bind(id)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("job_get", e))?;
+            .map_err(|e| classify(Op::JobGet, e))?;
         row.as_ref().map(rows::job_record).transpose()
     }
 
@@ -710,7 +710,7 @@ impl JobDriver for PostgresDriver {
             .bind(now)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("job_cancel", e))?;
+            .map_err(|e| classify(Op::JobCancel, e))?;
         if let Some(row) = row {
             return rows::job_record(&row);
         }
@@ -726,10 +726,10 @@ impl JobDriver for PostgresDriver {
             .bind(now)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("queue_stats", e))?;
+            .map_err(|e| classify(Op::QueueStats, e))?;
         let mut by_queue: std::collections::BTreeMap<String, QueueStats> = Default::default();
         for row in &rows {
-            let get = |e| classify("queue_stats", e);
+            let get = |e| classify(Op::QueueStats, e);
             let queue: String = row.try_get("queue").map_err(get)?;
             let state: String = row.try_get("state").map_err(get)?;
             let not_due: bool = row.try_get("not_due").map_err(get)?;
@@ -764,7 +764,7 @@ impl JobDriver for PostgresDriver {
             .bind(run_id)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("step_list", e))?;
+            .map_err(|e| classify(Op::StepList, e))?;
         rows.iter().map(rows::step_record).collect()
     }
 
@@ -788,7 +788,7 @@ impl JobDriver for PostgresDriver {
             .bind(fence.job_id)
             .bind(&fence.by.worker_id)
             .bind(fence.by.claim);
-        self.execute_fenced("step_put", query).await
+        self.execute_fenced(Op::StepPut, query).await
     }
 
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
@@ -796,7 +796,7 @@ impl JobDriver for PostgresDriver {
             .pool
             .acquire()
             .await
-            .map_err(|e| classify("event_publish", e))?;
+            .map_err(|e| classify(Op::EventPublish, e))?;
         self.event_publish_in(&mut conn, event).await
     }
 
@@ -811,7 +811,7 @@ impl JobDriver for PostgresDriver {
         sqlx::query_scalar(self.sql.event_mark.clone())
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("event_mark", e))
+            .map_err(|e| classify(Op::EventMark, e))
     }
 
     async fn event_find(
@@ -828,7 +828,7 @@ impl JobDriver for PostgresDriver {
             .bind(now)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("event_find", e))?;
+            .map_err(|e| classify(Op::EventFind, e))?;
         row.as_ref().map(rows::job_event).transpose()
     }
 }
