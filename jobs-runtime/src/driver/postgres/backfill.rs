@@ -4,32 +4,15 @@
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
-use sqlx::{Row, SqlStr};
+use sqlx::Row;
 
 use super::classify::{classify, Op};
-use super::sql::{render, safe};
 use super::PostgresDriver;
 use crate::driver::backfill_store::*;
 use crate::driver::ledger_book::{
     posting_conflict, LedgerBook, LedgerLine, PostingLinesParams, PostingWrite, PostingWritten,
 };
 use crate::error::JobError;
-
-const BACKFILL_LOCK: &str = include_str!("sql/backfill_lock.sql");
-const BACKFILL_BEGIN: &str = include_str!("sql/backfill_begin.sql");
-const BACKFILL_PROGRESS: &str = include_str!("sql/backfill_progress.sql");
-const BACKFILL_FINISH: &str = include_str!("sql/backfill_finish.sql");
-const BACKFILL_LIST: &str = include_str!("sql/backfill_list.sql");
-const LEDGER_INSERT: &str = include_str!("sql/ledger_insert.sql");
-const LEDGER_LINES: &str = include_str!("sql/ledger_lines.sql");
-
-impl PostgresDriver {
-    /// A statement of this module, rendered for the driver's schema (a few string replaces;
-    /// these run once per page or per posting, never on the claim path).
-    fn backfill_sql(&self, template: &str) -> SqlStr {
-        safe(render(template, self.schema()))
-    }
-}
 
 fn tenant_column(tenant: Option<&str>) -> &str {
     tenant.unwrap_or_default()
@@ -72,13 +55,13 @@ impl BackfillStore for PostgresDriver {
             .begin()
             .await
             .map_err(|e| classify(Op::BackfillBegin, e))?;
-        sqlx::query(self.backfill_sql(BACKFILL_LOCK))
+        sqlx::query(self.sql.backfill_lock.clone())
             .bind(&p.name)
             .bind(tenant)
             .execute(&mut *tx)
             .await
             .map_err(|e| classify(Op::BackfillLock, e))?;
-        let row = sqlx::query(self.backfill_sql(BACKFILL_BEGIN))
+        let row = sqlx::query(self.sql.backfill_begin.clone())
             .bind(&p.name)
             .bind(tenant)
             .bind(p.run_id)
@@ -108,7 +91,7 @@ impl BackfillStore for PostgresDriver {
     }
 
     async fn backfill_progress(&self, p: &BackfillProgressParams) -> Result<(), JobError> {
-        sqlx::query(self.backfill_sql(BACKFILL_PROGRESS))
+        sqlx::query(self.sql.backfill_progress.clone())
             .bind(p.run_id)
             .bind(to_i64(p.batches))
             .bind(to_i64(p.rows))
@@ -121,7 +104,7 @@ impl BackfillStore for PostgresDriver {
     }
 
     async fn backfill_finish(&self, p: &BackfillFinishParams) -> Result<(), JobError> {
-        sqlx::query(self.backfill_sql(BACKFILL_FINISH))
+        sqlx::query(self.sql.backfill_finish.clone())
             .bind(p.run_id)
             .bind(p.status.as_str())
             .bind(to_i64(p.batches))
@@ -135,7 +118,7 @@ impl BackfillStore for PostgresDriver {
     }
 
     async fn backfill_list(&self, p: &BackfillListParams) -> Result<Vec<BackfillPass>, JobError> {
-        let rows = sqlx::query(self.backfill_sql(BACKFILL_LIST))
+        let rows = sqlx::query(self.sql.backfill_list.clone())
             .bind(&p.name)
             .bind(p.status.map(PassStatus::as_str))
             .bind(p.run_id)
@@ -180,7 +163,7 @@ impl LedgerBook for PostgresDriver {
             .begin()
             .await
             .map_err(|e| classify(Op::LedgerInsert, e))?;
-        let inserted = sqlx::query(self.backfill_sql(LEDGER_INSERT))
+        let inserted = sqlx::query(self.sql.ledger_insert.clone())
             .bind(&w.ledger)
             .bind(tenant)
             .bind(&w.key)
@@ -195,7 +178,7 @@ impl LedgerBook for PostgresDriver {
             .await
             .map_err(|e| classify(Op::LedgerInsert, e))?
             .rows_affected();
-        let stored = sqlx::query(self.backfill_sql(LEDGER_LINES))
+        let stored = sqlx::query(self.sql.ledger_lines.clone())
             .bind(&w.ledger)
             .bind(tenant)
             .bind(&w.key)
@@ -224,7 +207,7 @@ impl LedgerBook for PostgresDriver {
     }
 
     async fn posting_lines(&self, p: &PostingLinesParams) -> Result<Vec<LedgerLine>, JobError> {
-        sqlx::query(self.backfill_sql(LEDGER_LINES))
+        sqlx::query(self.sql.ledger_lines.clone())
             .bind(&p.ledger)
             .bind(tenant_column(p.tenant.as_deref()))
             .bind(&p.key)

@@ -9,28 +9,11 @@ use sqlx::Row;
 
 use super::classify::{classify, Op};
 use super::rows;
-use super::sql::{render, safe};
 use super::PostgresDriver;
 use crate::clock::Timestamp;
 use crate::driver::introspect::*;
 use crate::driver::records::*;
 use crate::error::{ErrorCode, JobError};
-
-/// The columns a list row carries (never the input).
-const SUMMARY_COLUMNS: &str = "j.id, j.run_id, j.name, j.queue, j.tenant_id, j.state, j.attempt, \
-     j.max_attempts, j.run_at, j.created_at, j.updated_at, j.last_error_code, j.progress";
-
-macro_rules! statement {
-    ($driver:expr, $name:literal) => {
-        safe(
-            render(
-                include_str!(concat!("sql/", $name, ".sql")),
-                &$driver.schema,
-            )
-            .replace("{summary_columns}", SUMMARY_COLUMNS),
-        )
-    };
-}
 
 fn summary(row: &PgRow) -> Result<JobSummary, JobError> {
     let d = |e| classify(Op::DecodeJobSummary, e);
@@ -110,9 +93,9 @@ impl JobIntrospection for PostgresDriver {
     async fn job_list(&self, params: &JobListParams) -> Result<JobPage, JobError> {
         let (limit, cursor) = check_list(params)?;
         let (sql, at) = match cursor {
-            Some(Cursor::Before(c)) => (statement!(self, "introspect_job_list_newer"), Some(c)),
-            Some(Cursor::After(c)) => (statement!(self, "introspect_job_list_older"), Some(c)),
-            None => (statement!(self, "introspect_job_list_older"), None),
+            Some(Cursor::Before(c)) => (self.sql.introspect_job_list_newer.clone(), Some(c)),
+            Some(Cursor::After(c)) => (self.sql.introspect_job_list_older.clone(), Some(c)),
+            None => (self.sql.introspect_job_list_older.clone(), None),
         };
         let rows = sqlx::query(sql)
             .bind(&params.queue)
@@ -136,7 +119,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn job_remove(&self, id: JobId) -> Result<JobRecord, JobError> {
-        let row = sqlx::query(statement!(self, "introspect_job_remove"))
+        let row = sqlx::query(self.sql.introspect_job_remove.clone())
             .bind(id)
             .fetch_optional(&self.pool)
             .await
@@ -148,7 +131,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn job_requeue(&self, params: &JobRequeueParams) -> Result<JobRecord, JobError> {
-        let result = sqlx::query(statement!(self, "introspect_job_requeue"))
+        let result = sqlx::query(self.sql.introspect_job_requeue.clone())
             .bind(params.id)
             .bind(&params.from_step)
             .bind(params.now)
@@ -178,7 +161,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn job_promote(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
-        let row = sqlx::query(statement!(self, "introspect_job_promote"))
+        let row = sqlx::query(self.sql.introspect_job_promote.clone())
             .bind(id)
             .bind(now)
             .bind(&*self.wake_channel)
@@ -193,7 +176,7 @@ impl JobIntrospection for PostgresDriver {
 
     async fn job_requeue_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
         check_bulk_state(Bulk::Requeue, p.state)?;
-        let result = sqlx::query(statement!(self, "introspect_job_requeue_many"))
+        let result = sqlx::query(self.sql.introspect_job_requeue_many.clone())
             .bind(p.state.as_str())
             .bind(&p.queue)
             .bind(&p.name)
@@ -215,7 +198,7 @@ impl JobIntrospection for PostgresDriver {
 
     async fn job_remove_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
         check_bulk_state(Bulk::Remove, p.state)?;
-        let row = sqlx::query(statement!(self, "introspect_job_remove_many"))
+        let row = sqlx::query(self.sql.introspect_job_remove_many.clone())
             .bind(p.state.as_str())
             .bind(&p.queue)
             .bind(&p.name)
@@ -229,7 +212,7 @@ impl JobIntrospection for PostgresDriver {
 
     async fn job_promote_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
         check_bulk_state(Bulk::Promote, p.state)?;
-        let row = sqlx::query(statement!(self, "introspect_job_promote_many"))
+        let row = sqlx::query(self.sql.introspect_job_promote_many.clone())
             .bind(p.state.as_str())
             .bind(&p.queue)
             .bind(&p.name)
@@ -244,7 +227,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn queue_pause(&self, queue: &str, now: Timestamp) -> Result<(), JobError> {
-        sqlx::query(statement!(self, "introspect_queue_pause"))
+        sqlx::query(self.sql.introspect_queue_pause.clone())
             .bind(queue)
             .bind(now)
             .execute(&self.pool)
@@ -254,7 +237,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn queue_resume(&self, queue: &str, _now: Timestamp) -> Result<bool, JobError> {
-        let row = sqlx::query(statement!(self, "introspect_queue_resume"))
+        let row = sqlx::query(self.sql.introspect_queue_resume.clone())
             .bind(queue)
             .bind(&*self.wake_channel)
             .fetch_one(&self.pool)
@@ -265,7 +248,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn queue_paused(&self) -> Result<Vec<QueuePause>, JobError> {
-        let rows = sqlx::query(statement!(self, "introspect_queue_paused"))
+        let rows = sqlx::query(self.sql.introspect_queue_paused.clone())
             .fetch_all(&self.pool)
             .await
             .map_err(|e| classify(Op::IntrospectQueuePaused, e))?;
@@ -287,7 +270,7 @@ impl JobIntrospection for PostgresDriver {
             .take(MAX_WORKER_IN_FLIGHT)
             .copied()
             .collect();
-        sqlx::query(statement!(self, "introspect_worker_announce"))
+        sqlx::query(self.sql.introspect_worker_announce.clone())
             .bind(&a.id)
             .bind(&a.host)
             .bind(a.started_at)
@@ -304,7 +287,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn worker_forget(&self, id: &str) -> Result<(), JobError> {
-        sqlx::query(statement!(self, "introspect_worker_forget"))
+        sqlx::query(self.sql.introspect_worker_forget.clone())
             .bind(id)
             .execute(&self.pool)
             .await
@@ -313,7 +296,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn worker_list(&self, now: Timestamp) -> Result<Vec<WorkerRow>, JobError> {
-        let rows = sqlx::query(statement!(self, "introspect_worker_list"))
+        let rows = sqlx::query(self.sql.introspect_worker_list.clone())
             .bind(now)
             .fetch_all(&self.pool)
             .await
@@ -339,7 +322,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn counters(&self, name: &str, since: Timestamp) -> Result<Vec<CounterBucket>, JobError> {
-        let rows = sqlx::query(statement!(self, "introspect_counters"))
+        let rows = sqlx::query(self.sql.introspect_counters.clone())
             .bind(name)
             .bind(since)
             .fetch_all(&self.pool)
@@ -363,7 +346,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn counter_totals(&self, since: Timestamp) -> Result<Vec<CounterTotals>, JobError> {
-        let rows = sqlx::query(statement!(self, "introspect_counter_totals"))
+        let rows = sqlx::query(self.sql.introspect_counter_totals.clone())
             .bind(since)
             .fetch_all(&self.pool)
             .await
@@ -384,7 +367,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn counters_rollup(&self, now: Timestamp) -> Result<u64, JobError> {
-        let moved: i64 = sqlx::query_scalar(statement!(self, "introspect_counters_rollup"))
+        let moved: i64 = sqlx::query_scalar(self.sql.introspect_counters_rollup.clone())
             .bind(now)
             .fetch_one(&self.pool)
             .await
