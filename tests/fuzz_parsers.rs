@@ -3,9 +3,10 @@
 //! Postgres rows a newer or broken deploy wrote), and run ids given to enqueue. None may panic;
 //! each accepts exactly what it documents and refuses the rest with its code.
 //!
-//! (Cron expressions and time zones are fuzzed inside the crate, beside their parser:
-//! `jobs-runtime/src/scheduler/cron_fuzz.rs`. Key templates are expanded at compile time by
-//! `#[job]`, so there is no runtime template parser to fuzz; cursors: see the report of issue 9.)
+//! (Cron expressions and time zones from configuration are fuzzed at the end of this file; that
+//! every cron the shared grammar accepts fires where it says is tests/cron_grammar.rs. Key
+//! templates are expanded at compile time by `#[job]`, so there is no runtime template parser to
+//! fuzz; cursors: see the report of issue 9.)
 
 mod support;
 

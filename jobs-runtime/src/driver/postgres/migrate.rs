@@ -1,5 +1,9 @@
 //! The embedded migrations (`migrations/NNNN_*.sql` at the workspace root), applied in order,
 //! once each, under an advisory lock so concurrent starters take turns.
+//!
+//! They are read through `jobs-runtime/migrations`, a symbolic link to the workspace's folder,
+//! so they lie inside the `jobs` package: `cargo package` stores the files themselves and the
+//! published crate builds on its own (`.ci/run` packages every published crate to prove it).
 
 use sqlx::PgPool;
 
@@ -23,7 +27,7 @@ macro_rules! migrations {
         &[$(Migration {
             version: $version,
             name: $file,
-            sql: include_str!(concat!("../../../../migrations/", $file)),
+            sql: include_str!(concat!("../../../migrations/", $file)),
         },)*]
     };
 }
@@ -107,7 +111,7 @@ mod tests {
 
     #[test]
     fn every_file_in_migrations_is_embedded_in_order() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .expect("the migrations folder")
             .map(|e| {
@@ -125,5 +129,25 @@ mod tests {
             assert_eq!(m.version as usize, i + 1);
             assert!(m.name.starts_with(&format!("{:04}_", m.version)));
         }
+    }
+
+    /// The package's `migrations` is the workspace's folder itself (a link, not a copy that
+    /// could drift), whenever the crate is built inside the workspace.
+    #[test]
+    fn the_package_migrations_are_the_workspace_folder() {
+        let package = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let workspace = package.join("../migrations");
+        if !package.join("../Cargo.toml").exists() {
+            // Built from the published package: the files were copied in, there is no twin.
+            assert!(package.join("migrations/0001_jobs.sql").is_file());
+            return;
+        }
+        let link = std::fs::read_link(package.join("migrations"))
+            .expect("jobs-runtime/migrations is a symbolic link to ../migrations");
+        assert_eq!(link, std::path::Path::new("../migrations"));
+        assert_eq!(
+            package.join("migrations").canonicalize().unwrap(),
+            workspace.canonicalize().unwrap()
+        );
     }
 }
