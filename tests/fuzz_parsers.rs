@@ -12,6 +12,7 @@ mod support;
 
 use std::time::Duration;
 
+use jobs::driver::StepListParams;
 use jobs::driver::{StepRecord, StepStatus};
 use jobs::duration::parse_duration;
 use jobs::prelude::*;
@@ -224,7 +225,7 @@ fn stored_step_rows_in_postgres_decode_or_are_refused_with_their_code() {
                     .execute(&pool)
                     .await
                     .map_err(|e| TestCaseError::fail(format!("insert: {e}")))?;
-                match driver.step_list(run_id).await {
+                match driver.step_list(&StepListParams { run_id }).await {
                     Ok(records) => {
                         prop_assert_eq!(records.len(), 1);
                         prop_assert_eq!(records[0].status.as_str(), status.as_str());

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobs::clock::TestClock;
+use jobs::driver::StepListParams;
 use jobs::driver::{JobDriver, PostgresDriver, WakeReceiver, WakeSignal};
 use jobs::prelude::*;
 use jobs::sqlx::{self, AssertSqlSafe};
@@ -197,7 +198,13 @@ async fn a_wait_that_began_before_the_commit_matches_the_event_and_wakes_at_comm
     let pass = worker.tick().await.expect("tick");
     assert_eq!(pass.len(), 1);
     assert_eq!(pass[0].outcome, jobs::ExecutionOutcome::Completed);
-    let steps = jobs.driver().step_list(queued.run_id).await.expect("steps");
+    let steps = jobs
+        .driver()
+        .step_list(&StepListParams {
+            run_id: queued.run_id,
+        })
+        .await
+        .expect("steps");
     assert_eq!(steps[0].output, Some(serde_json::json!(42)));
 }
 

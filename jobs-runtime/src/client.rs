@@ -25,6 +25,7 @@ use crate::worker::WorkerBuilder;
 /// What an enqueue answers: the job's own ids, and whether a live job already held the key.
 pub type Enqueued = EnqueueResult;
 
+use crate::driver::{JobCancelParams, JobGetParams, QueueStatsParams};
 pub use crate::limits::MAX_CONCURRENCY_KEY_LENGTH;
 
 /// The client: enqueues jobs, publishes events, reads jobs, builds workers.
@@ -272,17 +273,26 @@ impl Jobs {
 
     /// Reads one job.
     pub async fn job(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
-        self.inner.driver.job_get(id).await
+        self.inner.driver.job_get(&JobGetParams { id }).await
     }
 
     /// Cancels a live job: a queued one at once, a running one at its next heartbeat.
     pub async fn cancel(&self, id: JobId) -> Result<JobRecord, JobError> {
-        self.inner.driver.job_cancel(id, self.now()).await
+        self.inner
+            .driver
+            .job_cancel(&JobCancelParams {
+                id,
+                now: self.now(),
+            })
+            .await
     }
 
     /// Counts per queue.
     pub async fn stats(&self) -> Result<Vec<QueueStats>, JobError> {
-        self.inner.driver.queue_stats(self.now()).await
+        self.inner
+            .driver
+            .queue_stats(&QueueStatsParams { now: self.now() })
+            .await
     }
 
     /// A worker over this client's driver and clock.

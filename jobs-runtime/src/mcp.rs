@@ -38,6 +38,7 @@ use uuid::Uuid;
 use crate::codegen::mcp_tools::{
     read_tools, JOBS_DEAD, JOBS_INSPECT, JOB_SHOW, MANIFEST_READ, QUEUE_DEPTH,
 };
+use crate::driver::StepListParams;
 
 /// The server: a manifest and a client to read the queue through.
 #[derive(Debug, Clone)]
@@ -162,7 +163,11 @@ impl JobsMcp {
                 "list jobs with `jobs ls`, or the dead letters with jobs.dead",
             ));
         };
-        let steps = self.jobs.driver().step_list(row.run_id).await?;
+        let steps = self
+            .jobs
+            .driver()
+            .step_list(&StepListParams { run_id: row.run_id })
+            .await?;
         let steps: Vec<Value> = steps
             .into_iter()
             .map(|s| {

@@ -37,6 +37,7 @@ use crate::driver::{JobState, PostgresDriver};
 use crate::error::{ErrorCode, JobError};
 use crate::registry::Registry;
 
+use crate::driver::introspect::CounterTotalsParams;
 use render::{table, time};
 
 /// Exit code: the verb did what it was asked.
@@ -493,7 +494,10 @@ async fn ls(jobs: &Jobs, args: LsArgs, json: bool) -> Result<String, JobError> {
 async fn stats(jobs: &Jobs, json: bool) -> Result<String, JobError> {
     let queues = jobs.stats().await?;
     let since = jobs.now() - chrono::Duration::hours(24);
-    let totals = jobs.introspect()?.counter_totals(since).await?;
+    let totals = jobs
+        .introspect()?
+        .counter_totals(&CounterTotalsParams { since })
+        .await?;
     if json {
         return Ok(to_json(&json!({ "queues": queues, "last_24h": totals })));
     }

@@ -54,6 +54,7 @@ use uuid::Uuid;
 use crate::clock::Timestamp;
 use crate::driver::records::*;
 use crate::driver::JobDriver;
+use crate::driver::{JobGetParams, QueueStatsParams};
 use crate::error::{ErrorCode, JobError};
 
 /// How long one case may take in real time before it is reported as hung.
@@ -302,7 +303,7 @@ pub(crate) async fn claim_none(driver: &dyn JobDriver, worker: &str, now: Timest
 /// One job's row, which must exist.
 pub(crate) async fn get(driver: &dyn JobDriver, id: JobId) -> JobRecord {
     driver
-        .job_get(id)
+        .job_get(&JobGetParams { id })
         .await
         .unwrap_or_else(|e| panic!("job_get failed: {e}"))
         .unwrap_or_else(|| panic!("no job with id {id}"))
@@ -382,7 +383,7 @@ pub(crate) fn assert_refused<T: Debug>(result: Result<T, JobError>, code: ErrorC
 /// The stats row of `queue` (all zeros when the driver reports none).
 pub(crate) async fn stats_of(driver: &dyn JobDriver, queue: &str, now: Timestamp) -> QueueStats {
     driver
-        .queue_stats(now)
+        .queue_stats(&QueueStatsParams { now })
         .await
         .unwrap_or_else(|e| panic!("queue_stats failed: {e}"))
         .into_iter()

@@ -39,6 +39,7 @@ use self::fire::Keys;
 use self::leader::{Change, Leader};
 use crate::client::{Enqueued, Jobs};
 use crate::clock::{add, Timestamp};
+use crate::driver::introspect::CountersRollupParams;
 use crate::driver::scheduler_store::{
     SchedulerResignParams, SchedulerStore, TaskFireParams, TaskPausedParams, TaskWatermarksParams,
 };
@@ -376,7 +377,10 @@ impl Scheduler {
         let Some(introspect) = jobs.driver().introspect() else {
             return;
         };
-        if let Err(error) = introspect.counters_rollup(now).await {
+        if let Err(error) = introspect
+            .counters_rollup(&CountersRollupParams { now })
+            .await
+        {
             tracing::warn!(
                 target: "jobs.scheduler.rollup-failed",
                 code = error.code().map(|c| c.as_str()),

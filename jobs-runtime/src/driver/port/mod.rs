@@ -41,7 +41,6 @@ pub enum WakeSignal {
 /// The receiving end of a push wake.
 pub type WakeReceiver = tokio::sync::mpsc::Receiver<WakeSignal>;
 
-use crate::clock::Timestamp;
 use crate::error::JobError;
 
 /// The one storage port: queue, steps and events live behind it, so that one store is one
@@ -153,20 +152,20 @@ pub trait JobDriver: Send + Sync + 'static {
     async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError>;
 
     /// Reads one job.
-    async fn job_get(&self, id: JobId) -> Result<Option<JobRecord>, JobError>;
+    async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError>;
 
     /// Cancels a live job: a queued one at once, a running one at its next heartbeat.
     /// `X_JOB_NOT_CANCELLABLE` for a finished or unknown job.
-    async fn job_cancel(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError>;
+    async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError>;
 
     /// Counts per queue.
-    async fn queue_stats(&self, now: Timestamp) -> Result<Vec<QueueStats>, JobError>;
+    async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError>;
 
     /// Every step record of a run (one read per attempt; replays are served from memory).
-    async fn step_list(&self, run_id: RunId) -> Result<Vec<StepRecord>, JobError>;
+    async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError>;
 
     /// Writes a step record, only while `fence` still holds the row. `false` otherwise.
-    async fn step_put(&self, record: &StepRecord, fence: &StepFence) -> Result<bool, JobError>;
+    async fn step_put(&self, params: &StepPutParams<'_>) -> Result<bool, JobError>;
 
     /// Stores an event and wakes the runs parked waiting for it.
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError>;
@@ -182,11 +181,5 @@ pub trait JobDriver: Send + Sync + 'static {
     }
 
     /// The first unexpired (at `now`) event named `name` under `key` stored after `since`.
-    async fn event_find(
-        &self,
-        name: &str,
-        key: &str,
-        since: &EventSince,
-        now: Timestamp,
-    ) -> Result<Option<JobEvent>, JobError>;
+    async fn event_find(&self, params: &EventFindParams<'_>) -> Result<Option<JobEvent>, JobError>;
 }

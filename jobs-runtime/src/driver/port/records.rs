@@ -547,6 +547,58 @@ pub struct EventSince {
     pub mark: String,
 }
 
+/// Read one job.
+#[derive(Debug, Clone, Copy)]
+pub struct JobGetParams {
+    /// The job.
+    pub id: JobId,
+}
+
+/// Cancel a live job.
+#[derive(Debug, Clone, Copy)]
+pub struct JobCancelParams {
+    /// The job.
+    pub id: JobId,
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+/// Count jobs per queue and state.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueStatsParams {
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+/// Read a run's step records.
+#[derive(Debug, Clone, Copy)]
+pub struct StepListParams {
+    /// The run.
+    pub run_id: RunId,
+}
+
+/// Write one step record, fenced on the claim.
+#[derive(Debug, Clone, Copy)]
+pub struct StepPutParams<'a> {
+    /// The step record.
+    pub record: &'a StepRecord,
+    /// The claim the write is fenced on.
+    pub fence: &'a StepFence,
+}
+
+/// Find the first event a wait may take.
+#[derive(Debug, Clone, Copy)]
+pub struct EventFindParams<'a> {
+    /// The name.
+    pub name: &'a str,
+    /// The key.
+    pub key: &'a str,
+    /// From when.
+    pub since: &'a EventSince,
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

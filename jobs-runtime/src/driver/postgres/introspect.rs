@@ -10,9 +10,13 @@ use sqlx::Row;
 use super::classify::{classify, Op};
 use super::rows;
 use super::PostgresDriver;
-use crate::clock::Timestamp;
 use crate::driver::introspect::*;
+use crate::driver::introspect::{
+    CounterTotalsParams, CountersParams, CountersRollupParams, JobPromoteParams, JobRemoveParams,
+    QueuePauseParams, QueueResumeParams, WorkerForgetParams, WorkerListParams,
+};
 use crate::driver::records::*;
+use crate::driver::JobGetParams;
 use crate::error::{ErrorCode, JobError};
 
 fn summary(row: &PgRow) -> Result<JobSummary, JobError> {
@@ -81,7 +85,7 @@ fn id_prefix(prefix: &Option<String>) -> Option<String> {
 
 impl PostgresDriver {
     async fn refusal_for(&self, verb: Bulk, id: JobId) -> JobError {
-        match crate::driver::JobDriver::job_get(self, id).await {
+        match crate::driver::JobDriver::job_get(self, &JobGetParams { id }).await {
             Ok(row) => refusal(verb, row.as_ref(), id),
             Err(error) => error,
         }
@@ -118,7 +122,8 @@ impl JobIntrospection for PostgresDriver {
         Ok(page_of(jobs, limit, cursor))
     }
 
-    async fn job_remove(&self, id: JobId) -> Result<JobRecord, JobError> {
+    async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError> {
+        let JobRemoveParams { id } = *params;
         let row = sqlx::query(self.sql.introspect_job_remove.clone())
             .bind(id)
             .fetch_optional(&self.pool)
@@ -142,7 +147,7 @@ impl JobIntrospection for PostgresDriver {
         let row = match result {
             Ok(row) => row,
             Err(error) if live_key_taken(&error) => {
-                let row = crate::driver::JobDriver::job_get(self, id).await?;
+                let row = crate::driver::JobDriver::job_get(self, &JobGetParams { id }).await?;
                 return Err(match row {
                     Some(row) => duplicate(&row, None),
                     None => not_found(id),
@@ -153,14 +158,15 @@ impl JobIntrospection for PostgresDriver {
         if let Some(row) = row {
             return rows::job_record(&row);
         }
-        let current = crate::driver::JobDriver::job_get(self, id).await?;
+        let current = crate::driver::JobDriver::job_get(self, &JobGetParams { id }).await?;
         match (&current, &params.from_step) {
             (Some(row), Some(step)) if !row.state.is_live() => Err(unknown_step(id, step)),
             _ => Err(refusal(Bulk::Requeue, current.as_ref(), id)),
         }
     }
 
-    async fn job_promote(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
+    async fn job_promote(&self, params: &JobPromoteParams) -> Result<JobRecord, JobError> {
+        let JobPromoteParams { id, now } = *params;
         let row = sqlx::query(self.sql.introspect_job_promote.clone())
             .bind(id)
             .bind(now)
@@ -226,7 +232,8 @@ impl JobIntrospection for PostgresDriver {
         bulk(&row, Op::IntrospectJobPromoteMany)
     }
 
-    async fn queue_pause(&self, queue: &str, now: Timestamp) -> Result<(), JobError> {
+    async fn queue_pause(&self, params: &QueuePauseParams<'_>) -> Result<(), JobError> {
+        let QueuePauseParams { queue, now } = *params;
         sqlx::query(self.sql.introspect_queue_pause.clone())
             .bind(queue)
             .bind(now)
@@ -236,7 +243,8 @@ impl JobIntrospection for PostgresDriver {
         Ok(())
     }
 
-    async fn queue_resume(&self, queue: &str, _now: Timestamp) -> Result<bool, JobError> {
+    async fn queue_resume(&self, params: &QueueResumeParams<'_>) -> Result<bool, JobError> {
+        let QueueResumeParams { queue, now: _ } = *params;
         let row = sqlx::query(self.sql.introspect_queue_resume.clone())
             .bind(queue)
             .bind(&*self.wake_channel)
@@ -286,7 +294,8 @@ impl JobIntrospection for PostgresDriver {
         Ok(())
     }
 
-    async fn worker_forget(&self, id: &str) -> Result<(), JobError> {
+    async fn worker_forget(&self, params: &WorkerForgetParams<'_>) -> Result<(), JobError> {
+        let WorkerForgetParams { id } = *params;
         sqlx::query(self.sql.introspect_worker_forget.clone())
             .bind(id)
             .execute(&self.pool)
@@ -295,7 +304,8 @@ impl JobIntrospection for PostgresDriver {
         Ok(())
     }
 
-    async fn worker_list(&self, now: Timestamp) -> Result<Vec<WorkerRow>, JobError> {
+    async fn worker_list(&self, params: &WorkerListParams) -> Result<Vec<WorkerRow>, JobError> {
+        let WorkerListParams { now } = *params;
         let rows = sqlx::query(self.sql.introspect_worker_list.clone())
             .bind(now)
             .fetch_all(&self.pool)
@@ -321,7 +331,8 @@ impl JobIntrospection for PostgresDriver {
             .collect()
     }
 
-    async fn counters(&self, name: &str, since: Timestamp) -> Result<Vec<CounterBucket>, JobError> {
+    async fn counters(&self, params: &CountersParams<'_>) -> Result<Vec<CounterBucket>, JobError> {
+        let CountersParams { name, since } = *params;
         let rows = sqlx::query(self.sql.introspect_counters.clone())
             .bind(name)
             .bind(since)
@@ -345,7 +356,11 @@ impl JobIntrospection for PostgresDriver {
             .collect()
     }
 
-    async fn counter_totals(&self, since: Timestamp) -> Result<Vec<CounterTotals>, JobError> {
+    async fn counter_totals(
+        &self,
+        params: &CounterTotalsParams,
+    ) -> Result<Vec<CounterTotals>, JobError> {
+        let CounterTotalsParams { since } = *params;
         let rows = sqlx::query(self.sql.introspect_counter_totals.clone())
             .bind(since)
             .fetch_all(&self.pool)
@@ -366,7 +381,8 @@ impl JobIntrospection for PostgresDriver {
             .collect()
     }
 
-    async fn counters_rollup(&self, now: Timestamp) -> Result<u64, JobError> {
+    async fn counters_rollup(&self, params: &CountersRollupParams) -> Result<u64, JobError> {
+        let CountersRollupParams { now } = *params;
         let moved: i64 = sqlx::query_scalar(self.sql.introspect_counters_rollup.clone())
             .bind(now)
             .fetch_one(&self.pool)

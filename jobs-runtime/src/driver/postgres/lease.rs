@@ -1,16 +1,15 @@
 //! The Postgres lease store: `x_job_leases` (primary key `(lease_key, slot)`) and the one fence
 //! sequence `x_job_lease_fence`.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
 use super::classify::{classify, Op};
 use super::PostgresDriver;
-use crate::clock::{add, Timestamp};
+use crate::clock::add;
 use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::error::JobError;
 
 fn held(row: &PgRow) -> Result<HeldLease, JobError> {
@@ -54,10 +53,9 @@ impl LeaseStore for PostgresDriver {
 
     async fn lease_renew(
         &self,
-        lease: &HeldLease,
-        ttl: Duration,
-        now: Timestamp,
+        params: &LeaseRenewParams<'_>,
     ) -> Result<Option<HeldLease>, JobError> {
+        let LeaseRenewParams { lease, ttl, now } = *params;
         let row = sqlx::query(self.sql.lease_renew.clone())
             .bind(&lease.key)
             .bind(slot(lease))
@@ -80,7 +78,11 @@ impl LeaseStore for PostgresDriver {
         Ok(done.rows_affected() == 1)
     }
 
-    async fn lease_holders(&self, key: &str, now: Timestamp) -> Result<Vec<HeldLease>, JobError> {
+    async fn lease_holders(
+        &self,
+        params: &LeaseHoldersParams<'_>,
+    ) -> Result<Vec<HeldLease>, JobError> {
+        let LeaseHoldersParams { key, now } = *params;
         let rows = sqlx::query(self.sql.lease_holders.clone())
             .bind(key)
             .bind(now)

@@ -44,6 +44,9 @@ use self::sql::Statements;
 use super::records::*;
 use super::{JobDriver, WakeReceiver};
 use crate::clock::{add, Timestamp};
+use crate::driver::{
+    EventFindParams, JobCancelParams, JobGetParams, QueueStatsParams, StepListParams, StepPutParams,
+};
 use crate::error::{ErrorCode, JobError};
 
 /// The schema the driver uses unless told otherwise.
@@ -695,7 +698,8 @@ impl JobDriver for PostgresDriver {
         self.execute_fenced(Op::JobProgress, query).await
     }
 
-    async fn job_get(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
+    async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
+        let JobGetParams { id } = *params;
         let row = sqlx::query(self.sql.job_get.clone())
             .bind(id)
             .fetch_optional(&self.pool)
@@ -704,7 +708,8 @@ impl JobDriver for PostgresDriver {
         row.as_ref().map(rows::job_record).transpose()
     }
 
-    async fn job_cancel(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
+    async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
+        let JobCancelParams { id, now } = *params;
         let row = sqlx::query(self.sql.job_cancel.clone())
             .bind(id)
             .bind(now)
@@ -714,14 +719,15 @@ impl JobDriver for PostgresDriver {
         if let Some(row) = row {
             return rows::job_record(&row);
         }
-        let message = match self.job_get(id).await? {
+        let message = match self.job_get(&JobGetParams { id }).await? {
             Some(job) => format!("job {id} is {}, not live", job.state),
             None => format!("no job with id {id}"),
         };
         Err(JobError::new(ErrorCode::JobNotCancellable, message))
     }
 
-    async fn queue_stats(&self, now: Timestamp) -> Result<Vec<QueueStats>, JobError> {
+    async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
+        let QueueStatsParams { now } = *params;
         let rows = sqlx::query(self.sql.queue_stats.clone())
             .bind(now)
             .fetch_all(&self.pool)
@@ -759,7 +765,8 @@ impl JobDriver for PostgresDriver {
         Ok(by_queue.into_values().collect())
     }
 
-    async fn step_list(&self, run_id: RunId) -> Result<Vec<StepRecord>, JobError> {
+    async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
+        let StepListParams { run_id } = *params;
         let rows = sqlx::query(self.sql.step_list.clone())
             .bind(run_id)
             .fetch_all(&self.pool)
@@ -768,7 +775,8 @@ impl JobDriver for PostgresDriver {
         rows.iter().map(rows::step_record).collect()
     }
 
-    async fn step_put(&self, record: &StepRecord, fence: &StepFence) -> Result<bool, JobError> {
+    async fn step_put(&self, params: &StepPutParams<'_>) -> Result<bool, JobError> {
+        let StepPutParams { record, fence } = *params;
         let wait = record
             .wait
             .as_ref()
@@ -814,13 +822,13 @@ impl JobDriver for PostgresDriver {
             .map_err(|e| classify(Op::EventMark, e))
     }
 
-    async fn event_find(
-        &self,
-        name: &str,
-        key: &str,
-        since: &EventSince,
-        now: Timestamp,
-    ) -> Result<Option<JobEvent>, JobError> {
+    async fn event_find(&self, params: &EventFindParams<'_>) -> Result<Option<JobEvent>, JobError> {
+        let EventFindParams {
+            name,
+            key,
+            since,
+            now,
+        } = *params;
         let row = sqlx::query(self.sql.event_find.clone())
             .bind(name)
             .bind(key)
