@@ -56,12 +56,12 @@ mod job;
 pub mod ledger;
 pub mod limits;
 mod lock;
+mod maintenance;
 mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod operator;
 mod registry;
-mod retention;
 pub mod retry;
 mod run;
 mod scheduler;
@@ -87,10 +87,10 @@ pub use job::{
     WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
 };
 pub use lock::{LockGuard, LockOptions};
+pub use maintenance::Retention;
 pub use manifest::{manifest, Manifest};
 pub use operator::{redact, JobDetail};
 pub use registry::{JobEntry, Registry};
-pub use retention::Retention;
 pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{
     check_schedule, fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle,
