@@ -1,10 +1,11 @@
-//! The driver conformance suite: one set of cases every [`JobDriver`](crate::driver::JobDriver) must pass, run unchanged
-//! against the memory and the Postgres driver (River's `riverdrivertest`).
+//! The driver conformance suite: one set of cases every
+//! [`JobDriver`](crate::driver::JobDriver) must pass, run unchanged against the memory and the
+//! Postgres driver (River's `riverdrivertest`), and a third-party driver's own tests.
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
-//! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`step`], [`event`], [`worker`],
-//! [`limits`]),
-//! named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
+//! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`],
+//! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`introspect`], [`limits`],
+//! [`worker`]), named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
 //! `job_ack_is_fenced_on_the_claim`). Port cases call the driver directly with explicit `now`
 //! values, so no clock is needed; worker cases drive a [`Worker`](crate::Worker) with
 //! `tick()` over a [`TestClock`](crate::clock::TestClock).
@@ -26,6 +27,7 @@
 //! jobs::conformance_suite!(|case| support::pg::driver(case));
 //! ```
 
+pub mod backfill_store;
 pub mod event;
 pub mod introspect;
 pub mod job_claim;
@@ -33,6 +35,7 @@ pub mod job_enqueue;
 pub mod job_purge;
 pub mod job_settle;
 pub mod lease;
+pub mod ledger_book;
 pub mod limits;
 pub mod scheduler;
 pub mod step;
@@ -164,6 +167,8 @@ macro_rules! __conformance_cases {
             introspect::counters_count_a_batched_ack_and_a_burial,
             introspect::counters_rollup_folds_buckets_into_the_next_tier,
             scheduler::scheduler_leader_names_the_holder_since_it_took_the_lease,
+            backfill_store::backfill_begin_adopts_its_run_and_skips_after_a_completed_pass,
+            ledger_book::posting_write_stores_a_key_once_per_tenant,
         }
     };
 }
