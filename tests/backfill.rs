@@ -380,7 +380,7 @@ async fn the_pending_report_compares_declarations_with_the_ledger() {
     kit.run_to_completion().await;
     // A pass under a name no declaration carries any more.
     kit.driver()
-        .backfill_ledger()
+        .backfill_store()
         .unwrap()
         .backfill_begin(&BackfillBeginParams {
             id: uuid::Uuid::now_v7(),

@@ -132,7 +132,7 @@ async fn the_postgres_ledger_records_passes_and_blocks_a_completed_one_unless_fo
     run_until_idle(&worker).await;
     assert_eq!(counter.pages.load(Ordering::SeqCst), 6);
     let passes = driver
-        .backfill_ledger()
+        .backfill_store()
         .unwrap()
         .backfill_list(&BackfillListParams {
             status: Some(PassStatus::Completed),

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobs::clock::TestClock;
+use jobs::driver::StepListParams;
 use jobs::driver::{JobId, PostgresDriver, RunId};
 use jobs::duration::parse_duration;
 use jobs::prelude::*;
@@ -237,7 +238,12 @@ async fn a_20_mb_payload_runs_and_the_jobs_beside_it_too() {
     let ran = c.tick().await;
     assert_eq!(outcome(&ran, big.id).outcome, ExecutionOutcome::Completed);
     assert_eq!(outcome(&ran, fine.id).outcome, ExecutionOutcome::Completed);
-    let steps = c.jobs.driver().step_list(big.run_id).await.unwrap();
+    let steps = c
+        .jobs
+        .driver()
+        .step_list(&StepListParams { run_id: big.run_id })
+        .await
+        .unwrap();
     assert_eq!(steps[0].output, Some(serde_json::json!(20 * 1024 * 1024)));
     c.still_works(2).await;
 }
@@ -263,7 +269,7 @@ async fn a_step_output_that_cannot_be_serialized_is_dead_lettered_with_its_code(
     assert!(
         c.jobs
             .driver()
-            .step_list(bad.run_id)
+            .step_list(&StepListParams { run_id: bad.run_id })
             .await
             .unwrap()
             .is_empty(),

@@ -848,6 +848,7 @@ async fn the_settle_audit_catches_a_settle_from_a_process_that_did_not_claim() {
             worker_id: "w1".into(),
             visibility_timeout: Duration::from_secs(30),
             drop_exhausted: Vec::new(),
+            fair_after: String::new(),
             now,
         })
         .await

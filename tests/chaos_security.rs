@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use jobs::clock::TestClock;
 use jobs::driver::PostgresDriver;
+use jobs::driver::StepListParams;
 use jobs::prelude::*;
 use jobs::sqlx::{self, AssertSqlSafe};
 use support::pg;
@@ -408,7 +409,13 @@ async fn no_payload_key_or_secret_reaches_a_log_line_or_an_error() {
         assert!(!row.state.is_live(), "{id} settled: {}", row.state);
         errors.push(format!("{:?} {:?}", row.last_error, row.last_error_code));
     }
-    let failed_steps = jobs.driver().step_list(failing.run_id).await.unwrap();
+    let failed_steps = jobs
+        .driver()
+        .step_list(&StepListParams {
+            run_id: failing.run_id,
+        })
+        .await
+        .unwrap();
     errors.push(format!(
         "{:?}",
         failed_steps.iter().map(|s| &s.error).collect::<Vec<_>>()

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jobs::driver::lease::LeaseAcquire;
+use jobs::driver::lease::LeaseHoldersParams;
 use jobs::prelude::*;
 use jobs::testing::TestKit;
 use jobs::{ExecutionOutcome, Limits, Registry, SHED_DELAY};
@@ -112,7 +113,10 @@ async fn a_capped_job_runs_one_at_a_time_and_the_rest_are_handed_back_uncounted(
     let store = kit.driver();
     let holders = jobs::driver::JobDriver::lease_store(store)
         .unwrap()
-        .lease_holders("job:capped", kit.jobs().now())
+        .lease_holders(&LeaseHoldersParams {
+            key: "job:capped",
+            now: kit.jobs().now(),
+        })
         .await
         .unwrap();
     assert!(holders.is_empty(), "every slot was released");
@@ -282,7 +286,10 @@ async fn the_slots_are_renewed_by_the_heartbeat() {
         }
     }
     let holders = store
-        .lease_holders("job:long_capped", kit.jobs().now())
+        .lease_holders(&LeaseHoldersParams {
+            key: "job:long_capped",
+            now: kit.jobs().now(),
+        })
         .await
         .unwrap();
     assert_eq!(

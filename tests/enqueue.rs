@@ -115,6 +115,7 @@ async fn a_running_or_suspended_job_still_holds_its_key() {
             worker_id: "by-hand".into(),
             visibility_timeout: Duration::from_secs(30),
             drop_exhausted: Vec::new(),
+            fair_after: String::new(),
             now: kit.jobs().now(),
         })
         .await

@@ -17,6 +17,7 @@ use jobs::driver::{
     AckParams, ClaimIdentity, ClaimParams, ConflictPolicy, EnqueueRequest, HeartbeatParams,
     JobDriver, JobId, JobRecord, MemoryDriver, NackParams, NackTarget, QueueDemand,
 };
+use jobs::driver::{JobCancelParams, JobGetParams, QueueStatsParams};
 use jobs::sqlx::{self, AssertSqlSafe, PgPool};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -194,6 +195,7 @@ async fn run(
                     } else {
                         Vec::new()
                     },
+                    fair_after: String::new(),
                     now,
                 };
                 let m = pair.memory.job_claim(&params).await;
@@ -286,8 +288,8 @@ async fn run(
                     continue;
                 }
                 let id = ids[pick % ids.len()];
-                let m = pair.memory.job_cancel(id, now).await;
-                let p = pair.postgres.job_cancel(id, now).await;
+                let m = pair.memory.job_cancel(&JobCancelParams { id, now }).await;
+                let p = pair.postgres.job_cancel(&JobCancelParams { id, now }).await;
                 prop_assert_eq!(
                     m.map(|r| view(&r)).map_err(|e| e.code()),
                     p.map(|r| view(&r)).map_err(|e| e.code()),
@@ -298,10 +300,14 @@ async fn run(
         }
         // After every operation: the same rows, the same counts.
         for id in &ids {
-            let m = pair.memory.job_get(*id).await.map(|r| r.map(|r| view(&r)));
+            let m = pair
+                .memory
+                .job_get(&JobGetParams { id: *id })
+                .await
+                .map(|r| r.map(|r| view(&r)));
             let p = pair
                 .postgres
-                .job_get(*id)
+                .job_get(&JobGetParams { id: *id })
                 .await
                 .map(|r| r.map(|r| view(&r)));
             prop_assert_eq!(
@@ -312,8 +318,16 @@ async fn run(
                 at
             );
         }
-        let m = pair.memory.queue_stats(now).await.map_err(|e| e.code());
-        let p = pair.postgres.queue_stats(now).await.map_err(|e| e.code());
+        let m = pair
+            .memory
+            .queue_stats(&QueueStatsParams { now })
+            .await
+            .map_err(|e| e.code());
+        let p = pair
+            .postgres
+            .queue_stats(&QueueStatsParams { now })
+            .await
+            .map_err(|e| e.code());
         prop_assert_eq!(m, p, "stats after {}", at);
     }
     Ok(())

@@ -3,14 +3,16 @@
 //! Postgres rows a newer or broken deploy wrote), and run ids given to enqueue. None may panic;
 //! each accepts exactly what it documents and refuses the rest with its code.
 //!
-//! (Cron expressions and time zones are fuzzed inside the crate, beside their parser:
-//! `jobs-runtime/src/scheduler/cron_fuzz.rs`. Key templates are expanded at compile time by
-//! `#[job]`, so there is no runtime template parser to fuzz; cursors: see the report of issue 9.)
+//! (Cron expressions and time zones from configuration are fuzzed at the end of this file; that
+//! every cron the shared grammar accepts fires where it says is tests/cron_grammar.rs. Key
+//! templates are expanded at compile time by `#[job]`, so there is no runtime template parser to
+//! fuzz; cursors: see the report of issue 9.)
 
 mod support;
 
 use std::time::Duration;
 
+use jobs::driver::StepListParams;
 use jobs::driver::{StepRecord, StepStatus};
 use jobs::duration::parse_duration;
 use jobs::prelude::*;
@@ -223,7 +225,7 @@ fn stored_step_rows_in_postgres_decode_or_are_refused_with_their_code() {
                     .execute(&pool)
                     .await
                     .map_err(|e| TestCaseError::fail(format!("insert: {e}")))?;
-                match driver.step_list(run_id).await {
+                match driver.step_list(&StepListParams { run_id }).await {
                     Ok(records) => {
                         prop_assert_eq!(records.len(), 1);
                         prop_assert_eq!(records[0].status.as_str(), status.as_str());

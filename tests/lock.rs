@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobs::clock::TestClock;
+use jobs::driver::lease::LeaseHoldersParams;
 use jobs::driver::{MemoryDriver, PostgresDriver};
 use jobs::prelude::*;
 use jobs::LockOptions;
@@ -160,7 +161,10 @@ async fn a_refused_renewal_loses_the_lock_fires_the_guard_and_fails_the_call() {
     // Someone takes the key from under the holder (an operator, a lapsed clock elsewhere).
     let store = jobs.driver().lease_store().unwrap();
     let held = store
-        .lease_holders("lock:report", jobs.now())
+        .lease_holders(&LeaseHoldersParams {
+            key: "lock:report",
+            now: jobs.now(),
+        })
         .await
         .unwrap();
     assert_eq!(held.len(), 1, "renewed at a third of the ttl");
@@ -186,7 +190,7 @@ async fn no_lease_store_is_refused_with_a_fix() {
 async fn on_postgres_two_clients_never_hold_one_lock_at_once() {
     let (pool, schema) = support::pg::schema("lock_two_clients").await;
     // A second pool: another client, as another process would be.
-    let second_pool = jobs::driver::conformance::sqlx::postgres::PgPoolOptions::new()
+    let second_pool = jobs::conformance::sqlx::postgres::PgPoolOptions::new()
         .max_connections(4)
         .connect(support::pg::database_url())
         .await

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobs::clock::TestClock;
+use jobs::driver::StepListParams;
 use jobs::driver::{JobDriver, PostgresDriver, WakeReceiver, WakeSignal};
 use jobs::prelude::*;
 use jobs::sqlx::{self, AssertSqlSafe};
@@ -102,6 +103,37 @@ async fn enqueue_in_on_the_memory_driver_is_refused_with_a_fix() {
     assert!(refused.message().contains("Postgres driver"));
 }
 
+/// A connection of another database, as a third driver's would be.
+struct OtherDatabase;
+
+impl jobs::driver::CallerConnection for OtherDatabase {
+    fn connection(&mut self) -> jobs::driver::caller_tx::CallerConn<'_> {
+        self
+    }
+}
+
+#[tokio::test]
+async fn enqueue_in_on_another_databases_connection_is_refused_and_writes_nothing() {
+    let (driver, pool, schema) = postgres("outbox_foreign").await;
+    let jobs = Jobs::new(driver);
+    let refused = SendWelcome::enqueue_in(&jobs, &mut OtherDatabase, Signup { user_id: 4 })
+        .await
+        .expect_err("a Postgres driver cannot join another database's transaction");
+    assert_eq!(refused.code(), Some(ErrorCode::DriverUnavailable));
+    assert!(
+        refused.message().contains("PgConnection"),
+        "{}",
+        refused.message()
+    );
+    let refused = jobs
+        .publish_event_in(&mut OtherDatabase, "invoice.paid", "acct-9", &1_u64)
+        .await
+        .expect_err("nor publish on it");
+    assert_eq!(refused.code(), Some(ErrorCode::DriverUnavailable));
+    assert_eq!(rows(&pool, &schema, "x_jobs").await, 0);
+    assert_eq!(rows(&pool, &schema, "x_job_events").await, 0);
+}
+
 /// Runs the waiting job until it parks, on a frozen clock over Postgres.
 async fn parked_wait(driver: PostgresDriver, account: &str) -> (Jobs, jobs::Worker, Enqueued) {
     let clock = TestClock::new();
@@ -166,7 +198,13 @@ async fn a_wait_that_began_before_the_commit_matches_the_event_and_wakes_at_comm
     let pass = worker.tick().await.expect("tick");
     assert_eq!(pass.len(), 1);
     assert_eq!(pass[0].outcome, jobs::ExecutionOutcome::Completed);
-    let steps = jobs.driver().step_list(queued.run_id).await.expect("steps");
+    let steps = jobs
+        .driver()
+        .step_list(&StepListParams {
+            run_id: queued.run_id,
+        })
+        .await
+        .expect("steps");
     assert_eq!(steps[0].output, Some(serde_json::json!(42)));
 }
 
@@ -251,6 +289,7 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
             worker_id: "w".into(),
             visibility_timeout: Duration::from_secs(30),
             drop_exhausted: Vec::new(),
+            fair_after: String::new(),
             now: enqueuer.now(),
         })
         .await

@@ -587,7 +587,7 @@ async fn occurrence_keys_absorb_a_double_fire_during_handover() {
 async fn runtime_refusals_and_the_duplicate_rule() {
     let w = world("2030-01-01T00:00:00Z");
     for (registry, needle) in [
-        (registry(|r| r.register_task::<BadCron>()), "4 fields"),
+        (registry(|r| r.register_task::<BadCron>()), "found 4"),
         (registry(|r| r.register_task::<BadTz>()), "not an IANA"),
         (
             registry(|r| r.register_task::<NoCatchUp>()),

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use jobs::driver::introspect::CountersParams;
 use jobs::prelude::*;
 use jobs::testing::TestKit;
 
@@ -29,13 +30,25 @@ async fn the_leader_folds_a_day_old_minute_counters_into_five_minute_buckets() {
         .driver()
         .introspect()
         .expect("the memory driver has one");
-    let before = introspect.counters("ping_job", since).await.unwrap();
+    let before = introspect
+        .counters(&CountersParams {
+            name: "ping_job",
+            since,
+        })
+        .await
+        .unwrap();
     assert_eq!(before.len(), 2, "one minute bucket per completion");
 
     let scheduler = kit.jobs().scheduler().build().unwrap();
     kit.advance(Duration::from_secs(25 * 3600));
     assert!(scheduler.tick().await.unwrap().leading);
-    let after = introspect.counters("ping_job", since).await.unwrap();
+    let after = introspect
+        .counters(&CountersParams {
+            name: "ping_job",
+            since,
+        })
+        .await
+        .unwrap();
     assert_eq!(after.len(), 1, "folded: {after:?}");
     assert_eq!(after[0].width_secs, 300);
     assert_eq!(after[0].done, 2);

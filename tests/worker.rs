@@ -118,6 +118,7 @@ async fn claim_by_hand(jobs: &Jobs, worker_id: &str) -> ClaimResult {
             worker_id: worker_id.into(),
             visibility_timeout: VISIBILITY,
             drop_exhausted: Vec::new(),
+            fair_after: String::new(),
             now: jobs.now(),
         })
         .await

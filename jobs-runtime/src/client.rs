@@ -13,8 +13,8 @@ use crate::driver::scheduler_store::{
     TaskPauseParams, TaskPausedParams, TaskResumeParams,
 };
 use crate::driver::{
-    ConflictPolicy, EnqueueRequest, EnqueueResult, EventPublish, JobDriver, JobId, JobRecord,
-    MemoryDriver, QueueStats, DEFAULT_EVENT_TTL,
+    CallerConnection, CallerTransaction, ConflictPolicy, EnqueueRequest, EnqueueResult,
+    EventPublish, JobDriver, JobId, JobRecord, MemoryDriver, QueueStats, DEFAULT_EVENT_TTL,
 };
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
@@ -25,6 +25,7 @@ use crate::worker::WorkerBuilder;
 /// What an enqueue answers: the job's own ids, and whether a live job already held the key.
 pub type Enqueued = EnqueueResult;
 
+use crate::driver::{JobCancelParams, JobGetParams, QueueStatsParams};
 pub use crate::limits::MAX_CONCURRENCY_KEY_LENGTH;
 
 /// The client: enqueues jobs, publishes events, reads jobs, builds workers.
@@ -170,7 +171,7 @@ impl Jobs {
     /// ```
     pub async fn enqueue_in<J: Job>(
         &self,
-        conn: &mut crate::__private::PgConnection,
+        conn: &mut impl CallerConnection,
         input: J::Input,
     ) -> Result<Enqueued, JobError> {
         self.enqueue_in_with::<J>(conn, input, EnqueueOptions::default())
@@ -180,23 +181,16 @@ impl Jobs {
     /// [`Jobs::enqueue_in`] with options.
     pub async fn enqueue_in_with<J: Job>(
         &self,
-        conn: &mut crate::__private::PgConnection,
+        conn: &mut impl CallerConnection,
         input: J::Input,
         options: EnqueueOptions,
     ) -> Result<Enqueued, JobError> {
-        #[cfg(feature = "postgres")]
-        return {
-            let mut request = self.request::<J>(&input, &options)?;
-            let trace = EnqueueTrace::start(std::slice::from_mut(&mut request));
-            trace
-                .send(self.postgres()?.enqueue_in(conn, &request))
-                .await
-        };
-        #[cfg(not(feature = "postgres"))]
-        {
-            let _ = (input, options);
-            match *conn {}
-        }
+        let joins = self.caller_transaction()?;
+        let mut request = self.request::<J>(&input, &options)?;
+        let trace = EnqueueTrace::start(std::slice::from_mut(&mut request));
+        trace
+            .send(joins.job_enqueue_in(conn.connection(), &request))
+            .await
     }
 
     /// Builds the driver request: the key rules and the limits are enforced here, once, for
@@ -222,19 +216,19 @@ impl Jobs {
         Ok(())
     }
 
-    /// Publishes an event on the caller's Postgres connection or transaction: it exists, and
-    /// wakes the runs waiting for it, if and only if that transaction commits. A wait that
-    /// began before the commit still matches it.
-    #[cfg(feature = "postgres")]
+    /// Publishes an event on the caller's connection or transaction: it exists, and wakes the
+    /// runs waiting for it, if and only if that transaction commits. A wait that began before
+    /// the commit still matches it.
     pub async fn publish_event_in<T: Serialize>(
         &self,
-        conn: &mut sqlx::PgConnection,
+        conn: &mut impl CallerConnection,
         name: &str,
         key: &str,
         payload: &T,
     ) -> Result<(), JobError> {
+        let joins = self.caller_transaction()?;
         let event = self.event(name, key, payload)?;
-        self.postgres()?.event_publish_in(conn, &event).await?;
+        joins.event_publish_in(conn.connection(), &event).await?;
         Ok(())
     }
 
@@ -263,13 +257,13 @@ impl Jobs {
         })
     }
 
-    #[cfg(feature = "postgres")]
-    fn postgres(&self) -> Result<&crate::driver::PostgresDriver, JobError> {
-        self.inner.driver.as_postgres().ok_or_else(|| {
+    /// The driver's way into a caller's transaction, or the refusal naming the driver.
+    fn caller_transaction(&self) -> Result<&dyn CallerTransaction, JobError> {
+        self.inner.driver.caller_transaction().ok_or_else(|| {
             JobError::new(
                 ErrorCode::DriverUnavailable,
                 format!(
-                    "work inside a caller's transaction needs the Postgres driver; this client runs on `{}`",
+                    "work inside a caller's transaction needs a driver that joins one (the Postgres driver does); this client runs on `{}`",
                     self.inner.driver.name()
                 ),
             )
@@ -279,17 +273,26 @@ impl Jobs {
 
     /// Reads one job.
     pub async fn job(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
-        self.inner.driver.job_get(id).await
+        self.inner.driver.job_get(&JobGetParams { id }).await
     }
 
     /// Cancels a live job: a queued one at once, a running one at its next heartbeat.
     pub async fn cancel(&self, id: JobId) -> Result<JobRecord, JobError> {
-        self.inner.driver.job_cancel(id, self.now()).await
+        self.inner
+            .driver
+            .job_cancel(&JobCancelParams {
+                id,
+                now: self.now(),
+            })
+            .await
     }
 
     /// Counts per queue.
     pub async fn stats(&self) -> Result<Vec<QueueStats>, JobError> {
-        self.inner.driver.queue_stats(self.now()).await
+        self.inner
+            .driver
+            .queue_stats(&QueueStatsParams { now: self.now() })
+            .await
     }
 
     /// A worker over this client's driver and clock.

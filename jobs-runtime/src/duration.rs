@@ -1,11 +1,16 @@
-//! Durations written as text (`"30s"`, `"3d"`, `"1h 30m"`), checked at run time with the same
-//! rule `#[job]` applies at compile time: they must parse and be positive.
+//! Durations written as text (`"30s"`, `"3d"`, `"1h 30m"`), checked at run time by the rule
+//! `#[job]` applies at compile time (`jobs_grammar::duration`, one parser for both): they must
+//! parse, be positive, and count whole milliseconds (`"1500us"` is refused, `"1000us"` is
+//! `1ms`).
 //!
 //! A string literal given to `run.sleep` or `run.wait_for_event` is checked by `#[job]` when
 //! the job compiles; a computed one (read from the input or from configuration) only when the
-//! call runs, and then the error names the call.
+//! call runs, and then the error names the call. A [`Duration`] value is taken as it is, above
+//! zero.
 
 use std::time::Duration;
+
+use jobs_grammar::duration::DurationError;
 
 use crate::error::{ErrorCode, JobError};
 
@@ -16,7 +21,8 @@ const EXAMPLES: &str = "a positive duration such as \"30s\", \"10m\", \"3d\" or 
 /// from an input, and a message is no place for a payload.
 const SHOWN_CHARS: usize = 32;
 
-/// Parses a positive duration such as `"30s"`, `"10m"`, `"3d"` or `"1h 30m"`.
+/// Parses a positive, whole-millisecond duration such as `"30s"`, `"10m"`, `"3d"` or
+/// `"1h 30m"`.
 ///
 /// ```
 /// use jobs::duration::parse_duration;
@@ -25,17 +31,15 @@ const SHOWN_CHARS: usize = 32;
 /// assert_eq!(parse_duration("3d").unwrap(), Duration::from_secs(3 * 86_400));
 /// assert!(parse_duration("0s").is_err());
 /// assert!(parse_duration("3 fortnights").is_err());
+/// assert!(parse_duration("1500us").is_err()); // as `#[job]` refuses it at compile time
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, JobError> {
     check_text(text).map_err(InvalidDuration::into_error)
 }
 
 fn check_text(text: &str) -> Result<Duration, InvalidDuration> {
-    match humantime::parse_duration(text.trim()) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        Ok(_) => Err(InvalidDuration::new(text, "it is zero")),
-        Err(_) => Err(InvalidDuration::new(text, "it does not parse")),
-    }
+    jobs_grammar::duration::parse_duration(text)
+        .map_err(|why: DurationError| InvalidDuration::new(text, why.why()))
 }
 
 /// A duration that was refused: the text as given (shortened) and why.
@@ -83,10 +87,11 @@ impl InvalidDuration {
 
 /// A duration given either as [`Duration`] or as text (`"3d"`).
 pub trait IntoDuration {
-    /// The duration, or why it was refused: text that does not parse, or zero.
+    /// The duration, or why it was refused: text that does not parse, is not positive or is
+    /// not whole milliseconds; a zero [`Duration`].
     fn try_into_duration(self) -> Result<Duration, InvalidDuration>;
 
-    /// The duration, or `X_INVARIANT` when the text does not parse or is not positive.
+    /// The duration, or `X_INVARIANT` when it is refused (see `try_into_duration`).
     fn into_duration(self) -> Result<Duration, JobError>
     where
         Self: Sized,
@@ -126,7 +131,8 @@ mod tests {
         assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
         assert_eq!(parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        for bad in ["", "0s", "-5s", "3 fortnights", "abc"] {
+        assert_eq!(parse_duration("1000us").unwrap(), Duration::from_millis(1));
+        for bad in ["", "0s", "-5s", "3 fortnights", "abc", "1500us", "1ns"] {
             let e = parse_duration(bad).unwrap_err();
             assert!(e.is(ErrorCode::Invariant), "{bad}");
         }
@@ -152,5 +158,26 @@ mod tests {
         );
         assert!(!message.contains(&"x".repeat(33)), "{message}");
         assert!(e.fix().unwrap().contains("`run.sleep`"));
+    }
+
+    #[test]
+    fn a_computed_sub_millisecond_duration_is_refused_as_the_macro_refuses_a_literal() {
+        let e = "1500us"
+            .try_into_duration()
+            .unwrap_err()
+            .into_call_error("run.sleep", "duration");
+        assert!(e.is(ErrorCode::Invariant));
+        assert!(
+            e.message().starts_with(
+                "`run.sleep` got an invalid duration `1500us`: it is not a whole number of \
+                 milliseconds"
+            ),
+            "{}",
+            e.message()
+        );
+        assert_eq!(
+            "1000us".try_into_duration().unwrap(),
+            Duration::from_millis(1)
+        );
     }
 }

@@ -46,6 +46,8 @@ mod client;
 pub mod clock;
 #[cfg(feature = "codegen")]
 pub mod codegen;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod driver;
 pub mod duration;
 mod error;
@@ -54,12 +56,12 @@ mod job;
 pub mod ledger;
 pub mod limits;
 mod lock;
+mod maintenance;
 mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod operator;
 mod registry;
-mod retention;
 pub mod retry;
 mod run;
 mod scheduler;
@@ -85,10 +87,10 @@ pub use job::{
     WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
 };
 pub use lock::{LockGuard, LockOptions};
+pub use maintenance::Retention;
 pub use manifest::{manifest, Manifest};
 pub use operator::{redact, JobDetail};
 pub use registry::{JobEntry, Registry};
-pub use retention::Retention;
 pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{
     check_schedule, fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle,
@@ -156,32 +158,8 @@ pub mod __private {
         serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default()
     }
 
-    /// The connection `enqueue_in` runs on: Postgres' when the driver is built in.
-    #[cfg(feature = "postgres")]
-    pub use sqlx::PgConnection;
-
-    /// Without the Postgres driver there is no connection to enqueue on.
-    #[cfg(not(feature = "postgres"))]
-    #[derive(Debug)]
-    pub enum PgConnection {}
-
-    /// Stands in for an expression a refused declaration cannot keep (an entry naming its
-    /// job by string): of any type, so it adds no error of its own. Never called, since a
-    /// refused declaration does not compile.
-    pub fn refused<T>() -> T {
-        unreachable!("a refused declaration does not compile")
-    }
-
-    /// Stands in for a `run.step(..)` a refused `#[job]` cannot keep (one whose output is
-    /// borrowed): the same types without the `DeserializeOwned` bound, so rustc adds no
-    /// "`Deserialize` is not general enough" to the macro's own error. Never called.
-    pub async fn refused_step<T, E, F>(_run: &Run, _name: &str, _work: F) -> Result<T, JobError>
-    where
-        E: Into<JobError>,
-        F: core::future::Future<Output = Result<T, E>>,
-    {
-        unreachable!("a refused declaration does not compile")
-    }
+    /// What `enqueue_in` takes: the caller's transaction or connection.
+    pub use crate::driver::CallerConnection;
 
     /// A key or tenant part, from anything printable.
     pub fn to_key<T: ToString + ?Sized>(value: &T) -> String {

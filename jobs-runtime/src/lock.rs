@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::client::Jobs;
 use crate::clock::add;
 use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::error::{ErrorCode, JobError};
 
 /// How often a waiting `with_lock` asks again, at most (a tenth of the ttl when shorter).
@@ -165,7 +166,12 @@ impl Jobs {
                 return Ok(lease);
             }
             if clock.now() >= deadline {
-                let holders = store.lease_holders(&lease_key, clock.now()).await?;
+                let holders = store
+                    .lease_holders(&LeaseHoldersParams {
+                        key: &lease_key,
+                        now: clock.now(),
+                    })
+                    .await?;
                 let held_by = holders
                     .first()
                     .map(|h| h.holder.clone())
@@ -195,7 +201,14 @@ impl Jobs {
             if clock.now() >= add(landed, ttl) {
                 break;
             }
-            match store.lease_renew(&lease, ttl, clock.now()).await {
+            match store
+                .lease_renew(&LeaseRenewParams {
+                    lease: &lease,
+                    ttl,
+                    now: clock.now(),
+                })
+                .await
+            {
                 Ok(Some(_)) => landed = clock.now(),
                 Ok(None) => break,
                 Err(error) => tracing::warn!(

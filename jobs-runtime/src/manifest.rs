@@ -146,7 +146,7 @@ fn describe_task(entry: &TaskEntry) -> Value {
 }
 
 /// Rebuilds every object with its keys in byte order, whatever map the JSON library uses.
-fn sorted(value: Value) -> Value {
+pub(crate) fn sorted(value: Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<_> = map.into_iter().collect();

@@ -38,6 +38,7 @@ use uuid::Uuid;
 use crate::codegen::mcp_tools::{
     read_tools, JOBS_DEAD, JOBS_INSPECT, JOB_SHOW, MANIFEST_READ, QUEUE_DEPTH,
 };
+use crate::driver::StepListParams;
 
 /// The server: a manifest and a client to read the queue through.
 #[derive(Debug, Clone)]
@@ -162,7 +163,11 @@ impl JobsMcp {
                 "list jobs with `jobs ls`, or the dead letters with jobs.dead",
             ));
         };
-        let steps = self.jobs.driver().step_list(row.run_id).await?;
+        let steps = self
+            .jobs
+            .driver()
+            .step_list(&StepListParams { run_id: row.run_id })
+            .await?;
         let steps: Vec<Value> = steps
             .into_iter()
             .map(|s| {
@@ -343,17 +348,22 @@ pub async fn serve_stdio(server: JobsMcp) -> Result<(), Box<dyn std::error::Erro
 
 /// The `jobs-mcp` binary: [`serve_linked`] on a runtime of its own.
 pub fn mcp_main() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    exit_on_own_runtime(serve_linked())
+}
+
+/// A binary's `main` over `work`, which answers its exit code, on a runtime of its own (2
+/// when no runtime can be started).
+pub(crate) fn exit_on_own_runtime(work: impl std::future::Future<Output = u8>) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime,
+        Ok(runtime) => ExitCode::from(runtime.block_on(work)),
         Err(error) => {
             eprintln!("error: cannot start the runtime: {error}");
-            return ExitCode::from(2);
+            ExitCode::from(2)
         }
-    };
-    ExitCode::from(runtime.block_on(serve_linked()))
+    }
 }
 
 /// Serves the manifest of the jobs linked into this binary, and the queue at `DATABASE_URL`

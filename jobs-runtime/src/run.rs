@@ -11,6 +11,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{add, SharedClock, Timestamp};
+use crate::driver::{EventFindParams, StepListParams, StepPutParams};
 use crate::driver::{
     EventSince, JobDriver, JobId, Progress, ProgressParams, RunId, StepFence, StepRecord,
     StepStatus, WaitSpec,
@@ -106,7 +107,9 @@ impl Run {
         // A run with no step records (every first attempt) skips the read.
         let stored = if has_steps {
             seed.driver
-                .step_list(seed.run_id)
+                .step_list(&StepListParams {
+                    run_id: seed.run_id,
+                })
                 .await?
                 .into_iter()
                 .map(|r| (r.name.clone(), r))
@@ -382,7 +385,12 @@ impl Run {
             .inner
             .seed
             .driver
-            .event_find(&wait.event, &wait.key, &wait.since, now)
+            .event_find(&EventFindParams {
+                name: &wait.event,
+                key: &wait.key,
+                since: &wait.since,
+                now,
+            })
             .await?
         {
             let payload = found.payload;
@@ -558,7 +566,10 @@ impl Run {
             .inner
             .seed
             .driver
-            .step_put(&record, &self.inner.seed.fence)
+            .step_put(&StepPutParams {
+                record: &record,
+                fence: &self.inner.seed.fence,
+            })
             .await?
         {
             return Err(JobError::new(

@@ -36,6 +36,7 @@ use std::time::Duration;
 use crate::client::{Enqueued, Jobs};
 use crate::clock::TestClock;
 use crate::driver::{JobDriver, JobId, JobRecord, MemoryDriver, RunId, StepRecord};
+use crate::driver::{JobGetParams, StepListParams};
 use crate::job::Job;
 use crate::registry::Registry;
 use crate::run::StepObserver;
@@ -195,7 +196,7 @@ impl TestKit {
     /// When there is no such job.
     pub async fn job(&self, id: JobId) -> JobRecord {
         self.driver
-            .job_get(id)
+            .job_get(&JobGetParams { id })
             .await
             .ok()
             .flatten()
@@ -204,7 +205,10 @@ impl TestKit {
 
     /// A run's step records.
     pub async fn steps(&self, run_id: RunId) -> Vec<StepRecord> {
-        self.driver.step_list(run_id).await.unwrap_or_default()
+        self.driver
+            .step_list(&StepListParams { run_id })
+            .await
+            .unwrap_or_default()
     }
 
     /// How many times step `name`'s closure really ran in `run_id` (replays are not runs).

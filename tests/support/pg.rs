@@ -40,7 +40,7 @@ use std::process::{Command, Output};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use jobs::driver::conformance::sqlx;
+use jobs::conformance::sqlx;
 use jobs::driver::{JobDriver, PostgresDriver};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 

@@ -367,6 +367,7 @@ async fn claim_latency(backlog: usize) -> Result<f64, JobError> {
                 worker_id: "bench".into(),
                 visibility_timeout: Duration::from_secs(30),
                 drop_exhausted: Vec::new(),
+                fair_after: String::new(),
                 now,
             })
             .await?;

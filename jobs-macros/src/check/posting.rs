@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use jobs_grammar::currency::is_iso_4217;
+
 use crate::errors::Errors;
-use crate::value::currency::is_iso_4217;
 use crate::value::lit_str;
 use crate::value::posting::{Amount, PostingLit};
 

@@ -64,34 +64,21 @@ fn stand_in(decl: &BackfillDecl<'_>) -> TokenStream {
     let krate = &decl.crate_path;
     let p = quote!(#krate::__private);
     let name = decl.name.as_deref().unwrap_or("");
+    let stand_in_job = super::fallback::stand_in_job(
+        &p,
+        handle,
+        name,
+        &quote!(#p::BackfillRequest),
+        "BackfillRequest",
+        &quote!(#p::BackfillReport),
+    );
     quote! {
         #[derive(Debug, Clone, Copy, Default)]
         #vis struct #handle;
 
         #[allow(dead_code, unused_variables, clippy::all)]
         const _: () = {
-            impl #p::Job for #handle {
-                type Input = #p::BackfillRequest;
-                type Output = #p::BackfillReport;
-                const DESCRIPTOR: #p::JobDescriptor = #p::JobDescriptor::new(
-                    #name,
-                    #p::TenantMode::None,
-                    "BackfillRequest",
-                    #p::input_schema::<#p::BackfillRequest>,
-                );
-                fn idempotency_key(_: &#p::BackfillRequest) -> ::std::string::String {
-                    ::std::unreachable!()
-                }
-                fn tenant(_: &#p::BackfillRequest) -> ::std::option::Option<::std::string::String> {
-                    ::std::unreachable!()
-                }
-                fn run(
-                    _: #p::Run,
-                    _: #p::BackfillRequest,
-                ) -> #p::BoxFuture<'static, ::std::result::Result<#p::BackfillReport, #p::JobError>> {
-                    ::std::unreachable!()
-                }
-            }
+            #stand_in_job
 
             impl #handle {
                 #vis async fn enqueue(

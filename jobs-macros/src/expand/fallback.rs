@@ -45,3 +45,39 @@ impl Refused {
         }
     }
 }
+
+/// A stand-in handle's `impl Job`: the declared name and types, bodies that never run.
+/// `p` is the `__private` path, `input_name` the input type as the manifest would show it.
+pub fn stand_in_job(
+    p: &TokenStream,
+    handle: &syn::Ident,
+    name: &str,
+    input: &TokenStream,
+    input_name: &str,
+    output: &TokenStream,
+) -> TokenStream {
+    quote::quote! {
+        impl #p::Job for #handle {
+            type Input = #input;
+            type Output = #output;
+            const DESCRIPTOR: #p::JobDescriptor = #p::JobDescriptor::new(
+                #name,
+                #p::TenantMode::None,
+                #input_name,
+                #p::input_schema::<#input>,
+            );
+            fn idempotency_key(_: &#input) -> ::std::string::String {
+                ::std::unreachable!()
+            }
+            fn tenant(_: &#input) -> ::std::option::Option<::std::string::String> {
+                ::std::unreachable!()
+            }
+            fn run(
+                _: #p::Run,
+                _: #input,
+            ) -> #p::BoxFuture<'static, ::std::result::Result<Self::Output, #p::JobError>> {
+                ::std::unreachable!()
+            }
+        }
+    }
+}

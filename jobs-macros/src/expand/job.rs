@@ -112,29 +112,16 @@ fn stand_in(decl: &JobDecl<'_>) -> TokenStream {
                 None => quote!(()),
             };
             let methods = handle_methods(decl, &p, input_ty);
+            let stand_in_job = super::fallback::stand_in_job(
+                &p,
+                handle,
+                name,
+                &quote!(#input_ty),
+                &input_name,
+                &output,
+            );
             quote! {
-                impl #p::Job for #handle {
-                    type Input = #input_ty;
-                    type Output = #output;
-                    const DESCRIPTOR: #p::JobDescriptor = #p::JobDescriptor::new(
-                        #name,
-                        #p::TenantMode::None,
-                        #input_name,
-                        #p::input_schema::<#input_ty>,
-                    );
-                    fn idempotency_key(_: &#input_ty) -> ::std::string::String {
-                        ::std::unreachable!()
-                    }
-                    fn tenant(_: &#input_ty) -> ::std::option::Option<::std::string::String> {
-                        ::std::unreachable!()
-                    }
-                    fn run(
-                        _: #p::Run,
-                        _: #input_ty,
-                    ) -> #p::BoxFuture<'static, ::std::result::Result<Self::Output, #p::JobError>> {
-                        ::std::unreachable!()
-                    }
-                }
+                #stand_in_job
 
                 #methods
             }
@@ -179,14 +166,14 @@ fn untyped_methods(decl: &JobDecl<'_>, p: &TokenStream) -> TokenStream {
             }
             #vis async fn enqueue_in<I>(
                 _jobs: &#p::Jobs,
-                _conn: &mut #p::PgConnection,
+                _conn: &mut impl #p::CallerConnection,
                 _input: I,
             ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
                 ::std::unreachable!()
             }
             #vis async fn enqueue_in_with<I>(
                 _jobs: &#p::Jobs,
-                _conn: &mut #p::PgConnection,
+                _conn: &mut impl #p::CallerConnection,
                 _input: I,
                 _options: #p::EnqueueOptions,
             ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
@@ -365,7 +352,7 @@ fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> Token
             /// exists if and only if that transaction commits.
             #vis async fn enqueue_in(
                 jobs: &#p::Jobs,
-                conn: &mut #p::PgConnection,
+                conn: &mut impl #p::CallerConnection,
                 input: #input_ty,
             ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
                 jobs.enqueue_in::<Self>(conn, input).await
@@ -374,7 +361,7 @@ fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> Token
             /// [`Self::enqueue_in`] with per-call options.
             #vis async fn enqueue_in_with(
                 jobs: &#p::Jobs,
-                conn: &mut #p::PgConnection,
+                conn: &mut impl #p::CallerConnection,
                 input: #input_ty,
                 options: #p::EnqueueOptions,
             ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {

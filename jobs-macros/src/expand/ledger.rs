@@ -63,31 +63,18 @@ fn stand_in(decl: &LedgerDecl<'_>) -> TokenStream {
     let krate = &decl.crate_path;
     let p = quote!(#krate::__private);
     let name = decl.name.as_deref().unwrap_or("");
+    let stand_in_job = super::fallback::stand_in_job(
+        &p,
+        handle,
+        name,
+        &quote!(#p::Posting),
+        "Posting",
+        &quote!(#p::PostingReceipt),
+    );
     quote! {
         #[allow(dead_code, unused_variables, clippy::all)]
         const _: () = {
-            impl #p::Job for #handle {
-                type Input = #p::Posting;
-                type Output = #p::PostingReceipt;
-                const DESCRIPTOR: #p::JobDescriptor = #p::JobDescriptor::new(
-                    #name,
-                    #p::TenantMode::None,
-                    "Posting",
-                    #p::input_schema::<#p::Posting>,
-                );
-                fn idempotency_key(_: &#p::Posting) -> ::std::string::String {
-                    ::std::unreachable!()
-                }
-                fn tenant(_: &#p::Posting) -> ::std::option::Option<::std::string::String> {
-                    ::std::unreachable!()
-                }
-                fn run(
-                    _: #p::Run,
-                    _: #p::Posting,
-                ) -> #p::BoxFuture<'static, ::std::result::Result<#p::PostingReceipt, #p::JobError>> {
-                    ::std::unreachable!()
-                }
-            }
+            #stand_in_job
 
             impl #handle {
                 #vis async fn enqueue(
@@ -98,7 +85,7 @@ fn stand_in(decl: &LedgerDecl<'_>) -> TokenStream {
                 }
                 #vis async fn enqueue_in(
                     _jobs: &#p::Jobs,
-                    _conn: &mut #p::PgConnection,
+                    _conn: &mut impl #p::CallerConnection,
                     _posting: #p::Posting,
                 ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
                     ::std::unreachable!()
@@ -209,7 +196,7 @@ fn quote_ledger(decl: &LedgerDecl<'_>) -> TokenStream {
                 /// posting is queued if and only if that transaction commits.
                 #vis async fn enqueue_in(
                     jobs: &#p::Jobs,
-                    conn: &mut #p::PgConnection,
+                    conn: &mut impl #p::CallerConnection,
                     posting: #input_ty,
                 ) -> ::std::result::Result<#p::Enqueued, #p::JobError> {
                     #p::assert_balanced_posting(&posting)?;

@@ -1,9 +1,11 @@
 //! Duration literals: `timeout = "10m"`, `delay = "1s"`, `event_poll = "30s"`.
 //!
-//! A duration is a string literal that `humantime` reads ("500ms", "30s", "1h 30m", "3d"),
-//! decided at compile time and emitted as whole milliseconds. Zero, negative and unparsable
-//! values are refused at the literal (seed-inventory §30 item 9).
+//! A duration is a string literal read by the rule the runtime applies to a computed one
+//! (`jobs_grammar::duration`: "500ms", "30s", "1h 30m", "3d"), decided at compile time and
+//! emitted as whole milliseconds. Zero, negative, sub-millisecond and unparsable values are
+//! refused at the literal (seed-inventory §30 item 9).
 
+use jobs_grammar::duration::{parse_millis, DurationError};
 use syn::{Expr, ExprLit, Lit, LitStr};
 
 /// A positive, whole-millisecond duration and the literal it came from.
@@ -55,27 +57,51 @@ pub fn parse(expr: &Expr, arg: &str, when_zero: &str) -> syn::Result<DurationVal
             format!("invalid duration `{text}` for `{arg}`: {why} (X_JOB_DECLARATION_INVALID)"),
         )
     };
-    if text.trim_start().starts_with('-') {
-        return Err(invalid(&format!(
+    let millis = parse_millis(&text).map_err(|err| match err {
+        DurationError::Negative => invalid(&format!(
             "a duration cannot be negative; expected {EXAMPLES}"
-        )));
-    }
-    let duration =
-        humantime::parse_duration(&text).map_err(|_| invalid(&format!("expected {EXAMPLES}")))?;
-    if duration.is_zero() {
-        return Err(invalid(&format!(
-            "it must be greater than zero; {when_zero}"
-        )));
-    }
-    if duration.subsec_nanos() % 1_000_000 != 0 {
-        return Err(invalid(
-            "durations count whole milliseconds; round it to \"1ms\" or more",
-        ));
-    }
-    let millis = u64::try_from(duration.as_millis())
-        .map_err(|_| invalid("it is too long to count in milliseconds"))?;
+        )),
+        DurationError::Zero => invalid(&format!("it must be greater than zero; {when_zero}")),
+        DurationError::SubMillisecond => {
+            invalid("durations count whole milliseconds; round it to \"1ms\" or more")
+        }
+        DurationError::TooLong => invalid("it is too long to count in milliseconds"),
+        _ => invalid(&format!("expected {EXAMPLES}")),
+    })?;
     Ok(DurationValue {
         millis,
         lit: lit.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Result<u64, String> {
+        let expr: Expr = syn::parse_str(&format!("{text:?}")).unwrap();
+        parse(&expr, "timeout", "leave `timeout` out for no ceiling")
+            .map(|d| d.millis)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn durations_are_read_by_the_shared_rule() {
+        assert_eq!(check("10m"), Ok(600_000));
+        assert_eq!(check("1000us"), Ok(1));
+        for (text, why) in [
+            ("3 fortnights", "expected a positive duration"),
+            ("-5s", "a duration cannot be negative"),
+            ("0s", "it must be greater than zero; leave `timeout` out"),
+            ("1500us", "durations count whole milliseconds"),
+            ("600000000y", "it is too long to count in milliseconds"),
+        ] {
+            let err = check(text).unwrap_err();
+            assert!(
+                err.starts_with(&format!("invalid duration `{text}` for `timeout`: {why}")),
+                "{text}: {err}"
+            );
+            assert!(err.ends_with("(X_JOB_DECLARATION_INVALID)"), "{err}");
+        }
+    }
 }

@@ -6,7 +6,6 @@ pub mod book;
 pub mod catch_up;
 pub mod count;
 pub mod cron;
-pub mod currency;
 pub mod duration;
 pub mod jitter;
 pub mod key;

@@ -52,7 +52,7 @@
 //!
 //! # The ledger of passes
 //!
-//! Each pass writes one row to the driver's [`BackfillLedger`](crate::driver::BackfillLedger)
+//! Each pass writes one row to the driver's [`BackfillStore`](crate::driver::BackfillStore)
 //! (a Postgres table, `x_backfills`, and its memory twin): status, pages and rows processed, the
 //! last cursor, the declaration's checksum, when it started and finished. A completed pass is
 //! not run again: enqueueing after completion runs a job that reports `skipped` with the

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Backfill, BackfillReport, BackfillRequest, BackfillTenant, Checkpoint, Pacer, Pass};
 use crate::driver::backfill_store::{
-    BackfillBegin, BackfillBeginParams, BackfillFinishParams, BackfillLedger,
-    BackfillProgressParams, PassStatus,
+    BackfillBegin, BackfillBeginParams, BackfillFinishParams, BackfillProgressParams,
+    BackfillStore, PassStatus,
 };
 use crate::error::{ErrorClass, ErrorCode, JobError};
 use crate::run::Run;
@@ -20,7 +20,7 @@ pub async fn run_backfill<B: Backfill>(
     let d = B::BACKFILL;
     check_tenant(d.name, d.tenant, &request)?;
     let driver = run.driver().clone();
-    let ledger = driver.backfill_ledger();
+    let ledger = driver.backfill_store();
     if ledger.is_none() {
         tracing::warn!(
             target: "jobs.backfill.unrecorded",
@@ -130,7 +130,7 @@ pub async fn run_backfill<B: Backfill>(
 /// with the last checkpoint reached.
 async fn pages<B: Backfill>(
     run: &Run,
-    ledger: Option<&dyn BackfillLedger>,
+    ledger: Option<&dyn BackfillStore>,
 ) -> Result<Checkpoint, (JobError, Checkpoint)> {
     let d = B::BACKFILL;
     let mut pacer = Pacer::new(d.rate);

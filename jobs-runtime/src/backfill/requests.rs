@@ -5,15 +5,15 @@ use super::{
     pending_backfills, registered_backfill, registered_backfills, BackfillRequest, PendingReport,
 };
 use crate::client::{Enqueued, Jobs};
-use crate::driver::backfill_store::{BackfillLedger, BackfillListParams, BackfillPass, PassStatus};
+use crate::driver::backfill_store::{BackfillListParams, BackfillPass, BackfillStore, PassStatus};
 use crate::error::{ErrorCode, JobError};
 
 /// The ledger rows the pending report reads (newest first, across every name).
 const REPORT_SCAN: u32 = 10_000;
 
 impl Jobs {
-    fn backfill_store(&self) -> Result<&dyn BackfillLedger, JobError> {
-        self.driver().backfill_ledger().ok_or_else(|| {
+    fn backfill_store(&self) -> Result<&dyn BackfillStore, JobError> {
+        self.driver().backfill_store().ok_or_else(|| {
             JobError::new(
                 ErrorCode::NotImplemented,
                 format!(
@@ -42,7 +42,7 @@ impl Jobs {
             )
         })?;
         if !request.force {
-            if let Some(ledger) = self.driver().backfill_ledger() {
+            if let Some(ledger) = self.driver().backfill_store() {
                 let completed = ledger
                     .backfill_list(&BackfillListParams {
                         name: Some(name.to_string()),

@@ -37,6 +37,7 @@ use crate::driver::{JobState, PostgresDriver};
 use crate::error::{ErrorCode, JobError};
 use crate::registry::Registry;
 
+use crate::driver::introspect::CounterTotalsParams;
 use render::{table, time};
 
 /// Exit code: the verb did what it was asked.
@@ -202,18 +203,10 @@ struct LsArgs {
 
 /// The tool as a binary's `main`: [`run`] over the process's arguments on a runtime of its own.
 pub fn main() -> std::process::ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the runtime: {error}");
-            return std::process::ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-    std::process::ExitCode::from(runtime.block_on(run(std::env::args_os(), &mut out, &mut err)))
+    crate::mcp::exit_on_own_runtime(async {
+        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+        run(std::env::args_os(), &mut out, &mut err).await
+    })
 }
 
 /// Runs the tool over `args` (the program name first), writing the answer to `out` and
@@ -447,13 +440,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
         QueueVerb::Posting(args) => posting(&jobs, args, json).await?,
         QueueVerb::Stats => stats(&jobs, json).await?,
         QueueVerb::Migrate => {
-            let driver = jobs.driver().as_postgres().ok_or_else(|| {
-                JobError::new(
-                    ErrorCode::NotImplemented,
-                    "migrate needs the Postgres driver",
-                )
-            })?;
-            let applied = driver.migrate().await?;
+            let applied = jobs.driver().migrate().await?;
             if json {
                 to_json(&json!({ "schema": cli.schema, "applied": applied }))
             } else if applied.is_empty() {
@@ -507,7 +494,10 @@ async fn ls(jobs: &Jobs, args: LsArgs, json: bool) -> Result<String, JobError> {
 async fn stats(jobs: &Jobs, json: bool) -> Result<String, JobError> {
     let queues = jobs.stats().await?;
     let since = jobs.now() - chrono::Duration::hours(24);
-    let totals = jobs.introspect()?.counter_totals(since).await?;
+    let totals = jobs
+        .introspect()?
+        .counter_totals(&CounterTotalsParams { since })
+        .await?;
     if json {
         return Ok(to_json(&json!({ "queues": queues, "last_24h": totals })));
     }

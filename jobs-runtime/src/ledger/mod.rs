@@ -33,13 +33,14 @@
 //! the app's data. `book = driver` writes through the driver's own book; `book = path` names a
 //! `fn(&Run) -> Result<Arc<dyn LedgerBook>, JobError>` that returns the app's.
 
-mod currency;
 mod posting;
 
 pub use crate::driver::ledger_book::{
     LedgerBook, LedgerLine, MemoryBook, PostingLinesParams, PostingWrite, PostingWritten,
 };
-pub use currency::{is_iso_4217, ISO_4217};
+/// The ISO 4217 codes a posting may use; `posting!` checks literal postings against the same
+/// list at compile time.
+pub use jobs_grammar::currency::{is_iso_4217, ISO_4217};
 pub use posting::{assert_balanced_posting, Money, Posting, PostingEntry, MAX_SAFE_MINOR};
 
 use std::sync::Arc;

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use jobs_grammar::currency::is_iso_4217;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::currency::is_iso_4217;
 use crate::error::{ErrorCode, JobError};
 
 /// The largest magnitude of a `minor` amount: 2^53 - 1, so every amount survives a JSON

@@ -17,6 +17,11 @@ use serde_json::Value;
 
 use crate::client::Jobs;
 use crate::driver::introspect::*;
+use crate::driver::introspect::{
+    CountersRollupParams, JobPromoteParams, JobRemoveParams, QueuePauseParams, QueueResumeParams,
+    WorkerListParams,
+};
+use crate::driver::StepListParams;
 use crate::driver::{JobId, JobRecord, StepRecord};
 use crate::error::{ErrorCode, JobError};
 
@@ -76,7 +81,10 @@ impl Jobs {
     pub async fn inspect_job(&self, id: JobId) -> Result<JobDetail, JobError> {
         let mut job = self.job(id).await?.ok_or_else(|| not_found(id))?;
         job.input = redact(&job.input);
-        let mut steps = self.driver().step_list(job.run_id).await?;
+        let mut steps = self
+            .driver()
+            .step_list(&StepListParams { run_id: job.run_id })
+            .await?;
         steps.sort_by(|a, b| (a.updated_at, &a.name).cmp(&(b.updated_at, &b.name)));
         for step in &mut steps {
             step.output = step.output.as_ref().map(redact);
@@ -98,35 +106,56 @@ impl Jobs {
 
     /// Deletes one job that is not running, and its steps.
     pub async fn remove(&self, id: JobId) -> Result<JobRecord, JobError> {
-        self.introspect()?.job_remove(id).await
+        self.introspect()?.job_remove(&JobRemoveParams { id }).await
     }
 
     /// Makes a job waiting on its run time due now.
     pub async fn promote(&self, id: JobId) -> Result<JobRecord, JobError> {
-        let row = self.introspect()?.job_promote(id, self.now()).await?;
+        let row = self
+            .introspect()?
+            .job_promote(&JobPromoteParams {
+                id,
+                now: self.now(),
+            })
+            .await?;
         self.local_wake().notify_waiters();
         Ok(row)
     }
 
     /// Pauses a queue: no worker claims from it from its next claim on.
     pub async fn pause_queue(&self, queue: &str) -> Result<(), JobError> {
-        self.introspect()?.queue_pause(queue, self.now()).await
+        self.introspect()?
+            .queue_pause(&QueuePauseParams {
+                queue,
+                now: self.now(),
+            })
+            .await
     }
 
     /// Resumes a queue: `true` when it was paused.
     pub async fn resume_queue(&self, queue: &str) -> Result<bool, JobError> {
-        let resumed = self.introspect()?.queue_resume(queue, self.now()).await?;
+        let resumed = self
+            .introspect()?
+            .queue_resume(&QueueResumeParams {
+                queue,
+                now: self.now(),
+            })
+            .await?;
         self.local_wake().notify_waiters();
         Ok(resumed)
     }
 
     /// The live workers.
     pub async fn workers(&self) -> Result<Vec<WorkerRow>, JobError> {
-        self.introspect()?.worker_list(self.now()).await
+        self.introspect()?
+            .worker_list(&WorkerListParams { now: self.now() })
+            .await
     }
 
     /// Folds the counters past their tier; the scheduler's leader runs it once a minute.
     pub async fn rollup_counters(&self) -> Result<u64, JobError> {
-        self.introspect()?.counters_rollup(self.now()).await
+        self.introspect()?
+            .counters_rollup(&CountersRollupParams { now: self.now() })
+            .await
     }
 }

@@ -7,15 +7,17 @@
 //!   e.g. `30 1 * * *`) fires ONCE, on the first pass; an interval cron (`*/5 * * * *`,
 //!   `0 * * * *`) fires in both passes.
 //!
-//! The cron is evaluated on the zone's wall-clock timeline (the `cron` crate, given a `0 `
-//! seconds field and a standard day-of-week field: 0 or 7 is Sunday); each wall-clock candidate
-//! is then mapped to the instants it stands for.
+//! The cron is read by the dialect `#[task]` checks at compile time (`jobs_grammar::cron`), and
+//! evaluated on the zone's wall-clock timeline by the `cron` crate, given the grammar's
+//! translation (every selected value spelled out); each wall-clock candidate is then mapped to
+//! the instants it stands for.
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{Duration, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
+use jobs_grammar::zone::parse_zone;
 
 use crate::clock::Timestamp;
 use crate::error::{ErrorCode, JobError};
@@ -40,47 +42,25 @@ impl Cron {
     /// Parses a 5-field cron and an IANA zone. `X_INVARIANT` when either is refused.
     pub(crate) fn parse(task: &str, expr: &str, tz: &str) -> Result<Cron, JobError> {
         let tz = parse_tz(task, tz)?;
-        let fields: Vec<&str> = expr.split_whitespace().collect();
         let refuse = |why: String| {
-            Err(JobError::new(
+            JobError::new(
                 ErrorCode::Invariant,
-                format!("the cron `{expr}` of task `{task}` {why}"),
+                format!("the cron `{expr}` of task `{task}` is invalid: {why}"),
             )
-            .with_fix("write a standard 5-field cron: minute hour day-of-month month day-of-week, e.g. `30 9 * * 1-5`"))
+            .with_fix("write a standard 5-field cron: minute hour day-of-month month day-of-week, e.g. `30 9 * * 1-5`")
         };
-        if fields.len() != 5 {
-            return refuse(format!("has {} fields, not 5", fields.len()));
-        }
-        let dow = match day_of_week(fields[4]) {
-            Some(dow) => dow,
-            None => {
-                return refuse(format!(
-                    "has a day-of-week `{}` that does not parse",
-                    fields[4]
-                ))
-            }
-        };
-        let six = |dom: &str, dow: &str| {
-            format!("0 {} {} {dom} {} {dow}", fields[0], fields[1], fields[3])
-        };
-        let restricted = |f: &str| !f.starts_with('*');
-        let texts = if restricted(fields[2]) && restricted(fields[4]) {
-            vec![six(fields[2], "*"), six("*", &dow)]
-        } else {
-            vec![six(fields[2], &dow)]
-        };
-        let mut schedules = Vec::with_capacity(texts.len());
-        for text in texts {
-            match cron::Schedule::from_str(&text) {
-                Ok(schedule) => schedules.push(schedule),
-                Err(e) => return refuse(format!("does not parse: {e}")),
-            }
-        }
-        let is_interval = |f: &str| f == "*" || f.starts_with("*/");
+        let cron = jobs_grammar::cron::Cron::parse(expr).map_err(|e| refuse(e.to_string()))?;
+        let schedules = cron
+            .quartz_expressions()
+            .iter()
+            .map(|text| cron::Schedule::from_str(text))
+            .collect::<Result<Vec<_>, _>>()
+            // The grammar spells out only values the `cron` crate reads; this is a bug if seen.
+            .map_err(|e| refuse(format!("its evaluator refused it: {e}")))?;
         Ok(Cron {
             schedules,
             tz,
-            interval: is_interval(fields[0]) || is_interval(fields[1]),
+            interval: cron.is_interval(),
             evaluations: AtomicU64::new(0),
         })
     }
@@ -172,62 +152,15 @@ impl Cron {
     }
 }
 
-/// A standard day-of-week field (0-7, 0 and 7 Sunday) in the `cron` crate's numbering (1-7,
-/// 1 Sunday). Names and `*`, `*/n` pass through; numbers, ranges and steps are expanded.
-fn day_of_week(field: &str) -> Option<String> {
-    let mut out = Vec::new();
-    for item in field.split(',') {
-        let (base, step) = match item.split_once('/') {
-            Some((base, step)) => (base, Some(step.parse::<u32>().ok().filter(|s| *s > 0)?)),
-            None => (item, None),
-        };
-        if base == "*" || base.chars().any(|c| c.is_ascii_alphabetic()) {
-            out.push(item.to_string());
-            continue;
-        }
-        let (from, to) = match base.split_once('-') {
-            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
-            None => {
-                let a = base.parse::<u32>().ok()?;
-                (a, if step.is_some() { 6 } else { a })
-            }
-        };
-        if from > 7 || to > 7 || from > to {
-            return None;
-        }
-        let mut day = from;
-        while day <= to {
-            out.push(((day % 7) + 1).to_string());
-            day += step.unwrap_or(1);
-        }
-    }
-    Some(out.join(","))
-}
-
 /// An IANA zone, or `X_INVARIANT` naming the zone that was probably meant (`Bogota` ->
-/// `America/Bogota`).
+/// `America/Bogota`), found as `#[task]` finds it at compile time.
 pub(crate) fn parse_tz(task: &str, tz: &str) -> Result<Tz, JobError> {
-    if let Ok(zone) = tz.parse::<Tz>() {
-        return Ok(zone);
-    }
-    let wanted = tz.trim().replace(' ', "_").to_ascii_lowercase();
-    let suggestion = chrono_tz::TZ_VARIANTS
-        .iter()
-        .map(|z| z.name())
-        .find(|name| {
-            name.to_ascii_lowercase() == wanted
-                || name
-                    .rsplit('/')
-                    .next()
-                    .is_some_and(|last| last.to_ascii_lowercase() == wanted)
-        });
-    let error = JobError::new(
-        ErrorCode::Invariant,
-        format!("the tz `{tz}` of task `{task}` is not an IANA time zone"),
-    );
-    Err(match suggestion {
-        Some(name) => error.with_fix(format!("use `{name}`")),
-        None => error.with_fix("use an IANA zone name such as `Europe/Paris` or `America/Bogota`"),
+    parse_zone(tz).map_err(|e| {
+        JobError::new(
+            ErrorCode::Invariant,
+            format!("the tz `{tz}` of task `{task}` is not an IANA time zone"),
+        )
+        .with_fix(e.fix())
     })
 }
 
@@ -307,6 +240,16 @@ mod tests {
             run(&seven, "2030-01-01T00:00:00Z", 1),
             ["2030-01-06T09:00:00+00:00"]
         );
+        // 5/2 is 5-7/2: Friday and Sunday (7), as `#[task]` reads it.
+        let step = Cron::parse("t", "0 9 * * 5/2", "UTC").unwrap();
+        assert_eq!(
+            run(&step, "2030-01-01T00:00:00Z", 3),
+            [
+                "2030-01-04T09:00:00+00:00",
+                "2030-01-06T09:00:00+00:00",
+                "2030-01-11T09:00:00+00:00"
+            ]
+        );
     }
 
     #[test]
@@ -366,7 +309,9 @@ mod tests {
     #[test]
     fn refusals() {
         let err = Cron::parse("t", "* * * *", "UTC").unwrap_err();
-        assert!(err.is(ErrorCode::Invariant) && err.message().contains("4 fields"));
+        assert!(err.is(ErrorCode::Invariant) && err.message().contains("found 4"));
+        let err = Cron::parse("t", "0 0 9 * * *", "UTC").unwrap_err();
+        assert!(err.message().contains("remove the seconds field"), "{err}");
         assert!(Cron::parse("t", "61 * * * *", "UTC").is_err());
         assert!(Cron::parse("t", "* * * * 9", "UTC").is_err());
         let err = Cron::parse("t", "* * * * *", "Bogota").unwrap_err();

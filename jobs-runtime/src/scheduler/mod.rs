@@ -43,6 +43,7 @@ use crate::driver::scheduler_store::{
     SchedulerResignParams, SchedulerStore, TaskFireParams, TaskPausedParams, TaskWatermarksParams,
 };
 use crate::error::{ErrorCode, JobError};
+use crate::maintenance::CounterRollup;
 use crate::registry::Registry;
 use crate::task::{Occurrence, Task, TaskEntry};
 
@@ -210,7 +211,7 @@ impl SchedulerBuilder {
                 round: tokio::sync::Mutex::new(RoundState {
                     leader: Leader::new(id.clone(), self.lease_ttl),
                     marks: None,
-                    rolled_up: None,
+                    rollup: CounterRollup::default(),
                 }),
                 id,
                 tasks,
@@ -250,12 +251,9 @@ struct RoundState {
     leader: Leader,
     /// Per task, while leading; `None`: to be read from the store.
     marks: Option<Vec<Mark>>,
-    /// When the leader last rolled the operator counters up a tier.
-    rolled_up: Option<Timestamp>,
+    /// The operator counters' roll-up, while leading.
+    rollup: CounterRollup,
 }
-
-/// The leader rolls the operator counters up about once a minute.
-pub const COUNTER_ROLLUP_INTERVAL: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy)]
 struct Mark {
@@ -334,7 +332,7 @@ impl Scheduler {
             return Ok(round);
         }
         round.leading = true;
-        self.roll_up_counters(&mut state, now).await;
+        state.rollup.when_due(&self.shared.jobs, now).await;
         if state.marks.is_none() {
             state.marks = Some(self.load(now).await?);
         }
@@ -359,30 +357,6 @@ impl Scheduler {
                 .await?;
         }
         Ok(round)
-    }
-
-    /// Once a minute while leading: fold the operator counters into their next tier (a driver
-    /// without the operator surface has nothing to roll up). A failure waits for the next
-    /// minute; it never stops a round.
-    async fn roll_up_counters(&self, state: &mut RoundState, now: Timestamp) {
-        let due = state
-            .rolled_up
-            .is_none_or(|at| now >= crate::clock::add(at, COUNTER_ROLLUP_INTERVAL));
-        if !due {
-            return;
-        }
-        state.rolled_up = Some(now);
-        let jobs = &self.shared.jobs;
-        let Some(introspect) = jobs.driver().introspect() else {
-            return;
-        };
-        if let Err(error) = introspect.counters_rollup(now).await {
-            tracing::warn!(
-                target: "jobs.scheduler.rollup-failed",
-                code = error.code().map(|c| c.as_str()),
-                "the counter rollup failed; the next minute retries"
-            );
-        }
     }
 
     async fn still_leading(&self, state: &mut RoundState, now: Timestamp) -> bool {

@@ -15,6 +15,7 @@ use super::claim::Claimed;
 use super::WorkerShared;
 use crate::clock::Timestamp;
 use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::driver::ClaimedJob;
 use crate::error::{ErrorCode, JobError};
 use crate::job::WhenBusy;
@@ -187,7 +188,7 @@ async fn refuse_on_evidence(
     now: Timestamp,
     name: &str,
 ) -> Result<Vec<HeldLease>, Denied> {
-    match store.lease_holders(key, now).await {
+    match store.lease_holders(&LeaseHoldersParams { key, now }).await {
         Ok(holders) if holders.iter().any(|h| !held_by_job(&h.holder, job)) => {
             Err(Denied::Busy(JobError::new(
                 ErrorCode::JobKeyBusy,
@@ -229,7 +230,10 @@ pub(crate) async fn renew(
         return Ok(true);
     };
     for lease in held.iter_mut() {
-        match store.lease_renew(lease, ttl, now).await? {
+        match store
+            .lease_renew(&LeaseRenewParams { lease, ttl, now })
+            .await?
+        {
             Some(renewed) => *lease = renewed,
             None => return Ok(false),
         }

@@ -266,6 +266,7 @@ impl WorkerBuilder {
                 context: self.context,
                 observer: self.observer,
                 in_flight: Mutex::new(BTreeMap::new()),
+                fair_cursor: Mutex::new(String::new()),
                 in_flight_total,
                 drain: CancellationToken::new(),
                 kick: Notify::new(),

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::WorkerShared;
-use crate::driver::{ClaimParams, ClaimedJob, JobRecord, QueueDemand};
+use crate::driver::{fair_cursor_after, ClaimParams, ClaimedJob, JobRecord, QueueDemand};
 use crate::error::JobError;
 
 /// A claimed job and the worker slot reserved for it.
@@ -77,10 +77,17 @@ pub(crate) async fn claim(shared: &WorkerShared) -> Result<Claims, JobError> {
             .filter(|e| !e.descriptor().dead_letter)
             .map(|e| e.descriptor().name.to_string())
             .collect(),
+        fair_after: shared
+            .fair_cursor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
         now: shared.jobs.now(),
     };
     shared.stats.claims.fetch_add(1, Ordering::Relaxed);
     let result = shared.jobs.driver().job_claim(&params).await?;
+    *shared.fair_cursor.lock().unwrap_or_else(|e| e.into_inner()) =
+        fair_cursor_after(&params.fair_after, &result.jobs);
     {
         let mut in_flight = shared.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         for job in &result.jobs {

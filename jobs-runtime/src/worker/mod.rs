@@ -74,6 +74,8 @@ pub(crate) struct WorkerShared {
     pub observer: Option<Arc<dyn StepObserver>>,
     /// Jobs in flight per queue.
     pub in_flight: Mutex<BTreeMap<String, u32>>,
+    /// The tenant this worker's last claim served last: its next claim's turns start after it.
+    pub fair_cursor: Mutex<String>,
     /// Total in flight, watched by the drain.
     pub in_flight_total: watch::Sender<usize>,
     /// Fired at the drain deadline: running attempts go back uncounted (`X_DRAINING`).

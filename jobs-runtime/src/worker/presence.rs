@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use super::WorkerShared;
 use crate::clock::{add, Timestamp};
+use crate::driver::introspect::WorkerForgetParams;
 use crate::driver::introspect::{WorkerAnnounce, MAX_WORKER_IN_FLIGHT};
 use crate::driver::JobId;
 
@@ -97,7 +98,10 @@ pub(crate) async fn forget(shared: &WorkerShared) {
     let Some(port) = shared.jobs.driver().introspect() else {
         return;
     };
-    if let Err(error) = port.worker_forget(&shared.id).await {
+    if let Err(error) = port
+        .worker_forget(&WorkerForgetParams { id: &shared.id })
+        .await
+    {
         tracing::warn!(
             target: "jobs.worker.registry-failed",
             worker = %shared.id,

@@ -1,4 +1,4 @@
-//! The memory driver's [`BackfillLedger`]: the Postgres table's twin, one mutex over the rows.
+//! The memory driver's [`BackfillStore`]: the Postgres table's twin, one mutex over the rows.
 
 use std::sync::Mutex;
 
@@ -26,7 +26,7 @@ impl MemoryBackfills {
 }
 
 #[async_trait]
-impl BackfillLedger for MemoryBackfills {
+impl BackfillStore for MemoryBackfills {
     async fn backfill_begin(&self, p: &BackfillBeginParams) -> Result<BackfillBegin, JobError> {
         let mut passes = self.lock();
         let previous = passes

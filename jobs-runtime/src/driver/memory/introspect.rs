@@ -9,6 +9,10 @@ use async_trait::async_trait;
 use super::{live_key, MemoryDriver, MemoryState};
 use crate::clock::{add, Timestamp};
 use crate::driver::introspect::*;
+use crate::driver::introspect::{
+    CounterTotalsParams, CountersParams, CountersRollupParams, JobPromoteParams, JobRemoveParams,
+    QueuePauseParams, QueueResumeParams, WorkerForgetParams, WorkerListParams,
+};
 use crate::driver::records::*;
 use crate::error::JobError;
 
@@ -205,7 +209,8 @@ impl JobIntrospection for MemoryDriver {
         Ok(page_of(page, limit, cursor))
     }
 
-    async fn job_remove(&self, id: JobId) -> Result<JobRecord, JobError> {
+    async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError> {
+        let JobRemoveParams { id } = *params;
         let mut state = self.lock();
         let row = state.jobs.get(&id).map(|j| j.record.clone());
         match &row {
@@ -243,7 +248,8 @@ impl JobIntrospection for MemoryDriver {
         Ok(state.jobs[&id].record.clone())
     }
 
-    async fn job_promote(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
+    async fn job_promote(&self, params: &JobPromoteParams) -> Result<JobRecord, JobError> {
+        let JobPromoteParams { id, now } = *params;
         let mut state = self.lock();
         let row = state.jobs.get(&id).map(|j| j.record.clone());
         match &row {
@@ -343,7 +349,8 @@ impl JobIntrospection for MemoryDriver {
         })
     }
 
-    async fn queue_pause(&self, queue: &str, now: Timestamp) -> Result<(), JobError> {
+    async fn queue_pause(&self, params: &QueuePauseParams<'_>) -> Result<(), JobError> {
+        let QueuePauseParams { queue, now } = *params;
         self.lock()
             .operator
             .paused
@@ -352,7 +359,8 @@ impl JobIntrospection for MemoryDriver {
         Ok(())
     }
 
-    async fn queue_resume(&self, queue: &str, _now: Timestamp) -> Result<bool, JobError> {
+    async fn queue_resume(&self, params: &QueueResumeParams<'_>) -> Result<bool, JobError> {
+        let QueueResumeParams { queue, now: _ } = *params;
         Ok(self.lock().operator.paused.remove(queue).is_some())
     }
 
@@ -393,12 +401,14 @@ impl JobIntrospection for MemoryDriver {
         Ok(())
     }
 
-    async fn worker_forget(&self, id: &str) -> Result<(), JobError> {
+    async fn worker_forget(&self, params: &WorkerForgetParams<'_>) -> Result<(), JobError> {
+        let WorkerForgetParams { id } = *params;
         self.lock().operator.workers.remove(id);
         Ok(())
     }
 
-    async fn worker_list(&self, now: Timestamp) -> Result<Vec<WorkerRow>, JobError> {
+    async fn worker_list(&self, params: &WorkerListParams) -> Result<Vec<WorkerRow>, JobError> {
+        let WorkerListParams { now } = *params;
         Ok(self
             .lock()
             .operator
@@ -409,7 +419,8 @@ impl JobIntrospection for MemoryDriver {
             .collect())
     }
 
-    async fn counters(&self, name: &str, since: Timestamp) -> Result<Vec<CounterBucket>, JobError> {
+    async fn counters(&self, params: &CountersParams<'_>) -> Result<Vec<CounterBucket>, JobError> {
+        let CountersParams { name, since } = *params;
         let state = self.lock();
         let mut rows: Vec<CounterBucket> = state
             .operator
@@ -422,7 +433,11 @@ impl JobIntrospection for MemoryDriver {
         Ok(rows)
     }
 
-    async fn counter_totals(&self, since: Timestamp) -> Result<Vec<CounterTotals>, JobError> {
+    async fn counter_totals(
+        &self,
+        params: &CounterTotalsParams,
+    ) -> Result<Vec<CounterTotals>, JobError> {
+        let CounterTotalsParams { since } = *params;
         let state = self.lock();
         let mut totals: BTreeMap<&str, CounterTotals> = BTreeMap::new();
         for ((name, _, bucket), c) in &state.operator.counters {
@@ -444,7 +459,8 @@ impl JobIntrospection for MemoryDriver {
         Ok(totals.into_values().collect())
     }
 
-    async fn counters_rollup(&self, now: Timestamp) -> Result<u64, JobError> {
+    async fn counters_rollup(&self, params: &CountersRollupParams) -> Result<u64, JobError> {
+        let CountersRollupParams { now } = *params;
         let mut state = self.lock();
         let counters = &mut state.operator.counters;
         let moving: Vec<(String, u32, Timestamp)> = counters

@@ -8,11 +8,19 @@ use async_trait::async_trait;
 
 mod backfill;
 mod introspect;
+mod lease;
+mod ledger_book;
 mod scheduler;
 
-use super::records::*;
-use super::JobDriver;
+pub use lease::MemoryLeaseStore;
+pub use ledger_book::MemoryBook;
+
 use crate::clock::{add, Timestamp};
+use crate::driver::records::*;
+use crate::driver::JobDriver;
+use crate::driver::{
+    EventFindParams, JobCancelParams, JobGetParams, QueueStatsParams, StepListParams, StepPutParams,
+};
 use crate::error::{ErrorCode, JobError};
 
 /// The memory bus keeps at most this many events; the oldest are evicted first.
@@ -30,7 +38,7 @@ pub struct MemoryDriver {
     scheduler: Mutex<scheduler::SchedulerState>,
     leases: crate::driver::lease::MemoryLeaseStore,
     backfills: backfill::MemoryBackfills,
-    book: crate::driver::ledger_book::MemoryBook,
+    book: MemoryBook,
     /// Set by [`MemoryDriver::without_lease_store`].
     no_lease_store: bool,
 }
@@ -316,7 +324,7 @@ impl JobDriver for MemoryDriver {
         Some(self)
     }
 
-    fn backfill_ledger(&self) -> Option<&dyn super::BackfillLedger> {
+    fn backfill_store(&self) -> Option<&dyn super::BackfillStore> {
         Some(&self.backfills)
     }
 
@@ -575,11 +583,13 @@ impl JobDriver for MemoryDriver {
         Ok(true)
     }
 
-    async fn job_get(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
+    async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
+        let JobGetParams { id } = *params;
         Ok(self.lock().jobs.get(&id).map(|j| j.record.clone()))
     }
 
-    async fn job_cancel(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
+    async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
+        let JobCancelParams { id, now } = *params;
         let mut state = self.lock();
         match state.jobs.get(&id) {
             Some(job) if job.record.state.is_live() => {}
@@ -604,7 +614,8 @@ impl JobDriver for MemoryDriver {
         Ok(state.jobs[&id].record.clone())
     }
 
-    async fn queue_stats(&self, now: Timestamp) -> Result<Vec<QueueStats>, JobError> {
+    async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
+        let QueueStatsParams { now } = *params;
         let state = self.lock();
         let mut by_queue: BTreeMap<&str, QueueStats> = BTreeMap::new();
         for job in state.jobs.values() {
@@ -633,7 +644,8 @@ impl JobDriver for MemoryDriver {
         Ok(by_queue.into_values().collect())
     }
 
-    async fn step_list(&self, run_id: RunId) -> Result<Vec<StepRecord>, JobError> {
+    async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
+        let StepListParams { run_id } = *params;
         Ok(self
             .lock()
             .steps
@@ -642,7 +654,8 @@ impl JobDriver for MemoryDriver {
             .unwrap_or_default())
     }
 
-    async fn step_put(&self, record: &StepRecord, fence: &StepFence) -> Result<bool, JobError> {
+    async fn step_put(&self, params: &StepPutParams<'_>) -> Result<bool, JobError> {
+        let StepPutParams { record, fence } = *params;
         let mut state = self.lock();
         if !state.fenced(fence.job_id, &fence.by) {
             return Ok(false);
@@ -702,13 +715,13 @@ impl JobDriver for MemoryDriver {
         Ok(self.lock().event_seq.to_string())
     }
 
-    async fn event_find(
-        &self,
-        name: &str,
-        key: &str,
-        since: &EventSince,
-        now: Timestamp,
-    ) -> Result<Option<JobEvent>, JobError> {
+    async fn event_find(&self, params: &EventFindParams<'_>) -> Result<Option<JobEvent>, JobError> {
+        let EventFindParams {
+            name,
+            key,
+            since,
+            now,
+        } = *params;
         // A mark this driver did not write matches every stored event of the name and key.
         let mark: i64 = since.mark.parse().unwrap_or(0);
         Ok(self

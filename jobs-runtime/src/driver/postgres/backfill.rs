@@ -1,35 +1,18 @@
-//! The Postgres [`BackfillLedger`] (table `x_backfills`, migration 0005) and the driver's own
+//! The Postgres [`BackfillStore`] (table `x_backfills`, migration 0005) and the driver's own
 //! [`LedgerBook`] (table `x_ledger_lines`): short adapters over the `backfill_*` and `ledger_*`
 //! statements.
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
-use sqlx::{Row, SqlStr};
+use sqlx::Row;
 
-use super::classify::classify;
-use super::sql::{render, safe};
+use super::classify::{classify, Op};
 use super::PostgresDriver;
 use crate::driver::backfill_store::*;
 use crate::driver::ledger_book::{
     posting_conflict, LedgerBook, LedgerLine, PostingLinesParams, PostingWrite, PostingWritten,
 };
 use crate::error::JobError;
-
-const BACKFILL_LOCK: &str = include_str!("sql/backfill_lock.sql");
-const BACKFILL_BEGIN: &str = include_str!("sql/backfill_begin.sql");
-const BACKFILL_PROGRESS: &str = include_str!("sql/backfill_progress.sql");
-const BACKFILL_FINISH: &str = include_str!("sql/backfill_finish.sql");
-const BACKFILL_LIST: &str = include_str!("sql/backfill_list.sql");
-const LEDGER_INSERT: &str = include_str!("sql/ledger_insert.sql");
-const LEDGER_LINES: &str = include_str!("sql/ledger_lines.sql");
-
-impl PostgresDriver {
-    /// A statement of this module, rendered for the driver's schema (a few string replaces;
-    /// these run once per page or per posting, never on the claim path).
-    fn backfill_sql(&self, template: &str) -> SqlStr {
-        safe(render(template, self.schema()))
-    }
-}
 
 fn tenant_column(tenant: Option<&str>) -> &str {
     tenant.unwrap_or_default()
@@ -40,7 +23,7 @@ fn to_i64(n: u64) -> i64 {
 }
 
 fn pass(row: &PgRow) -> Result<BackfillPass, JobError> {
-    let d = |e| classify("decode backfill row", e);
+    let d = |e| classify(Op::DecodeBackfillRow, e);
     let tenant: String = row.try_get("tenant_id").map_err(d)?;
     let status: String = row.try_get("status").map_err(d)?;
     let batches: i64 = row.try_get("batches").map_err(d)?;
@@ -64,21 +47,21 @@ fn pass(row: &PgRow) -> Result<BackfillPass, JobError> {
 }
 
 #[async_trait]
-impl BackfillLedger for PostgresDriver {
+impl BackfillStore for PostgresDriver {
     async fn backfill_begin(&self, p: &BackfillBeginParams) -> Result<BackfillBegin, JobError> {
         let tenant = tenant_column(p.tenant.as_deref());
         let mut tx = self
             .pool()
             .begin()
             .await
-            .map_err(|e| classify("backfill_begin", e))?;
-        sqlx::query(self.backfill_sql(BACKFILL_LOCK))
+            .map_err(|e| classify(Op::BackfillBegin, e))?;
+        sqlx::query(self.sql.backfill_lock.clone())
             .bind(&p.name)
             .bind(tenant)
             .execute(&mut *tx)
             .await
-            .map_err(|e| classify("backfill_lock", e))?;
-        let row = sqlx::query(self.backfill_sql(BACKFILL_BEGIN))
+            .map_err(|e| classify(Op::BackfillLock, e))?;
+        let row = sqlx::query(self.sql.backfill_begin.clone())
             .bind(&p.name)
             .bind(tenant)
             .bind(p.run_id)
@@ -89,11 +72,11 @@ impl BackfillLedger for PostgresDriver {
             .bind(p.now)
             .fetch_one(&mut *tx)
             .await
-            .map_err(|e| classify("backfill_begin", e))?;
+            .map_err(|e| classify(Op::BackfillBegin, e))?;
         tx.commit()
             .await
-            .map_err(|e| classify("backfill_begin commit", e))?;
-        let d = |e| classify("backfill_begin", e);
+            .map_err(|e| classify(Op::BackfillBeginCommit, e))?;
+        let d = |e| classify(Op::BackfillBegin, e);
         let adopted: bool = row.try_get("adopted").map_err(d)?;
         let inserted: bool = row.try_get("inserted").map_err(d)?;
         let previous_run_id: Option<uuid::Uuid> = row.try_get("previous_run_id").map_err(d)?;
@@ -108,7 +91,7 @@ impl BackfillLedger for PostgresDriver {
     }
 
     async fn backfill_progress(&self, p: &BackfillProgressParams) -> Result<(), JobError> {
-        sqlx::query(self.backfill_sql(BACKFILL_PROGRESS))
+        sqlx::query(self.sql.backfill_progress.clone())
             .bind(p.run_id)
             .bind(to_i64(p.batches))
             .bind(to_i64(p.rows))
@@ -116,12 +99,12 @@ impl BackfillLedger for PostgresDriver {
             .bind(p.now)
             .execute(self.pool())
             .await
-            .map_err(|e| classify("backfill_progress", e))?;
+            .map_err(|e| classify(Op::BackfillProgress, e))?;
         Ok(())
     }
 
     async fn backfill_finish(&self, p: &BackfillFinishParams) -> Result<(), JobError> {
-        sqlx::query(self.backfill_sql(BACKFILL_FINISH))
+        sqlx::query(self.sql.backfill_finish.clone())
             .bind(p.run_id)
             .bind(p.status.as_str())
             .bind(to_i64(p.batches))
@@ -130,25 +113,25 @@ impl BackfillLedger for PostgresDriver {
             .bind(p.now)
             .execute(self.pool())
             .await
-            .map_err(|e| classify("backfill_finish", e))?;
+            .map_err(|e| classify(Op::BackfillFinish, e))?;
         Ok(())
     }
 
     async fn backfill_list(&self, p: &BackfillListParams) -> Result<Vec<BackfillPass>, JobError> {
-        let rows = sqlx::query(self.backfill_sql(BACKFILL_LIST))
+        let rows = sqlx::query(self.sql.backfill_list.clone())
             .bind(&p.name)
             .bind(p.status.map(PassStatus::as_str))
             .bind(p.run_id)
             .bind(i64::from(p.limit.unwrap_or(DEFAULT_BACKFILL_LIST_LIMIT)))
             .fetch_all(self.pool())
             .await
-            .map_err(|e| classify("backfill_list", e))?;
+            .map_err(|e| classify(Op::BackfillList, e))?;
         rows.iter().map(pass).collect()
     }
 }
 
 fn line(row: &PgRow) -> Result<LedgerLine, JobError> {
-    let d = |e| classify("decode ledger line", e);
+    let d = |e| classify(Op::DecodeLedgerLine, e);
     let line: i32 = row.try_get("line").map_err(d)?;
     let scale: Option<i16> = row.try_get("scale").map_err(d)?;
     Ok(LedgerLine {
@@ -179,8 +162,8 @@ impl LedgerBook for PostgresDriver {
             .pool()
             .begin()
             .await
-            .map_err(|e| classify("ledger_insert", e))?;
-        let inserted = sqlx::query(self.backfill_sql(LEDGER_INSERT))
+            .map_err(|e| classify(Op::LedgerInsert, e))?;
+        let inserted = sqlx::query(self.sql.ledger_insert.clone())
             .bind(&w.ledger)
             .bind(tenant)
             .bind(&w.key)
@@ -193,29 +176,29 @@ impl LedgerBook for PostgresDriver {
             .bind(w.now)
             .execute(&mut *tx)
             .await
-            .map_err(|e| classify("ledger_insert", e))?
+            .map_err(|e| classify(Op::LedgerInsert, e))?
             .rows_affected();
-        let stored = sqlx::query(self.backfill_sql(LEDGER_LINES))
+        let stored = sqlx::query(self.sql.ledger_lines.clone())
             .bind(&w.ledger)
             .bind(tenant)
             .bind(&w.key)
             .fetch_all(&mut *tx)
             .await
-            .map_err(|e| classify("ledger_lines", e))?
+            .map_err(|e| classify(Op::LedgerLines, e))?
             .iter()
             .map(line)
             .collect::<Result<Vec<_>, _>>()?;
         if stored != w.lines {
             tx.rollback()
                 .await
-                .map_err(|e| classify("ledger_insert rollback", e))?;
+                .map_err(|e| classify(Op::LedgerInsertRollback, e))?;
             // What was stored before this write: the read-back minus what it inserted.
             let before = stored.len().saturating_sub(inserted as usize);
             return Err(posting_conflict(&w.ledger, before, w.lines.len()));
         }
         tx.commit()
             .await
-            .map_err(|e| classify("ledger_insert commit", e))?;
+            .map_err(|e| classify(Op::LedgerInsertCommit, e))?;
         Ok(if inserted == 0 {
             PostingWritten::AlreadyPosted
         } else {
@@ -224,13 +207,13 @@ impl LedgerBook for PostgresDriver {
     }
 
     async fn posting_lines(&self, p: &PostingLinesParams) -> Result<Vec<LedgerLine>, JobError> {
-        sqlx::query(self.backfill_sql(LEDGER_LINES))
+        sqlx::query(self.sql.ledger_lines.clone())
             .bind(&p.ledger)
             .bind(tenant_column(p.tenant.as_deref()))
             .bind(&p.key)
             .fetch_all(self.pool())
             .await
-            .map_err(|e| classify("ledger_lines", e))?
+            .map_err(|e| classify(Op::LedgerLines, e))?
             .iter()
             .map(line)
             .collect()

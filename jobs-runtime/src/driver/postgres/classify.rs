@@ -14,8 +14,188 @@
 
 use crate::error::{ErrorCode, JobError};
 
+/// The driver operation a failure happened in: it names the operation in the message, and says
+/// what a value Postgres cannot store was (an input, a step output, an event payload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    BackfillBegin,
+    BackfillBeginCommit,
+    BackfillFinish,
+    BackfillList,
+    BackfillLock,
+    BackfillProgress,
+    Connect,
+    DecodeBackfillRow,
+    DecodeEventRow,
+    DecodeJobRow,
+    DecodeJobSummary,
+    DecodeLeaseRow,
+    DecodeLedgerLine,
+    DecodeStepRow,
+    EventFind,
+    EventMark,
+    EventPublish,
+    IntrospectCounterTotals,
+    IntrospectCounters,
+    IntrospectCountersRollup,
+    IntrospectJobList,
+    IntrospectJobPromote,
+    IntrospectJobPromoteMany,
+    IntrospectJobRemove,
+    IntrospectJobRemoveMany,
+    IntrospectJobRequeue,
+    IntrospectJobRequeueMany,
+    IntrospectQueuePause,
+    IntrospectQueuePaused,
+    IntrospectQueueResume,
+    IntrospectWorkerAnnounce,
+    IntrospectWorkerForget,
+    IntrospectWorkerList,
+    JobAck,
+    JobAckMany,
+    JobCancel,
+    JobClaim,
+    JobEnqueue,
+    JobEnqueueMany,
+    JobGet,
+    JobHeartbeat,
+    JobNack,
+    JobProgress,
+    JobPurge,
+    LeaseAcquire,
+    LeaseHolders,
+    LeaseRelease,
+    LeaseRenew,
+    LedgerInsert,
+    LedgerInsertCommit,
+    LedgerInsertRollback,
+    LedgerLines,
+    Migrate,
+    MigrateApply,
+    MigrateBootstrap,
+    MigrateCommit,
+    MigrateLock,
+    MigrateRead,
+    MigrateRecord,
+    QueueStats,
+    SchedulerLead,
+    SchedulerLeader,
+    SchedulerResign,
+    StepList,
+    StepPut,
+    TaskFire,
+    TaskFires,
+    TaskPause,
+    TaskPaused,
+    TaskResume,
+    TaskWatermarks,
+}
+
+impl Op {
+    /// The operation as the message names it (the statement's file name where it has one).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Op::BackfillBegin => "backfill_begin",
+            Op::BackfillBeginCommit => "backfill_begin commit",
+            Op::BackfillFinish => "backfill_finish",
+            Op::BackfillList => "backfill_list",
+            Op::BackfillLock => "backfill_lock",
+            Op::BackfillProgress => "backfill_progress",
+            Op::Connect => "connect",
+            Op::DecodeBackfillRow => "decode backfill row",
+            Op::DecodeEventRow => "decode event row",
+            Op::DecodeJobRow => "decode job row",
+            Op::DecodeJobSummary => "decode job summary",
+            Op::DecodeLeaseRow => "decode lease row",
+            Op::DecodeLedgerLine => "decode ledger line",
+            Op::DecodeStepRow => "decode step row",
+            Op::EventFind => "event_find",
+            Op::EventMark => "event_mark",
+            Op::EventPublish => "event_publish",
+            Op::IntrospectCounterTotals => "introspect_counter_totals",
+            Op::IntrospectCounters => "introspect_counters",
+            Op::IntrospectCountersRollup => "introspect_counters_rollup",
+            Op::IntrospectJobList => "introspect_job_list",
+            Op::IntrospectJobPromote => "introspect_job_promote",
+            Op::IntrospectJobPromoteMany => "introspect_job_promote_many",
+            Op::IntrospectJobRemove => "introspect_job_remove",
+            Op::IntrospectJobRemoveMany => "introspect_job_remove_many",
+            Op::IntrospectJobRequeue => "introspect_job_requeue",
+            Op::IntrospectJobRequeueMany => "introspect_job_requeue_many",
+            Op::IntrospectQueuePause => "introspect_queue_pause",
+            Op::IntrospectQueuePaused => "introspect_queue_paused",
+            Op::IntrospectQueueResume => "introspect_queue_resume",
+            Op::IntrospectWorkerAnnounce => "introspect_worker_announce",
+            Op::IntrospectWorkerForget => "introspect_worker_forget",
+            Op::IntrospectWorkerList => "introspect_worker_list",
+            Op::JobAck => "job_ack",
+            Op::JobAckMany => "job_ack_many",
+            Op::JobCancel => "job_cancel",
+            Op::JobClaim => "job_claim",
+            Op::JobEnqueue => "job_enqueue",
+            Op::JobEnqueueMany => "job_enqueue_many",
+            Op::JobGet => "job_get",
+            Op::JobHeartbeat => "job_heartbeat",
+            Op::JobNack => "job_nack",
+            Op::JobProgress => "job_progress",
+            Op::JobPurge => "job_purge",
+            Op::LeaseAcquire => "lease_acquire",
+            Op::LeaseHolders => "lease_holders",
+            Op::LeaseRelease => "lease_release",
+            Op::LeaseRenew => "lease_renew",
+            Op::LedgerInsert => "ledger_insert",
+            Op::LedgerInsertCommit => "ledger_insert commit",
+            Op::LedgerInsertRollback => "ledger_insert rollback",
+            Op::LedgerLines => "ledger_lines",
+            Op::Migrate => "migrate",
+            Op::MigrateApply => "migrate apply",
+            Op::MigrateBootstrap => "migrate bootstrap",
+            Op::MigrateCommit => "migrate commit",
+            Op::MigrateLock => "migrate lock",
+            Op::MigrateRead => "migrate read",
+            Op::MigrateRecord => "migrate record",
+            Op::QueueStats => "queue_stats",
+            Op::SchedulerLead => "scheduler_lead",
+            Op::SchedulerLeader => "scheduler_leader",
+            Op::SchedulerResign => "scheduler_resign",
+            Op::StepList => "step_list",
+            Op::StepPut => "step_put",
+            Op::TaskFire => "task_fire",
+            Op::TaskFires => "task_fires",
+            Op::TaskPause => "task_pause",
+            Op::TaskPaused => "task_paused",
+            Op::TaskResume => "task_resume",
+            Op::TaskWatermarks => "task_watermarks",
+        }
+    }
+
+    /// The code of the value this operation stores as jsonb, for a value jsonb refuses.
+    fn stored_value(self) -> Option<ErrorCode> {
+        match self {
+            Op::JobEnqueue | Op::JobEnqueueMany => Some(ErrorCode::JobInputInvalid),
+            Op::StepPut => Some(ErrorCode::StepOutputUnserializable),
+            Op::EventPublish => Some(ErrorCode::JobEventInvalid),
+            _ => None,
+        }
+    }
+
+    /// Whether it is part of applying the migrations (which create the tables themselves).
+    fn migrates(self) -> bool {
+        matches!(
+            self,
+            Op::Migrate
+                | Op::MigrateLock
+                | Op::MigrateBootstrap
+                | Op::MigrateRead
+                | Op::MigrateApply
+                | Op::MigrateRecord
+                | Op::MigrateCommit
+        )
+    }
+}
+
 /// A database failure, as the worker and the client see it.
-pub(crate) fn classify(operation: &'static str, error: sqlx::Error) -> JobError {
+pub(crate) fn classify(operation: Op, error: sqlx::Error) -> JobError {
     if let Some(refused) = unstorable(operation, &error) {
         return refused;
     }
@@ -46,7 +226,10 @@ pub(crate) fn classify(operation: &'static str, error: sqlx::Error) -> JobError 
         sqlx::Error::Configuration(cause) => format!("the database URL is malformed: {cause}"),
         other => other.to_string(),
     };
-    let error = JobError::new(code, format!("postgres `{operation}` failed: {detail}"));
+    let error = JobError::new(
+        code,
+        format!("postgres `{}` failed: {detail}", operation.name()),
+    );
     match code {
         // Postgres' message names its own limit (an index entry's), not ours: name them.
         ErrorCode::LimitExceeded => error.with_fix(
@@ -58,7 +241,7 @@ pub(crate) fn classify(operation: &'static str, error: sqlx::Error) -> JobError 
 }
 
 /// The code a SQLSTATE says more precisely than `X_DRIVER`, if any.
-fn sqlstate_code(operation: &str, sqlstate: &str) -> Option<ErrorCode> {
+fn sqlstate_code(operation: Op, sqlstate: &str) -> Option<ErrorCode> {
     match sqlstate {
         // invalid_catalog_name: the URL's database does not exist.
         "3D000" => Some(ErrorCode::DriverDatabaseUnknown),
@@ -67,9 +250,7 @@ fn sqlstate_code(operation: &str, sqlstate: &str) -> Option<ErrorCode> {
         "28P01" | "28000" => Some(ErrorCode::DriverAuthFailed),
         // invalid_schema_name, undefined_table: the driver's tables are not there. The
         // migrations themselves create them, so their own failures are not this.
-        "3F000" | "42P01" if !operation.starts_with("migrate") => {
-            Some(ErrorCode::DriverSchemaMissing)
-        }
+        "3F000" | "42P01" if !operation.migrates() => Some(ErrorCode::DriverSchemaMissing),
         // program_limit_exceeded: an index entry larger than a btree page holds.
         "54000" => Some(ErrorCode::LimitExceeded),
         // invalid byte sequence: a NUL in a text value (jsonb's is 22P05, below).
@@ -87,24 +268,20 @@ fn session_ended(sqlstate: &str) -> bool {
 
 /// jsonb cannot hold `\u0000` (sqlstate 22P05): no retry can ever store such a value, so it is
 /// refused with the code of what carried it (terminal), not as a retryable driver failure.
-fn unstorable(operation: &'static str, error: &sqlx::Error) -> Option<JobError> {
+fn unstorable(operation: Op, error: &sqlx::Error) -> Option<JobError> {
     let sqlx::Error::Database(db) = error else {
         return None;
     };
     if db.code().as_deref() != Some("22P05") {
         return None;
     }
-    let code = match operation {
-        "job_enqueue" | "job_enqueue_many" => ErrorCode::JobInputInvalid,
-        "step_put" => ErrorCode::StepOutputUnserializable,
-        "event_publish" => ErrorCode::JobEventInvalid,
-        _ => return None,
-    };
+    let code = operation.stored_value()?;
     Some(
         JobError::new(
             code,
             format!(
-                "postgres `{operation}` cannot store the value: it holds a NUL character (\\u0000), which jsonb refuses (sqlstate 22P05)"
+                "postgres `{}` cannot store the value: it holds a NUL character (\\u0000), which jsonb refuses (sqlstate 22P05)",
+                operation.name()
             ),
         )
         .with_fix("remove NUL characters (\\u0000) from the value before it is stored"),
@@ -121,7 +298,7 @@ mod tests {
         for ended in ["08000", "08006", "08003", "57P01", "57P02", "57P03"] {
             assert!(session_ended(ended), "{ended}");
             assert_eq!(
-                sqlstate_code("job_claim", ended),
+                sqlstate_code(Op::JobClaim, ended),
                 Some(ErrorCode::DriverUnavailable)
             );
         }
@@ -144,7 +321,11 @@ mod tests {
             ("22021", ErrorCode::ValueUnstorable),
         ];
         for (sqlstate, code) in cases {
-            assert_eq!(sqlstate_code("connect", sqlstate), Some(code), "{sqlstate}");
+            assert_eq!(
+                sqlstate_code(Op::Connect, sqlstate),
+                Some(code),
+                "{sqlstate}"
+            );
             assert_eq!(code.class(), ErrorClass::Terminal, "{sqlstate}");
         }
         let codes: std::collections::HashSet<ErrorCode> = cases.iter().map(|(_, c)| *c).collect();
@@ -154,8 +335,8 @@ mod tests {
 
     #[test]
     fn a_missing_table_while_migrating_is_not_a_missing_schema() {
-        assert_eq!(sqlstate_code("migrate apply", "42P01"), None);
-        assert_eq!(sqlstate_code("migrate apply", "3F000"), None);
+        assert_eq!(sqlstate_code(Op::MigrateApply, "42P01"), None);
+        assert_eq!(sqlstate_code(Op::MigrateApply, "3F000"), None);
     }
 
     #[test]
@@ -163,12 +344,12 @@ mod tests {
         assert!(ErrorCode::DriverUnavailable.fix().contains("reachable"));
         assert!(!ErrorCode::Driver.fix().contains("reachable"));
         let e = classify(
-            "connect",
+            Op::Connect,
             sqlx::Error::Configuration("invalid port number".into()),
         );
         assert_eq!(e.code(), Some(ErrorCode::DriverUrlInvalid));
         assert_eq!(e.class(), ErrorClass::Terminal);
-        let e = classify("job_claim", sqlx::Error::PoolTimedOut);
+        let e = classify(Op::JobClaim, sqlx::Error::PoolTimedOut);
         assert_eq!(e.code(), Some(ErrorCode::DriverUnavailable));
         assert!(e.message().contains("unreachable"), "{e}");
     }

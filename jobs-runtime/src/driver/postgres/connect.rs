@@ -8,7 +8,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::Connection;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use crate::error::{ErrorCode, JobError};
 
 /// How long [`PostgresDriver::connect`](super::PostgresDriver::connect) waits for the server to
@@ -54,7 +54,7 @@ fn refused(where_: &str, error: sqlx::Error) -> JobError {
             format!("postgres `connect` failed: TLS with {where_} failed: {tls}"),
         )
         .with_fix("check the URL's `sslmode` against what the server offers"),
-        other => classify("connect", other),
+        other => classify(Op::Connect, other),
     }
 }
 

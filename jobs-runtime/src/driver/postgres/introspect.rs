@@ -7,33 +7,20 @@ use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::rows;
-use super::sql::{render, safe};
 use super::PostgresDriver;
-use crate::clock::Timestamp;
 use crate::driver::introspect::*;
+use crate::driver::introspect::{
+    CounterTotalsParams, CountersParams, CountersRollupParams, JobPromoteParams, JobRemoveParams,
+    QueuePauseParams, QueueResumeParams, WorkerForgetParams, WorkerListParams,
+};
 use crate::driver::records::*;
+use crate::driver::JobGetParams;
 use crate::error::{ErrorCode, JobError};
 
-/// The columns a list row carries (never the input).
-const SUMMARY_COLUMNS: &str = "j.id, j.run_id, j.name, j.queue, j.tenant_id, j.state, j.attempt, \
-     j.max_attempts, j.run_at, j.created_at, j.updated_at, j.last_error_code, j.progress";
-
-macro_rules! statement {
-    ($driver:expr, $name:literal) => {
-        safe(
-            render(
-                include_str!(concat!("sql/", $name, ".sql")),
-                &$driver.schema,
-            )
-            .replace("{summary_columns}", SUMMARY_COLUMNS),
-        )
-    };
-}
-
 fn summary(row: &PgRow) -> Result<JobSummary, JobError> {
-    let d = |e| classify("decode job summary", e);
+    let d = |e| classify(Op::DecodeJobSummary, e);
     let state: String = row.try_get("state").map_err(d)?;
     let progress: Option<serde_json::Value> = row.try_get("progress").map_err(d)?;
     let count = |column: &str| -> Result<u32, JobError> {
@@ -57,7 +44,7 @@ fn summary(row: &PgRow) -> Result<JobSummary, JobError> {
     })
 }
 
-fn bulk(row: &PgRow, operation: &'static str) -> Result<BulkResult, JobError> {
+fn bulk(row: &PgRow, operation: Op) -> Result<BulkResult, JobError> {
     let d = |e| classify(operation, e);
     let affected: i64 = row.try_get("affected").map_err(d)?;
     let remaining: i64 = row.try_get("remaining").map_err(d)?;
@@ -98,7 +85,7 @@ fn id_prefix(prefix: &Option<String>) -> Option<String> {
 
 impl PostgresDriver {
     async fn refusal_for(&self, verb: Bulk, id: JobId) -> JobError {
-        match crate::driver::JobDriver::job_get(self, id).await {
+        match crate::driver::JobDriver::job_get(self, &JobGetParams { id }).await {
             Ok(row) => refusal(verb, row.as_ref(), id),
             Err(error) => error,
         }
@@ -110,9 +97,9 @@ impl JobIntrospection for PostgresDriver {
     async fn job_list(&self, params: &JobListParams) -> Result<JobPage, JobError> {
         let (limit, cursor) = check_list(params)?;
         let (sql, at) = match cursor {
-            Some(Cursor::Before(c)) => (statement!(self, "introspect_job_list_newer"), Some(c)),
-            Some(Cursor::After(c)) => (statement!(self, "introspect_job_list_older"), Some(c)),
-            None => (statement!(self, "introspect_job_list_older"), None),
+            Some(Cursor::Before(c)) => (self.sql.introspect_job_list_newer.clone(), Some(c)),
+            Some(Cursor::After(c)) => (self.sql.introspect_job_list_older.clone(), Some(c)),
+            None => (self.sql.introspect_job_list_older.clone(), None),
         };
         let rows = sqlx::query(sql)
             .bind(&params.queue)
@@ -127,7 +114,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_list", e))?;
+            .map_err(|e| classify(Op::IntrospectJobList, e))?;
         let mut jobs = rows.iter().map(summary).collect::<Result<Vec<_>, _>>()?;
         if matches!(cursor, Some(Cursor::Before(_))) {
             jobs.reverse();
@@ -135,12 +122,13 @@ impl JobIntrospection for PostgresDriver {
         Ok(page_of(jobs, limit, cursor))
     }
 
-    async fn job_remove(&self, id: JobId) -> Result<JobRecord, JobError> {
-        let row = sqlx::query(statement!(self, "introspect_job_remove"))
+    async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError> {
+        let JobRemoveParams { id } = *params;
+        let row = sqlx::query(self.sql.introspect_job_remove.clone())
             .bind(id)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_remove", e))?;
+            .map_err(|e| classify(Op::IntrospectJobRemove, e))?;
         match row {
             Some(row) => rows::job_record(&row),
             None => Err(self.refusal_for(Bulk::Remove, id).await),
@@ -148,7 +136,7 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn job_requeue(&self, params: &JobRequeueParams) -> Result<JobRecord, JobError> {
-        let result = sqlx::query(statement!(self, "introspect_job_requeue"))
+        let result = sqlx::query(self.sql.introspect_job_requeue.clone())
             .bind(params.id)
             .bind(&params.from_step)
             .bind(params.now)
@@ -159,32 +147,33 @@ impl JobIntrospection for PostgresDriver {
         let row = match result {
             Ok(row) => row,
             Err(error) if live_key_taken(&error) => {
-                let row = crate::driver::JobDriver::job_get(self, id).await?;
+                let row = crate::driver::JobDriver::job_get(self, &JobGetParams { id }).await?;
                 return Err(match row {
                     Some(row) => duplicate(&row, None),
                     None => not_found(id),
                 });
             }
-            Err(error) => return Err(classify("introspect_job_requeue", error)),
+            Err(error) => return Err(classify(Op::IntrospectJobRequeue, error)),
         };
         if let Some(row) = row {
             return rows::job_record(&row);
         }
-        let current = crate::driver::JobDriver::job_get(self, id).await?;
+        let current = crate::driver::JobDriver::job_get(self, &JobGetParams { id }).await?;
         match (&current, &params.from_step) {
             (Some(row), Some(step)) if !row.state.is_live() => Err(unknown_step(id, step)),
             _ => Err(refusal(Bulk::Requeue, current.as_ref(), id)),
         }
     }
 
-    async fn job_promote(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
-        let row = sqlx::query(statement!(self, "introspect_job_promote"))
+    async fn job_promote(&self, params: &JobPromoteParams) -> Result<JobRecord, JobError> {
+        let JobPromoteParams { id, now } = *params;
+        let row = sqlx::query(self.sql.introspect_job_promote.clone())
             .bind(id)
             .bind(now)
             .bind(&*self.wake_channel)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_promote", e))?;
+            .map_err(|e| classify(Op::IntrospectJobPromote, e))?;
         match row {
             Some(row) => rows::job_record(&row),
             None => Err(self.refusal_for(Bulk::Promote, id).await),
@@ -193,7 +182,7 @@ impl JobIntrospection for PostgresDriver {
 
     async fn job_requeue_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
         check_bulk_state(Bulk::Requeue, p.state)?;
-        let result = sqlx::query(statement!(self, "introspect_job_requeue_many"))
+        let result = sqlx::query(self.sql.introspect_job_requeue_many.clone())
             .bind(p.state.as_str())
             .bind(&p.queue)
             .bind(&p.name)
@@ -204,18 +193,18 @@ impl JobIntrospection for PostgresDriver {
             .fetch_one(&self.pool)
             .await;
         match result {
-            Ok(row) => bulk(&row, "introspect_job_requeue_many"),
+            Ok(row) => bulk(&row, Op::IntrospectJobRequeueMany),
             Err(error) if live_key_taken(&error) => Err(JobError::new(
                 ErrorCode::JobDuplicate,
                 "a job took one of the keys while the requeue ran; nothing moved, call again",
             )),
-            Err(error) => Err(classify("introspect_job_requeue_many", error)),
+            Err(error) => Err(classify(Op::IntrospectJobRequeueMany, error)),
         }
     }
 
     async fn job_remove_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
         check_bulk_state(Bulk::Remove, p.state)?;
-        let row = sqlx::query(statement!(self, "introspect_job_remove_many"))
+        let row = sqlx::query(self.sql.introspect_job_remove_many.clone())
             .bind(p.state.as_str())
             .bind(&p.queue)
             .bind(&p.name)
@@ -223,13 +212,13 @@ impl JobIntrospection for PostgresDriver {
             .bind(i64::from(MAX_BULK_ROWS))
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_remove_many", e))?;
-        bulk(&row, "introspect_job_remove_many")
+            .map_err(|e| classify(Op::IntrospectJobRemoveMany, e))?;
+        bulk(&row, Op::IntrospectJobRemoveMany)
     }
 
     async fn job_promote_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
         check_bulk_state(Bulk::Promote, p.state)?;
-        let row = sqlx::query(statement!(self, "introspect_job_promote_many"))
+        let row = sqlx::query(self.sql.introspect_job_promote_many.clone())
             .bind(p.state.as_str())
             .bind(&p.queue)
             .bind(&p.name)
@@ -239,39 +228,41 @@ impl JobIntrospection for PostgresDriver {
             .bind(&*self.wake_channel)
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("introspect_job_promote_many", e))?;
-        bulk(&row, "introspect_job_promote_many")
+            .map_err(|e| classify(Op::IntrospectJobPromoteMany, e))?;
+        bulk(&row, Op::IntrospectJobPromoteMany)
     }
 
-    async fn queue_pause(&self, queue: &str, now: Timestamp) -> Result<(), JobError> {
-        sqlx::query(statement!(self, "introspect_queue_pause"))
+    async fn queue_pause(&self, params: &QueuePauseParams<'_>) -> Result<(), JobError> {
+        let QueuePauseParams { queue, now } = *params;
+        sqlx::query(self.sql.introspect_queue_pause.clone())
             .bind(queue)
             .bind(now)
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("introspect_queue_pause", e))?;
+            .map_err(|e| classify(Op::IntrospectQueuePause, e))?;
         Ok(())
     }
 
-    async fn queue_resume(&self, queue: &str, _now: Timestamp) -> Result<bool, JobError> {
-        let row = sqlx::query(statement!(self, "introspect_queue_resume"))
+    async fn queue_resume(&self, params: &QueueResumeParams<'_>) -> Result<bool, JobError> {
+        let QueueResumeParams { queue, now: _ } = *params;
+        let row = sqlx::query(self.sql.introspect_queue_resume.clone())
             .bind(queue)
             .bind(&*self.wake_channel)
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("introspect_queue_resume", e))?;
+            .map_err(|e| classify(Op::IntrospectQueueResume, e))?;
         row.try_get("resumed")
-            .map_err(|e| classify("introspect_queue_resume", e))
+            .map_err(|e| classify(Op::IntrospectQueueResume, e))
     }
 
     async fn queue_paused(&self) -> Result<Vec<QueuePause>, JobError> {
-        let rows = sqlx::query(statement!(self, "introspect_queue_paused"))
+        let rows = sqlx::query(self.sql.introspect_queue_paused.clone())
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_queue_paused", e))?;
+            .map_err(|e| classify(Op::IntrospectQueuePaused, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("introspect_queue_paused", e);
+                let d = |e| classify(Op::IntrospectQueuePaused, e);
                 Ok(QueuePause {
                     queue: row.try_get("queue").map_err(d)?,
                     paused_at: row.try_get("paused_at").map_err(d)?,
@@ -287,7 +278,7 @@ impl JobIntrospection for PostgresDriver {
             .take(MAX_WORKER_IN_FLIGHT)
             .copied()
             .collect();
-        sqlx::query(statement!(self, "introspect_worker_announce"))
+        sqlx::query(self.sql.introspect_worker_announce.clone())
             .bind(&a.id)
             .bind(&a.host)
             .bind(a.started_at)
@@ -299,28 +290,30 @@ impl JobIntrospection for PostgresDriver {
             .bind(crate::clock::add(a.now, a.ttl))
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("introspect_worker_announce", e))?;
+            .map_err(|e| classify(Op::IntrospectWorkerAnnounce, e))?;
         Ok(())
     }
 
-    async fn worker_forget(&self, id: &str) -> Result<(), JobError> {
-        sqlx::query(statement!(self, "introspect_worker_forget"))
+    async fn worker_forget(&self, params: &WorkerForgetParams<'_>) -> Result<(), JobError> {
+        let WorkerForgetParams { id } = *params;
+        sqlx::query(self.sql.introspect_worker_forget.clone())
             .bind(id)
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("introspect_worker_forget", e))?;
+            .map_err(|e| classify(Op::IntrospectWorkerForget, e))?;
         Ok(())
     }
 
-    async fn worker_list(&self, now: Timestamp) -> Result<Vec<WorkerRow>, JobError> {
-        let rows = sqlx::query(statement!(self, "introspect_worker_list"))
+    async fn worker_list(&self, params: &WorkerListParams) -> Result<Vec<WorkerRow>, JobError> {
+        let WorkerListParams { now } = *params;
+        let rows = sqlx::query(self.sql.introspect_worker_list.clone())
             .bind(now)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_worker_list", e))?;
+            .map_err(|e| classify(Op::IntrospectWorkerList, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("introspect_worker_list", e);
+                let d = |e| classify(Op::IntrospectWorkerList, e);
                 let slots: i32 = row.try_get("slots").map_err(d)?;
                 let count: i32 = row.try_get("in_flight_count").map_err(d)?;
                 Ok(WorkerRow {
@@ -338,16 +331,17 @@ impl JobIntrospection for PostgresDriver {
             .collect()
     }
 
-    async fn counters(&self, name: &str, since: Timestamp) -> Result<Vec<CounterBucket>, JobError> {
-        let rows = sqlx::query(statement!(self, "introspect_counters"))
+    async fn counters(&self, params: &CountersParams<'_>) -> Result<Vec<CounterBucket>, JobError> {
+        let CountersParams { name, since } = *params;
+        let rows = sqlx::query(self.sql.introspect_counters.clone())
             .bind(name)
             .bind(since)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_counters", e))?;
+            .map_err(|e| classify(Op::IntrospectCounters, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("introspect_counters", e);
+                let d = |e| classify(Op::IntrospectCounters, e);
                 let width: i32 = row.try_get("width_secs").map_err(d)?;
                 Ok(CounterBucket {
                     bucket: Some(row.try_get("bucket").map_err(d)?),
@@ -362,15 +356,19 @@ impl JobIntrospection for PostgresDriver {
             .collect()
     }
 
-    async fn counter_totals(&self, since: Timestamp) -> Result<Vec<CounterTotals>, JobError> {
-        let rows = sqlx::query(statement!(self, "introspect_counter_totals"))
+    async fn counter_totals(
+        &self,
+        params: &CounterTotalsParams,
+    ) -> Result<Vec<CounterTotals>, JobError> {
+        let CounterTotalsParams { since } = *params;
+        let rows = sqlx::query(self.sql.introspect_counter_totals.clone())
             .bind(since)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("introspect_counter_totals", e))?;
+            .map_err(|e| classify(Op::IntrospectCounterTotals, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("introspect_counter_totals", e);
+                let d = |e| classify(Op::IntrospectCounterTotals, e);
                 Ok(CounterTotals {
                     name: row.try_get("name").map_err(d)?,
                     done: non_negative(row.try_get("done").map_err(d)?),
@@ -383,12 +381,13 @@ impl JobIntrospection for PostgresDriver {
             .collect()
     }
 
-    async fn counters_rollup(&self, now: Timestamp) -> Result<u64, JobError> {
-        let moved: i64 = sqlx::query_scalar(statement!(self, "introspect_counters_rollup"))
+    async fn counters_rollup(&self, params: &CountersRollupParams) -> Result<u64, JobError> {
+        let CountersRollupParams { now } = *params;
+        let moved: i64 = sqlx::query_scalar(self.sql.introspect_counters_rollup.clone())
             .bind(now)
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("introspect_counters_rollup", e))?;
+            .map_err(|e| classify(Op::IntrospectCountersRollup, e))?;
         Ok(non_negative(moved))
     }
 }

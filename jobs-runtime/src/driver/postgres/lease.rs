@@ -1,20 +1,19 @@
 //! The Postgres lease store: `x_job_leases` (primary key `(lease_key, slot)`) and the one fence
 //! sequence `x_job_lease_fence`.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::PostgresDriver;
-use crate::clock::{add, Timestamp};
+use crate::clock::add;
 use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::error::JobError;
 
 fn held(row: &PgRow) -> Result<HeldLease, JobError> {
-    let get = |e| classify("decode lease row", e);
+    let get = |e| classify(Op::DecodeLeaseRow, e);
     let slot: i32 = row.try_get("slot").map_err(get)?;
     Ok(HeldLease {
         key: row.try_get("lease_key").map_err(get)?,
@@ -32,7 +31,7 @@ fn slot(lease: &HeldLease) -> i32 {
 #[async_trait]
 impl LeaseStore for PostgresDriver {
     async fn lease_acquire(&self, p: &LeaseAcquire) -> Result<Option<HeldLease>, JobError> {
-        let failed = |e| classify("lease_acquire", e);
+        let failed = |e| classify(Op::LeaseAcquire, e);
         let mut tx = self.pool.begin().await.map_err(failed)?;
         sqlx::query(self.sql.lease_acquire_lock.clone())
             .bind(&p.key)
@@ -54,10 +53,9 @@ impl LeaseStore for PostgresDriver {
 
     async fn lease_renew(
         &self,
-        lease: &HeldLease,
-        ttl: Duration,
-        now: Timestamp,
+        params: &LeaseRenewParams<'_>,
     ) -> Result<Option<HeldLease>, JobError> {
+        let LeaseRenewParams { lease, ttl, now } = *params;
         let row = sqlx::query(self.sql.lease_renew.clone())
             .bind(&lease.key)
             .bind(slot(lease))
@@ -65,7 +63,7 @@ impl LeaseStore for PostgresDriver {
             .bind(add(now, ttl))
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("lease_renew", e))?;
+            .map_err(|e| classify(Op::LeaseRenew, e))?;
         row.as_ref().map(held).transpose()
     }
 
@@ -76,17 +74,21 @@ impl LeaseStore for PostgresDriver {
             .bind(lease.fence)
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("lease_release", e))?;
+            .map_err(|e| classify(Op::LeaseRelease, e))?;
         Ok(done.rows_affected() == 1)
     }
 
-    async fn lease_holders(&self, key: &str, now: Timestamp) -> Result<Vec<HeldLease>, JobError> {
+    async fn lease_holders(
+        &self,
+        params: &LeaseHoldersParams<'_>,
+    ) -> Result<Vec<HeldLease>, JobError> {
+        let LeaseHoldersParams { key, now } = *params;
         let rows = sqlx::query(self.sql.lease_holders.clone())
             .bind(key)
             .bind(now)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("lease_holders", e))?;
+            .map_err(|e| classify(Op::LeaseHolders, e))?;
         rows.iter().map(held).collect()
     }
 }

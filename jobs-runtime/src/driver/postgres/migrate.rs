@@ -1,9 +1,13 @@
 //! The embedded migrations (`migrations/NNNN_*.sql` at the workspace root), applied in order,
 //! once each, under an advisory lock so concurrent starters take turns.
+//!
+//! They are read through `jobs-runtime/migrations`, a symbolic link to the workspace's folder,
+//! so they lie inside the `jobs` package: `cargo package` stores the files themselves and the
+//! published crate builds on its own (`.ci/run` packages every published crate to prove it).
 
 use sqlx::PgPool;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::sql::{render, safe};
 use crate::error::JobError;
 
@@ -23,7 +27,7 @@ macro_rules! migrations {
         &[$(Migration {
             version: $version,
             name: $file,
-            sql: include_str!(concat!("../../../../migrations/", $file)),
+            sql: include_str!(concat!("../../../migrations/", $file)),
         },)*]
     };
 }
@@ -49,12 +53,12 @@ pub const MIGRATIONS: &[Migration] = migrations! {
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to
 /// run from several processes at once. Answers the versions it applied.
 pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, JobError> {
-    let mut tx = pool.begin().await.map_err(|e| classify("migrate", e))?;
+    let mut tx = pool.begin().await.map_err(|e| classify(Op::Migrate, e))?;
     sqlx::query("select pg_advisory_xact_lock(hashtext($1))")
         .bind(format!("jobs.migrate:{schema}"))
         .execute(&mut *tx)
         .await
-        .map_err(|e| classify("migrate lock", e))?;
+        .map_err(|e| classify(Op::MigrateLock, e))?;
     let bootstrap = render(
         "create schema if not exists {schema};
          create table if not exists {schema}.x_jobs_migrations (
@@ -67,14 +71,14 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
     sqlx::raw_sql(safe(bootstrap))
         .execute(&mut *tx)
         .await
-        .map_err(|e| classify("migrate bootstrap", e))?;
+        .map_err(|e| classify(Op::MigrateBootstrap, e))?;
     let applied: Vec<i32> = sqlx::query_scalar(safe(render(
         "select version from {schema}.x_jobs_migrations",
         schema,
     )))
     .fetch_all(&mut *tx)
     .await
-    .map_err(|e| classify("migrate read", e))?;
+    .map_err(|e| classify(Op::MigrateRead, e))?;
     let mut done = Vec::new();
     for migration in MIGRATIONS {
         if applied.contains(&migration.version) {
@@ -83,7 +87,7 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
         sqlx::raw_sql(safe(render(migration.sql, schema)))
             .execute(&mut *tx)
             .await
-            .map_err(|e| classify("migrate apply", e))?;
+            .map_err(|e| classify(Op::MigrateApply, e))?;
         sqlx::query(safe(render(
             "insert into {schema}.x_jobs_migrations (version, name) values ($1, $2)",
             schema,
@@ -92,12 +96,12 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
         .bind(migration.name)
         .execute(&mut *tx)
         .await
-        .map_err(|e| classify("migrate record", e))?;
+        .map_err(|e| classify(Op::MigrateRecord, e))?;
         done.push(migration.version);
     }
     tx.commit()
         .await
-        .map_err(|e| classify("migrate commit", e))?;
+        .map_err(|e| classify(Op::MigrateCommit, e))?;
     Ok(done)
 }
 
@@ -107,7 +111,7 @@ mod tests {
 
     #[test]
     fn every_file_in_migrations_is_embedded_in_order() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .expect("the migrations folder")
             .map(|e| {
@@ -125,5 +129,25 @@ mod tests {
             assert_eq!(m.version as usize, i + 1);
             assert!(m.name.starts_with(&format!("{:04}_", m.version)));
         }
+    }
+
+    /// The package's `migrations` is the workspace's folder itself (a link, not a copy that
+    /// could drift), whenever the crate is built inside the workspace.
+    #[test]
+    fn the_package_migrations_are_the_workspace_folder() {
+        let package = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let workspace = package.join("../migrations");
+        if !package.join("../Cargo.toml").exists() {
+            // Built from the published package: the files were copied in, there is no twin.
+            assert!(package.join("migrations/0001_jobs.sql").is_file());
+            return;
+        }
+        let link = std::fs::read_link(package.join("migrations"))
+            .expect("jobs-runtime/migrations is a symbolic link to ../migrations");
+        assert_eq!(link, std::path::Path::new("../migrations"));
+        assert_eq!(
+            package.join("migrations").canonicalize().unwrap(),
+            workspace.canonicalize().unwrap()
+        );
     }
 }

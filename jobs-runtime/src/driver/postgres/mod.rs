@@ -39,11 +39,14 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::Connection;
 use sqlx::Row;
 
-use self::classify::classify;
+use self::classify::{classify, Op};
 use self::sql::Statements;
 use super::records::*;
 use super::{JobDriver, WakeReceiver};
 use crate::clock::{add, Timestamp};
+use crate::driver::{
+    EventFindParams, JobCancelParams, JobGetParams, QueueStatsParams, StepListParams, StepPutParams,
+};
 use crate::error::{ErrorCode, JobError};
 
 /// The schema the driver uses unless told otherwise.
@@ -66,8 +69,6 @@ pub struct PostgresDriver {
     schema: Arc<str>,
     wake_channel: Arc<str>,
     sql: Arc<Statements>,
-    /// The tenant this driver's last claim served last: the next claim's turns start after it.
-    fair_cursor: Arc<std::sync::Mutex<String>>,
     /// The hot path's own connections, out of the pool.
     pinned: Arc<PinnedConnections>,
 }
@@ -129,7 +130,7 @@ impl PostgresDriver {
     pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, JobError> {
         let options = url
             .parse::<PgConnectOptions>()
-            .map_err(|e| classify("connect", e))?;
+            .map_err(|e| classify(Op::Connect, e))?;
         let options = Self::tune(options);
         connect::probe(&options, timeout).await?;
         // The probe proved the configuration; the pool dials on demand from here on.
@@ -160,7 +161,6 @@ impl PostgresDriver {
             sql: Arc::new(Statements::new(schema)),
             schema: schema.into(),
             wake_channel: wake::channel(schema).into(),
-            fair_cursor: Arc::default(),
             pinned: Arc::default(),
         })
     }
@@ -205,7 +205,7 @@ impl PostgresDriver {
         now: Timestamp,
         transaction: Transaction,
     ) -> Result<EnqueueResult, JobError> {
-        let failed = |e| classify("job_enqueue", e);
+        let failed = |e| classify(Op::JobEnqueue, e);
         // The insert answers nothing when a row holds the job; the holder lookup then names it.
         // A holder that finished in between frees the key: insert again. Three rounds at most.
         let statement = match transaction {
@@ -298,8 +298,8 @@ impl PostgresDriver {
             .bind(add(event.now, event.ttl))
             .fetch_one(&mut *conn)
             .await
-            .map_err(|e| classify("event_publish", e))?;
-        row.try_get("id").map_err(|e| classify("event_publish", e))
+            .map_err(|e| classify(Op::EventPublish, e))?;
+        row.try_get("id").map_err(|e| classify(Op::EventPublish, e))
     }
 
     /// One statement for a whole batch (`UNNEST` arrays); a row whose key holder committed
@@ -310,7 +310,7 @@ impl PostgresDriver {
         batch: &[EnqueueRequest],
         now: Timestamp,
     ) -> Result<Vec<EnqueueResult>, JobError> {
-        let failed = |e| classify("job_enqueue_many", e);
+        let failed = |e| classify(Op::JobEnqueueMany, e);
         let column = |f: fn(&EnqueueRequest) -> String| batch.iter().map(f).collect::<Vec<_>>();
         let rows = sqlx::query(self.sql.job_enqueue_many.clone())
             .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
@@ -390,7 +390,7 @@ impl PostgresDriver {
     ) -> (Result<EnqueueResult, JobError>, bool) {
         let mut lease = match self.pinned.enqueue.lease(&self.pool).await {
             Ok(lease) => lease,
-            Err(e) => return (Err(classify("job_enqueue", e)), false),
+            Err(e) => return (Err(classify(Op::JobEnqueue, e)), false),
         };
         let pinned = lease.is_pinned();
         let result = self
@@ -414,7 +414,7 @@ impl PostgresDriver {
         let mut tx = conn
             .begin()
             .await
-            .map_err(|e| classify("job_enqueue_many", e))?;
+            .map_err(|e| classify(Op::JobEnqueueMany, e))?;
         let mut out = Vec::with_capacity(requests.len());
         if requests
             .iter()
@@ -434,7 +434,7 @@ impl PostgresDriver {
         }
         tx.commit()
             .await
-            .map_err(|e| classify("job_enqueue_many", e))?;
+            .map_err(|e| classify(Op::JobEnqueueMany, e))?;
         Ok(out)
     }
 
@@ -459,19 +459,19 @@ impl PostgresDriver {
             .bind(params.now)
             .bind(visible_at)
             .bind(&params.drop_exhausted)
-            .bind(self.fair_cursor())
+            .bind(&params.fair_after)
             .fetch_all(&mut *conn)
             .await
-            .map_err(|e| classify("job_claim", e))?;
+            .map_err(|e| classify(Op::JobClaim, e))?;
         let mut result = ClaimResult::default();
         for row in &rows {
             let buried: bool = row
                 .try_get("buried")
-                .map_err(|e| classify("job_claim", e))?;
+                .map_err(|e| classify(Op::JobClaim, e))?;
             let record = rows::job_record(row)?;
             let has_steps: bool = row
                 .try_get("has_steps")
-                .map_err(|e| classify("job_claim", e))?;
+                .map_err(|e| classify(Op::JobClaim, e))?;
             if buried {
                 result.exhausted.push(record);
                 continue;
@@ -496,7 +496,6 @@ impl PostgresDriver {
         }
         // The statement's order is not the claim order once the queues are merged.
         result.jobs.sort_by_key(|j| j.id);
-        self.advance_fair_cursor(&result.jobs);
         Ok(result)
     }
 
@@ -520,14 +519,14 @@ impl PostgresDriver {
             .bind(now)
             .fetch_all(&mut *conn)
             .await
-            .map_err(|e| classify("job_ack_many", e))?;
+            .map_err(|e| classify(Op::JobAckMany, e))?;
         let landed: std::collections::HashSet<JobId> = landed.into_iter().collect();
         Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
     }
 
     async fn execute_fenced(
         &self,
-        operation: &'static str,
+        operation: Op,
         query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
     ) -> Result<bool, JobError> {
         let done = query
@@ -535,30 +534,6 @@ impl PostgresDriver {
             .await
             .map_err(|e| classify(operation, e))?;
         Ok(done.rows_affected() == 1)
-    }
-}
-
-impl PostgresDriver {
-    fn fair_cursor(&self) -> String {
-        self.fair_cursor
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// Moves the cursor to the last tenant the claim's walk served: the largest served tenant
-    /// past the cursor, or, when the walk wrapped around, the largest before it.
-    fn advance_fair_cursor(&self, claimed: &[ClaimedJob]) {
-        let mut cursor = self.fair_cursor.lock().unwrap_or_else(|e| e.into_inner());
-        let served = claimed.iter().map(|j| j.tenant_id.as_deref().unwrap_or(""));
-        let (wrapped, ahead): (Vec<&str>, Vec<&str>) = served.partition(|t| *t <= cursor.as_str());
-        if let Some(last) = wrapped
-            .into_iter()
-            .max()
-            .or_else(|| ahead.into_iter().max())
-        {
-            *cursor = last.to_string();
-        }
     }
 }
 
@@ -585,8 +560,12 @@ impl JobDriver for PostgresDriver {
         "postgres"
     }
 
-    fn as_postgres(&self) -> Option<&PostgresDriver> {
+    fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
         Some(self)
+    }
+
+    async fn migrate(&self) -> Result<Vec<i32>, JobError> {
+        PostgresDriver::migrate(self).await
     }
 
     fn scheduler_store(&self) -> Option<&dyn super::SchedulerStore> {
@@ -601,7 +580,7 @@ impl JobDriver for PostgresDriver {
         Some(self)
     }
 
-    fn backfill_ledger(&self) -> Option<&dyn super::BackfillLedger> {
+    fn backfill_store(&self) -> Option<&dyn super::BackfillStore> {
         Some(self)
     }
 
@@ -634,7 +613,7 @@ impl JobDriver for PostgresDriver {
             .enqueue
             .lease(&self.pool)
             .await
-            .map_err(|e| classify("job_enqueue_many", e))?;
+            .map_err(|e| classify(Op::JobEnqueueMany, e))?;
         let result = self.enqueue_many_on(lease.conn(), requests).await;
         lease.end(&result);
         result
@@ -646,7 +625,7 @@ impl JobDriver for PostgresDriver {
             .claim
             .lease(&self.pool)
             .await
-            .map_err(|e| classify("job_claim", e))?;
+            .map_err(|e| classify(Op::JobClaim, e))?;
         let result = self.claim_on(lease.conn(), params).await;
         lease.end(&result);
         result
@@ -658,7 +637,7 @@ impl JobDriver for PostgresDriver {
             .bind(&params.by.worker_id)
             .bind(params.by.claim)
             .bind(params.now);
-        self.execute_fenced("job_ack", query).await
+        self.execute_fenced(Op::JobAck, query).await
     }
 
     async fn job_ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
@@ -667,7 +646,7 @@ impl JobDriver for PostgresDriver {
             .settle
             .lease(&self.pool)
             .await
-            .map_err(|e| classify("job_ack_many", e))?;
+            .map_err(|e| classify(Op::JobAckMany, e))?;
         let result = self.ack_many_on(lease.conn(), params).await;
         lease.end(&result);
         result
@@ -684,7 +663,7 @@ impl JobDriver for PostgresDriver {
             .bind(&params.error)
             .bind(&params.error_code)
             .bind(params.now);
-        self.execute_fenced("job_nack", query).await
+        self.execute_fenced(Op::JobNack, query).await
     }
 
     async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {
@@ -694,7 +673,7 @@ impl JobDriver for PostgresDriver {
             .bind(i64::from(params.limit))
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("job_purge", e))?;
+            .map_err(|e| classify(Op::JobPurge, e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
 
@@ -705,7 +684,7 @@ impl JobDriver for PostgresDriver {
             .bind(params.by.claim)
             .bind(add(params.now, params.visibility_timeout))
             .bind(params.now);
-        self.execute_fenced("job_heartbeat", query).await
+        self.execute_fenced(Op::JobHeartbeat, query).await
     }
 
     async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError> {
@@ -716,44 +695,47 @@ impl JobDriver for PostgresDriver {
             .bind(params.by.claim)
             .bind(progress)
             .bind(params.now);
-        self.execute_fenced("job_progress", query).await
+        self.execute_fenced(Op::JobProgress, query).await
     }
 
-    async fn job_get(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
+    async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
+        let JobGetParams { id } = *params;
         let row = sqlx::query(self.sql.job_get.clone())
             .bind(id)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("job_get", e))?;
+            .map_err(|e| classify(Op::JobGet, e))?;
         row.as_ref().map(rows::job_record).transpose()
     }
 
-    async fn job_cancel(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError> {
+    async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
+        let JobCancelParams { id, now } = *params;
         let row = sqlx::query(self.sql.job_cancel.clone())
             .bind(id)
             .bind(now)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("job_cancel", e))?;
+            .map_err(|e| classify(Op::JobCancel, e))?;
         if let Some(row) = row {
             return rows::job_record(&row);
         }
-        let message = match self.job_get(id).await? {
+        let message = match self.job_get(&JobGetParams { id }).await? {
             Some(job) => format!("job {id} is {}, not live", job.state),
             None => format!("no job with id {id}"),
         };
         Err(JobError::new(ErrorCode::JobNotCancellable, message))
     }
 
-    async fn queue_stats(&self, now: Timestamp) -> Result<Vec<QueueStats>, JobError> {
+    async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
+        let QueueStatsParams { now } = *params;
         let rows = sqlx::query(self.sql.queue_stats.clone())
             .bind(now)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("queue_stats", e))?;
+            .map_err(|e| classify(Op::QueueStats, e))?;
         let mut by_queue: std::collections::BTreeMap<String, QueueStats> = Default::default();
         for row in &rows {
-            let get = |e| classify("queue_stats", e);
+            let get = |e| classify(Op::QueueStats, e);
             let queue: String = row.try_get("queue").map_err(get)?;
             let state: String = row.try_get("state").map_err(get)?;
             let not_due: bool = row.try_get("not_due").map_err(get)?;
@@ -783,16 +765,18 @@ impl JobDriver for PostgresDriver {
         Ok(by_queue.into_values().collect())
     }
 
-    async fn step_list(&self, run_id: RunId) -> Result<Vec<StepRecord>, JobError> {
+    async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
+        let StepListParams { run_id } = *params;
         let rows = sqlx::query(self.sql.step_list.clone())
             .bind(run_id)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("step_list", e))?;
+            .map_err(|e| classify(Op::StepList, e))?;
         rows.iter().map(rows::step_record).collect()
     }
 
-    async fn step_put(&self, record: &StepRecord, fence: &StepFence) -> Result<bool, JobError> {
+    async fn step_put(&self, params: &StepPutParams<'_>) -> Result<bool, JobError> {
+        let StepPutParams { record, fence } = *params;
         let wait = record
             .wait
             .as_ref()
@@ -812,7 +796,7 @@ impl JobDriver for PostgresDriver {
             .bind(fence.job_id)
             .bind(&fence.by.worker_id)
             .bind(fence.by.claim);
-        self.execute_fenced("step_put", query).await
+        self.execute_fenced(Op::StepPut, query).await
     }
 
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
@@ -820,7 +804,7 @@ impl JobDriver for PostgresDriver {
             .pool
             .acquire()
             .await
-            .map_err(|e| classify("event_publish", e))?;
+            .map_err(|e| classify(Op::EventPublish, e))?;
         self.event_publish_in(&mut conn, event).await
     }
 
@@ -835,16 +819,16 @@ impl JobDriver for PostgresDriver {
         sqlx::query_scalar(self.sql.event_mark.clone())
             .fetch_one(&self.pool)
             .await
-            .map_err(|e| classify("event_mark", e))
+            .map_err(|e| classify(Op::EventMark, e))
     }
 
-    async fn event_find(
-        &self,
-        name: &str,
-        key: &str,
-        since: &EventSince,
-        now: Timestamp,
-    ) -> Result<Option<JobEvent>, JobError> {
+    async fn event_find(&self, params: &EventFindParams<'_>) -> Result<Option<JobEvent>, JobError> {
+        let EventFindParams {
+            name,
+            key,
+            since,
+            now,
+        } = *params;
         let row = sqlx::query(self.sql.event_find.clone())
             .bind(name)
             .bind(key)
@@ -852,7 +836,36 @@ impl JobDriver for PostgresDriver {
             .bind(now)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("event_find", e))?;
+            .map_err(|e| classify(Op::EventFind, e))?;
         row.as_ref().map(rows::job_event).transpose()
     }
+}
+
+#[async_trait]
+impl crate::driver::CallerTransaction for PostgresDriver {
+    async fn job_enqueue_in(
+        &self,
+        conn: crate::driver::caller_tx::CallerConn<'_>,
+        request: &EnqueueRequest,
+    ) -> Result<EnqueueResult, JobError> {
+        let conn = own_connection(conn)?;
+        self.enqueue_in(conn, request).await
+    }
+
+    async fn event_publish_in(
+        &self,
+        conn: crate::driver::caller_tx::CallerConn<'_>,
+        event: &EventPublish,
+    ) -> Result<EventId, JobError> {
+        let conn = own_connection(conn)?;
+        PostgresDriver::event_publish_in(self, conn, event).await
+    }
+}
+
+/// The caller's connection, when it is a Postgres one.
+fn own_connection(
+    conn: crate::driver::caller_tx::CallerConn<'_>,
+) -> Result<&mut PgConnection, JobError> {
+    conn.downcast_mut::<PgConnection>()
+        .ok_or_else(|| crate::driver::caller_tx::foreign_connection("postgres", "PgConnection"))
 }

@@ -3,10 +3,11 @@
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
+use super::classify::Op;
 use crate::driver::records::*;
 use crate::error::{ErrorCode, JobError};
 
-fn decode(operation: &'static str) -> impl Fn(sqlx::Error) -> JobError {
+fn decode(operation: Op) -> impl Fn(sqlx::Error) -> JobError {
     move |e| super::classify::classify(operation, e)
 }
 
@@ -16,7 +17,7 @@ fn non_negative(value: i32) -> u32 {
 
 /// A job row (the [`JOB_COLUMNS`](super::sql) list).
 pub(crate) fn job_record(row: &PgRow) -> Result<JobRecord, JobError> {
-    let d = decode("decode job row");
+    let d = decode(Op::DecodeJobRow);
     let state: String = row.try_get("state").map_err(&d)?;
     let progress: Option<serde_json::Value> = row.try_get("progress").map_err(&d)?;
     Ok(JobRecord {
@@ -45,7 +46,7 @@ pub(crate) fn job_record(row: &PgRow) -> Result<JobRecord, JobError> {
 
 /// A step row.
 pub(crate) fn step_record(row: &PgRow) -> Result<StepRecord, JobError> {
-    let d = decode("decode step row");
+    let d = decode(Op::DecodeStepRow);
     let status: String = row.try_get("status").map_err(&d)?;
     let wait: Option<serde_json::Value> = row.try_get("wait").map_err(&d)?;
     let wait = wait
@@ -75,7 +76,7 @@ pub(crate) fn step_record(row: &PgRow) -> Result<StepRecord, JobError> {
 
 /// An event row.
 pub(crate) fn job_event(row: &PgRow) -> Result<JobEvent, JobError> {
-    let d = decode("decode event row");
+    let d = decode(Op::DecodeEventRow);
     Ok(JobEvent {
         id: row.try_get("id").map_err(&d)?,
         name: row.try_get("name").map_err(&d)?,

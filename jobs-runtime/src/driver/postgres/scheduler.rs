@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use sqlx::Row;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::PostgresDriver;
 use crate::clock::add;
 use crate::driver::scheduler_store::*;
@@ -20,7 +20,7 @@ impl SchedulerStore for PostgresDriver {
             .bind(add(p.now, p.ttl))
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("scheduler_lead", e))?;
+            .map_err(|e| classify(Op::SchedulerLead, e))?;
         Ok(row.is_some())
     }
 
@@ -29,7 +29,7 @@ impl SchedulerStore for PostgresDriver {
             .bind(&p.holder)
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("scheduler_resign", e))?;
+            .map_err(|e| classify(Op::SchedulerResign, e))?;
         Ok(())
     }
 
@@ -41,9 +41,9 @@ impl SchedulerStore for PostgresDriver {
             .bind(p.now)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("scheduler_leader", e))?;
+            .map_err(|e| classify(Op::SchedulerLeader, e))?;
         row.map(|row| {
-            let d = |e| classify("scheduler_leader", e);
+            let d = |e| classify(Op::SchedulerLeader, e);
             Ok(SchedulerLeader {
                 holder: row.try_get("holder").map_err(d)?,
                 since: row.try_get("since").map_err(d)?,
@@ -60,10 +60,10 @@ impl SchedulerStore for PostgresDriver {
         let rows = sqlx::query(self.sql.task_watermarks.clone())
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("task_watermarks", e))?;
+            .map_err(|e| classify(Op::TaskWatermarks, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("task_watermarks", e);
+                let d = |e| classify(Op::TaskWatermarks, e);
                 Ok(TaskWatermark {
                     task: row.try_get("task").map_err(d)?,
                     watermark: row.try_get("watermark").map_err(d)?,
@@ -102,8 +102,8 @@ impl SchedulerStore for PostgresDriver {
             .bind(&*self.wake_channel)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("task_fire", e))?;
-        let d = |e| classify("task_fire", e);
+            .map_err(|e| classify(Op::TaskFire, e))?;
+        let d = |e| classify(Op::TaskFire, e);
         let mut result = TaskFireResult::default();
         for row in &rows {
             let ord: i64 = row.try_get("ord").map_err(d)?;
@@ -139,7 +139,7 @@ impl SchedulerStore for PostgresDriver {
             .bind(p.now)
             .execute(&self.pool)
             .await
-            .map_err(|e| classify("task_pause", e))?;
+            .map_err(|e| classify(Op::TaskPause, e))?;
         Ok(())
     }
 
@@ -148,7 +148,7 @@ impl SchedulerStore for PostgresDriver {
             .bind(&p.task)
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| classify("task_resume", e))?;
+            .map_err(|e| classify(Op::TaskResume, e))?;
         Ok(row.is_some())
     }
 
@@ -157,7 +157,7 @@ impl SchedulerStore for PostgresDriver {
             .bind(&p.task)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("task_paused", e))
+            .map_err(|e| classify(Op::TaskPaused, e))
     }
 
     async fn task_fires(&self, _p: &TaskFiresParams) -> Result<Vec<TaskFire>, JobError> {
@@ -165,10 +165,10 @@ impl SchedulerStore for PostgresDriver {
             .bind(MAX_TASK_FIRES as i64)
             .fetch_all(&self.pool)
             .await
-            .map_err(|e| classify("task_fires", e))?;
+            .map_err(|e| classify(Op::TaskFires, e))?;
         rows.iter()
             .map(|row| {
-                let d = |e| classify("task_fires", e);
+                let d = |e| classify(Op::TaskFires, e);
                 Ok(TaskFire {
                     task: row.try_get("task").map_err(d)?,
                     occurrence: row.try_get("last_occurrence").map_err(d)?,

@@ -32,6 +32,10 @@ const JOB_COLUMNS: &[&str] = &[
     "traceparent",
 ];
 
+/// The columns an operator list row carries (never the input).
+const SUMMARY_COLUMNS: &str = "j.id, j.run_id, j.name, j.queue, j.tenant_id, j.state, j.attempt, \
+     j.max_attempts, j.run_at, j.created_at, j.updated_at, j.last_error_code, j.progress";
+
 /// Fixed SQL text shared by several statements, spliced where a statement names it in braces
 /// (`sql/fragment_<name>.sql`), before the schema is.
 const FRAGMENTS: &[(&str, &str)] = &[
@@ -97,6 +101,30 @@ statements!(
     lease_renew,
     lease_release,
     lease_holders,
+    introspect_counter_totals,
+    introspect_counters,
+    introspect_counters_rollup,
+    introspect_job_list_newer,
+    introspect_job_list_older,
+    introspect_job_promote,
+    introspect_job_promote_many,
+    introspect_job_remove,
+    introspect_job_remove_many,
+    introspect_job_requeue,
+    introspect_job_requeue_many,
+    introspect_queue_pause,
+    introspect_queue_paused,
+    introspect_queue_resume,
+    introspect_worker_announce,
+    introspect_worker_forget,
+    introspect_worker_list,
+    backfill_lock,
+    backfill_begin,
+    backfill_progress,
+    backfill_finish,
+    backfill_list,
+    ledger_insert,
+    ledger_lines,
 );
 
 /// A rendered statement. Safe to run: the only text spliced into the `.sql` files is a schema
@@ -117,6 +145,7 @@ pub(crate) fn render(template: &str, schema: &str) -> String {
         .replace("{schema}", schema)
         .replace("{job_columns}", &JOB_COLUMNS.join(", "))
         .replace("{j_job_columns}", &prefixed.join(", "))
+        .replace("{summary_columns}", SUMMARY_COLUMNS)
 }
 
 /// A schema name the driver can splice into its statements: a plain lower-case identifier.

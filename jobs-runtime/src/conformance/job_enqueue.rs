@@ -7,6 +7,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::*;
+use crate::driver::{JobCancelParams, JobGetParams};
 
 /// A new job answers the ids it was given and is stored `ready`, attempt 0, with its input.
 pub async fn job_enqueue_answers_the_ids_it_was_given(driver: Arc<dyn JobDriver>) {
@@ -72,7 +73,7 @@ pub async fn job_enqueue_dedupes_a_live_key(driver: Arc<dyn JobDriver>) {
         }
     );
     assert_eq!(
-        d.job_get(again.id).await.unwrap(),
+        d.job_get(&JobGetParams { id: again.id }).await.unwrap(),
         None,
         "a dedupe inserts no row"
     );
@@ -105,7 +106,12 @@ pub async fn job_enqueue_frees_the_key_once_finished(driver: Arc<dyn JobDriver>)
                 assert!(ack(d, job.id, &job.by, t0()).await);
             }
             Some(NackTarget::Retry) => {
-                d.job_cancel(holder, t0()).await.unwrap();
+                d.job_cancel(&JobCancelParams {
+                    id: holder,
+                    now: t0(),
+                })
+                .await
+                .unwrap();
             }
             Some(target) => {
                 let job = claim_one(d, "w1", t0()).await;
@@ -207,7 +213,10 @@ pub async fn job_enqueue_refuses_a_live_key_under_conflict_error(driver: Arc<dyn
     let mut again = request("conformance.job", "k");
     again.on_conflict = ConflictPolicy::Error;
     assert_refused(d.job_enqueue(&again).await, ErrorCode::JobDuplicate);
-    assert_eq!(d.job_get(again.id).await.unwrap(), None);
+    assert_eq!(
+        d.job_get(&JobGetParams { id: again.id }).await.unwrap(),
+        None
+    );
     assert_eq!(stats_of(d, QUEUE, t0()).await.ready, 1);
 }
 
@@ -298,7 +307,7 @@ pub async fn job_enqueue_many_is_all_or_nothing(driver: Arc<dyn JobDriver>) {
     let batch = vec![request("conformance.job", "a"), refused];
     assert_refused(d.job_enqueue_many(&batch).await, ErrorCode::JobDuplicate);
     assert_eq!(
-        d.job_get(batch[0].id).await.unwrap(),
+        d.job_get(&JobGetParams { id: batch[0].id }).await.unwrap(),
         None,
         "the batch left no row"
     );

@@ -2,12 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{HeldLease, LeaseAcquire, LeaseStore};
-use crate::clock::{add, Timestamp};
+use crate::clock::add;
+use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::error::JobError;
 
 /// The in-memory [`LeaseStore`].
@@ -62,10 +62,9 @@ impl LeaseStore for MemoryLeaseStore {
 
     async fn lease_renew(
         &self,
-        lease: &HeldLease,
-        ttl: Duration,
-        now: Timestamp,
+        params: &LeaseRenewParams<'_>,
     ) -> Result<Option<HeldLease>, JobError> {
+        let LeaseRenewParams { lease, ttl, now } = *params;
         let mut state = self.lock();
         match state.leases.get_mut(&(lease.key.clone(), lease.slot)) {
             Some(held) if held.fence == lease.fence => {
@@ -90,7 +89,11 @@ impl LeaseStore for MemoryLeaseStore {
         Ok(false)
     }
 
-    async fn lease_holders(&self, key: &str, now: Timestamp) -> Result<Vec<HeldLease>, JobError> {
+    async fn lease_holders(
+        &self,
+        params: &LeaseHoldersParams<'_>,
+    ) -> Result<Vec<HeldLease>, JobError> {
+        let LeaseHoldersParams { key, now } = *params;
         let state = self.lock();
         Ok(state
             .leases

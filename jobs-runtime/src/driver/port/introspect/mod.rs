@@ -342,7 +342,7 @@ pub trait JobIntrospection: Send + Sync {
 
     /// Deletes one job and its steps. `X_JOB_NOT_REMOVABLE` while it runs, `X_JOB_NOT_FOUND`
     /// for an unknown id. Answers the row as it was.
-    async fn job_remove(&self, id: JobId) -> Result<JobRecord, JobError>;
+    async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError>;
 
     /// Re-queues ONE finished job (done, failed, dead or cancelled), in one statement: due now,
     /// attempts from zero, same run (its stored steps replay, except from `from_step` on).
@@ -352,7 +352,7 @@ pub trait JobIntrospection: Send + Sync {
 
     /// Makes a job waiting on its run time (delayed, or ready and backing off) due now.
     /// `X_JOB_NOT_PROMOTABLE` when it is not waiting, `X_JOB_NOT_FOUND` for an unknown id.
-    async fn job_promote(&self, id: JobId, now: Timestamp) -> Result<JobRecord, JobError>;
+    async fn job_promote(&self, params: &JobPromoteParams) -> Result<JobRecord, JobError>;
 
     /// Re-queues up to [`MAX_BULK_ROWS`] finished rows. A row whose key a live job holds stays
     /// put; of several finished rows sharing one key, the oldest is requeued.
@@ -367,10 +367,10 @@ pub trait JobIntrospection: Send + Sync {
     async fn job_promote_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError>;
 
     /// Pauses a queue: no worker claims from it from its next claim on; enqueues still land.
-    async fn queue_pause(&self, queue: &str, now: Timestamp) -> Result<(), JobError>;
+    async fn queue_pause(&self, params: &QueuePauseParams<'_>) -> Result<(), JobError>;
 
     /// Resumes a queue (and announces it to idle workers): `true` when it was paused.
-    async fn queue_resume(&self, queue: &str, now: Timestamp) -> Result<bool, JobError>;
+    async fn queue_resume(&self, params: &QueueResumeParams<'_>) -> Result<bool, JobError>;
 
     /// The paused queues, sorted.
     async fn queue_paused(&self) -> Result<Vec<QueuePause>, JobError>;
@@ -379,20 +379,23 @@ pub trait JobIntrospection: Send + Sync {
     async fn worker_announce(&self, announce: &WorkerAnnounce) -> Result<(), JobError>;
 
     /// Deletes a worker's registry row (a graceful stop).
-    async fn worker_forget(&self, id: &str) -> Result<(), JobError>;
+    async fn worker_forget(&self, params: &WorkerForgetParams<'_>) -> Result<(), JobError>;
 
     /// The live workers (rows not expired at `now`), sorted by id.
-    async fn worker_list(&self, now: Timestamp) -> Result<Vec<WorkerRow>, JobError>;
+    async fn worker_list(&self, params: &WorkerListParams) -> Result<Vec<WorkerRow>, JobError>;
 
     /// One job name's buckets since `since`, oldest first.
-    async fn counters(&self, name: &str, since: Timestamp) -> Result<Vec<CounterBucket>, JobError>;
+    async fn counters(&self, params: &CountersParams<'_>) -> Result<Vec<CounterBucket>, JobError>;
 
     /// Every job name's counters since `since`, summed, sorted by name.
-    async fn counter_totals(&self, since: Timestamp) -> Result<Vec<CounterTotals>, JobError>;
+    async fn counter_totals(
+        &self,
+        params: &CounterTotalsParams,
+    ) -> Result<Vec<CounterTotals>, JobError>;
 
     /// Folds buckets past their tier into the next (and drops those past the last).
     /// Idempotent; answers the rows it rewrote.
-    async fn counters_rollup(&self, now: Timestamp) -> Result<u64, JobError>;
+    async fn counters_rollup(&self, params: &CountersRollupParams) -> Result<u64, JobError>;
 }
 
 /// Checks a list's bounds and cursors: the limit to use and the decoded cursor.
@@ -521,4 +524,75 @@ pub(crate) fn unknown_step(id: JobId, step: &str) -> JobError {
         format!("job {id} has no step named `{step}`"),
     )
     .with_fix("name a step the run recorded (see `jobs show <id>`)")
+}
+
+/// Delete a job that is not running, and its steps.
+#[derive(Debug, Clone, Copy)]
+pub struct JobRemoveParams {
+    /// The job.
+    pub id: JobId,
+}
+
+/// Make a waiting job due now.
+#[derive(Debug, Clone, Copy)]
+pub struct JobPromoteParams {
+    /// The job.
+    pub id: JobId,
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+/// Pause a queue.
+#[derive(Debug, Clone, Copy)]
+pub struct QueuePauseParams<'a> {
+    /// The queue.
+    pub queue: &'a str,
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+/// Resume a paused queue.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueResumeParams<'a> {
+    /// The queue.
+    pub queue: &'a str,
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+/// Delete a worker's registry row.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerForgetParams<'a> {
+    /// The worker.
+    pub id: &'a str,
+}
+
+/// List the live workers.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerListParams {
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+/// Read one job's counter buckets.
+#[derive(Debug, Clone, Copy)]
+pub struct CountersParams<'a> {
+    /// The name.
+    pub name: &'a str,
+    /// From when.
+    pub since: Timestamp,
+}
+
+/// Sum every job's counters.
+#[derive(Debug, Clone, Copy)]
+pub struct CounterTotalsParams {
+    /// From when.
+    pub since: Timestamp,
+}
+
+/// Fold counter buckets into the next tier.
+#[derive(Debug, Clone, Copy)]
+pub struct CountersRollupParams {
+    /// Now, on the injected clock.
+    pub now: Timestamp,
 }

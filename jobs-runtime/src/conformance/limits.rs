@@ -17,6 +17,8 @@ use super::worker::{descriptor, subject, tick, Subject};
 use super::*;
 use crate::client::{EnqueueOptions, Jobs};
 use crate::clock::TestClock;
+use crate::driver::lease::LeaseHoldersParams;
+use crate::driver::{EventFindParams, QueueStatsParams, StepListParams};
 use crate::error::ErrorClass;
 use crate::job::{Job, JobDescriptor};
 use crate::limits::{
@@ -193,7 +195,7 @@ fn entropy(bytes: usize) -> String {
 
 /// Every row of every queue, whatever its state.
 async fn rows_total(d: &dyn JobDriver) -> u64 {
-    d.queue_stats(t0())
+    d.queue_stats(&QueueStatsParams { now: t0() })
         .await
         .unwrap_or_else(|e| panic!("queue_stats failed: {e}"))
         .iter()
@@ -376,7 +378,17 @@ pub async fn limits_refuse_event_names_keys_and_payloads_before_any_write(
     let key = entropy(MAX_EVENT_KEY_BYTES + 1);
     let refused = jobs.publish_event("e", &key, &payload).await;
     assert_limit("event key", refused, ErrorCode::LimitExceeded, &key);
-    assert_eq!(d.event_find("e", &key, &since, t0()).await.unwrap(), None);
+    assert_eq!(
+        d.event_find(&EventFindParams {
+            name: "e",
+            key: &key,
+            since: &since,
+            now: t0()
+        })
+        .await
+        .unwrap(),
+        None
+    );
     let refused = jobs.publish_event("e", "secret\0key", &payload).await;
     assert_limit(
         "event key",
@@ -400,7 +412,14 @@ pub async fn limits_refuse_event_names_keys_and_payloads_before_any_write(
         "secret\0payload",
     );
     assert_eq!(
-        d.event_find("e", "k", &since, t0()).await.unwrap(),
+        d.event_find(&EventFindParams {
+            name: "e",
+            key: "k",
+            since: &since,
+            now: t0()
+        })
+        .await
+        .unwrap(),
         None,
         "a refused publish stores nothing"
     );
@@ -411,7 +430,12 @@ pub async fn limits_refuse_event_names_keys_and_payloads_before_any_write(
         .await
         .unwrap_or_else(|e| panic!("an event at its limits is stored: {e}"));
     let found = d
-        .event_find(&longest_name, &longest_key, &since, t0())
+        .event_find(&EventFindParams {
+            name: &longest_name,
+            key: &longest_key,
+            since: &since,
+            now: t0(),
+        })
         .await
         .unwrap()
         .expect("found by its name and key");
@@ -453,7 +477,11 @@ pub async fn limits_refuse_step_names_outputs_waits_and_notes_without_writing_a_
         assert_eq!(row.attempt, 1, "{misuse}: terminal, not retried");
         assert_eq!(row.last_error_code.as_deref(), Some(code.as_str()));
         assert_eq!(
-            d.step_list(queued.run_id).await.unwrap(),
+            d.step_list(&StepListParams {
+                run_id: queued.run_id
+            })
+            .await
+            .unwrap(),
             Vec::new(),
             "{misuse}: no step record was written"
         );
@@ -484,7 +512,12 @@ pub async fn limits_store_an_error_message_holding_nul(driver: Arc<dyn JobDriver
     assert_eq!(row.state, JobState::Dead);
     let last_error = row.last_error.unwrap_or_default();
     assert!(last_error.contains("bad\u{FFFD}news"), "{last_error}");
-    let steps = d.step_list(queued.run_id).await.unwrap();
+    let steps = d
+        .step_list(&StepListParams {
+            run_id: queued.run_id,
+        })
+        .await
+        .unwrap();
     assert_eq!(steps.len(), 1);
     assert_eq!(steps[0].status, StepStatus::Failed);
     assert_eq!(steps[0].error.as_deref(), Some("bad\u{FFFD}news"));
@@ -509,7 +542,10 @@ pub async fn limits_refuse_a_lock_key_over_its_limit(driver: Arc<dyn JobDriver>)
     );
     if let Some(store) = driver.lease_store() {
         let held = store
-            .lease_holders(&format!("lock:{key}"), t0())
+            .lease_holders(&LeaseHoldersParams {
+                key: &format!("lock:{key}"),
+                now: t0(),
+            })
             .await
             .unwrap();
         assert!(held.is_empty(), "nothing was acquired");

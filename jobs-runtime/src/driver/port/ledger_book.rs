@@ -9,9 +9,7 @@
 //! second enqueue posts once); with other lines (another count, another line) it is
 //! `X_LEDGER_POSTING_CONFLICT` and writes nothing either. The check and the write are atomic.
 
-mod memory;
-
-pub use memory::MemoryBook;
+pub use crate::driver::memory::MemoryBook;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

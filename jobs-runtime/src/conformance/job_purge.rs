@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::driver::{JobDriver, JobPurgeParams, NackTarget, StepFence, StepRecord, StepStatus};
+use crate::driver::{JobGetParams, StepListParams, StepPutParams};
 
 /// Done rows past the done window go with their steps; failed and dead rows wait for the longer
 /// window; live rows and recent rows stay.
@@ -34,7 +35,13 @@ pub async fn job_purge_deletes_finished_rows_past_their_windows(driver: Arc<dyn 
                 job_id: job.id,
                 by: job.by.clone(),
             };
-            assert!(d.step_put(&step, &fence).await.unwrap());
+            assert!(d
+                .step_put(&StepPutParams {
+                    record: &step,
+                    fence: &fence
+                })
+                .await
+                .unwrap());
             assert!(ack(d, job.id, &job.by, t0()).await);
         } else {
             let target = if job.id == failed {
@@ -54,13 +61,24 @@ pub async fn job_purge_deletes_finished_rows_past_their_windows(driver: Arc<dyn 
         limit: 100,
     };
     assert_eq!(d.job_purge(&params).await.unwrap(), 1);
-    assert_eq!(d.job_get(done).await.unwrap(), None);
+    assert_eq!(d.job_get(&JobGetParams { id: done }).await.unwrap(), None);
     assert!(
-        d.step_list(done_run).await.unwrap().is_empty(),
+        d.step_list(&StepListParams { run_id: done_run })
+            .await
+            .unwrap()
+            .is_empty(),
         "its steps went too"
     );
-    assert!(d.job_get(failed).await.unwrap().is_some());
-    assert!(d.job_get(dead).await.unwrap().is_some());
+    assert!(d
+        .job_get(&JobGetParams { id: failed })
+        .await
+        .unwrap()
+        .is_some());
+    assert!(d
+        .job_get(&JobGetParams { id: dead })
+        .await
+        .unwrap()
+        .is_some());
 
     let params = JobPurgeParams {
         done_before: at(3601),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::*;
+use crate::driver::{StepListParams, StepPutParams};
 
 fn completed(run_id: RunId, name: &str, output: serde_json::Value, now: Timestamp) -> StepRecord {
     StepRecord {
@@ -29,7 +30,7 @@ fn fence_of(job: &ClaimedJob) -> StepFence {
 
 async fn list(d: &dyn JobDriver, run_id: RunId) -> Vec<StepRecord> {
     let mut steps = d
-        .step_list(run_id)
+        .step_list(&StepListParams { run_id })
         .await
         .unwrap_or_else(|e| panic!("step_list failed: {e}"));
     steps.sort_by(|a, b| a.name.cmp(&b.name));
@@ -93,7 +94,16 @@ pub async fn step_put_then_list_round_trips(driver: Arc<dyn JobDriver>) {
         completed(job.run_id, "e-null", serde_json::Value::Null, at(5)),
     ];
     for record in &records {
-        assert!(d.step_put(record, &fence).await.unwrap(), "{}", record.name);
+        assert!(
+            d.step_put(&StepPutParams {
+                record,
+                fence: &fence
+            })
+            .await
+            .unwrap(),
+            "{}",
+            record.name
+        );
     }
     assert_eq!(list(d, job.run_id).await, records);
 }
@@ -115,10 +125,22 @@ pub async fn step_put_overwrites_by_name(driver: Arc<dyn JobDriver>) {
         wait: None,
         updated_at: at(1),
     };
-    assert!(d.step_put(&record, &fence).await.unwrap());
+    assert!(d
+        .step_put(&StepPutParams {
+            record: &record,
+            fence: &fence
+        })
+        .await
+        .unwrap());
     record = completed(job.run_id, "charge", serde_json::json!("ch_1"), at(2));
     record.attempts = 2;
-    assert!(d.step_put(&record, &fence).await.unwrap());
+    assert!(d
+        .step_put(&StepPutParams {
+            record: &record,
+            fence: &fence
+        })
+        .await
+        .unwrap());
     assert_eq!(list(d, job.run_id).await, vec![record]);
 }
 
@@ -129,29 +151,50 @@ pub async fn step_put_is_fenced_on_the_claim(driver: Arc<dyn JobDriver>) {
     let id = enqueue_key(d, "k").await;
     let first = claim_one(d, "w1", t0()).await;
     assert!(d
-        .step_put(
-            &completed(first.run_id, "one", serde_json::json!(1), at(1)),
-            &fence_of(&first)
-        )
+        .step_put(&StepPutParams {
+            record: &completed(first.run_id, "one", serde_json::json!(1), at(1)),
+            fence: &fence_of(&first)
+        })
         .await
         .unwrap());
     let second = claim_one(d, "w2", at(30)).await;
     let stale = completed(first.run_id, "two", serde_json::json!("stale"), at(31));
     assert!(
-        !d.step_put(&stale, &fence_of(&first)).await.unwrap(),
+        !d.step_put(&StepPutParams {
+            record: &stale,
+            fence: &fence_of(&first)
+        })
+        .await
+        .unwrap(),
         "lapsed claim"
     );
     let overwrite = completed(first.run_id, "one", serde_json::json!("stale"), at(31));
-    assert!(!d.step_put(&overwrite, &fence_of(&first)).await.unwrap());
+    assert!(!d
+        .step_put(&StepPutParams {
+            record: &overwrite,
+            fence: &fence_of(&first)
+        })
+        .await
+        .unwrap());
     let live = completed(second.run_id, "two", serde_json::json!(2), at(31));
     assert!(
-        d.step_put(&live, &fence_of(&second)).await.unwrap(),
+        d.step_put(&StepPutParams {
+            record: &live,
+            fence: &fence_of(&second)
+        })
+        .await
+        .unwrap(),
         "live claim"
     );
     assert!(ack(d, id, &second.by, at(32)).await);
     let late = completed(second.run_id, "three", serde_json::json!(3), at(33));
     assert!(
-        !d.step_put(&late, &fence_of(&second)).await.unwrap(),
+        !d.step_put(&StepPutParams {
+            record: &late,
+            fence: &fence_of(&second)
+        })
+        .await
+        .unwrap(),
         "settled row"
     );
     let names: Vec<_> = list(d, first.run_id)
@@ -177,7 +220,13 @@ pub async fn step_list_is_per_run(driver: Arc<dyn JobDriver>) {
     assert_eq!(jobs.len(), 2);
     for job in &jobs {
         let record = completed(job.run_id, "same-name", serde_json::json!(job.id), at(1));
-        assert!(d.step_put(&record, &fence_of(job)).await.unwrap());
+        assert!(d
+            .step_put(&StepPutParams {
+                record: &record,
+                fence: &fence_of(job)
+            })
+            .await
+            .unwrap());
     }
     for job in &jobs {
         let steps = list(d, job.run_id).await;

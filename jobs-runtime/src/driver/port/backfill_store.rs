@@ -1,6 +1,6 @@
 //! The ledger of backfill passes: an optional sub-port of [`JobDriver`](super::JobDriver), like
 //! the lease store. A driver that has one answers
-//! [`JobDriver::backfill_ledger`](super::JobDriver::backfill_ledger).
+//! [`JobDriver::backfill_store`](super::JobDriver::backfill_store).
 //!
 //! One row per **pass** (one run of a `#[backfill]`): its name and tenant, the definition's
 //! checksum, its status, how many pages and rows it has processed, the last cursor, and when it
@@ -15,7 +15,7 @@ use super::records::{JobId, RunId};
 use crate::clock::Timestamp;
 use crate::error::{ErrorCode, JobError};
 
-/// How many rows [`BackfillLedger::backfill_list`] answers unless told otherwise.
+/// How many rows [`BackfillStore::backfill_list`] answers unless told otherwise.
 pub const DEFAULT_BACKFILL_LIST_LIMIT: u32 = 100;
 
 /// Where a pass stands.
@@ -110,7 +110,7 @@ pub struct BackfillBeginParams {
     pub now: Timestamp,
 }
 
-/// What [`BackfillLedger::backfill_begin`] decided.
+/// What [`BackfillStore::backfill_begin`] decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BackfillBegin {
     /// The pass runs under its row (inserted now, or adopted: this run's own row from an
@@ -175,7 +175,7 @@ pub struct BackfillListParams {
 
 /// The ledger of backfill passes.
 #[async_trait]
-pub trait BackfillLedger: Send + Sync {
+pub trait BackfillStore: Send + Sync {
     /// Adopts the run's own row, or answers the newest completed pass of the name and tenant
     /// (unless forced), or inserts a `running` row: atomically.
     async fn backfill_begin(&self, params: &BackfillBeginParams)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::*;
+use crate::driver::{EventFindParams, StepListParams, StepPutParams};
 
 fn event(name: &str, key: &str, payload: serde_json::Value, now: Timestamp) -> EventPublish {
     EventPublish {
@@ -37,9 +38,14 @@ async fn since(d: &dyn JobDriver, now: Timestamp) -> EventSince {
 }
 
 async fn find(d: &dyn JobDriver, name: &str, key: &str, since: &EventSince) -> Option<JobEvent> {
-    d.event_find(name, key, since, since.at)
-        .await
-        .unwrap_or_else(|e| panic!("event_find failed: {e}"))
+    d.event_find(&EventFindParams {
+        name,
+        key,
+        since,
+        now: since.at,
+    })
+    .await
+    .unwrap_or_else(|e| panic!("event_find failed: {e}"))
 }
 
 /// An event published under the wait's name and key after its mark is found, payload intact.
@@ -76,9 +82,21 @@ pub async fn event_find_ignores_an_expired_event(driver: Arc<dyn JobDriver>) {
     let mut short = event("invoice.paid", "inv-9", serde_json::json!(1), at(5));
     short.ttl = std::time::Duration::from_secs(10);
     publish(d, &short).await;
-    let found = |now| d.event_find("invoice.paid", "inv-9", &line, now);
-    assert!(found(at(14)).await.unwrap().is_some(), "alive at 14 s");
-    assert_eq!(found(at(15)).await.unwrap(), None, "expired at 15 s");
+    let find = |now| EventFindParams {
+        name: "invoice.paid",
+        key: "inv-9",
+        since: &line,
+        now,
+    };
+    assert!(
+        d.event_find(&find(at(14))).await.unwrap().is_some(),
+        "alive at 14 s"
+    );
+    assert_eq!(
+        d.event_find(&find(at(15))).await.unwrap(),
+        None,
+        "expired at 15 s"
+    );
 }
 
 /// An event published before the wait's mark is not the wait's, even under its name and key.
@@ -163,7 +181,13 @@ pub async fn event_publish_wakes_a_suspended_job_waiting_on_it(driver: Arc<dyn J
             job_id: job.id,
             by: job.by.clone(),
         };
-        assert!(d.step_put(&wait, &fence).await.unwrap());
+        assert!(d
+            .step_put(&StepPutParams {
+                record: &wait,
+                fence: &fence
+            })
+            .await
+            .unwrap());
         let mut park = nack_params(job.id, &job.by, NackTarget::Park, at(31), at(1));
         park.counts_as_attempt = false;
         park.error = None;
@@ -198,7 +222,9 @@ pub async fn event_publish_wakes_a_suspended_job_waiting_on_it(driver: Arc<dyn J
     assert_eq!(resumed.id, waiting);
     assert_eq!(resumed.attempt, 1);
     let wait = d
-        .step_list(resumed.run_id)
+        .step_list(&StepListParams {
+            run_id: resumed.run_id,
+        })
         .await
         .unwrap()
         .remove(0)

@@ -1,4 +1,4 @@
-//! The driver conformance suite: one set of cases every [`JobDriver`] must pass, run unchanged
+//! The driver conformance suite: one set of cases every [`JobDriver`](crate::driver::JobDriver) must pass, run unchanged
 //! against the memory and the Postgres driver (River's `riverdrivertest`).
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
@@ -51,9 +51,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::records::*;
-use super::JobDriver;
 use crate::clock::Timestamp;
+use crate::driver::records::*;
+use crate::driver::JobDriver;
+use crate::driver::{JobGetParams, QueueStatsParams};
 use crate::error::{ErrorCode, JobError};
 
 /// How long one case may take in real time before it is reported as hung.
@@ -186,9 +187,9 @@ macro_rules! conformance_suite {
             #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $case() {
                 let $case_name: &'static str = ::core::stringify!($case);
-                $crate::driver::conformance::run_case($case_name, async move {
+                $crate::conformance::run_case($case_name, async move {
                     let driver: ::std::sync::Arc<dyn $crate::driver::JobDriver> = $factory.await;
-                    $crate::driver::conformance::$module::$case(driver).await;
+                    $crate::conformance::$module::$case(driver).await;
                 })
                 .await;
             }
@@ -264,6 +265,7 @@ pub(crate) fn claim_params(worker: &str, limit: u32, now: Timestamp) -> ClaimPar
         worker_id: worker.to_string(),
         visibility_timeout: VISIBILITY,
         drop_exhausted: Vec::new(),
+        fair_after: String::new(),
         now,
     }
 }
@@ -301,7 +303,7 @@ pub(crate) async fn claim_none(driver: &dyn JobDriver, worker: &str, now: Timest
 /// One job's row, which must exist.
 pub(crate) async fn get(driver: &dyn JobDriver, id: JobId) -> JobRecord {
     driver
-        .job_get(id)
+        .job_get(&JobGetParams { id })
         .await
         .unwrap_or_else(|e| panic!("job_get failed: {e}"))
         .unwrap_or_else(|| panic!("no job with id {id}"))
@@ -381,7 +383,7 @@ pub(crate) fn assert_refused<T: Debug>(result: Result<T, JobError>, code: ErrorC
 /// The stats row of `queue` (all zeros when the driver reports none).
 pub(crate) async fn stats_of(driver: &dyn JobDriver, queue: &str, now: Timestamp) -> QueueStats {
     driver
-        .queue_stats(now)
+        .queue_stats(&QueueStatsParams { now })
         .await
         .unwrap_or_else(|e| panic!("queue_stats failed: {e}"))
         .into_iter()

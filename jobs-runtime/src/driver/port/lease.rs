@@ -7,9 +7,7 @@
 //! the store, never a client clock. Acquire never over-grants; under contention it may refuse a
 //! free slot, which costs the caller one poll.
 
-mod memory;
-
-pub use memory::MemoryLeaseStore;
+pub use crate::driver::memory::MemoryLeaseStore;
 
 use std::time::Duration;
 
@@ -61,14 +59,35 @@ pub trait LeaseStore: Send + Sync {
     /// (released, or lapsed and granted to another holder); stop relying on it.
     async fn lease_renew(
         &self,
-        lease: &HeldLease,
-        ttl: Duration,
-        now: Timestamp,
+        params: &LeaseRenewParams<'_>,
     ) -> Result<Option<HeldLease>, JobError>;
 
     /// Gives a grant back; only its own holder's grant goes. `false`: it was already gone.
     async fn lease_release(&self, lease: &HeldLease) -> Result<bool, JobError>;
 
     /// The live holders of `key`, in slot order.
-    async fn lease_holders(&self, key: &str, now: Timestamp) -> Result<Vec<HeldLease>, JobError>;
+    async fn lease_holders(
+        &self,
+        params: &LeaseHoldersParams<'_>,
+    ) -> Result<Vec<HeldLease>, JobError>;
+}
+
+/// Extend a grant.
+#[derive(Debug, Clone, Copy)]
+pub struct LeaseRenewParams<'a> {
+    /// The grant.
+    pub lease: &'a HeldLease,
+    /// How long the grant holds from now.
+    pub ttl: Duration,
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+/// List the live holders of a key.
+#[derive(Debug, Clone, Copy)]
+pub struct LeaseHoldersParams<'a> {
+    /// The key.
+    pub key: &'a str,
+    /// Now, on the injected clock.
+    pub now: Timestamp,
 }

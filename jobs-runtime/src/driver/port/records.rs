@@ -163,8 +163,27 @@ pub struct ClaimParams {
     pub visibility_timeout: Duration,
     /// Job names whose lapsed final attempts are buried `failed` (they have `dead_letter = false`).
     pub drop_exhausted: Vec<String>,
+    /// The claimer's fairness cursor: the tenant its previous claim served last ("" before its
+    /// first). A driver that visits a bounded number of tenants per claim starts its walk after
+    /// it and wraps around; [`fair_cursor_after`] moves it. A driver whose claim visits every
+    /// tenant may ignore it.
+    pub fair_after: String,
     /// The clock's now.
     pub now: Timestamp,
+}
+
+/// The fairness cursor after a claim that started at `cursor` and took `claimed`: the last
+/// tenant the walk served, i.e. the largest served tenant past the cursor, or, when the walk
+/// wrapped around, the largest at or before it. Unchanged when nothing was claimed.
+pub fn fair_cursor_after(cursor: &str, claimed: &[ClaimedJob]) -> String {
+    let served = claimed.iter().map(|j| j.tenant_id.as_deref().unwrap_or(""));
+    let (wrapped, ahead): (Vec<&str>, Vec<&str>) = served.partition(|t| *t <= cursor);
+    wrapped
+        .into_iter()
+        .max()
+        .or_else(|| ahead.into_iter().max())
+        .unwrap_or(cursor)
+        .to_string()
 }
 
 /// Who holds a claim: the fence every settling write is checked against.
@@ -526,4 +545,104 @@ pub struct EventSince {
     /// The driver's mark when the wait began: which events the wait could already see (a
     /// sequence number in memory, a transaction snapshot in Postgres).
     pub mark: String,
+}
+
+/// Read one job.
+#[derive(Debug, Clone, Copy)]
+pub struct JobGetParams {
+    /// The job.
+    pub id: JobId,
+}
+
+/// Cancel a live job.
+#[derive(Debug, Clone, Copy)]
+pub struct JobCancelParams {
+    /// The job.
+    pub id: JobId,
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+/// Count jobs per queue and state.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueStatsParams {
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+/// Read a run's step records.
+#[derive(Debug, Clone, Copy)]
+pub struct StepListParams {
+    /// The run.
+    pub run_id: RunId,
+}
+
+/// Write one step record, fenced on the claim.
+#[derive(Debug, Clone, Copy)]
+pub struct StepPutParams<'a> {
+    /// The step record.
+    pub record: &'a StepRecord,
+    /// The claim the write is fenced on.
+    pub fence: &'a StepFence,
+}
+
+/// Find the first event a wait may take.
+#[derive(Debug, Clone, Copy)]
+pub struct EventFindParams<'a> {
+    /// The name.
+    pub name: &'a str,
+    /// The key.
+    pub key: &'a str,
+    /// From when.
+    pub since: &'a EventSince,
+    /// Now, on the injected clock.
+    pub now: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(tenants: &[&str]) -> Vec<ClaimedJob> {
+        tenants
+            .iter()
+            .map(|t| ClaimedJob {
+                id: uuid::Uuid::nil(),
+                run_id: uuid::Uuid::nil(),
+                name: "j".into(),
+                queue: "q".into(),
+                input: serde_json::Value::Null,
+                attempt: 1,
+                max_attempts: 1,
+                tenant_id: Some((*t).to_string()),
+                by: ClaimIdentity {
+                    worker_id: "w".into(),
+                    claim: 1,
+                },
+                visible_at: chrono::DateTime::UNIX_EPOCH,
+                traceparent: None,
+                has_steps: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_fair_cursor_moves_to_the_last_tenant_the_walk_served() {
+        assert_eq!(fair_cursor_after("", &served(&["b", "a", "c"])), "c");
+        assert_eq!(
+            fair_cursor_after("b", &served(&["c", "d"])),
+            "d",
+            "ahead only"
+        );
+        assert_eq!(
+            fair_cursor_after("c", &served(&["d", "e", "a", "b"])),
+            "b",
+            "wrapped around: the largest at or before the cursor"
+        );
+        assert_eq!(
+            fair_cursor_after("c", &[]),
+            "c",
+            "nothing claimed: unchanged"
+        );
+    }
 }

@@ -7,6 +7,11 @@ use uuid::Uuid;
 
 use super::*;
 use crate::driver::introspect::*;
+use crate::driver::introspect::{
+    CounterTotalsParams, CountersParams, CountersRollupParams, JobPromoteParams, JobRemoveParams,
+    QueuePauseParams, QueueResumeParams, WorkerForgetParams, WorkerListParams,
+};
+use crate::driver::{JobCancelParams, JobGetParams, StepListParams, StepPutParams};
 
 /// The operator port: a driver without one fails these cases loudly, never skips them.
 fn port(driver: &dyn JobDriver) -> &dyn JobIntrospection {
@@ -241,17 +246,36 @@ pub async fn job_remove_deletes_the_row_and_its_steps(driver: Arc<dyn JobDriver>
         by: job.by.clone(),
     };
     assert!(d
-        .step_put(&completed_step(job.run_id, "a", at(1)), &fence)
+        .step_put(&StepPutParams {
+            record: &completed_step(job.run_id, "a", at(1)),
+            fence: &fence
+        })
         .await
         .unwrap());
-    assert_refused(p.job_remove(id).await, ErrorCode::JobNotRemovable);
-    assert_refused(p.job_remove(Uuid::now_v7()).await, ErrorCode::JobNotFound);
+    assert_refused(
+        p.job_remove(&JobRemoveParams { id }).await,
+        ErrorCode::JobNotRemovable,
+    );
+    assert_refused(
+        p.job_remove(&JobRemoveParams { id: Uuid::now_v7() }).await,
+        ErrorCode::JobNotFound,
+    );
     assert!(ack(d, id, &job.by, at(2)).await);
-    let removed = p.job_remove(id).await.expect("a done job is removable");
+    let removed = p
+        .job_remove(&JobRemoveParams { id })
+        .await
+        .expect("a done job is removable");
     assert_eq!(removed.state, JobState::Done);
-    assert_eq!(d.job_get(id).await.unwrap(), None);
-    assert!(d.step_list(job.run_id).await.unwrap().is_empty());
-    assert_refused(p.job_remove(id).await, ErrorCode::JobNotFound);
+    assert_eq!(d.job_get(&JobGetParams { id }).await.unwrap(), None);
+    assert!(d
+        .step_list(&StepListParams { run_id: job.run_id })
+        .await
+        .unwrap()
+        .is_empty());
+    assert_refused(
+        p.job_remove(&JobRemoveParams { id }).await,
+        ErrorCode::JobNotFound,
+    );
 }
 
 /// Requeue puts one finished job back, due now, attempts from zero, on the same run; a live job
@@ -285,7 +309,12 @@ pub async fn job_requeue_refuses_live_unknown_and_held_keys(driver: Arc<dyn JobD
         ErrorCode::JobDuplicate,
     );
     assert_eq!(get(d, id).await.state, JobState::Dead, "left as it ended");
-    d.job_cancel(holder.id, at(4)).await.unwrap();
+    d.job_cancel(&JobCancelParams {
+        id: holder.id,
+        now: at(4),
+    })
+    .await
+    .unwrap();
 
     let row = p.job_requeue(&requeue(id, at(5))).await.expect("requeued");
     assert_eq!(row.state, JobState::Ready);
@@ -311,7 +340,13 @@ pub async fn job_requeue_from_step_forgets_it_and_later_steps(driver: Arc<dyn Jo
     };
     for (n, name) in ["charge", "email", "report"].into_iter().enumerate() {
         let step = completed_step(job.run_id, name, at(n as i64 + 1));
-        assert!(d.step_put(&step, &fence).await.unwrap());
+        assert!(d
+            .step_put(&StepPutParams {
+                record: &step,
+                fence: &fence
+            })
+            .await
+            .unwrap());
     }
     let params = nack_params(id, &job.by, NackTarget::DeadLetter, at(5), at(5));
     assert!(nack(d, &params).await);
@@ -325,7 +360,13 @@ pub async fn job_requeue_from_step_forgets_it_and_later_steps(driver: Arc<dyn Jo
         ErrorCode::Invariant,
     );
     assert_eq!(get(d, id).await.state, JobState::Dead);
-    assert_eq!(d.step_list(job.run_id).await.unwrap().len(), 3);
+    assert_eq!(
+        d.step_list(&StepListParams { run_id: job.run_id })
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
     p.job_requeue(&JobRequeueParams {
         id,
         from_step: Some("email".into()),
@@ -334,7 +375,7 @@ pub async fn job_requeue_from_step_forgets_it_and_later_steps(driver: Arc<dyn Jo
     .await
     .expect("requeued from a step");
     let kept: Vec<String> = d
-        .step_list(job.run_id)
+        .step_list(&StepListParams { run_id: job.run_id })
         .await
         .unwrap()
         .into_iter()
@@ -351,16 +392,30 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
     let mut later = request("conformance.job", "delayed");
     later.run_at = at(3600);
     let delayed = enqueue(d, &later).await.id;
-    let row = p.job_promote(delayed, at(1)).await.expect("promoted");
+    let row = p
+        .job_promote(&JobPromoteParams {
+            id: delayed,
+            now: at(1),
+        })
+        .await
+        .expect("promoted");
     assert_eq!((row.state, row.run_at), (JobState::Ready, at(1)));
     assert_refused(
-        p.job_promote(delayed, at(2)).await,
+        p.job_promote(&JobPromoteParams {
+            id: delayed,
+            now: at(2),
+        })
+        .await,
         ErrorCode::JobNotPromotable,
     );
     let job = claim_one(d, "w1", at(2)).await;
     assert_eq!(job.id, delayed);
     assert_refused(
-        p.job_promote(delayed, at(3)).await,
+        p.job_promote(&JobPromoteParams {
+            id: delayed,
+            now: at(3),
+        })
+        .await,
         ErrorCode::JobNotPromotable,
     );
 
@@ -368,15 +423,28 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
     let retry = nack_params(delayed, &job.by, NackTarget::Retry, at(600), at(3));
     assert!(nack(d, &retry).await);
     claim_none(d, "w1", at(4)).await;
-    p.job_promote(delayed, at(4)).await.expect("backing off");
+    p.job_promote(&JobPromoteParams {
+        id: delayed,
+        now: at(4),
+    })
+    .await
+    .expect("backing off");
     let job = claim_one(d, "w1", at(4)).await;
     assert!(ack(d, delayed, &job.by, at(5)).await);
     assert_refused(
-        p.job_promote(delayed, at(6)).await,
+        p.job_promote(&JobPromoteParams {
+            id: delayed,
+            now: at(6),
+        })
+        .await,
         ErrorCode::JobNotPromotable,
     );
     assert_refused(
-        p.job_promote(Uuid::now_v7(), at(6)).await,
+        p.job_promote(&JobPromoteParams {
+            id: Uuid::now_v7(),
+            now: at(6),
+        })
+        .await,
         ErrorCode::JobNotFound,
     );
 }
@@ -556,8 +624,18 @@ pub async fn job_requeue_many_leaves_held_keys_and_takes_the_oldest(driver: Arc<
 pub async fn queue_pause_stops_the_next_claim(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     let p = port(d);
-    p.queue_pause(QUEUE, at(1)).await.unwrap();
-    p.queue_pause(QUEUE, at(2)).await.unwrap();
+    p.queue_pause(&QueuePauseParams {
+        queue: QUEUE,
+        now: at(1),
+    })
+    .await
+    .unwrap();
+    p.queue_pause(&QueuePauseParams {
+        queue: QUEUE,
+        now: at(2),
+    })
+    .await
+    .unwrap();
     let id = enqueue_key(d, "k").await;
     claim_none(d, "w1", at(3)).await;
     assert_eq!(
@@ -567,8 +645,20 @@ pub async fn queue_pause_stops_the_next_claim(driver: Arc<dyn JobDriver>) {
             paused_at: at(1)
         }]
     );
-    assert!(p.queue_resume(QUEUE, at(4)).await.unwrap());
-    assert!(!p.queue_resume(QUEUE, at(4)).await.unwrap());
+    assert!(p
+        .queue_resume(&QueueResumeParams {
+            queue: QUEUE,
+            now: at(4)
+        })
+        .await
+        .unwrap());
+    assert!(!p
+        .queue_resume(&QueueResumeParams {
+            queue: QUEUE,
+            now: at(4)
+        })
+        .await
+        .unwrap());
     assert!(p.queue_paused().await.unwrap().is_empty());
     assert_eq!(claim_one(d, "w1", at(5)).await.id, id);
 }
@@ -592,7 +682,10 @@ pub async fn worker_rows_expire_and_are_forgotten(driver: Arc<dyn JobDriver>) {
     };
     p.worker_announce(&announce("w1", t0())).await.unwrap();
     p.worker_announce(&announce("w2", at(10))).await.unwrap();
-    let rows = p.worker_list(at(20)).await.unwrap();
+    let rows = p
+        .worker_list(&WorkerListParams { now: at(20) })
+        .await
+        .unwrap();
     assert_eq!(
         rows.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(),
         ["w1", "w2"]
@@ -607,15 +700,23 @@ pub async fn worker_rows_expire_and_are_forgotten(driver: Arc<dyn JobDriver>) {
         (w1.slots, w1.host.as_str(), w1.started_at),
         (16, "host-a", t0())
     );
-    let rows = p.worker_list(at(30)).await.unwrap();
+    let rows = p
+        .worker_list(&WorkerListParams { now: at(30) })
+        .await
+        .unwrap();
     assert_eq!(
         rows.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(),
         ["w2"],
         "w1 expired one ttl after its heartbeat"
     );
     p.worker_announce(&announce("w1", at(30))).await.unwrap();
-    p.worker_forget("w2").await.unwrap();
-    let rows = p.worker_list(at(31)).await.unwrap();
+    p.worker_forget(&WorkerForgetParams { id: "w2" })
+        .await
+        .unwrap();
+    let rows = p
+        .worker_list(&WorkerListParams { now: at(31) })
+        .await
+        .unwrap();
     assert_eq!(
         rows.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(),
         ["w1"]
@@ -649,9 +750,17 @@ pub async fn counters_move_with_the_settle(driver: Arc<dyn JobDriver>) {
     settle(Some(NackTarget::DeadLetter), true, "dead").await;
     let cancelled = enqueue_key(d, "cancelled").await;
     claim_one(d, "w1", at(60)).await;
-    d.job_cancel(cancelled, at(62)).await.unwrap();
+    d.job_cancel(&JobCancelParams {
+        id: cancelled,
+        now: at(62),
+    })
+    .await
+    .unwrap();
 
-    let buckets = p.counters(name, t0()).await.unwrap();
+    let buckets = p
+        .counters(&CountersParams { name, since: t0() })
+        .await
+        .unwrap();
     assert_eq!(
         buckets,
         [CounterBucket {
@@ -664,10 +773,26 @@ pub async fn counters_move_with_the_settle(driver: Arc<dyn JobDriver>) {
             duration_ms: 4 * 2_000,
         }]
     );
-    assert!(p.counters(name, at(61)).await.unwrap().is_empty());
-    assert!(p.counters("other", t0()).await.unwrap().is_empty());
+    assert!(p
+        .counters(&CountersParams {
+            name,
+            since: at(61)
+        })
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(p
+        .counters(&CountersParams {
+            name: "other",
+            since: t0()
+        })
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(
-        p.counter_totals(t0()).await.unwrap(),
+        p.counter_totals(&CounterTotalsParams { since: t0() })
+            .await
+            .unwrap(),
         [CounterTotals {
             name: name.into(),
             done: 1,
@@ -708,7 +833,10 @@ pub async fn counters_count_a_batched_ack_and_a_burial(driver: Arc<dyn JobDriver
         .collect();
     assert_eq!(d.job_ack_many(&acks).await.unwrap(), vec![true, true]);
     let buried_ms = (later - at(60)).num_milliseconds() as u64;
-    let totals = p.counter_totals(t0()).await.unwrap();
+    let totals = p
+        .counter_totals(&CounterTotalsParams { since: t0() })
+        .await
+        .unwrap();
     assert_eq!(
         totals,
         [CounterTotals {
@@ -735,21 +863,43 @@ pub async fn counters_rollup_folds_buckets_into_the_next_tier(driver: Arc<dyn Jo
         let job = claim_one(d, "w1", at(minute * 60)).await;
         assert!(ack(d, job.id, &job.by, at(minute * 60 + 1)).await);
     }
-    assert_eq!(p.counters(name, t0()).await.unwrap().len(), 2);
     assert_eq!(
-        p.counters_rollup(at(3600)).await.unwrap(),
+        p.counters(&CountersParams { name, since: t0() })
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        p.counters_rollup(&CountersRollupParams { now: at(3600) })
+            .await
+            .unwrap(),
         0,
         "still a day's minutes"
     );
 
     let day = 24 * 3600;
-    assert!(p.counters_rollup(at(day + 3600)).await.unwrap() > 0);
+    assert!(
+        p.counters_rollup(&CountersRollupParams {
+            now: at(day + 3600)
+        })
+        .await
+        .unwrap()
+            > 0
+    );
     assert_eq!(
-        p.counters_rollup(at(day + 3600)).await.unwrap(),
+        p.counters_rollup(&CountersRollupParams {
+            now: at(day + 3600)
+        })
+        .await
+        .unwrap(),
         0,
         "idempotent"
     );
-    let folded = p.counters(name, t0()).await.unwrap();
+    let folded = p
+        .counters(&CountersParams { name, since: t0() })
+        .await
+        .unwrap();
     assert_eq!(
         folded,
         [CounterBucket {
@@ -762,16 +912,38 @@ pub async fn counters_rollup_folds_buckets_into_the_next_tier(driver: Arc<dyn Jo
             duration_ms: 2_000,
         }]
     );
-    assert!(p.counters_rollup(at(8 * day)).await.unwrap() > 0);
-    let hourly = p.counters(name, t0()).await.unwrap();
+    assert!(
+        p.counters_rollup(&CountersRollupParams { now: at(8 * day) })
+            .await
+            .unwrap()
+            > 0
+    );
+    let hourly = p
+        .counters(&CountersParams { name, since: t0() })
+        .await
+        .unwrap();
     assert_eq!(
         (hourly.len(), hourly[0].width_secs, hourly[0].done),
         (1, 3600, 2)
     );
-    assert_eq!(p.counter_totals(t0()).await.unwrap()[0].done, 2);
-    assert!(p.counters_rollup(at(31 * day)).await.unwrap() > 0);
+    assert_eq!(
+        p.counter_totals(&CounterTotalsParams { since: t0() })
+            .await
+            .unwrap()[0]
+            .done,
+        2
+    );
     assert!(
-        p.counters(name, t0()).await.unwrap().is_empty(),
+        p.counters_rollup(&CountersRollupParams { now: at(31 * day) })
+            .await
+            .unwrap()
+            > 0
+    );
+    assert!(
+        p.counters(&CountersParams { name, since: t0() })
+            .await
+            .unwrap()
+            .is_empty(),
         "past 30 days: dropped"
     );
 }

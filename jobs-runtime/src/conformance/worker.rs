@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::*;
 use crate::client::Jobs;
 use crate::clock::TestClock;
+use crate::driver::StepListParams;
 use crate::job::{Backoff, Jitter, Job, JobDescriptor, RetryPolicy, TenantMode};
 use crate::registry::Registry;
 use crate::run::Run;
@@ -170,7 +171,7 @@ pub(super) async fn tick(worker: &Worker) -> Vec<JobExecution> {
 
 async fn steps(d: &dyn JobDriver, run_id: RunId) -> Vec<(String, StepStatus)> {
     let mut steps: Vec<_> = d
-        .step_list(run_id)
+        .step_list(&StepListParams { run_id })
         .await
         .unwrap()
         .into_iter()
@@ -225,7 +226,9 @@ pub async fn worker_runs_steps_and_a_sleep_to_done(driver: Arc<dyn JobDriver>) {
         ]
     );
     let follow_up = d
-        .step_list(queued.run_id)
+        .step_list(&StepListParams {
+            run_id: queued.run_id,
+        })
         .await
         .unwrap()
         .into_iter()
@@ -306,7 +309,13 @@ pub async fn worker_resumes_a_wait_when_its_event_is_published(driver: Arc<dyn J
     let row = get(d, queued.id).await;
     assert_eq!(row.state, JobState::Done);
     assert_eq!(row.attempt, 1);
-    let wait = d.step_list(queued.run_id).await.unwrap().remove(0);
+    let wait = d
+        .step_list(&StepListParams {
+            run_id: queued.run_id,
+        })
+        .await
+        .unwrap()
+        .remove(0);
     assert_eq!(wait.status, StepStatus::Completed);
     assert_eq!(wait.output, Some(serde_json::json!({ "amount": 9 })));
 }

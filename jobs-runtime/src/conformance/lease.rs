@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::{at, t0};
 use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::driver::JobDriver;
 
 const TTL: Duration = Duration::from_secs(30);
@@ -77,9 +78,25 @@ pub async fn lease_acquire_takes_over_a_lapsed_slot(driver: Arc<dyn JobDriver>) 
     let new = grant(store, &ask("job:sync", 1, "w2", 30)).await;
     assert_eq!(new.slot, old.slot);
     assert!(new.fence > old.fence);
-    assert_eq!(store.lease_renew(&old, TTL, at(31)).await.unwrap(), None);
+    assert_eq!(
+        store
+            .lease_renew(&LeaseRenewParams {
+                lease: &old,
+                ttl: TTL,
+                now: at(31)
+            })
+            .await
+            .unwrap(),
+        None
+    );
     assert!(!store.lease_release(&old).await.unwrap());
-    let holders = store.lease_holders("job:sync", at(31)).await.unwrap();
+    let holders = store
+        .lease_holders(&LeaseHoldersParams {
+            key: "job:sync",
+            now: at(31),
+        })
+        .await
+        .unwrap();
     assert_eq!(holders, vec![new]);
 }
 
@@ -88,7 +105,11 @@ pub async fn lease_renew_extends_and_release_frees(driver: Arc<dyn JobDriver>) {
     let store = store(&*driver);
     let lease = grant(store, &ask("job:sync", 1, "w1", 0)).await;
     let renewed = store
-        .lease_renew(&lease, TTL, at(20))
+        .lease_renew(&LeaseRenewParams {
+            lease: &lease,
+            ttl: TTL,
+            now: at(20),
+        })
         .await
         .unwrap()
         .expect("still held");
@@ -108,7 +129,10 @@ pub async fn lease_renew_extends_and_release_frees(driver: Arc<dyn JobDriver>) {
         "already gone"
     );
     assert!(store
-        .lease_holders("job:sync", at(40))
+        .lease_holders(&LeaseHoldersParams {
+            key: "job:sync",
+            now: at(40)
+        })
         .await
         .unwrap()
         .is_empty());
@@ -124,14 +148,20 @@ pub async fn lease_holders_lists_live_grants_in_slot_order(driver: Arc<dyn JobDr
     grant(store, &ask("job-key:sync:acct-2", 3, "w3", 0)).await;
     assert_eq!(
         store
-            .lease_holders("job-key:sync:acct-1", at(5))
+            .lease_holders(&LeaseHoldersParams {
+                key: "job-key:sync:acct-1",
+                now: at(5)
+            })
             .await
             .unwrap(),
         vec![a.clone(), b.clone()]
     );
     assert_eq!(
         store
-            .lease_holders("job-key:sync:acct-1", at(35))
+            .lease_holders(&LeaseHoldersParams {
+                key: "job-key:sync:acct-1",
+                now: at(35)
+            })
             .await
             .unwrap(),
         vec![b],
@@ -189,7 +219,10 @@ pub async fn lease_acquire_never_over_grants_under_concurrent_acquirers(
     let holders = driver
         .lease_store()
         .unwrap()
-        .lease_holders("job:stress", t0())
+        .lease_holders(&LeaseHoldersParams {
+            key: "job:stress",
+            now: t0(),
+        })
         .await
         .unwrap();
     assert!(holders.is_empty(), "every grant was released");

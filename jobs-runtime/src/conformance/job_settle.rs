@@ -6,6 +6,9 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::*;
+use crate::driver::{
+    JobCancelParams, JobGetParams, QueueStatsParams, StepListParams, StepPutParams,
+};
 
 /// Runs `k`, lets its lease lapse and has `w2` re-claim it: answers the stale first claim and
 /// the live second one.
@@ -232,7 +235,10 @@ pub async fn job_cancel_cancels_a_queued_job_and_frees_its_key(driver: Arc<dyn J
     later.run_at = at(60);
     enqueue(d, &later).await;
     for id in [ready, later.id] {
-        let row = d.job_cancel(id, at(1)).await.unwrap();
+        let row = d
+            .job_cancel(&JobCancelParams { id, now: at(1) })
+            .await
+            .unwrap();
         assert_eq!(row.id, id);
         assert_eq!(row.state, JobState::Cancelled);
         assert_eq!(row.updated_at, at(1));
@@ -249,7 +255,10 @@ pub async fn job_cancel_stops_a_running_job_at_its_next_heartbeat(driver: Arc<dy
     let d = &*driver;
     let id = enqueue_key(d, "k").await;
     let job = claim_one(d, "w1", t0()).await;
-    let row = d.job_cancel(id, at(1)).await.unwrap();
+    let row = d
+        .job_cancel(&JobCancelParams { id, now: at(1) })
+        .await
+        .unwrap();
     assert_eq!(row.state, JobState::Cancelled);
     assert!(!heartbeat(d, id, &job.by, at(2)).await);
     assert!(!ack(d, id, &job.by, at(2)).await);
@@ -275,8 +284,18 @@ pub async fn job_cancel_stops_a_running_job_at_its_next_heartbeat(driver: Arc<dy
         job_id: id,
         by: job.by.clone(),
     };
-    assert!(!d.step_put(&step, &fence).await.unwrap());
-    assert!(d.step_list(job.run_id).await.unwrap().is_empty());
+    assert!(!d
+        .step_put(&StepPutParams {
+            record: &step,
+            fence: &fence
+        })
+        .await
+        .unwrap());
+    assert!(d
+        .step_list(&StepListParams { run_id: job.run_id })
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(
         get(d, id).await.state,
         JobState::Cancelled,
@@ -291,17 +310,33 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
     let id = enqueue_key(d, "k").await;
     let job = claim_one(d, "w1", t0()).await;
     assert!(ack(d, id, &job.by, at(1)).await);
-    assert_refused(d.job_cancel(id, at(2)).await, ErrorCode::JobNotCancellable);
+    assert_refused(
+        d.job_cancel(&JobCancelParams { id, now: at(2) }).await,
+        ErrorCode::JobNotCancellable,
+    );
     assert_eq!(get(d, id).await.state, JobState::Done);
 
     let other = enqueue_key(d, "other").await;
-    d.job_cancel(other, at(2)).await.unwrap();
+    d.job_cancel(&JobCancelParams {
+        id: other,
+        now: at(2),
+    })
+    .await
+    .unwrap();
     assert_refused(
-        d.job_cancel(other, at(3)).await,
+        d.job_cancel(&JobCancelParams {
+            id: other,
+            now: at(3),
+        })
+        .await,
         ErrorCode::JobNotCancellable,
     );
     assert_refused(
-        d.job_cancel(Uuid::now_v7(), at(3)).await,
+        d.job_cancel(&JobCancelParams {
+            id: Uuid::now_v7(),
+            now: at(3),
+        })
+        .await,
         ErrorCode::JobNotCancellable,
     );
 }
@@ -310,7 +345,12 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
 pub async fn job_get_answers_none_for_an_unknown_id(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     enqueue_key(d, "k").await;
-    assert_eq!(d.job_get(Uuid::now_v7()).await.unwrap(), None);
+    assert_eq!(
+        d.job_get(&JobGetParams { id: Uuid::now_v7() })
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 /// `queue_stats` counts each queue per state: a queued row not yet due is `delayed`, the age
@@ -359,9 +399,17 @@ pub async fn queue_stats_counts_each_queue_per_state(driver: Arc<dyn JobDriver>)
     );
     // ids[4] stays running; ids[5] stays ready (due since -15); cancel a fresh one.
     let cancelled = enqueue_key(d, "cancelled").await;
-    d.job_cancel(cancelled, t0()).await.unwrap();
+    d.job_cancel(&JobCancelParams {
+        id: cancelled,
+        now: t0(),
+    })
+    .await
+    .unwrap();
 
-    let all = d.queue_stats(t0()).await.unwrap();
+    let all = d
+        .queue_stats(&QueueStatsParams { now: t0() })
+        .await
+        .unwrap();
     let stats = all
         .iter()
         .find(|s| s.queue == QUEUE)
@@ -419,7 +467,13 @@ pub async fn job_ack_clears_an_earlier_attempts_error(driver: Arc<dyn JobDriver>
             job_id: id,
             by: job.by.clone(),
         };
-        assert!(d.step_put(&step, &fence).await.unwrap());
+        assert!(d
+            .step_put(&StepPutParams {
+                record: &step,
+                fence: &fence
+            })
+            .await
+            .unwrap());
         let mut interrupted = nack_params(id, &job.by, NackTarget::Retry, at(1), at(1));
         interrupted.counts_as_attempt = false;
         interrupted.error = Some("X_DRAINING: the worker is draining".into());
@@ -448,7 +502,10 @@ pub async fn job_ack_clears_an_earlier_attempts_error(driver: Arc<dyn JobDriver>
         assert_eq!(row.attempt, 1, "the interrupted attempt was not counted");
         assert_eq!(row.last_error, None, "a completed job carries no error");
         assert_eq!(row.last_error_code, None);
-        let steps = d.step_list(row.run_id).await.unwrap();
+        let steps = d
+            .step_list(&StepListParams { run_id: row.run_id })
+            .await
+            .unwrap();
         assert_eq!(
             steps[0].error.as_deref(),
             Some("X_DRAINING: the worker is draining"),

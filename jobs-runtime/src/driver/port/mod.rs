@@ -1,0 +1,185 @@
+//! The storage port: [`JobDriver`] and its optional sub-ports, with the records they exchange.
+//! Every driver (memory, Postgres) implements it; the worker, the client and the test kit only
+//! ever talk to these traits.
+//!
+//! Methods read entity then verb (`job_enqueue`, `job_claim`, `step_put`, `event_publish`) and
+//! take one params struct each, carrying `now` from the injected clock, so a driver never reads
+//! the wall clock and a new field never touches the other operations.
+//!
+//! Settling writes (ack, nack, heartbeat, progress, step writes) are fenced on the claim: the
+//! row must still be `running` under the same worker and claim ordinal, otherwise the write
+//! lands nowhere and the method answers `false`.
+
+pub mod backfill_store;
+pub mod caller_tx;
+pub mod introspect;
+pub mod lease;
+pub mod ledger_book;
+pub(crate) mod records;
+pub mod scheduler_store;
+
+pub use backfill_store::BackfillStore;
+pub use caller_tx::{CallerConnection, CallerTransaction};
+pub use introspect::JobIntrospection;
+pub use ledger_book::LedgerBook;
+pub use records::*;
+pub use scheduler_store::{SchedulerLeader, SchedulerStore};
+
+use async_trait::async_trait;
+
+/// What a push wake reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WakeSignal {
+    /// Due jobs arrived on this queue.
+    Queue(String),
+    /// A probe came back: wakes are being delivered.
+    Live,
+    /// The session was lost: wakes may be missed until it is proven again.
+    Lost,
+}
+
+/// The receiving end of a push wake.
+pub type WakeReceiver = tokio::sync::mpsc::Receiver<WakeSignal>;
+
+use crate::error::JobError;
+
+/// The one storage port: queue, steps and events live behind it, so that one store is one
+/// transaction boundary.
+#[async_trait]
+pub trait JobDriver: Send + Sync + 'static {
+    /// A short name for logs (`memory`, `postgres`).
+    fn name(&self) -> &'static str;
+
+    /// The lease store, when the driver has one: fleet-wide concurrency caps and `with_lock`
+    /// need it (a worker refuses to start a job declaring `concurrency` without it).
+    fn lease_store(&self) -> Option<&dyn lease::LeaseStore> {
+        None
+    }
+
+    /// The scheduler's storage (leader lease, task watermarks, pauses, fires), when the driver
+    /// has one: a scheduler needs it.
+    fn scheduler_store(&self) -> Option<&dyn SchedulerStore> {
+        None
+    }
+
+    /// The operator surface (list, requeue, remove, promote, queue pauses, workers, counters),
+    /// when the driver has one: without it every operator verb answers `X_NOT_IMPLEMENTED`.
+    fn introspect(&self) -> Option<&dyn JobIntrospection> {
+        None
+    }
+
+    /// The ledger of backfill passes, when the driver has one. Without it a `#[backfill]`
+    /// still runs its pass, unrecorded.
+    fn backfill_store(&self) -> Option<&dyn BackfillStore> {
+        None
+    }
+
+    /// The driver's own double-entry book (`#[ledger(book = driver)]` writes here), when it
+    /// has one.
+    fn ledger_book(&self) -> Option<&dyn LedgerBook> {
+        None
+    }
+
+    /// Enqueue and publish inside a caller's own transaction, when the driver can join one
+    /// (Postgres can; memory cannot, and answers `X_DRIVER_UNAVAILABLE` through `Jobs`).
+    fn caller_transaction(&self) -> Option<&dyn CallerTransaction> {
+        None
+    }
+
+    /// Creates or upgrades the driver's storage (idempotent, safe from several processes);
+    /// answers the migration versions it applied. A store with nothing to migrate (memory)
+    /// answers none.
+    async fn migrate(&self) -> Result<Vec<i32>, JobError> {
+        Ok(Vec::new())
+    }
+
+    /// Inserts a job, or answers the live job that already holds the idempotency key with
+    /// `deduped = true` and inserts nothing.
+    async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError>;
+
+    /// Inserts many jobs; each answers as [`JobDriver::job_enqueue`] would. All of them or
+    /// none.
+    ///
+    /// The batch is stored at one `now`, the latest of its requests' `now`: a job whose
+    /// `run_at` is at or before it is `ready`, a later one `delayed`, and every row's
+    /// `created_at` is it. (The default implementation enqueues one by one, each at its own
+    /// `now`; a driver overriding it keeps the rule above.)
+    async fn job_enqueue_many(
+        &self,
+        requests: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        let mut out = Vec::with_capacity(requests.len());
+        for request in requests {
+            out.push(self.job_enqueue(request).await?);
+        }
+        Ok(out)
+    }
+
+    /// Claims up to each queue's demand of due jobs, oldest `run_at` first, making them
+    /// invisible until `now + visibility_timeout`. A `running` row whose lease lapsed is
+    /// claimed again, unless it already used its last attempt: then it is buried (`dead`, or
+    /// `failed` for the names in `drop_exhausted`) with `LEASE_LAPSED_FINAL_ATTEMPT` and
+    /// reported in [`ClaimResult::exhausted`].
+    async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError>;
+
+    /// Settles a running job `done`, clearing `last_error` and `last_error_code` (an earlier
+    /// attempt's failure is no error of a completed job). Fenced: `false` when the claim no
+    /// longer holds the row.
+    async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError>;
+
+    /// Settles many running jobs `done` at once, each fenced on its own claim; answers, in
+    /// order, whether each landed. The worker's completer batches its acks through it.
+    async fn job_ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
+        let mut landed = Vec::with_capacity(params.len());
+        for p in params {
+            landed.push(self.job_ack(p).await?);
+        }
+        Ok(landed)
+    }
+
+    /// Settles a running job into the state [`NackParams::target`] names. Fenced.
+    async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError>;
+
+    /// Deletes one batch of finished rows past their retention window (and their runs' steps);
+    /// answers how many rows went. Live rows are never touched.
+    async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError>;
+
+    /// Extends a running job's invisibility. `false`: the run no longer holds the row
+    /// (cancelled, or re-claimed after its lease lapsed); stop the run.
+    async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError>;
+
+    /// Records a running job's progress. Fenced.
+    async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError>;
+
+    /// Reads one job.
+    async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError>;
+
+    /// Cancels a live job: a queued one at once, a running one at its next heartbeat.
+    /// `X_JOB_NOT_CANCELLABLE` for a finished or unknown job.
+    async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError>;
+
+    /// Counts per queue.
+    async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError>;
+
+    /// Every step record of a run (one read per attempt; replays are served from memory).
+    async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError>;
+
+    /// Writes a step record, only while `fence` still holds the row. `false` otherwise.
+    async fn step_put(&self, params: &StepPutParams<'_>) -> Result<bool, JobError>;
+
+    /// Stores an event and wakes the runs parked waiting for it.
+    async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError>;
+
+    /// The mark a new wait records: events stored after it belong to the wait.
+    async fn event_mark(&self) -> Result<String, JobError>;
+
+    /// A push wake, when the driver has one: it reports the queues that received due jobs,
+    /// and whether the wake is proven live. `None`: the poll is all there is (the memory
+    /// driver's in-process wake lives in [`Jobs`](crate::Jobs) itself).
+    async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {
+        Ok(None)
+    }
+
+    /// The first unexpired (at `now`) event named `name` under `key` stored after `since`.
+    async fn event_find(&self, params: &EventFindParams<'_>) -> Result<Option<JobEvent>, JobError>;
+}
