@@ -6,6 +6,7 @@
 //! admit   (admit.rs)   -> Admitted | Refused      registry, limits, the one parse, fleet slots
 //! execute (execute.rs) -> Executed                the body raced to a verdict
 //! settle  (settle.rs)  -> JobExecution            the one write (ack or nack), the hook, frees
+//!                                                 (hook.rs tells `on_settled`)
 //! ```
 //!
 //! One loop per worker: a pass claims, for every queue with a free slot, as many due jobs as it
@@ -18,6 +19,7 @@ mod builder;
 mod claim;
 mod complete;
 mod execute;
+mod hook;
 mod limiter;
 mod presence;
 mod settle;
@@ -358,10 +360,10 @@ impl Worker {
         });
     }
 
-    /// One claim (stage 1); the rows it buried go straight to the settle stage's hook.
+    /// One claim (stage 1); the rows it buried are told to their `on_settled` hooks.
     async fn claim(&self) -> Result<Vec<Claimed>, JobError> {
         let claims = claim::claim(&self.shared).await?;
-        settle::bury(&self.shared, claims.buried).await;
+        hook::bury(&self.shared, claims.buried).await;
         Ok(claims.claimed)
     }
 

@@ -3,40 +3,35 @@
 //! `on_settled` about an ending, and gives back what admission took. Settlement is not part of
 //! the retry decision: the verdict is decided first, then written.
 
-use super::admit::{self, Declared, Refusal, Refused};
+use super::admit::{self, Refusal, Refused};
 use super::claim::Claimed;
 use super::execute::{Executed, Verdict};
+use super::hook::{self, HookEnding};
 use super::limiter::shed_until;
 use super::WorkerShared;
 use crate::clock::{add, Timestamp};
-use crate::driver::{AckParams, ClaimedJob, JobRecord, JobState, NackParams, NackTarget};
+use crate::driver::{AckParams, ClaimedJob, NackParams, NackTarget};
 use crate::error::{ErrorClass, ErrorCode, JobError};
 use crate::execution::{ExecutionOutcome, JobExecution};
 use crate::job::RetryPolicy;
-use crate::registry::{ErasedOutput, ErasedSettled, JobEntry};
+use crate::registry::JobEntry;
 use crate::retry::retry_delay;
-use crate::settled::{Outcome, ON_SETTLED_ATTEMPTS};
+use crate::settled::Outcome;
 
 /// What the settle stage is handed: a claim admission turned away, or an attempt that ran.
 pub(crate) enum Ending {
+    /// Admission turned it away; its body never ran.
     Refused(Refused),
+    /// It was admitted and its body ran to a verdict (or its run failed to load).
     Executed(Executed),
 }
 
 /// The one write an ending makes.
 enum Write {
     /// `done`, through the batching completer.
-    Ack,
+    Ack(AckParams),
     /// Anywhere else.
     Nack(NackParams),
-}
-
-/// An ending `on_settled` is told about, once the write landed.
-struct HookEnding {
-    outcome: Outcome,
-    result: Option<ErasedOutput>,
-    error: Option<String>,
-    code: Option<ErrorCode>,
 }
 
 /// What settling an ending comes to, before anything is written.
@@ -72,20 +67,14 @@ pub(crate) async fn settle(shared: &WorkerShared, ending: Ending) -> JobExecutio
         }
     };
     let Claimed { job, slot } = claimed;
-    // The body is over (or never ran): its slot can take the next job while this one settles.
+    // The body is over (or never ran): its slot takes the next job while this one settles, so
+    // the next claim overlaps the settle's round trip (the completer batches acks).
     slot.release(shared, &job.queue);
     let now = shared.jobs.now();
     let mut plan = plan(shared, &job, decided, now);
     if let Some(write) = plan.write.take() {
         let landed = match write {
-            Write::Ack => {
-                let ack = AckParams {
-                    job_id: job.id,
-                    by: job.by.clone(),
-                    now,
-                };
-                shared.completer.ack(shared.jobs.driver(), ack).await
-            }
+            Write::Ack(params) => shared.completer.ack(shared.jobs.driver(), params).await,
             Write::Nack(params) => shared.jobs.driver().job_nack(&params).await,
         };
         if plan.must_land && !has_landed(&job, landed) {
@@ -95,7 +84,7 @@ pub(crate) async fn settle(shared: &WorkerShared, ending: Ending) -> JobExecutio
         }
     }
     if let (Some(ending), Some(declared)) = (plan.hook, declared) {
-        plan.execution.on_settled_failed = !tell_hook(&job, declared, ending).await;
+        plan.execution.on_settled_failed = !hook::tell(&job, declared, ending).await;
     }
     if let Some(held) = held {
         admit::leave(shared, &job, &held).await;
@@ -143,7 +132,11 @@ fn plan(shared: &WorkerShared, job: &ClaimedJob, decided: Decided, now: Timestam
             no_hook(None, execution(ExecutionOutcome::LeaseLost))
         }
         Decided::Verdict(_, Verdict::Completed(output)) => Plan {
-            write: Some(Write::Ack),
+            write: Some(Write::Ack(AckParams {
+                job_id: job.id,
+                by: job.by.clone(),
+                now,
+            })),
             execution: execution(ExecutionOutcome::Completed),
             hook: Some(HookEnding {
                 outcome: Outcome::Completed,
@@ -356,95 +349,5 @@ fn has_landed(job: &ClaimedJob, landed: Result<bool, JobError>) -> bool {
             );
             false
         }
-    }
-}
-
-/// Tells the job's `on_settled` hook (if it has one) about an ending.
-async fn tell_hook(job: &ClaimedJob, declared: Declared, ending: HookEnding) -> bool {
-    deliver_on_settled(
-        &declared.entry,
-        ErasedSettled {
-            outcome: ending.outcome,
-            job_id: job.id,
-            run_id: job.run_id,
-            tenant: declared.tenant,
-            input: &job.input,
-            result: ending.result,
-            error: ending.error,
-            code: ending.code,
-        },
-    )
-    .await
-}
-
-/// Runs the hook up to [`ON_SETTLED_ATTEMPTS`] times back to back. Its failure is logged and
-/// reported as `X_JOB_ON_SETTLED_FAILED`, never thrown: the row and outcome stand.
-async fn deliver_on_settled(entry: &JobEntry, settled: ErasedSettled<'_>) -> bool {
-    if !entry.descriptor().on_settled {
-        return true;
-    }
-    // The in-process result can be handed over once; later tries see `None`.
-    let mut result = settled.result;
-    let mut last = None;
-    for _ in 0..ON_SETTLED_ATTEMPTS {
-        let attempt = ErasedSettled {
-            outcome: settled.outcome,
-            job_id: settled.job_id,
-            run_id: settled.run_id,
-            tenant: settled.tenant.clone(),
-            input: settled.input,
-            result: result.take(),
-            error: settled.error.clone(),
-            code: settled.code,
-        };
-        match entry.on_settled(attempt).await {
-            Ok(()) => return true,
-            Err(error) => last = Some(error),
-        }
-    }
-    tracing::error!(
-        target: "jobs.on-settled.failed",
-        code = ErrorCode::JobOnSettledFailed.as_str(),
-        job_id = %settled.job_id,
-        job = entry.descriptor().name,
-        cause = last.as_ref().and_then(JobError::code).map(|c| c.as_str()),
-        "the on_settled hook failed on every try"
-    );
-    false
-}
-
-/// Rows a claim buried after their final attempt's lease lapsed: count them, log them, and
-/// tell each one's hook. Nothing is written: the claim already settled them.
-pub(crate) async fn bury(shared: &WorkerShared, buried: Vec<JobRecord>) {
-    for row in buried {
-        shared.jobs.metrics().record_buried(&row);
-        tracing::error!(
-            target: "jobs.claim.exhausted",
-            job_id = %row.id,
-            job = %row.name,
-            "a job's lease lapsed on its final attempt; buried"
-        );
-        let Some(entry) = shared.registry.get(&row.name) else {
-            continue;
-        };
-        if !entry.descriptor().on_settled {
-            continue;
-        }
-        let outcome = if row.state == JobState::Failed {
-            Outcome::Dropped
-        } else {
-            Outcome::DeadLettered
-        };
-        let settled = ErasedSettled {
-            outcome,
-            job_id: row.id,
-            run_id: row.run_id,
-            tenant: entry.parse(&row.input, row.tenant_id.as_ref()).tenant,
-            input: &row.input,
-            result: None,
-            error: row.last_error,
-            code: None,
-        };
-        deliver_on_settled(entry, settled).await;
     }
 }
