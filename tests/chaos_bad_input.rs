@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobs::clock::TestClock;
-use jobs::driver::StepListParams;
-use jobs::driver::{JobId, PostgresDriver, RunId};
+use jobs::driver::{JobId, PostgresDriver, RunId, StepListParams};
 use jobs::duration::parse_duration;
 use jobs::prelude::*;
 use jobs::sqlx::{self, AssertSqlSafe, PgPool};

@@ -18,8 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use jobs::clock::TestClock;
-use jobs::driver::PostgresDriver;
-use jobs::driver::StepListParams;
+use jobs::driver::{PostgresDriver, StepListParams};
 use jobs::prelude::*;
 use jobs::sqlx::{self, AssertSqlSafe};
 use support::pg;

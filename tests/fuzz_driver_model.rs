@@ -15,9 +15,9 @@ use std::time::Duration;
 use jobs::clock::{add, Timestamp};
 use jobs::driver::{
     AckParams, ClaimIdentity, ClaimParams, ConflictPolicy, EnqueueRequest, HeartbeatParams,
-    JobDriver, JobId, JobRecord, MemoryDriver, NackParams, NackTarget, QueueDemand,
+    JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, NackParams,
+    NackTarget, QueueDemand, QueueStatsParams,
 };
-use jobs::driver::{JobCancelParams, JobGetParams, QueueStatsParams};
 use jobs::sqlx::{self, AssertSqlSafe, PgPool};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};

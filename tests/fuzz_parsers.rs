@@ -12,8 +12,7 @@ mod support;
 
 use std::time::Duration;
 
-use jobs::driver::StepListParams;
-use jobs::driver::{StepRecord, StepStatus};
+use jobs::driver::{StepListParams, StepRecord, StepStatus};
 use jobs::duration::parse_duration;
 use jobs::prelude::*;
 use proptest::prelude::*;

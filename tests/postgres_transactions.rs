@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobs::clock::TestClock;
-use jobs::driver::StepListParams;
-use jobs::driver::{JobDriver, PostgresDriver, WakeReceiver, WakeSignal};
+use jobs::driver::{JobDriver, PostgresDriver, StepListParams, WakeReceiver, WakeSignal};
 use jobs::prelude::*;
 use jobs::sqlx::{self, AssertSqlSafe};
 use jobs::testing::TestKit;

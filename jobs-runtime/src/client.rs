@@ -14,7 +14,8 @@ use crate::driver::scheduler_store::{
 };
 use crate::driver::{
     CallerConnection, CallerTransaction, ConflictPolicy, EnqueueRequest, EnqueueResult,
-    EventPublish, JobDriver, JobId, JobRecord, MemoryDriver, QueueStats, DEFAULT_EVENT_TTL,
+    EventPublish, JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver,
+    QueueStats, QueueStatsParams, DEFAULT_EVENT_TTL,
 };
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
@@ -25,7 +26,6 @@ use crate::worker::WorkerBuilder;
 /// What an enqueue answers: the job's own ids, and whether a live job already held the key.
 pub type Enqueued = EnqueueResult;
 
-use crate::driver::{JobCancelParams, JobGetParams, QueueStatsParams};
 pub use crate::limits::MAX_CONCURRENCY_KEY_LENGTH;
 
 /// The client: enqueues jobs, publishes events, reads jobs, builds workers.

@@ -11,10 +11,9 @@ use serde::{de::DeserializeOwned, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{add, SharedClock, Timestamp};
-use crate::driver::{EventFindParams, StepListParams, StepPutParams};
 use crate::driver::{
-    EventSince, JobDriver, JobId, Progress, ProgressParams, RunId, StepFence, StepRecord,
-    StepStatus, WaitSpec,
+    EventFindParams, EventSince, JobDriver, JobId, Progress, ProgressParams, RunId, StepFence,
+    StepListParams, StepPutParams, StepRecord, StepStatus, WaitSpec,
 };
 use crate::duration::IntoDuration;
 use crate::error::{ErrorCode, JobError};

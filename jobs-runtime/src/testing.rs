@@ -35,8 +35,9 @@ use std::time::Duration;
 
 use crate::client::{Enqueued, Jobs};
 use crate::clock::TestClock;
-use crate::driver::{JobDriver, JobId, JobRecord, MemoryDriver, RunId, StepRecord};
-use crate::driver::{JobGetParams, StepListParams};
+use crate::driver::{
+    JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, RunId, StepListParams, StepRecord,
+};
 use crate::job::Job;
 use crate::registry::Registry;
 use crate::run::StepObserver;

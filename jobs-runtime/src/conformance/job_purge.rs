@@ -4,8 +4,10 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::driver::{JobDriver, JobPurgeParams, NackTarget, StepFence, StepRecord, StepStatus};
-use crate::driver::{JobGetParams, StepListParams, StepPutParams};
+use crate::driver::{
+    JobDriver, JobGetParams, JobPurgeParams, NackTarget, StepFence, StepListParams, StepPutParams,
+    StepRecord, StepStatus,
+};
 
 /// Done rows past the done window go with their steps; failed and dead rows wait for the longer
 /// window; live rows and recent rows stay.

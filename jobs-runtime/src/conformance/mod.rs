@@ -56,8 +56,7 @@ use uuid::Uuid;
 
 use crate::clock::Timestamp;
 use crate::driver::records::*;
-use crate::driver::JobDriver;
-use crate::driver::{JobGetParams, QueueStatsParams};
+use crate::driver::{JobDriver, JobGetParams, QueueStatsParams};
 use crate::error::{ErrorCode, JobError};
 
 /// How long one case may take in real time before it is reported as hung.

@@ -21,8 +21,7 @@ use crate::driver::introspect::{
     CountersRollupParams, JobPromoteParams, JobRemoveParams, QueuePauseParams, QueueResumeParams,
     WorkerListParams,
 };
-use crate::driver::StepListParams;
-use crate::driver::{JobId, JobRecord, StepRecord};
+use crate::driver::{JobId, JobRecord, StepListParams, StepRecord};
 use crate::error::{ErrorCode, JobError};
 
 /// One job as `jobs show` prints it: the row with its input redacted, and its step trace.

@@ -17,9 +17,9 @@ pub use ledger_book::MemoryBook;
 
 use crate::clock::{add, Timestamp};
 use crate::driver::records::*;
-use crate::driver::JobDriver;
 use crate::driver::{
-    EventFindParams, JobCancelParams, JobGetParams, QueueStatsParams, StepListParams, StepPutParams,
+    EventFindParams, JobCancelParams, JobDriver, JobGetParams, QueueStatsParams, StepListParams,
+    StepPutParams,
 };
 use crate::error::{ErrorCode, JobError};
 
