@@ -175,7 +175,7 @@ async fn main() -> Result<(), JobError> {
     first.kill();
     let first_run = started.elapsed();
     let at_kill = filled(&pool).await?;
-    let pass = &jobs.backfills(BackfillListParams::default()).await?[0];
+    let pass = &jobs.backfills().list(BackfillListParams::default()).await?[0];
     let checkpointed = pass.batches;
     println!(
         "SIGKILLed the worker after {:.2} s: {at_kill} rows filled, {checkpointed} pages checkpointed ({:.0} rows/s)",
@@ -195,7 +195,7 @@ async fn main() -> Result<(), JobError> {
     let second_run = resumed.elapsed();
     second.kill();
 
-    let pass = &jobs.backfills(BackfillListParams::default()).await?[0];
+    let pass = &jobs.backfills().list(BackfillListParams::default()).await?[0];
     assert_eq!(pass.status, PassStatus::Completed);
     assert_eq!(filled(&pool).await?, ROWS);
     let job = jobs.job(queued.id).await?.expect("the pass's job");

@@ -154,7 +154,8 @@ fn kit(table: &Arc<Table>) -> TestKit {
 
 async fn passes(kit: &TestKit, name: &str) -> Vec<jobs::backfill::BackfillPass> {
     kit.jobs()
-        .backfills(BackfillListParams {
+        .backfills()
+        .list(BackfillListParams {
             name: Some(name.to_string()),
             ..Default::default()
         })
@@ -361,7 +362,7 @@ async fn per_tenant_passes_are_scoped_and_recorded_per_tenant() {
 async fn the_pending_report_compares_declarations_with_the_ledger() {
     let table = Table::with_rows(5);
     let kit = kit(&table);
-    let report = kit.jobs().backfills_pending().await.unwrap();
+    let report = kit.jobs().backfills().pending().await.unwrap();
     for name in [
         "test.display-names",
         "test.paced",
@@ -395,7 +396,7 @@ async fn the_pending_report_compares_declarations_with_the_ledger() {
         .await
         .unwrap();
 
-    let report = kit.jobs().backfills_pending().await.unwrap();
+    let report = kit.jobs().backfills().pending().await.unwrap();
     assert!(!report.pending.iter().any(|p| p == "test.paced"));
     let paced = report.rows.iter().find(|r| r.name == "test.paced").unwrap();
     assert_eq!(paced.state, jobs::backfill::BackfillState::Completed);
@@ -408,17 +409,20 @@ async fn the_by_name_enqueue_refuses_unknown_running_and_applied_passes() {
     let kit = kit(&table);
     let jobs = kit.jobs();
     let unknown = jobs
-        .enqueue_backfill("test.nope", BackfillRequest::new())
+        .backfills()
+        .enqueue("test.nope", BackfillRequest::new())
         .await
         .unwrap_err();
     assert!(unknown.is(ErrorCode::BackfillUnknown), "{unknown}");
 
     let first = jobs
-        .enqueue_backfill("test.display-names", BackfillRequest::new())
+        .backfills()
+        .enqueue("test.display-names", BackfillRequest::new())
         .await
         .unwrap();
     let running = jobs
-        .enqueue_backfill("test.display-names", BackfillRequest::new())
+        .backfills()
+        .enqueue("test.display-names", BackfillRequest::new())
         .await
         .unwrap_err();
     assert!(running.is(ErrorCode::BackfillRunning), "{running}");
@@ -426,11 +430,13 @@ async fn the_by_name_enqueue_refuses_unknown_running_and_applied_passes() {
 
     kit.run_to_completion().await;
     let applied = jobs
-        .enqueue_backfill("test.display-names", BackfillRequest::new())
+        .backfills()
+        .enqueue("test.display-names", BackfillRequest::new())
         .await
         .unwrap_err();
     assert!(applied.is(ErrorCode::BackfillApplied), "{applied}");
-    jobs.enqueue_backfill("test.display-names", BackfillRequest::new().forced())
+    jobs.backfills()
+        .enqueue("test.display-names", BackfillRequest::new().forced())
         .await
         .expect("forced past the completed pass");
 }

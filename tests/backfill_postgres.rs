@@ -98,7 +98,8 @@ async fn the_postgres_ledger_records_passes_and_blocks_a_completed_one_unless_fo
     assert_eq!(counter.pages.load(Ordering::SeqCst), 3);
 
     let passes = jobs
-        .backfills(BackfillListParams {
+        .backfills()
+        .list(BackfillListParams {
             name: Some("pg.ids".into()),
             ..Default::default()
         })
@@ -119,14 +120,16 @@ async fn the_postgres_ledger_records_passes_and_blocks_a_completed_one_unless_fo
     );
     assert_eq!(counter.pages.load(Ordering::SeqCst), 3);
     let refused = jobs
-        .enqueue_backfill("pg.ids", BackfillRequest::new())
+        .backfills()
+        .enqueue("pg.ids", BackfillRequest::new())
         .await
         .unwrap_err();
     assert!(refused.is(ErrorCode::BackfillApplied), "{refused}");
 
     // Forced: a new row, the pages again.
     let forced = jobs
-        .enqueue_backfill("pg.ids", BackfillRequest::new().forced())
+        .backfills()
+        .enqueue("pg.ids", BackfillRequest::new().forced())
         .await
         .unwrap();
     run_until_idle(&worker).await;
@@ -144,7 +147,7 @@ async fn the_postgres_ledger_records_passes_and_blocks_a_completed_one_unless_fo
     assert_eq!(passes[0].run_id, forced.run_id);
     assert!(passes[0].forced);
 
-    let report = jobs.backfills_pending().await.unwrap();
+    let report = jobs.backfills().pending().await.unwrap();
     assert!(!report.pending.iter().any(|n| n == "pg.ids"));
     assert!(report.pending.iter().any(|n| n == "items.label"));
     assert!(report.orphaned.is_empty());
@@ -324,7 +327,12 @@ async fn a_sigkilled_pass_resumes_on_the_page_it_stopped_at_in_another_process()
     .await;
     first.kill().expect("SIGKILL the first worker");
     first.wait().expect("reap it");
-    let checkpointed = jobs.backfills(BackfillListParams::default()).await.unwrap()[0].batches;
+    let checkpointed = jobs
+        .backfills()
+        .list(BackfillListParams::default())
+        .await
+        .unwrap()[0]
+        .batches;
     assert!(checkpointed < 20, "killed mid-pass");
 
     let mut second = start_worker(&schema);
@@ -341,7 +349,11 @@ async fn a_sigkilled_pass_resumes_on_the_page_it_stopped_at_in_another_process()
     )
     .await;
     assert_eq!(labelled, 2_000);
-    let pass = &jobs.backfills(BackfillListParams::default()).await.unwrap()[0];
+    let pass = &jobs
+        .backfills()
+        .list(BackfillListParams::default())
+        .await
+        .unwrap()[0];
     assert_eq!(pass.status, PassStatus::Completed);
     assert_eq!(
         (pass.batches, pass.rows),

@@ -224,7 +224,7 @@ async fn every_verb_against_a_real_queue() {
     let id = handle.worker().id().to_string();
     wait_until("the worker's registry row", || {
         let jobs = jobs.clone();
-        async move { !jobs.workers().await.unwrap().is_empty() }
+        async move { !jobs.operator().workers().await.unwrap().is_empty() }
     })
     .await;
     let (code, out, _) = jobs_cli(&schema, &["workers"]).await;

@@ -42,6 +42,7 @@ async fn tenant_filter_holds(driver: Arc<dyn JobDriver>) {
     let mut after = None;
     loop {
         let listed = jobs
+            .operator()
             .list_jobs(&page(Some("acme"), after, None))
             .await
             .unwrap();
@@ -57,13 +58,22 @@ async fn tenant_filter_holds(driver: Arc<dyn JobDriver>) {
     assert_eq!(seen, 7);
     // A cursor from another tenant's (or an unfiltered) page: refused, or still only acme.
     let globex = jobs
+        .operator()
         .list_jobs(&page(Some("globex"), None, None))
         .await
         .unwrap();
-    let unfiltered = jobs.list_jobs(&page(None, None, None)).await.unwrap();
+    let unfiltered = jobs
+        .operator()
+        .list_jobs(&page(None, None, None))
+        .await
+        .unwrap();
     for cursor in [globex.after, unfiltered.after].into_iter().flatten() {
         for (after, before) in [(Some(cursor.clone()), None), (None, Some(cursor.clone()))] {
-            match jobs.list_jobs(&page(Some("acme"), after, before)).await {
+            match jobs
+                .operator()
+                .list_jobs(&page(Some("acme"), after, before))
+                .await
+            {
                 Ok(listed) => assert!(listed
                     .jobs
                     .iter()
@@ -74,6 +84,7 @@ async fn tenant_filter_holds(driver: Arc<dyn JobDriver>) {
     }
     // A forged cursor is refused, never widened.
     let forged = jobs
+        .operator()
         .list_jobs(&page(Some("acme"), Some("' or 1=1 --".into()), None))
         .await
         .unwrap_err();

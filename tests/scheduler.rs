@@ -379,13 +379,13 @@ async fn a_paused_task_does_not_fire_and_on_resume_its_catch_up_decides() {
         .run(&s, Duration::from_secs(1), "2030-01-01T00:05:00Z")
         .await;
     assert_eq!(occurrences(&fired), ["2030-01-01T00:05:00+00:00"]);
-    w.jobs.pause_task("every5").await.unwrap();
-    assert_eq!(w.jobs.paused_tasks().await.unwrap(), ["every5"]);
+    w.jobs.tasks().pause("every5").await.unwrap();
+    assert_eq!(w.jobs.tasks().paused().await.unwrap(), ["every5"]);
     let paused = w
         .run(&s, Duration::from_secs(1), "2030-01-01T00:31:00Z")
         .await;
     assert!(paused.is_empty(), "no fires while paused: {paused:?}");
-    assert!(w.jobs.resume_task("every5").await.unwrap());
+    assert!(w.jobs.tasks().resume("every5").await.unwrap());
     let resumed = w
         .run(&s, Duration::from_secs(1), "2030-01-01T00:31:05Z")
         .await;
@@ -394,7 +394,7 @@ async fn a_paused_task_does_not_fire_and_on_resume_its_catch_up_decides() {
         ["2030-01-01T00:30:00+00:00"],
         "within the 5 s recheck, skip fires the latest missed"
     );
-    assert!(!w.jobs.resume_task("every5").await.unwrap());
+    assert!(!w.jobs.tasks().resume("every5").await.unwrap());
 }
 
 #[tokio::test]
@@ -419,12 +419,12 @@ async fn the_last_fire_of_each_task_is_recorded() {
     }));
     s.tick().await.unwrap();
     assert!(
-        w.jobs.task_fires().await.unwrap().is_empty(),
+        w.jobs.tasks().fires().await.unwrap().is_empty(),
         "arming is not a fire"
     );
     w.run(&s, Duration::from_secs(1), "2030-01-01T00:12:00Z")
         .await;
-    let fires = w.jobs.task_fires().await.unwrap();
+    let fires = w.jobs.tasks().fires().await.unwrap();
     assert_eq!(fires.len(), 1, "{fires:?}");
     assert_eq!(fires[0].task, "every5");
     assert_eq!(fires[0].occurrence, at("2030-01-01T00:10:00Z"));
@@ -448,7 +448,7 @@ async fn a_manual_fire_uses_the_jobs_plain_keys() {
     assert!(again.iter().all(|r| r.deduped));
     assert_eq!(again[0].id, first[0].id);
     assert!(
-        w.jobs.task_fires().await.unwrap().is_empty(),
+        w.jobs.tasks().fires().await.unwrap().is_empty(),
         "a manual fire is not a scheduled one"
     );
 }

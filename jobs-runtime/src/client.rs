@@ -1,27 +1,23 @@
-//! [`Jobs`]: the one enqueue path. Typed handles call it; so will the scheduler and the outbox.
+//! [`Jobs`]: the one enqueue path. Typed handles call it, and so does the scheduler. The rest
+//! hangs off small handles the modules above this one add: [`Jobs::operator`],
+//! [`Jobs::tasks`], [`Jobs::backfills`], [`Jobs::worker`], [`Jobs::scheduler`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Serialize;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use crate::clock::{add, SharedClock, SystemClock, Timestamp};
-use crate::driver::scheduler_store::{
-    SchedulerLeader, SchedulerLeaderParams, SchedulerStore, TaskFire, TaskFiresParams,
-    TaskPauseParams, TaskPausedParams, TaskResumeParams,
-};
+use crate::clock::{SharedClock, SystemClock, Timestamp};
 use crate::driver::{
-    CallerConnection, CallerTransaction, ConflictPolicy, EnqueueRequest, EnqueueResult,
-    EventPublish, JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver,
-    QueueStats, QueueStatsParams, DEFAULT_EVENT_TTL,
+    CallerConnection, CallerTransaction, EnqueueRequest, EnqueueResult, EventPublish,
+    JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, QueueStats,
+    QueueStatsParams, DEFAULT_EVENT_TTL,
 };
+use crate::enqueue::{EnqueueOptions, Prepared};
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
-use crate::scheduler::SchedulerBuilder;
 use crate::telemetry::{EnqueueTrace, Metrics};
-use crate::worker::WorkerBuilder;
 
 /// What an enqueue answers: the job's own ids, and whether a live job already held the key.
 pub type Enqueued = EnqueueResult;
@@ -294,232 +290,4 @@ impl Jobs {
             .queue_stats(&QueueStatsParams { now: self.now() })
             .await
     }
-
-    /// A worker over this client's driver and clock.
-    pub fn worker(&self) -> WorkerBuilder {
-        WorkerBuilder::new(self.clone())
-    }
-
-    /// A scheduler over this client's driver and clock: fires the tasks' cron occurrences.
-    pub fn scheduler(&self) -> SchedulerBuilder {
-        SchedulerBuilder::new(self.clone())
-    }
-
-    fn scheduler_store(&self) -> Result<&dyn SchedulerStore, JobError> {
-        self.inner.driver.scheduler_store().ok_or_else(|| {
-            JobError::new(
-                ErrorCode::NotImplemented,
-                format!(
-                    "the `{}` driver has no scheduler store",
-                    self.inner.driver.name()
-                ),
-            )
-        })
-    }
-
-    /// Pauses a task: its occurrences are not dispatched until it is resumed, and its watermark
-    /// stays where it was, so on resume its catch-up decides what it missed.
-    pub async fn pause_task(&self, task: &str) -> Result<(), JobError> {
-        let params = TaskPauseParams {
-            task: task.to_string(),
-            now: self.now(),
-        };
-        self.scheduler_store()?.task_pause(&params).await
-    }
-
-    /// Resumes a task (seen by the leader within 5 s): `true` when it was paused.
-    pub async fn resume_task(&self, task: &str) -> Result<bool, JobError> {
-        let params = TaskResumeParams {
-            task: task.to_string(),
-            now: self.now(),
-        };
-        self.scheduler_store()?.task_resume(&params).await
-    }
-
-    /// The paused tasks, sorted.
-    pub async fn paused_tasks(&self) -> Result<Vec<String>, JobError> {
-        let params = TaskPausedParams {
-            task: None,
-            now: self.now(),
-        };
-        self.scheduler_store()?.task_paused(&params).await
-    }
-
-    /// Each task's last fire: the last occurrence that dispatched (arming a task, or passing
-    /// missed occurrences, is not a fire).
-    pub async fn task_fires(&self) -> Result<Vec<TaskFire>, JobError> {
-        let params = TaskFiresParams { now: self.now() };
-        self.scheduler_store()?.task_fires(&params).await
-    }
-
-    /// The scheduler that leads the fleet now (its id, since when, and when its lease lapses
-    /// unless renewed), or `None` when no scheduler holds the lease.
-    pub async fn scheduler_leader(&self) -> Result<Option<SchedulerLeader>, JobError> {
-        let params = SchedulerLeaderParams { now: self.now() };
-        self.scheduler_store()?.scheduler_leader(&params).await
-    }
-}
-
-/// Options for one enqueue.
-///
-/// ```
-/// use jobs::EnqueueOptions;
-/// use std::time::Duration;
-///
-/// let options = EnqueueOptions::new().delay(Duration::from_secs(60)).queue("slow");
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct EnqueueOptions {
-    run_at: Option<Timestamp>,
-    delay: Option<Duration>,
-    run_id: Option<String>,
-    queue: Option<String>,
-    tenant: Option<Option<String>>,
-    on_conflict: ConflictPolicy,
-    traceparent: Option<String>,
-}
-
-impl EnqueueOptions {
-    /// No options.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Runs no earlier than `at`.
-    pub fn run_at(mut self, at: Timestamp) -> Self {
-        self.run_at = Some(at);
-        self
-    }
-
-    /// Runs no earlier than `delay` from now.
-    pub fn delay(mut self, delay: Duration) -> Self {
-        self.delay = Some(delay);
-        self
-    }
-
-    /// Uses this run id (a lowercase uuid, else `X_ID_INVALID`).
-    pub fn run_id(mut self, run_id: impl Into<String>) -> Self {
-        self.run_id = Some(run_id.into());
-        self
-    }
-
-    /// Enqueues on this queue instead of the declared one.
-    pub fn queue(mut self, queue: impl Into<String>) -> Self {
-        self.queue = Some(queue.into());
-        self
-    }
-
-    /// Files the job under this tenant instead of the one the declaration derives.
-    pub fn tenant(mut self, tenant: Option<String>) -> Self {
-        self.tenant = Some(tenant);
-        self
-    }
-
-    /// Stores this W3C traceparent on the job, so its runs join the enqueue's trace.
-    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
-        self.traceparent = Some(traceparent.into());
-        self
-    }
-
-    /// Refuses a live duplicate key with `X_JOB_DUPLICATE` instead of answering it.
-    pub fn error_on_duplicate(mut self) -> Self {
-        self.on_conflict = ConflictPolicy::Error;
-        self
-    }
-}
-
-/// A job's enqueue, decided from its input before any id or time: the key rules and the limits
-/// (`crate::limits`) are enforced here, once, for the client, the scheduler and every driver.
-#[derive(Debug, Clone)]
-pub(crate) struct Prepared {
-    pub name: &'static str,
-    pub queue: &'static str,
-    pub input: serde_json::Value,
-    pub idempotency_key: String,
-    pub tenant_id: Option<String>,
-    pub max_attempts: u32,
-}
-
-impl Prepared {
-    pub(crate) fn of<J: Job>(input: &J::Input) -> Result<Prepared, JobError> {
-        let d = &J::DESCRIPTOR;
-        let idempotency_key = J::idempotency_key(input);
-        if idempotency_key.is_empty() {
-            return Err(JobError::new(
-                ErrorCode::IdempotencyRequired,
-                format!("job `{}` derived an empty idempotency key", d.name),
-            ));
-        }
-        if d.concurrency.is_some_and(|c| c.keyed) {
-            crate::limits::check_concurrency_key(d.name, J::concurrency_key(input))?;
-        }
-        let json = serde_json::to_value(input).map_err(|e| {
-            JobError::new(
-                ErrorCode::JobDeclarationInvalid,
-                format!("the input of job `{}` does not serialize to JSON", d.name),
-            )
-            .with_cause(e)
-        })?;
-        Ok(Prepared {
-            name: d.name,
-            queue: d.queue,
-            input: json,
-            idempotency_key,
-            tenant_id: J::tenant(input),
-            max_attempts: d.retry.attempts,
-        })
-    }
-
-    /// The driver request, with the options applied at `now`; refused when it breaks a limit
-    /// (`crate::limits`), so no driver ever sees it.
-    pub(crate) fn into_request(
-        self,
-        options: &EnqueueOptions,
-        now: Timestamp,
-    ) -> Result<EnqueueRequest, JobError> {
-        let run_id = match &options.run_id {
-            Some(text) => parse_run_id(text)?,
-            None => Uuid::now_v7(),
-        };
-        let run_at = match (options.run_at, options.delay) {
-            (Some(at), _) => at,
-            (None, Some(delay)) => add(now, delay),
-            (None, None) => now,
-        };
-        let request = EnqueueRequest {
-            id: Uuid::now_v7(),
-            run_id,
-            name: self.name.to_string(),
-            queue: options
-                .queue
-                .clone()
-                .unwrap_or_else(|| self.queue.to_string()),
-            input: self.input,
-            idempotency_key: self.idempotency_key,
-            tenant_id: match &options.tenant {
-                Some(tenant) => tenant.clone(),
-                None => self.tenant_id,
-            },
-            max_attempts: self.max_attempts,
-            run_at,
-            on_conflict: options.on_conflict,
-            traceparent: options.traceparent.clone(),
-            now,
-        };
-        crate::limits::check_enqueue(&request)?;
-        Ok(request)
-    }
-}
-
-fn parse_run_id(text: &str) -> Result<Uuid, JobError> {
-    let invalid = || {
-        JobError::new(
-            ErrorCode::IdInvalid,
-            "the run id given to enqueue is not a lowercase uuid",
-        )
-    };
-    if text.len() != 36 || text.chars().any(|c| c.is_ascii_uppercase()) {
-        return Err(invalid());
-    }
-    Uuid::parse_str(text).map_err(|_| invalid())
 }

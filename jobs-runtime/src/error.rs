@@ -369,7 +369,7 @@ impl JobError {
         }
         // An app's message may hold a NUL, which no text column stores: the write recording
         // the error must not fail on it.
-        crate::limits::storable_text(out)
+        storable_text(out)
     }
 }
 
@@ -454,9 +454,25 @@ pub(crate) fn redact_serde(error: &serde_json::Error) -> String {
     }
 }
 
+/// The text a stored error message keeps: NUL characters become U+FFFD, since text columns
+/// cannot hold them and an error message must never fail the write that records it.
+pub(crate) fn storable_text(text: String) -> String {
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_error_text_loses_its_nul() {
+        assert_eq!(storable_text("a\u{0}b".into()), "a\u{FFFD}b");
+        assert_eq!(storable_text("ab".into()), "ab");
+    }
 
     #[test]
     fn codes_round_trip_and_carry_their_class() {

@@ -48,8 +48,10 @@ pub mod clock;
 pub mod codegen;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod descriptor;
 pub mod driver;
 pub mod duration;
+mod enqueue;
 mod error;
 mod execution;
 mod job;
@@ -78,23 +80,26 @@ pub use jobs_macros::{backfill, input, job, ledger, posting, task};
 #[cfg(feature = "postgres")]
 pub use sqlx;
 
-pub use client::{EnqueueOptions, Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
+pub use backfill::Backfills;
+pub use client::{Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
+pub use descriptor::{
+    Backoff, Concurrency, Jitter, JobDescriptor, RetryPolicy, TenantMode, WhenBusy,
+    DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
+};
 pub use driver::{JobRecord, JobState};
+pub use enqueue::EnqueueOptions;
 pub use error::{ErrorClass, ErrorCode, JobError, StdJobError};
 pub use execution::{ExecutionOutcome, JobExecution};
-pub use job::{
-    Backoff, Concurrency, Jitter, Job, JobDescriptor, JobInput, JobReturn, RetryPolicy, TenantMode,
-    WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
-};
+pub use job::{Job, JobInput, JobReturn};
 pub use lock::{LockGuard, LockOptions};
 pub use maintenance::Retention;
 pub use manifest::{manifest, Manifest};
-pub use operator::{redact, JobDetail};
+pub use operator::{redact, JobDetail, Operator};
 pub use registry::{JobEntry, Registry};
 pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{
     check_schedule, fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle,
-    SchedulerStats, DEFAULT_LEADER_TTL, DEFAULT_TICK_INTERVAL, LEASE_RENEWALS_PER_TTL,
+    SchedulerStats, Tasks, DEFAULT_LEADER_TTL, DEFAULT_TICK_INTERVAL, LEASE_RENEWALS_PER_TTL,
     PAUSE_RECHECK,
 };
 pub use settled::{Outcome, Settled, ON_SETTLED_ATTEMPTS};
@@ -127,12 +132,14 @@ pub mod __private {
         join_page, run_backfill, Backfill, BackfillDescriptor, BackfillEntry, BackfillReport,
         BackfillRequest, BackfillTenant, PageDone, Pass,
     };
-    pub use crate::client::{EnqueueOptions, Enqueued, Jobs};
+    pub use crate::client::{Enqueued, Jobs};
     pub use crate::clock::Timestamp;
-    pub use crate::error::JobError;
-    pub use crate::job::{
-        Backoff, Concurrency, Jitter, Job, JobDescriptor, JobInput, JobReturn, TenantMode, WhenBusy,
+    pub use crate::descriptor::{
+        Backoff, Concurrency, Jitter, JobDescriptor, TenantMode, WhenBusy,
     };
+    pub use crate::enqueue::EnqueueOptions;
+    pub use crate::error::JobError;
+    pub use crate::job::{Job, JobInput, JobReturn};
     pub use crate::ledger::{
         assert_balanced_posting, driver_book, posting_job_key, run_ledger, DeclaredLedger, Ledger,
         LedgerBook, LedgerDescriptor, LedgerTenant, Money, Posting, PostingEntry, PostingReceipt,

@@ -279,16 +279,6 @@ pub(crate) fn holds_nul(value: &Value) -> bool {
     false
 }
 
-/// The text a stored error message keeps: NUL characters become U+FFFD, since text columns
-/// cannot hold them and an error message must never fail the write that records it.
-pub(crate) fn storable_text(text: String) -> String {
-    if text.contains('\0') {
-        text.replace('\0', "\u{FFFD}")
-    } else {
-        text
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,11 +325,5 @@ mod tests {
             .join()
             .unwrap();
         assert!(deep);
-    }
-
-    #[test]
-    fn stored_error_text_loses_its_nul() {
-        assert_eq!(storable_text("a\u{0}b".into()), "a\u{FFFD}b");
-        assert_eq!(storable_text("ab".into()), "ab");
     }
 }

@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value};
 
+use crate::descriptor::{JobDescriptor, TenantMode};
 use crate::error::JobError;
-use crate::job::{JobDescriptor, TenantMode};
 use crate::registry::Registry;
 use crate::task::{Occurrence, TaskEntry};
 

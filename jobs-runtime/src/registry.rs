@@ -9,9 +9,10 @@ use std::sync::OnceLock;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 
+use crate::descriptor::JobDescriptor;
 use crate::driver::{JobId, RunId};
 use crate::error::{ErrorCode, JobError};
-use crate::job::{Job, JobDescriptor};
+use crate::job::Job;
 use crate::limits::check_concurrency_key;
 use crate::run::Run;
 use crate::settled::{Outcome, Settled};

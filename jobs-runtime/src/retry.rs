@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use crate::descriptor::{Backoff, Jitter, RetryPolicy};
 use crate::error::ErrorClass;
-use crate::job::{Backoff, Jitter, RetryPolicy};
 
 /// The delay before the retry that follows failed attempt `attempt` (counting from 1), before
 /// jitter: `fixed` = delay, `linear` = delay x attempt, `exponential` = delay x 2^(attempt-1),

@@ -11,13 +11,13 @@ use serde::{de::DeserializeOwned, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{add, SharedClock, Timestamp};
+use crate::descriptor::JobDescriptor;
 use crate::driver::{
     EventFindParams, EventSince, JobDriver, JobId, Progress, ProgressParams, RunId, StepFence,
     StepListParams, StepPutParams, StepRecord, StepStatus, WaitSpec,
 };
 use crate::duration::IntoDuration;
 use crate::error::{ErrorCode, JobError};
-use crate::job::JobDescriptor;
 
 /// Step names kept per attempt for the operator's trace (oldest dropped).
 pub const MAX_TRACE_NAMES: usize = 200;

@@ -6,8 +6,8 @@ use std::fmt;
 use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
 
-use crate::client::Prepared;
 use crate::clock::Timestamp;
+use crate::enqueue::Prepared;
 use crate::error::JobError;
 use crate::job::Job;
 

@@ -273,13 +273,13 @@ async fn workers_feed_the_metrics_and_queue_stats_the_gauges() {
         card_token: "t".into(),
     })
     .await;
-    let before = kit.jobs().metrics_text().await.unwrap();
+    let before = kit.jobs().operator().metrics_text().await.unwrap();
     assert!(
         before.contains("queue_depth{queue=\"payments\"} 2\n"),
         "{before}"
     );
     kit.run_until_idle().await;
-    let text = kit.jobs().metrics_text().await.unwrap();
+    let text = kit.jobs().operator().metrics_text().await.unwrap();
     assert!(
         text.contains("queue_depth{queue=\"payments\"} 0\n"),
         "{text}"

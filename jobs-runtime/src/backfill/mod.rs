@@ -69,6 +69,7 @@ mod requests;
 pub use pacer::Pacer;
 pub use pass::run_backfill;
 pub use report::{pending_backfills, BackfillState, PendingBackfill, PendingReport};
+pub use requests::Backfills;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;

@@ -1,5 +1,5 @@
-//! What the client does with backfills: enqueue one by name (the operator's verb), list the
-//! ledger, and report the pending ones.
+//! [`Backfills`], the handle the client gives on the declared backfills: enqueue one by name
+//! (the operator's verb), list the pass ledger, and report the pending ones.
 
 use super::{
     pending_backfills, registered_backfill, registered_backfills, BackfillRequest, PendingReport,
@@ -12,13 +12,26 @@ use crate::error::{ErrorCode, JobError};
 const REPORT_SCAN: u32 = 10_000;
 
 impl Jobs {
+    /// The declared backfills: enqueue one by name, list the pass ledger, report the pending.
+    pub fn backfills(&self) -> Backfills<'_> {
+        Backfills { jobs: self }
+    }
+}
+
+/// The declared backfills and their pass ledger; from [`Jobs::backfills`].
+#[derive(Debug, Clone, Copy)]
+pub struct Backfills<'a> {
+    jobs: &'a Jobs,
+}
+
+impl Backfills<'_> {
     fn backfill_store(&self) -> Result<&dyn BackfillStore, JobError> {
-        self.driver().backfill_store().ok_or_else(|| {
+        self.jobs.driver().backfill_store().ok_or_else(|| {
             JobError::new(
                 ErrorCode::NotImplemented,
                 format!(
                     "the `{}` driver keeps no ledger of backfill passes",
-                    self.driver().name()
+                    self.jobs.driver().name()
                 ),
             )
         })
@@ -30,7 +43,7 @@ impl Jobs {
     /// `#[backfill]` declares, `X_BACKFILL_APPLIED` when a completed pass exists and `force` is
     /// off, `X_BACKFILL_RUNNING` when a live pass already holds the name (the message names
     /// its job).
-    pub async fn enqueue_backfill(
+    pub async fn enqueue(
         &self,
         name: &str,
         request: BackfillRequest,
@@ -42,7 +55,7 @@ impl Jobs {
             )
         })?;
         if !request.force {
-            if let Some(ledger) = self.driver().backfill_store() {
+            if let Some(ledger) = self.jobs.driver().backfill_store() {
                 let completed = ledger
                     .backfill_list(&BackfillListParams {
                         name: Some(name.to_string()),
@@ -62,7 +75,7 @@ impl Jobs {
                 }
             }
         }
-        let queued = entry.enqueue(self, request).await?;
+        let queued = entry.enqueue(self.jobs, request).await?;
         if queued.deduped {
             return Err(JobError::new(
                 ErrorCode::BackfillRunning,
@@ -76,16 +89,13 @@ impl Jobs {
     }
 
     /// The ledger's passes, newest first, filtered.
-    pub async fn backfills(
-        &self,
-        filter: BackfillListParams,
-    ) -> Result<Vec<BackfillPass>, JobError> {
+    pub async fn list(&self, filter: BackfillListParams) -> Result<Vec<BackfillPass>, JobError> {
         self.backfill_store()?.backfill_list(&filter).await
     }
 
     /// Declared vs ran: every `#[backfill]` linked into this binary with the state of its
     /// newest pass, the pending ones (never run, or last failed) and the orphaned ledger names.
-    pub async fn backfills_pending(&self) -> Result<PendingReport, JobError> {
+    pub async fn pending(&self) -> Result<PendingReport, JobError> {
         let passes = self
             .backfill_store()?
             .backfill_list(&BackfillListParams {

@@ -344,7 +344,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
     let text = match verb {
         QueueVerb::Ls(args) => ls(&jobs, args, json).await?,
         QueueVerb::Show { id } => {
-            let detail = jobs.inspect_job(id).await?;
+            let detail = jobs.operator().inspect_job(id).await?;
             if json {
                 to_json(&detail)
             } else {
@@ -352,7 +352,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
             }
         }
         QueueVerb::Retry { id, from_step } => {
-            let row = jobs.requeue(id, from_step.as_deref()).await?;
+            let row = jobs.operator().requeue(id, from_step.as_deref()).await?;
             if json {
                 to_json(&row)
             } else {
@@ -390,7 +390,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
             }
         }
         QueueVerb::Rm { id } => {
-            let row = jobs.remove(id).await?;
+            let row = jobs.operator().remove(id).await?;
             if json {
                 to_json(&row)
             } else {
@@ -401,7 +401,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
             }
         }
         QueueVerb::Promote { id } => {
-            let row = jobs.promote(id).await?;
+            let row = jobs.operator().promote(id).await?;
             if json {
                 to_json(&row)
             } else {
@@ -409,7 +409,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
             }
         }
         QueueVerb::Pause { queue } => {
-            jobs.pause_queue(&queue).await?;
+            jobs.operator().pause_queue(&queue).await?;
             if json {
                 to_json(&json!({ "queue": queue, "paused": true }))
             } else {
@@ -417,7 +417,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
             }
         }
         QueueVerb::Resume { queue } => {
-            let was = jobs.resume_queue(&queue).await?;
+            let was = jobs.operator().resume_queue(&queue).await?;
             if json {
                 to_json(&json!({ "queue": queue, "paused": false, "was_paused": was }))
             } else if was {
@@ -427,7 +427,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
             }
         }
         QueueVerb::Workers => {
-            let workers = jobs.workers().await?;
+            let workers = jobs.operator().workers().await?;
             if json {
                 to_json(&workers)
             } else {
@@ -465,9 +465,9 @@ async fn ls(jobs: &Jobs, args: LsArgs, json: bool) -> Result<String, JobError> {
         before: args.before,
         ..JobListParams::default()
     };
-    let page = jobs.list_jobs(&params).await?;
+    let page = jobs.operator().list_jobs(&params).await?;
     let queues = jobs.stats().await?;
-    let paused = jobs.introspect()?.queue_paused().await?;
+    let paused = jobs.operator().introspect()?.queue_paused().await?;
     if json {
         return Ok(to_json(&json!({
             "queues": queues,
@@ -495,6 +495,7 @@ async fn stats(jobs: &Jobs, json: bool) -> Result<String, JobError> {
     let queues = jobs.stats().await?;
     let since = jobs.now() - chrono::Duration::hours(24);
     let totals = jobs
+        .operator()
         .introspect()?
         .counter_totals(&CounterTotalsParams { since })
         .await?;
@@ -645,7 +646,7 @@ async fn tasks(jobs: &Jobs, json: bool) -> Result<String, JobError> {
 
 async fn backfills(jobs: &Jobs, args: BackfillsArgs, json: bool) -> Result<String, JobError> {
     if args.pending {
-        let report = jobs.backfills_pending().await?;
+        let report = jobs.backfills().pending().await?;
         let text = if json {
             to_json(&report)
         } else {
@@ -682,7 +683,8 @@ async fn backfills(jobs: &Jobs, args: BackfillsArgs, json: bool) -> Result<Strin
         })
         .transpose()?;
     let passes = jobs
-        .backfills(crate::driver::backfill_store::BackfillListParams {
+        .backfills()
+        .list(crate::driver::backfill_store::BackfillListParams {
             name: args.name,
             status,
             limit: args.limit,
@@ -724,7 +726,8 @@ async fn backfill(jobs: &Jobs, args: BackfillArgs, json: bool) -> Result<String,
     }
     if !args.write {
         let passes = jobs
-            .backfills(crate::driver::backfill_store::BackfillListParams {
+            .backfills()
+            .list(crate::driver::backfill_store::BackfillListParams {
                 name: Some(args.name.clone()),
                 limit: Some(1),
                 ..Default::default()
@@ -745,7 +748,7 @@ async fn backfill(jobs: &Jobs, args: BackfillArgs, json: bool) -> Result<String,
             plan
         });
     }
-    let queued = jobs.enqueue_backfill(&args.name, request).await?;
+    let queued = jobs.backfills().enqueue(&args.name, request).await?;
     Ok(if json {
         to_json(&queued)
     } else {

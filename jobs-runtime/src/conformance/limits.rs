@@ -15,12 +15,14 @@ use serde::{Deserialize, Serialize};
 
 use super::worker::{descriptor, subject, tick, Subject};
 use super::*;
-use crate::client::{EnqueueOptions, Jobs};
+use crate::client::Jobs;
 use crate::clock::TestClock;
+use crate::descriptor::JobDescriptor;
 use crate::driver::lease::LeaseHoldersParams;
 use crate::driver::{EventFindParams, QueueStatsParams, StepListParams};
+use crate::enqueue::EnqueueOptions;
 use crate::error::ErrorClass;
-use crate::job::{Job, JobDescriptor};
+use crate::job::Job;
 use crate::limits::{
     MAX_EVENT_KEY_BYTES, MAX_EVENT_NAME_BYTES, MAX_IDEMPOTENCY_KEY_BYTES, MAX_JOB_NAME_BYTES,
     MAX_LOCK_KEY_BYTES, MAX_QUEUE_BYTES, MAX_STEP_NAME_BYTES, MAX_TENANT_BYTES,

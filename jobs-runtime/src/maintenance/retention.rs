@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use crate::client::Jobs;
 use crate::clock::Timestamp;
 use crate::driver::JobPurgeParams;
 use crate::error::JobError;
+use crate::operator::Operator;
 
 /// How long finished rows are kept, and how a sweep deletes them.
 ///
@@ -97,15 +97,16 @@ impl Retention {
 /// Batches one sweep takes at most, so a huge backlog is worked off over several sweeps.
 const MAX_BATCHES_PER_SWEEP: usize = 100;
 
-impl Jobs {
+impl Operator<'_> {
     /// Deletes finished rows past their windows, batch after batch, until a batch comes back
     /// short (or 100 batches ran). Answers the rows deleted.
     pub async fn purge_finished(&self, retention: &Retention) -> Result<u64, JobError> {
         let mut total = 0;
         for _ in 0..MAX_BATCHES_PER_SWEEP {
             let gone = self
+                .jobs
                 .driver()
-                .job_purge(&retention.params(self.now()))
+                .job_purge(&retention.params(self.jobs.now()))
                 .await?;
             total += gone;
             if gone < u64::from(retention.batch) {

@@ -1,14 +1,14 @@
-//! The operator's verbs on [`Jobs`]: what the `jobs` command-line tool, an MCP server and an
+//! The operator's verbs, on the [`Operator`] handle [`Jobs::operator`] gives: what the `jobs` command-line tool, an MCP server and an
 //! admin screen call. Each returns plain data that serializes to the `--json` shape.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
 //! use jobs::driver::introspect::JobListParams;
 //! let jobs = jobs::Jobs::memory();
-//! let page = jobs.list_jobs(&JobListParams::default()).await?;
+//! let page = jobs.operator().list_jobs(&JobListParams::default()).await?;
 //! assert!(page.jobs.is_empty() && page.after.is_none());
-//! jobs.pause_queue("email").await?;
-//! assert_eq!(jobs.introspect()?.queue_paused().await?[0].queue, "email");
+//! jobs.operator().pause_queue("email").await?;
+//! assert_eq!(jobs.operator().introspect()?.queue_paused().await?[0].queue, "email");
 //! # Ok(()) }
 //! ```
 
@@ -57,14 +57,28 @@ pub fn redact(value: &Value) -> Value {
 }
 
 impl Jobs {
+    /// The operator's verbs: list, inspect, retry, delete and promote jobs, pause and resume
+    /// queues, list workers. What the `jobs` tool, the MCP server and an admin page call.
+    pub fn operator(&self) -> Operator<'_> {
+        Operator { jobs: self }
+    }
+}
+
+/// The operator's verbs over one client; from [`Jobs::operator`].
+#[derive(Debug, Clone, Copy)]
+pub struct Operator<'a> {
+    pub(crate) jobs: &'a Jobs,
+}
+
+impl Operator<'_> {
     /// The driver's operator surface; `X_NOT_IMPLEMENTED` when it has none.
     pub fn introspect(&self) -> Result<&dyn JobIntrospection, JobError> {
-        self.driver().introspect().ok_or_else(|| {
+        self.jobs.driver().introspect().ok_or_else(|| {
             JobError::new(
                 ErrorCode::NotImplemented,
                 format!(
                     "the `{}` driver has no operator surface",
-                    self.driver().name()
+                    self.jobs.driver().name()
                 ),
             )
         })
@@ -78,9 +92,10 @@ impl Jobs {
     /// One job with its step trace, its input and step outputs redacted; `X_JOB_NOT_FOUND`
     /// for an unknown id.
     pub async fn inspect_job(&self, id: JobId) -> Result<JobDetail, JobError> {
-        let mut job = self.job(id).await?.ok_or_else(|| not_found(id))?;
+        let mut job = self.jobs.job(id).await?.ok_or_else(|| not_found(id))?;
         job.input = redact(&job.input);
         let mut steps = self
+            .jobs
             .driver()
             .step_list(&StepListParams { run_id: job.run_id })
             .await?;
@@ -96,10 +111,10 @@ impl Jobs {
         let params = JobRequeueParams {
             id,
             from_step: from_step.map(str::to_string),
-            now: self.now(),
+            now: self.jobs.now(),
         };
         let row = self.introspect()?.job_requeue(&params).await?;
-        self.local_wake().notify_waiters();
+        self.jobs.local_wake().notify_waiters();
         Ok(row)
     }
 
@@ -114,10 +129,10 @@ impl Jobs {
             .introspect()?
             .job_promote(&JobPromoteParams {
                 id,
-                now: self.now(),
+                now: self.jobs.now(),
             })
             .await?;
-        self.local_wake().notify_waiters();
+        self.jobs.local_wake().notify_waiters();
         Ok(row)
     }
 
@@ -126,7 +141,7 @@ impl Jobs {
         self.introspect()?
             .queue_pause(&QueuePauseParams {
                 queue,
-                now: self.now(),
+                now: self.jobs.now(),
             })
             .await
     }
@@ -137,24 +152,44 @@ impl Jobs {
             .introspect()?
             .queue_resume(&QueueResumeParams {
                 queue,
-                now: self.now(),
+                now: self.jobs.now(),
             })
             .await?;
-        self.local_wake().notify_waiters();
+        self.jobs.local_wake().notify_waiters();
         Ok(resumed)
+    }
+
+    /// Refreshes the queue gauges from `queue_stats` and renders every metric as Prometheus
+    /// exposition text (the body of a `/metrics` endpoint).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
+    /// let jobs = jobs::Jobs::memory();
+    /// let text = jobs.operator().metrics_text().await?;
+    /// assert!(text.contains("# TYPE queue_depth gauge"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn metrics_text(&self) -> Result<String, JobError> {
+        let stats = self.jobs.stats().await?;
+        self.jobs.metrics().observe_queues(&stats);
+        Ok(self.jobs.metrics().render_prometheus())
     }
 
     /// The live workers.
     pub async fn workers(&self) -> Result<Vec<WorkerRow>, JobError> {
         self.introspect()?
-            .worker_list(&WorkerListParams { now: self.now() })
+            .worker_list(&WorkerListParams {
+                now: self.jobs.now(),
+            })
             .await
     }
 
     /// Folds the counters past their tier; the scheduler's leader runs it once a minute.
     pub async fn rollup_counters(&self) -> Result<u64, JobError> {
         self.introspect()?
-            .counters_rollup(&CountersRollupParams { now: self.now() })
+            .counters_rollup(&CountersRollupParams {
+                now: self.jobs.now(),
+            })
             .await
     }
 }

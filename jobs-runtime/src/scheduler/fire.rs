@@ -2,9 +2,9 @@
 //! to the occurrence (`<task>:<occurrence ms>:<job's own key>`), so a double fire during a
 //! leader handover is absorbed by the queue's dedupe; a manual fire uses the job's plain key.
 
-use crate::client::EnqueueOptions;
 use crate::clock::Timestamp;
 use crate::driver::EnqueueRequest;
+use crate::enqueue::EnqueueOptions;
 use crate::error::JobError;
 use crate::task::{Occurrence, TaskEntry};
 

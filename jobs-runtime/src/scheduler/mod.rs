@@ -24,8 +24,10 @@ mod catch_up;
 mod cron;
 mod fire;
 mod leader;
+mod tasks;
 
 pub use leader::{DEFAULT_LEADER_TTL, LEASE_RENEWALS_PER_TTL};
+pub use tasks::Tasks;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

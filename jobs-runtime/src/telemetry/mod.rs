@@ -35,7 +35,7 @@
 //! # Metrics
 //!
 //! [`Metrics`] is fed by every worker of a [`Jobs`](crate::Jobs) (outcomes, lost leases) and
-//! by `queue_stats` (depth, oldest ready age, dead jobs); [`Jobs::metrics_text`] refreshes the
+//! by `queue_stats` (depth, oldest ready age, dead jobs); [`Operator::metrics_text`](crate::Operator::metrics_text) refreshes the
 //! gauges and renders the Prometheus exposition text.
 
 pub mod attributes;
@@ -48,9 +48,6 @@ pub use traceparent::TraceContext;
 
 pub(crate) use spans::{step, EnqueueTrace, RunTrace};
 
-use crate::client::Jobs;
-use crate::error::JobError;
-
 tokio::task_local! {
     /// The context of the run or step being polled: what an enqueue inside it descends from.
     static CURRENT: TraceContext;
@@ -59,22 +56,4 @@ tokio::task_local! {
 /// The ambient job context, when inside a run, a step or an enqueue's send.
 pub(crate) fn current() -> Option<TraceContext> {
     CURRENT.try_with(|c| *c).ok()
-}
-
-impl Jobs {
-    /// Refreshes the queue gauges from `queue_stats` and renders every metric as Prometheus
-    /// exposition text (the body of a `/metrics` endpoint).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
-    /// let jobs = jobs::Jobs::memory();
-    /// let text = jobs.metrics_text().await?;
-    /// assert!(text.contains("# TYPE queue_depth gauge"));
-    /// # Ok(()) }
-    /// ```
-    pub async fn metrics_text(&self) -> Result<String, JobError> {
-        let stats = self.stats().await?;
-        self.metrics().observe_queues(&stats);
-        Ok(self.metrics().render_prometheus())
-    }
 }

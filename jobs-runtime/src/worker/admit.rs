@@ -14,11 +14,11 @@ use std::time::Duration;
 use super::claim::Claimed;
 use super::WorkerShared;
 use crate::clock::Timestamp;
+use crate::descriptor::WhenBusy;
 use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
 use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::driver::ClaimedJob;
 use crate::error::{ErrorCode, JobError};
-use crate::job::WhenBusy;
 use crate::registry::{ErasedBody, JobEntry, ParsedInput, Typed};
 
 /// What admission decided.

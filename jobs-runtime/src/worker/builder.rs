@@ -11,8 +11,8 @@ use uuid::Uuid;
 
 use super::{Limits, Worker, WorkerCounters, WorkerShared};
 use crate::client::Jobs;
+use crate::descriptor::DEFAULT_QUEUE;
 use crate::error::{ErrorCode, JobError};
-use crate::job::DEFAULT_QUEUE;
 use crate::registry::Registry;
 use crate::run::StepObserver;
 
@@ -69,6 +69,13 @@ impl std::fmt::Debug for WorkerBuilder {
             .field("queues", &self.queues)
             .field("concurrency", &self.concurrency)
             .finish_non_exhaustive()
+    }
+}
+
+impl Jobs {
+    /// A worker over this client's driver and clock.
+    pub fn worker(&self) -> WorkerBuilder {
+        WorkerBuilder::new(self.clone())
     }
 }
 

@@ -230,7 +230,7 @@ impl Worker {
             tokio::spawn(async move {
                 loop {
                     jobs.clock().sleep(retention.interval()).await;
-                    match jobs.purge_finished(&retention).await {
+                    match jobs.operator().purge_finished(&retention).await {
                         Ok(0) => {}
                         Ok(rows) => tracing::debug!(target: "jobs.retention.swept", rows, "finished rows deleted"),
                         Err(error) => tracing::warn!(

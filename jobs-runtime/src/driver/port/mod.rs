@@ -17,6 +17,8 @@ pub mod lease;
 pub mod ledger_book;
 pub(crate) mod records;
 pub mod scheduler_store;
+#[cfg(feature = "sql")]
+mod sql_types;
 
 pub use backfill_store::BackfillStore;
 pub use caller_tx::{CallerConnection, CallerTransaction};

@@ -332,6 +332,7 @@ pub struct ProgressParams {
 
 /// A job row as the operator sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct JobRecord {
     /// The job.
     pub id: JobId,
@@ -350,8 +351,10 @@ pub struct JobRecord {
     /// State.
     pub state: JobState,
     /// Attempts started and counted.
+    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub attempt: u32,
     /// Attempts allowed.
+    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub max_attempts: u32,
     /// When it is (or was) due.
     pub run_at: Timestamp,
@@ -372,6 +375,7 @@ pub struct JobRecord {
     /// Until when the claim holds.
     pub visible_at: Option<Timestamp>,
     /// Last reported progress.
+    #[cfg_attr(feature = "sql", sqlx(json(nullable)))]
     pub progress: Option<Progress>,
     /// The enqueue's W3C traceparent.
     pub traceparent: Option<String>,
@@ -472,6 +476,7 @@ pub struct WaitSpec {
 
 /// One durable step of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct StepRecord {
     /// The run.
     pub run_id: RunId,
@@ -484,10 +489,12 @@ pub struct StepRecord {
     /// The last failure, summarised.
     pub error: Option<String>,
     /// Executions of the step's closure that reached the store.
+    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub attempts: u32,
     /// When a sleep wakes.
     pub wake_at: Option<Timestamp>,
     /// An open wait.
+    #[cfg_attr(feature = "sql", sqlx(json(nullable)))]
     pub wait: Option<WaitSpec>,
     /// Last written.
     pub updated_at: Timestamp,
@@ -524,6 +531,7 @@ pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A stored event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct JobEvent {
     /// Its id.
     pub id: EventId,

@@ -12,7 +12,7 @@
 //! - Any other statement failure is `X_DRIVER` (retryable), with Postgres' own message, which
 //!   names constraints and columns, never bound values.
 
-use crate::error::{ErrorCode, JobError};
+use crate::error::{ErrorCode, JobError, StdJobError};
 
 /// The driver operation a failure happened in: it names the operation in the message, and says
 /// what a value Postgres cannot store was (an input, a step output, an event payload).
@@ -196,6 +196,14 @@ impl Op {
 
 /// A database failure, as the worker and the client see it.
 pub(crate) fn classify(operation: Op, error: sqlx::Error) -> JobError {
+    // A row whose decoding we refused ourselves (an unknown state) keeps our code and message.
+    let error = match error {
+        sqlx::Error::ColumnDecode { index, source } => match source.downcast::<StdJobError>() {
+            Ok(refused) => return refused.0,
+            Err(source) => sqlx::Error::ColumnDecode { index, source },
+        },
+        other => other,
+    };
     if let Some(refused) = unstorable(operation, &error) {
         return refused;
     }

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
-use sqlx::Row;
+use sqlx::{FromRow, Row};
 
 use super::classify::{classify, Op};
 use super::rows;
@@ -20,38 +20,11 @@ use crate::driver::JobGetParams;
 use crate::error::{ErrorCode, JobError};
 
 fn summary(row: &PgRow) -> Result<JobSummary, JobError> {
-    let d = |e| classify(Op::DecodeJobSummary, e);
-    let state: String = row.try_get("state").map_err(d)?;
-    let progress: Option<serde_json::Value> = row.try_get("progress").map_err(d)?;
-    let count = |column: &str| -> Result<u32, JobError> {
-        let n: i32 = row.try_get(column).map_err(d)?;
-        Ok(u32::try_from(n).unwrap_or(0))
-    };
-    Ok(JobSummary {
-        id: row.try_get("id").map_err(d)?,
-        run_id: row.try_get("run_id").map_err(d)?,
-        name: row.try_get("name").map_err(d)?,
-        queue: row.try_get("queue").map_err(d)?,
-        tenant_id: row.try_get("tenant_id").map_err(d)?,
-        state: JobState::parse(&state)?,
-        attempt: count("attempt")?,
-        max_attempts: count("max_attempts")?,
-        run_at: row.try_get("run_at").map_err(d)?,
-        created_at: row.try_get("created_at").map_err(d)?,
-        updated_at: row.try_get("updated_at").map_err(d)?,
-        last_error_code: row.try_get("last_error_code").map_err(d)?,
-        progress: progress.and_then(|p| serde_json::from_value(p).ok()),
-    })
+    JobSummary::from_row(row).map_err(|e| classify(Op::DecodeJobSummary, e))
 }
 
 fn bulk(row: &PgRow, operation: Op) -> Result<BulkResult, JobError> {
-    let d = |e| classify(operation, e);
-    let affected: i64 = row.try_get("affected").map_err(d)?;
-    let remaining: i64 = row.try_get("remaining").map_err(d)?;
-    Ok(BulkResult {
-        affected: u64::try_from(affected).unwrap_or(0),
-        remaining: u64::try_from(remaining).unwrap_or(0),
-    })
+    BulkResult::from_row(row).map_err(|e| classify(operation, e))
 }
 
 fn non_negative(n: i64) -> u64 {

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
-use sqlx::Row;
+use sqlx::FromRow;
 
 use super::classify::{classify, Op};
 use super::PostgresDriver;
@@ -13,15 +13,7 @@ use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::error::JobError;
 
 fn held(row: &PgRow) -> Result<HeldLease, JobError> {
-    let get = |e| classify(Op::DecodeLeaseRow, e);
-    let slot: i32 = row.try_get("slot").map_err(get)?;
-    Ok(HeldLease {
-        key: row.try_get("lease_key").map_err(get)?,
-        slot: u32::try_from(slot).unwrap_or(0),
-        holder: row.try_get("holder").map_err(get)?,
-        fence: row.try_get("fence").map_err(get)?,
-        expires_at: row.try_get("expires_at").map_err(get)?,
-    })
+    HeldLease::from_row(row).map_err(|e| classify(Op::DecodeLeaseRow, e))
 }
 
 fn slot(lease: &HeldLease) -> i32 {

@@ -90,6 +90,7 @@ pub struct JobListParams {
 
 /// One job in a list: the row without its input (a page never carries payloads).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct JobSummary {
     /// The job.
     pub id: JobId,
@@ -104,8 +105,10 @@ pub struct JobSummary {
     /// State.
     pub state: JobState,
     /// Attempts started and counted.
+    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub attempt: u32,
     /// Attempts allowed.
+    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub max_attempts: u32,
     /// When it is (or was) due.
     pub run_at: Timestamp,
@@ -116,6 +119,7 @@ pub struct JobSummary {
     /// The last failure's code.
     pub last_error_code: Option<String>,
     /// Last reported progress.
+    #[cfg_attr(feature = "sql", sqlx(json(nullable)))]
     pub progress: Option<Progress>,
 }
 
@@ -180,11 +184,14 @@ pub struct JobBulkParams {
 
 /// What a bulk verb did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct BulkResult {
     /// Rows moved by this call (at most [`MAX_BULK_ROWS`]).
+    #[cfg_attr(feature = "sql", sqlx(try_from = "i64"))]
     pub affected: u64,
     /// Rows a second call could still move (rows it can never move are not counted, so
     /// "call until zero" terminates).
+    #[cfg_attr(feature = "sql", sqlx(try_from = "i64"))]
     pub remaining: u64,
 }
 

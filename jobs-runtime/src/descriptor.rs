@@ -1,0 +1,181 @@
+//! The static description of a declared job: every option `#[job]` resolved, with defaults.
+//! It sits below `Run` and `Job` so both can read it without importing each other.
+
+use std::time::Duration;
+
+/// A job as the manifest and the worker see it: every declared option, resolved with defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct JobDescriptor {
+    /// The durable name that queued rows carry.
+    pub name: &'static str,
+    /// The queue the job is enqueued on unless a call says otherwise.
+    pub queue: &'static str,
+    /// The retry policy.
+    pub retry: RetryPolicy,
+    /// `false`: a job that fails for good settles `failed` (outcome `dropped`) instead of `dead`.
+    pub dead_letter: bool,
+    /// Ceiling on one attempt; the run's cancellation fires first, then `X_JOB_TIMEOUT`.
+    pub timeout: Option<Duration>,
+    /// Ceiling on one `step`.
+    pub step_timeout: Option<Duration>,
+    /// How long a parked `wait_for_event` waits between polls.
+    pub event_poll: Duration,
+    /// The fleet-wide cap, if declared.
+    pub concurrency: Option<Concurrency>,
+    /// How the run's tenant is derived.
+    pub tenant: TenantMode,
+    /// The Rust path of the input type, for people reading the manifest.
+    pub input_type: &'static str,
+    /// The JSON Schema of the input.
+    pub input_schema: fn() -> serde_json::Value,
+    /// Whether an `on_settled` hook is declared.
+    pub on_settled: bool,
+}
+
+impl JobDescriptor {
+    /// The reference's defaults: queue `default`, [`RetryPolicy::DEFAULT`], dead letters on,
+    /// no timeouts, a 30 s event poll, no concurrency cap.
+    pub const fn new(
+        name: &'static str,
+        tenant: TenantMode,
+        input_type: &'static str,
+        input_schema: fn() -> serde_json::Value,
+    ) -> Self {
+        JobDescriptor {
+            name,
+            queue: DEFAULT_QUEUE,
+            retry: RetryPolicy::DEFAULT,
+            dead_letter: true,
+            timeout: None,
+            step_timeout: None,
+            event_poll: DEFAULT_EVENT_POLL,
+            concurrency: None,
+            tenant,
+            input_type,
+            input_schema,
+            on_settled: false,
+        }
+    }
+}
+
+/// The queue a job lands on when its declaration names none.
+pub const DEFAULT_QUEUE: &str = "default";
+/// How long a parked `wait_for_event` waits between polls by default (30 s).
+pub const DEFAULT_EVENT_POLL: Duration = Duration::from_secs(30);
+
+/// `retry(attempts, backoff, delay, max_delay, jitter)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts including the first run; `1` means no retry. Never 0.
+    pub attempts: u32,
+    /// The delay curve.
+    pub backoff: Backoff,
+    /// The base delay.
+    pub delay: Duration,
+    /// The ceiling on any one delay.
+    pub max_delay: Duration,
+    /// How much of each delay is random.
+    pub jitter: Jitter,
+}
+
+impl RetryPolicy {
+    /// 3 attempts, exponential from 1 s, capped at 1 h, equal jitter.
+    pub const DEFAULT: RetryPolicy = RetryPolicy {
+        attempts: 3,
+        backoff: Backoff::Exponential,
+        delay: Duration::from_secs(1),
+        max_delay: Duration::from_secs(3600),
+        jitter: Jitter::Equal,
+    };
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy::DEFAULT
+    }
+}
+
+/// The retry delay curve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backoff {
+    /// Every delay is the base delay.
+    Fixed,
+    /// `delay * attempt`.
+    Linear,
+    /// `delay * 2^(attempt - 1)`.
+    Exponential,
+}
+
+impl Backoff {
+    /// The name as declared and as the manifest shows it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Backoff::Fixed => "fixed",
+            Backoff::Linear => "linear",
+            Backoff::Exponential => "exponential",
+        }
+    }
+}
+
+/// How much of a retry delay is random, so a burst of failures does not retry in lockstep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Jitter {
+    /// Anywhere between zero and the delay.
+    Full,
+    /// Half fixed, half random (the default).
+    Equal,
+    /// Exactly the delay.
+    None,
+}
+
+impl Jitter {
+    /// The name as declared and as the manifest shows it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Jitter::Full => "full",
+            Jitter::Equal => "equal",
+            Jitter::None => "none",
+        }
+    }
+}
+
+/// A fleet-wide cap on a job's in-flight runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Concurrency {
+    /// Runs allowed at once (per key when keyed). At least 1.
+    pub limit: u32,
+    /// Whether the cap is per `concurrency(key = ..)`.
+    pub keyed: bool,
+    /// What a keyed run does when its key is busy.
+    pub when_busy: WhenBusy,
+}
+
+/// What a keyed run does when its key already holds `limit` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenBusy {
+    /// Stay ready and try again later (the default).
+    Wait,
+    /// Settle `failed` with `X_JOB_KEY_BUSY` (outcome `refused`).
+    Fail,
+}
+
+impl WhenBusy {
+    /// The name as declared and as the manifest shows it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            WhenBusy::Wait => "wait",
+            WhenBusy::Fail => "fail",
+        }
+    }
+}
+
+/// How a job's tenant is derived from its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TenantMode {
+    /// `tenant = none`: the run belongs to no tenant.
+    None,
+    /// `tenant = field`: a field of the input.
+    Field(&'static str),
+    /// `tenant = <expression>`: computed from the input.
+    Derived,
+}
