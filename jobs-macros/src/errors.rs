@@ -11,6 +11,8 @@ use std::fmt::Display;
 use proc_macro2::Span;
 use quote::ToTokens;
 
+use crate::value::Arg;
+
 /// Errors recorded so far.
 pub struct Errors {
     errors: Option<Vec<syn::Error>>,
@@ -45,6 +47,20 @@ impl Errors {
     /// The value of `result`, or `None` after recording its error.
     pub fn handle<T>(&mut self, result: syn::Result<T>) -> Option<T> {
         result.map_err(|error| self.push(error)).ok()
+    }
+
+    /// The value of an argument that was given and read; one that did not read has its
+    /// refusal recorded, once per call.
+    pub fn value<T: Clone>(&mut self, arg: &Option<Arg<T>>) -> Option<T> {
+        self.arg(arg.as_ref()?)
+    }
+
+    /// The value of an argument, if it read; else its refusal is recorded.
+    pub fn arg<T: Clone>(&mut self, arg: &Arg<T>) -> Option<T> {
+        if let Some(error) = arg.err() {
+            self.push(error.clone());
+        }
+        arg.ok().cloned()
     }
 
     /// `Ok` when nothing was recorded, else one error carrying every error, in order.

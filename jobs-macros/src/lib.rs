@@ -2,10 +2,13 @@
 //! `#[job(..)]` after `use jobs::prelude::*`); this crate is an implementation detail and its
 //! version is pinned to the runtime's.
 //!
-//! Each macro is three stages, in three places: parse the arguments (`args`, into typed values
-//! in `value` and the declaration in `model`), check every rule (`check`), and only then expand
-//! (`expand`). Errors are collected, not returned early, so a declaration's problems are
-//! reported together, each at the argument it is about.
+//! Each attribute goes through one pipeline (`expand::pipeline`): darling reads the arguments
+//! (`args`) straight into typed values (`value`), the arguments the attributes share being one
+//! flattened struct; `model` applies the defaults; `check` applies every rule; and only then is
+//! the declaration emitted (`expand`, one file per attribute for what is its own, one emitter
+//! for every job descriptor). Errors are collected, not returned early, so a declaration's
+//! problems are reported together, each at the argument it is about. darling's structural
+//! errors keep darling's words and gain the declaration's code.
 
 #![warn(missing_docs, rust_2018_idioms)]
 
@@ -212,7 +215,7 @@ mod value;
 /// when the runtime is re-exported under another path.
 #[proc_macro_attribute]
 pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::job::expand(args.into(), item.into())
+    expand::pipeline::run::<expand::job::Job>(args.into(), item.into())
         .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
@@ -335,7 +338,7 @@ pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
 /// when the runtime is re-exported under another path.
 #[proc_macro_attribute]
 pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::task::expand(args.into(), item.into())
+    expand::pipeline::run::<expand::task::Task>(args.into(), item.into())
         .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
@@ -402,7 +405,7 @@ pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
 /// number, cancellation signal), never the `Run`; a page already is one step.
 #[proc_macro_attribute]
 pub fn backfill(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::backfill::expand(args.into(), item.into())
+    expand::pipeline::run::<expand::backfill::Backfill>(args.into(), item.into())
         .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }
@@ -439,7 +442,7 @@ pub fn backfill(args: TokenStream, item: TokenStream) -> TokenStream {
 /// row) and both refusals are terminal.
 #[proc_macro_attribute]
 pub fn ledger(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::ledger::expand(args.into(), item.into())
+    expand::pipeline::run::<expand::ledger::Ledger>(args.into(), item.into())
         .unwrap_or_else(expand::fallback::Refused::into_tokens)
         .into()
 }

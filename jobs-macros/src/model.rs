@@ -2,9 +2,10 @@
 //! plus back-references to the user's fn and types so any later stage can blame the user's
 //! tokens.
 //!
-//! Building the model is the parse stage: a value that does not parse records its error and is
-//! left out, so one bad argument never hides another. Rules that need more than one argument,
-//! or the fn itself, are in `crate::check`.
+//! darling has already read every value (`crate::args`); building the model applies the
+//! defaults and records each value that did not read, leaving it out, so one bad argument
+//! never hides another. Rules that need more than one argument, or the fn itself, are in
+//! `crate::check`.
 
 mod factory;
 
@@ -15,19 +16,18 @@ use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path, ReturnType, Type};
 
-use crate::args::job::{ConcurrencyArgs, JobArgs, KeyedConcurrencyArgs, RetryArgs};
+use crate::args::common::RetryArgs;
+use crate::args::job::{ConcurrencyArgs, JobArgs, KeyedConcurrencyArgs};
 use crate::args::task::TaskArgs;
 use crate::errors::Errors;
 use crate::value::backoff::Backoff;
 use crate::value::catch_up::CatchUp;
-use crate::value::count;
-use crate::value::cron::{self, CronValue};
-use crate::value::duration::{self, DurationValue};
+use crate::value::cron::CronValue;
+use crate::value::duration::DurationValue;
 use crate::value::jitter::Jitter;
 use crate::value::key::KeySource;
 use crate::value::tenant::Tenant;
-use crate::value::text;
-use crate::value::tz::{self, TzValue};
+use crate::value::tz::TzValue;
 use crate::value::when_busy::WhenBusy;
 
 /// One `#[job]` declaration.
@@ -123,64 +123,29 @@ impl<'a> JobDecl<'a> {
             return decl;
         };
 
-        if let Some(raw) = &args.name {
-            if let Some(name) = errs.handle(text::non_blank(&raw.0, "name")) {
-                decl.name = name.value();
-            }
+        let delivery = &args.delivery;
+        if let Some(name) = errs.value(&delivery.common.name) {
+            decl.name = name.0;
         }
-        if let Some(raw) = &args.queue {
-            decl.queue = errs
-                .handle(text::non_blank(&raw.0, "queue"))
-                .map(|lit| lit.value());
-        }
-        if let Some(raw) = &args.key {
-            decl.key = errs.handle(KeySource::parse(&raw.0, "key"));
-        }
-        if let Some(raw) = &args.tenant {
-            decl.tenant = errs.handle(Tenant::parse(&raw.0));
-        }
-        if let Some(retry) = &args.retry {
+        decl.queue = errs.value(&delivery.queue).map(|queue| queue.0);
+        decl.key = errs.value(&args.key);
+        decl.tenant = errs.value(&args.tenant);
+        if let Some(retry) = &delivery.retry {
             decl.retry = Retry::from_args(retry, errs);
         }
-        if let Some(raw) = &args.dead_letter {
-            decl.dead_letter = errs.handle(text::flag(&raw.0, "dead_letter"));
-        }
-        if let Some(raw) = &args.timeout {
-            decl.timeout = errs.handle(duration::parse(
-                &raw.0,
-                "timeout",
-                "leave `timeout` out for no ceiling on an attempt",
-            ));
-        }
-        if let Some(raw) = &args.step_timeout {
-            decl.step_timeout = errs.handle(duration::parse(
-                &raw.0,
-                "step_timeout",
-                "leave `step_timeout` out for no ceiling on a step",
-            ));
-        }
-        if let Some(raw) = &args.event_poll {
-            decl.event_poll = errs.handle(duration::parse(
-                &raw.0,
-                "event_poll",
-                "leave `event_poll` out to poll every 30s",
-            ));
-        }
+        decl.dead_letter = errs.value(&args.dead_letter).map(|flag| flag.0);
+        decl.timeout = errs.value(&args.timeout);
+        decl.step_timeout = errs.value(&args.step_timeout);
+        decl.event_poll = errs.value(&args.event_poll);
         if let Some(concurrency) = &args.concurrency {
             decl.concurrency = Concurrency::from_args(concurrency, errs);
         }
-        if let Some(raw) = &args.on_settled {
-            decl.on_settled = errs.handle(text::fn_path(&raw.0, "on_settled"));
+        decl.on_settled = errs.value(&args.on_settled).map(|path| path.0);
+        if let Some(handle) = errs.value(&args.handle) {
+            decl.handle = handle.0;
         }
-        if let Some(raw) = &args.handle {
-            if let Some(handle) = errs.handle(text::ident(&raw.0, "handle")) {
-                decl.handle = handle;
-            }
-        }
-        if let Some(raw) = &args.crate_path {
-            if let Some(path) = errs.handle(text::crate_path(&raw.0)) {
-                decl.crate_path = path;
-            }
+        if let Some(path) = errs.value(&delivery.common.crate_path) {
+            decl.crate_path = path.0;
         }
         decl
     }
@@ -218,36 +183,15 @@ impl<'a> JobDecl<'a> {
 }
 
 impl Retry {
-    fn from_args(args: &RetryArgs, errs: &mut Errors) -> Self {
-        let mut retry = Retry::default();
-        if let Some(raw) = &args.attempts {
-            retry.attempts = errs.handle(count::positive(
-                &raw.0,
-                "attempts",
-                "0 attempts means the job never runs; use `attempts = 1` for no retries",
-            ));
+    /// The declared parts of `retry(..)`, recording every value that does not read.
+    pub fn from_args(args: &RetryArgs, errs: &mut Errors) -> Self {
+        Retry {
+            attempts: errs.value(&args.attempts).map(|count| count.0),
+            backoff: errs.value(&args.backoff),
+            delay: errs.value(&args.delay),
+            max_delay: errs.value(&args.max_delay),
+            jitter: errs.value(&args.jitter),
         }
-        if let Some(raw) = &args.backoff {
-            retry.backoff = errs.handle(Backoff::parse(&raw.0));
-        }
-        if let Some(raw) = &args.delay {
-            retry.delay = errs.handle(duration::parse(
-                &raw.0,
-                "delay",
-                "use `backoff = fixed` for evenly spaced retries",
-            ));
-        }
-        if let Some(raw) = &args.max_delay {
-            retry.max_delay = errs.handle(duration::parse(
-                &raw.0,
-                "max_delay",
-                "leave `max_delay` out for the 1h default",
-            ));
-        }
-        if let Some(raw) = &args.jitter {
-            retry.jitter = errs.handle(Jitter::parse(&raw.0));
-        }
-        retry
     }
 }
 
@@ -255,13 +199,9 @@ impl Concurrency {
     fn from_args(args: &ConcurrencyArgs, errs: &mut Errors) -> Option<Self> {
         match args {
             // concurrency = N
-            ConcurrencyArgs::Plain(raw) => errs
-                .handle(count::positive(
-                    &raw.0,
-                    "concurrency",
-                    "a cap of 0 would never run the job; leave `concurrency` out for no cap",
-                ))
-                .map(|limit| Concurrency::Plain { limit }),
+            ConcurrencyArgs::Plain(limit) => errs
+                .arg(limit)
+                .map(|limit| Concurrency::Plain { limit: limit.0 }),
             // concurrency(key = .., limit = .., when_busy = ..)
             ConcurrencyArgs::Keyed(keyed) => Self::keyed(keyed, errs),
         }
@@ -269,7 +209,7 @@ impl Concurrency {
 
     fn keyed(args: &KeyedConcurrencyArgs, errs: &mut Errors) -> Option<Self> {
         let key = match &args.key {
-            Some(raw) => errs.handle(KeySource::parse(&raw.0, "concurrency(key)")),
+            Some(_) => errs.value(&args.key),
             None => {
                 errs.spanned(
                     &args.original,
@@ -281,11 +221,7 @@ impl Concurrency {
             }
         };
         let limit = match &args.limit {
-            Some(raw) => errs.handle(count::positive(
-                &raw.0,
-                "limit",
-                "a limit of 0 would never run the job; use `limit = 1` for one run per key",
-            )),
+            Some(_) => errs.value(&args.limit).map(|limit| limit.0),
             None => {
                 errs.spanned(
                     &args.original,
@@ -296,7 +232,7 @@ impl Concurrency {
             }
         };
         let when_busy = match &args.when_busy {
-            Some(raw) => errs.handle(WhenBusy::parse(&raw.0))?,
+            Some(_) => errs.value(&args.when_busy)?,
             None => WhenBusy::Wait,
         };
         Some(Concurrency::Keyed {
@@ -349,37 +285,18 @@ impl<'a> TaskDecl<'a> {
             return decl;
         };
 
-        if let Some(raw) = &args.name {
-            if let Some(name) = errs.handle(text::non_blank(&raw.0, "name")) {
-                decl.name = name.value();
-            }
+        if let Some(name) = errs.value(&args.common.name) {
+            decl.name = name.0;
         }
-        if let Some(raw) = &args.cron {
-            decl.cron = errs.handle(cron::parse(&raw.0));
+        decl.cron = errs.value(&args.cron);
+        decl.tz = errs.value(&args.tz);
+        decl.catch_up = errs.value(&args.catch_up);
+        decl.max_catch_up = errs.value(&args.max_catch_up).map(|count| count.0);
+        if let Some(handle) = errs.value(&args.handle) {
+            decl.handle = handle.0;
         }
-        if let Some(raw) = &args.tz {
-            decl.tz = errs.handle(tz::parse(&raw.0));
-        }
-        if let Some(raw) = &args.catch_up {
-            decl.catch_up = errs.handle(CatchUp::parse(&raw.0));
-        }
-        if let Some(raw) = &args.max_catch_up {
-            decl.max_catch_up = errs.handle(count::positive(
-                &raw.0,
-                "max_catch_up",
-                "`catch_up = run_all` would fire no missed occurrence; leave `max_catch_up` \
-                 out for the default of 10 per round",
-            ));
-        }
-        if let Some(raw) = &args.handle {
-            if let Some(handle) = errs.handle(text::ident(&raw.0, "handle")) {
-                decl.handle = handle;
-            }
-        }
-        if let Some(raw) = &args.crate_path {
-            if let Some(path) = errs.handle(text::crate_path(&raw.0)) {
-                decl.crate_path = path;
-            }
+        if let Some(path) = errs.value(&args.common.crate_path) {
+            decl.crate_path = path.0;
         }
         decl
     }

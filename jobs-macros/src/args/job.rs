@@ -5,62 +5,47 @@ use darling::FromMeta;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
-use super::shared::{arg_name, meta_list, voice, Raw};
-use crate::errors::Errors;
+use super::common::Delivery;
+use crate::value::count::Count;
+use crate::value::duration::DurationValue;
+use crate::value::key::KeySource;
+use crate::value::tenant::Tenant;
+use crate::value::text::{Flag, FnPath, TypeName};
+use crate::value::when_busy::WhenBusy;
+use crate::value::Arg;
 
-/// The arguments of `#[job(..)]`. Every one is optional here: which are required, and what
-/// each value means, is decided by `crate::model` and `crate::check`.
+/// The arguments of `#[job(..)]`. Every one is optional here: which are required is decided by
+/// `crate::check`.
 #[derive(Debug, Default, FromMeta)]
 pub struct JobArgs {
     /// `key = "welcome:{user_id}"` or `key = <callable over &Input>`
-    pub key: Option<Raw>,
+    pub key: Option<Arg<KeySource>>,
     /// `tenant = <field>`, `tenant = none` or `tenant = <callable over &Input>`
-    pub tenant: Option<Raw>,
-    /// `name = "send-welcome"`
-    pub name: Option<Raw>,
-    /// `queue = "email"`
-    pub queue: Option<Raw>,
-    /// `retry(attempts = 5, backoff = exponential, delay = "1s", max_delay = "1h", jitter = equal)`
-    pub retry: Option<RetryArgs>,
+    pub tenant: Option<Arg<Tenant>>,
     /// `dead_letter = false`
-    pub dead_letter: Option<Raw>,
+    pub dead_letter: Option<Arg<Flag>>,
     /// `timeout = "10m"`
-    pub timeout: Option<Raw>,
+    pub timeout: Option<Arg<DurationValue>>,
     /// `step_timeout = "30s"`
-    pub step_timeout: Option<Raw>,
+    pub step_timeout: Option<Arg<DurationValue>>,
     /// `event_poll = "30s"`
-    pub event_poll: Option<Raw>,
+    pub event_poll: Option<Arg<DurationValue>>,
     /// `concurrency = 3` or `concurrency(key = "{org_id}", limit = 1, when_busy = wait)`
     pub concurrency: Option<ConcurrencyArgs>,
     /// `on_settled = path::to::hook`
-    pub on_settled: Option<Raw>,
+    pub on_settled: Option<Arg<FnPath>>,
     /// `handle = SendWelcome`
-    pub handle: Option<Raw>,
-    /// `crate = "::jobs"`
-    #[darling(rename = "crate")]
-    pub crate_path: Option<Raw>,
-}
-
-/// `retry(..)`.
-#[derive(Debug, Default, FromMeta)]
-pub struct RetryArgs {
-    /// `attempts = 5`
-    pub attempts: Option<Raw>,
-    /// `backoff = exponential`
-    pub backoff: Option<Raw>,
-    /// `delay = "1s"`
-    pub delay: Option<Raw>,
-    /// `max_delay = "1h"`
-    pub max_delay: Option<Raw>,
-    /// `jitter = equal`
-    pub jitter: Option<Raw>,
+    pub handle: Option<Arg<TypeName>>,
+    /// `queue`, `retry(..)`, `name`, `crate`.
+    #[darling(flatten)]
+    pub delivery: Delivery,
 }
 
 /// `concurrency = N` or `concurrency(..)`.
 #[derive(Debug)]
 pub enum ConcurrencyArgs {
     /// `concurrency = 3`: a fleet-wide cap.
-    Plain(Raw),
+    Plain(Arg<Count>),
     /// `concurrency(key = .., limit = .., when_busy = ..)`: a cap per key.
     Keyed(Box<KeyedConcurrencyArgs>),
 }
@@ -69,11 +54,11 @@ pub enum ConcurrencyArgs {
 #[derive(Debug, FromMeta)]
 pub struct KeyedConcurrencyArgs {
     /// `key = "{org_id}"` or `key = <callable over &Input>`
-    pub key: Option<Raw>,
+    pub key: Option<Arg<KeySource>>,
     /// `limit = 1`
-    pub limit: Option<Raw>,
+    pub limit: Option<Arg<Count>>,
     /// `when_busy = wait`
-    pub when_busy: Option<Raw>,
+    pub when_busy: Option<Arg<WhenBusy>>,
     /// The whole `concurrency(..)` as written, for errors about what it lacks.
     #[darling(skip)]
     pub original: TokenStream,
@@ -88,86 +73,26 @@ impl FromMeta for ConcurrencyArgs {
                 keyed.original = item.to_token_stream();
                 Ok(ConcurrencyArgs::Keyed(Box::new(keyed)))
             }
-            syn::Meta::NameValue(nv) => Raw::from_expr(&nv.value).map(ConcurrencyArgs::Plain),
-            syn::Meta::Path(_) => Err(darling::Error::unsupported_format("word").with_span(item)),
+            _ => Arg::from_meta(item).map(ConcurrencyArgs::Plain),
         }
     }
 }
 
-/// The accepted arguments at each place, for "unknown argument" messages.
-const ARGUMENTS: &[(&str, &[&str])] = &[
-    (
-        "",
-        &[
-            "key",
-            "tenant",
-            "name",
-            "queue",
-            "retry",
-            "dead_letter",
-            "timeout",
-            "step_timeout",
-            "event_poll",
-            "concurrency",
-            "on_settled",
-            "handle",
-            "crate",
-        ],
-    ),
-    (
-        "retry",
-        &["attempts", "backoff", "delay", "max_delay", "jitter"],
-    ),
-    ("concurrency", &["key", "limit", "when_busy"]),
-];
-
-/// Arguments people reach for that `#[job]` deliberately does not have, with the reason and
-/// what to use instead (seed-inventory §2, §30 item 14).
-const REFUSED: &[(&str, &str)] = &[
-    (
-        "priority",
-        "`#[job]` has no `priority`: queues and per-queue worker slots are the prioritisation \
-         mechanism; put urgent work on its own queue, e.g. `queue = \"urgent\"`, and give that \
-         queue more worker slots (X_JOB_DECLARATION_INVALID)",
-    ),
-    (
-        "rate_limit",
-        "`#[job]` has no `rate_limit`: rate is limited per worker process, on the worker's \
-         limiter; set the rate on the worker, or cap in-flight runs with `concurrency = N` \
-         (X_JOB_DECLARATION_INVALID)",
-    ),
-];
-
-impl JobArgs {
-    /// Parses the attribute's tokens. Every problem goes into `errs`; `None` means the
-    /// arguments' shape was wrong (an unknown, duplicated or malformed argument), and the
-    /// arguments that did parse are not known.
-    pub fn parse(tokens: TokenStream, errs: &mut Errors) -> Option<JobArgs> {
-        let items = match meta_list(tokens, "job") {
-            Ok(items) => items,
-            Err(err) => {
-                errs.push(err);
-                return None;
-            }
-        };
-        let mut kept = Vec::with_capacity(items.len());
-        for item in items {
-            match refused_reason(&item) {
-                Some(reason) => {
-                    // A refused argument leaves the rest intact: keep checking them.
-                    errs.spanned(&item, reason);
-                }
-                None => kept.push(item),
-            }
+/// Arguments people reach for that `#[job]` deliberately does not have: the reason and what to
+/// use instead (seed-inventory §2, §30 item 14).
+pub fn refused(arg: &str) -> Option<String> {
+    let reason = match arg {
+        "priority" => {
+            "`#[job]` has no `priority`: queues and per-queue worker slots are the \
+             prioritisation mechanism; put urgent work on its own queue, e.g. `queue = \
+             \"urgent\"`, and give that queue more worker slots (X_JOB_DECLARATION_INVALID)"
         }
-        errs.handle(JobArgs::from_list(&kept).map_err(|err| voice(err, "job", ARGUMENTS).into()))
-    }
-}
-
-fn refused_reason(item: &NestedMeta) -> Option<&'static str> {
-    let ident = arg_name(item)?;
-    REFUSED
-        .iter()
-        .find(|(name, _)| *name == ident)
-        .map(|(_, reason)| *reason)
+        "rate_limit" => {
+            "`#[job]` has no `rate_limit`: rate is limited per worker process, on the worker's \
+             limiter; set the rate on the worker, or cap in-flight runs with `concurrency = N` \
+             (X_JOB_DECLARATION_INVALID)"
+        }
+        _ => return None,
+    };
+    Some(reason.to_owned())
 }

@@ -1,13 +1,14 @@
-//! The arguments of each attribute as the user wrote them: darling structs, plain data.
+//! The arguments of each attribute as darling reads them into typed values.
 //!
-//! Nothing here decides what a value means. Every value is kept as the user's own expression
-//! (`Raw`), so the typed parsers in `crate::value` can blame the exact tokens, and darling's
-//! errors (unknown, duplicated or malformed arguments) are reworded into our voice by
-//! [`shared::voice`].
+//! Every value is an [`Arg`](crate::value::Arg) of its type in `crate::value`, read by darling
+//! through that type's [`Value`](crate::value::Value) parser. The arguments the attributes
+//! share are one struct, flattened into each ([`common::Common`], [`common::Delivery`]).
+//! darling's structural errors (an unknown, duplicated or malformed argument) keep darling's
+//! own wording and gain the declaration's code ([`common::parse`]).
 
 pub mod backfill;
+pub mod common;
 pub mod job;
-mod shared;
 pub mod task;
 
-pub use shared::{list, recover_names};
+pub use common::recover_names;

@@ -11,7 +11,10 @@ use crate::model::{vec_item, BackfillDecl, LedgerDecl};
 /// §30 item 21: a backfill has a name; it is the durable key of its passes (the job's name,
 /// its idempotency key and the ledger's key), so it is never derived from the fn's name.
 pub fn backfill_name_is_declared(errs: &mut Errors, decl: &BackfillDecl<'_>) {
-    if decl.args.is_some_and(|args| args.name.is_none()) {
+    if decl
+        .args
+        .is_some_and(|args| args.delivery.common.name.is_none())
+    {
         errs.at(
             decl.attr_span(),
             "`#[backfill]` needs `name = \"..\"`: the durable key its passes are recorded \
@@ -155,7 +158,10 @@ pub fn backfill_handle_is_free(errs: &mut Errors, decl: &BackfillDecl<'_>) {
 
 /// §30 item 26: a ledger has a name (its job's name and the book's ledger column).
 pub fn ledger_name_is_declared(errs: &mut Errors, decl: &LedgerDecl<'_>) {
-    if decl.args.is_some_and(|args| args.name.is_none()) {
+    if decl
+        .args
+        .is_some_and(|args| args.delivery.common.name.is_none())
+    {
         errs.at(
             decl.attr_span(),
             "`#[ledger]` needs `name = \"..\"`: the ledger its lines are written under, e.g. \

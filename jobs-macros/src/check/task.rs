@@ -1,6 +1,7 @@
 //! The `#[task]` rules, one function each, numbered as in seed-inventory.md §30. A task is a
 //! cron trigger that only enqueues (§12): its fn turns one occurrence into the jobs to enqueue.
-//! A body's options (`retry`, `timeout`, ...) are refused while parsing, in `crate::args::task`.
+//! A body's options (`retry`, `timeout`, ...) are refused while parsing, by
+//! `crate::args::task::refused`.
 
 use heck::ToUpperCamelCase;
 use quote::quote;
@@ -116,7 +117,7 @@ pub fn max_catch_up_bounds_run_all(errs: &mut Errors, decl: &TaskDecl<'_>) {
     let Some(args) = decl.args else {
         return;
     };
-    let (Some(raw), Some(_)) = (&args.max_catch_up, decl.max_catch_up) else {
+    let (Some(given), Some(_)) = (&args.max_catch_up, decl.max_catch_up) else {
         return;
     };
     if args.catch_up.is_some() && decl.catch_up.is_none() {
@@ -129,7 +130,7 @@ pub fn max_catch_up_bounds_run_all(errs: &mut Errors, decl: &TaskDecl<'_>) {
         CatchUp::RunOnce => "`run_once`",
     };
     errs.spanned(
-        &raw.0,
+        given.tokens(),
         format!(
             "`max_catch_up` bounds only `catch_up = run_all`; with {policy} it has no effect: \
              add `catch_up = run_all`, or remove `max_catch_up` (X_JOB_DECLARATION_INVALID)"

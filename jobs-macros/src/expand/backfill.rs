@@ -1,54 +1,59 @@
-//! `#[backfill]`: parse, check, then emit the handler unchanged, its handle type, the `Job`
-//! and `Backfill` impls, the typed enqueue methods and the registry entries.
+//! `#[backfill]`: its part of the pipeline (`super::pipeline`), and what it emits: the handler
+//! unchanged, its handle type, the `Job` and `Backfill` impls, the typed enqueue methods and
+//! the registry entries.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::ItemFn;
+use syn::{Ident, ItemFn, Path};
 
-use super::factory::{checksum, job_descriptor, JobShape};
-use super::fallback::Refused;
+use super::descriptor::{job_descriptor, scope_tenant_mode, JobShape};
 use super::job::type_text;
+use super::pipeline::Macro;
 use crate::args::backfill::BackfillArgs;
 use crate::check;
 use crate::errors::Errors;
 use crate::model::BackfillDecl;
 use crate::value::scope::Scope;
 
-/// Expands `#[backfill(args)] item`. A refused declaration comes back with every error and
-/// the stand-in handle (see `super::fallback`).
-pub fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Refused> {
-    let parsed: ItemFn = match syn::parse2(item.clone()) {
-        Ok(parsed) => parsed,
-        Err(_) => {
-            return Err(Refused::bare(
-                item,
-                syn::Error::new(
-                    Span::call_site(),
-                    "`#[backfill]` goes on the per-page handler: `async fn fill(pass: Pass, \
-                     rows: Vec<Row>) -> Result<(), JobError>` (X_JOB_DECLARATION_INVALID)",
-                ),
-            ))
-        }
-    };
-    let mut errs = Errors::new();
-    let parsed_args = BackfillArgs::parse(args.clone(), &mut errs);
-    let mut decl = BackfillDecl::from_ast(&mut errs, &parsed, parsed_args.as_ref());
-    check::backfill(&mut errs, &decl);
-    match errs.finish() {
-        Ok(()) => Ok(quote_backfill(&decl)),
-        Err(errors) => {
-            if parsed_args.is_none() {
-                let (handle, krate) = crate::args::recover_names(args);
-                decl.handle = handle.unwrap_or(decl.handle);
-                decl.crate_path = krate.unwrap_or(decl.crate_path);
-            }
-            Err(Refused {
-                errors,
-                stand_in: stand_in(&decl),
-                item,
-            })
-        }
+/// `#[backfill]`, for the expansion pipeline.
+pub struct Backfill;
+
+impl Macro for Backfill {
+    const NAME: &'static str = "backfill";
+    const WRONG_ITEM: &'static str = "`#[backfill]` goes on the per-page handler: `async fn \
+        fill(pass: Pass, rows: Vec<Row>) -> Result<(), JobError>` (X_JOB_DECLARATION_INVALID)";
+    type Item = ItemFn;
+    type Args = BackfillArgs;
+    type Decl<'a> = BackfillDecl<'a>;
+
+    fn refused(arg: &str) -> Option<String> {
+        crate::args::backfill::backfill_refused(arg)
+    }
+
+    fn decl<'a>(
+        errs: &mut Errors,
+        item: &'a ItemFn,
+        args: Option<&'a BackfillArgs>,
+    ) -> BackfillDecl<'a> {
+        BackfillDecl::from_ast(errs, item, args)
+    }
+
+    fn check(errs: &mut Errors, decl: &BackfillDecl<'_>) {
+        check::backfill(errs, decl);
+    }
+
+    fn emit(decl: &BackfillDecl<'_>) -> TokenStream {
+        quote_backfill(decl)
+    }
+
+    fn rename(decl: &mut BackfillDecl<'_>, handle: Option<Ident>, krate: Option<Path>) {
+        decl.handle = handle.unwrap_or_else(|| decl.handle.clone());
+        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
+    }
+
+    fn stand_in(decl: &BackfillDecl<'_>) -> TokenStream {
+        stand_in(decl)
     }
 }
 
@@ -127,18 +132,16 @@ fn quote_backfill(decl: &BackfillDecl<'_>) -> TokenStream {
         unreachable!("checked by check::backfill");
     };
     let input_ty = quote!(#p::BackfillRequest);
-    let job_descriptor = job_descriptor(
-        &p,
-        JobShape {
-            name,
-            scope,
-            input_ty: &input_ty,
-            input_name: "BackfillRequest",
-            queue: decl.queue.as_deref(),
-            retry: &decl.retry,
-            timeout: decl.timeout.as_ref(),
-        },
+    let mut shape = JobShape::new(
+        name,
+        scope_tenant_mode(&p, scope),
+        input_ty.clone(),
+        "BackfillRequest",
     );
+    shape.queue = decl.queue.as_deref();
+    shape.retry = Some(&decl.retry);
+    shape.timeout = decl.timeout.as_ref();
+    let job_descriptor = job_descriptor(&p, shape);
     let source_text = source.to_token_stream().to_string().replace(' ', "");
     let row_text = type_text(row_ty);
     // Neither `batch` nor `rate` is part of the checksum: retuning the pace is not a new pass.
@@ -300,12 +303,22 @@ fn quote_backfill(decl: &BackfillDecl<'_>) -> TokenStream {
     }
 }
 
+/// A stable 64-bit FNV-1a hash, as 16 hex digits: the declaration's checksum.
+fn checksum(text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("fnv1a64:{hash:016x}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn expand_str(args: &str, item: &str) -> Result<String, String> {
-        expand(args.parse().unwrap(), item.parse().unwrap())
+        super::super::pipeline::run::<Backfill>(args.parse().unwrap(), item.parse().unwrap())
             .map(|tokens| tokens.to_string())
             .map_err(|refused| {
                 refused

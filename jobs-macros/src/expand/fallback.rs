@@ -10,6 +10,8 @@
 
 use proc_macro2::TokenStream;
 
+use super::descriptor::{job_descriptor, JobShape};
+
 /// A refused declaration.
 pub struct Refused {
     /// Every error of the declaration.
@@ -56,16 +58,20 @@ pub fn stand_in_job(
     input_name: &str,
     output: &TokenStream,
 ) -> TokenStream {
+    let descriptor = job_descriptor(
+        p,
+        JobShape::new(
+            name,
+            quote::quote!(#p::TenantMode::None),
+            input.clone(),
+            input_name,
+        ),
+    );
     quote::quote! {
         impl #p::Job for #handle {
             type Input = #input;
             type Output = #output;
-            const DESCRIPTOR: #p::JobDescriptor = #p::JobDescriptor::new(
-                #name,
-                #p::TenantMode::None,
-                #input_name,
-                #p::input_schema::<#input>,
-            );
+            const DESCRIPTOR: #p::JobDescriptor = #descriptor;
             fn idempotency_key(_: &#input) -> ::std::string::String {
                 ::std::unreachable!()
             }

@@ -1,16 +1,18 @@
-//! `#[job]`: parse, check, then emit the fn unchanged, its handle type, the `Job` impl, the
-//! typed enqueue methods, the registry entry and the input assertion.
+//! `#[job]`: its part of the pipeline (`super::pipeline`), and what it emits: the fn
+//! unchanged, its handle type, the `Job` impl, the typed enqueue methods, the registry entry
+//! and the input assertion.
 //!
 //! Generated code names the runtime only through `<crate>::__private` (default `::jobs`), and
 //! std only through absolute `::std` paths, so nothing depends on what the user imported.
 
-use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned, ToTokens};
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Expr, ItemFn, Pat, PatType, Type};
+use syn::{Expr, Ident, ItemFn, Pat, PatType, Path, Type};
 
-use super::fallback::Refused;
+use super::descriptor::{job_descriptor, JobShape};
+use super::pipeline::Macro;
 use crate::args::job::JobArgs;
 use crate::check;
 use crate::errors::Errors;
@@ -19,65 +21,56 @@ use crate::value::key::KeySource;
 use crate::value::key_template::KeyTemplate;
 use crate::value::tenant::Tenant;
 
-/// Expands `#[job(args)] item`. A refused declaration comes back with every error and the
-/// stand-in handle (see `super::fallback`).
-pub fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Refused> {
-    let parsed: ItemFn = match syn::parse2(item.clone()) {
-        Ok(parsed) => parsed,
-        Err(_) => {
-            return Err(Refused::bare(
-                item,
-                syn::Error::new(
-                    Span::call_site(),
-                    "`#[job]` goes on an `async fn` taking the run context and the input: \
-                     `async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError>` \
-                     (X_JOB_DECLARATION_INVALID)",
-                ),
-            ))
-        }
-    };
+/// `#[job]`, for the expansion pipeline.
+pub struct Job;
 
-    let mut errs = Errors::new();
-    let parsed_args = JobArgs::parse(args.clone(), &mut errs);
-    let mut decl = JobDecl::from_ast(&mut errs, &parsed, parsed_args.as_ref());
-    check::job(&mut errs, &decl);
-    match errs.finish() {
-        Ok(()) => Ok(quote_job(&decl)),
-        Err(errors) => {
-            if parsed_args.is_none() {
-                recover_names(&mut decl, args);
-            }
-            let stand_in = stand_in(&decl);
-            // A step refused for its borrowed output, re-emitted as written, would add rustc's
-            // "`Deserialize` is not general enough" to the macro's error.
-            let krate = &decl.crate_path;
-            let mut unborrowed = parsed.clone();
-            let item = if check::step_outputs::without_borrowed_steps(
-                &mut unborrowed,
-                &quote!(#krate::__private::refused_step),
-            ) {
-                unborrowed.into_token_stream()
-            } else {
-                item
-            };
-            Err(Refused {
-                errors,
-                stand_in,
-                item,
-            })
-        }
-    }
-}
+impl Macro for Job {
+    const NAME: &'static str = "job";
+    const WRONG_ITEM: &'static str = "`#[job]` goes on an `async fn` taking the run context and \
+        the input: `async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError>` \
+        (X_JOB_DECLARATION_INVALID)";
+    type Item = ItemFn;
+    type Args = JobArgs;
+    type Decl<'a> = JobDecl<'a>;
 
-/// Arguments that did not all parse may still name the handle and the runtime crate: the
-/// stand-in takes the names the user wrote.
-fn recover_names(decl: &mut JobDecl<'_>, args: TokenStream) {
-    let (handle, krate) = crate::args::recover_names(args);
-    if let Some(handle) = handle {
-        decl.handle = handle;
+    fn refused(arg: &str) -> Option<String> {
+        crate::args::job::refused(arg)
     }
-    if let Some(krate) = krate {
-        decl.crate_path = krate;
+
+    fn decl<'a>(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a JobArgs>) -> JobDecl<'a> {
+        JobDecl::from_ast(errs, item, args)
+    }
+
+    fn check(errs: &mut Errors, decl: &JobDecl<'_>) {
+        check::job(errs, decl);
+    }
+
+    fn emit(decl: &JobDecl<'_>) -> TokenStream {
+        quote_job(decl)
+    }
+
+    fn rename(decl: &mut JobDecl<'_>, handle: Option<Ident>, krate: Option<Path>) {
+        decl.handle = handle.unwrap_or_else(|| decl.handle.clone());
+        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
+    }
+
+    fn stand_in(decl: &JobDecl<'_>) -> TokenStream {
+        stand_in(decl)
+    }
+
+    /// A step refused for its borrowed output, re-emitted as written, would add rustc's
+    /// "`Deserialize` is not general enough" to the macro's error.
+    fn refused_item(decl: &JobDecl<'_>, item: TokenStream) -> TokenStream {
+        let krate = &decl.crate_path;
+        let mut unborrowed = decl.item.clone();
+        if check::step_outputs::without_borrowed_steps(
+            &mut unborrowed,
+            &quote!(#krate::__private::refused_step),
+        ) {
+            unborrowed.into_token_stream()
+        } else {
+            item
+        }
     }
 }
 
@@ -398,9 +391,8 @@ fn handle_docs(decl: &JobDecl<'_>) -> Vec<TokenStream> {
     docs
 }
 
-/// The `DESCRIPTOR` constant: the runtime's defaults, then every declared option.
+/// The `DESCRIPTOR` constant.
 fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStream {
-    let name = &decl.name;
     let tenant_mode = match &decl.tenant {
         Some(Tenant::Field(field)) => {
             let field = field.unraw().to_string();
@@ -410,83 +402,16 @@ fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStre
         Some(Tenant::None) | None => quote!(#p::TenantMode::None),
     };
     let input_name = type_text(input_ty);
-    let mut set = Vec::new();
-    if let Some(queue) = &decl.queue {
-        set.push(quote!(d.queue = #queue;));
-    }
-    let retry = &decl.retry;
-    if let Some(attempts) = retry.attempts {
-        set.push(quote!(d.retry.attempts = #attempts;));
-    }
-    if let Some(backoff) = retry.backoff {
-        let variant = format_ident!("{}", backoff.variant());
-        set.push(quote!(d.retry.backoff = #p::Backoff::#variant;));
-    }
-    if let Some(delay) = &retry.delay {
-        let delay = millis(delay.millis);
-        set.push(quote!(d.retry.delay = #delay;));
-    }
-    if let Some(max_delay) = &retry.max_delay {
-        let max_delay = millis(max_delay.millis);
-        set.push(quote!(d.retry.max_delay = #max_delay;));
-    }
-    if let Some(jitter) = retry.jitter {
-        let variant = format_ident!("{}", jitter.variant());
-        set.push(quote!(d.retry.jitter = #p::Jitter::#variant;));
-    }
-    if let Some(dead_letter) = decl.dead_letter {
-        set.push(quote!(d.dead_letter = #dead_letter;));
-    }
-    if let Some(timeout) = &decl.timeout {
-        let timeout = millis(timeout.millis);
-        set.push(quote!(d.timeout = ::std::option::Option::Some(#timeout);));
-    }
-    if let Some(step_timeout) = &decl.step_timeout {
-        let step_timeout = millis(step_timeout.millis);
-        set.push(quote!(d.step_timeout = ::std::option::Option::Some(#step_timeout);));
-    }
-    if let Some(event_poll) = &decl.event_poll {
-        let event_poll = millis(event_poll.millis);
-        set.push(quote!(d.event_poll = #event_poll;));
-    }
-    if let Some(concurrency) = &decl.concurrency {
-        let (limit, keyed, when_busy) = match concurrency {
-            Concurrency::Plain { limit } => (*limit, false, "Wait"),
-            Concurrency::Keyed {
-                limit, when_busy, ..
-            } => (*limit, true, when_busy.variant()),
-        };
-        let when_busy = format_ident!("{}", when_busy);
-        set.push(quote! {
-            d.concurrency = ::std::option::Option::Some(#p::Concurrency {
-                limit: #limit,
-                keyed: #keyed,
-                when_busy: #p::WhenBusy::#when_busy,
-            });
-        });
-    }
-    if decl.on_settled.is_some() {
-        set.push(quote!(d.on_settled = true;));
-    }
-    let binding = if set.is_empty() {
-        quote!(d)
-    } else {
-        quote!(mut d)
-    };
-    quote! {{
-        let #binding = #p::JobDescriptor::new(
-            #name,
-            #tenant_mode,
-            #input_name,
-            #p::input_schema::<#input_ty>,
-        );
-        #(#set)*
-        d
-    }}
-}
-
-fn millis(millis: u64) -> TokenStream {
-    quote!(::std::time::Duration::from_millis(#millis))
+    let mut shape = JobShape::new(&decl.name, tenant_mode, quote!(#input_ty), &input_name);
+    shape.queue = decl.queue.as_deref();
+    shape.retry = Some(&decl.retry);
+    shape.dead_letter = decl.dead_letter;
+    shape.timeout = decl.timeout.as_ref();
+    shape.step_timeout = decl.step_timeout.as_ref();
+    shape.event_poll = decl.event_poll.as_ref();
+    shape.concurrency = decl.concurrency.as_ref();
+    shape.on_settled = decl.on_settled.is_some();
+    job_descriptor(p, shape)
 }
 
 /// The body of a key fn (`idempotency_key`, `concurrency_key`) over `input: &Input`.
@@ -587,7 +512,7 @@ mod tests {
     use super::*;
 
     fn expand_str(args: &str, item: &str) -> Result<String, String> {
-        expand(args.parse().unwrap(), item.parse().unwrap())
+        super::super::pipeline::run::<Job>(args.parse().unwrap(), item.parse().unwrap())
             .map(|tokens| tokens.to_string())
             .map_err(|refused| {
                 refused
@@ -703,18 +628,16 @@ mod tests {
     }
 
     #[test]
-    fn unknown_arguments_are_reworded() {
+    fn structural_errors_keep_darlings_words_and_gain_the_code() {
         let err = expand_str(r#"key = "k", tenant = none, qeue = "x""#, WELCOME).unwrap_err();
         assert_eq!(
             err,
-            "unknown argument `qeue` in `#[job]`; did you mean `queue`? \
-             (X_JOB_DECLARATION_INVALID)"
+            "Unknown field: `qeue`. Did you mean `queue`? (X_JOB_DECLARATION_INVALID)"
         );
         let err = expand_str(r#"key = "k", tenant = none, retry(tries = 3)"#, WELCOME).unwrap_err();
         assert!(
-            err.starts_with(
-                "unknown argument `tries` in `retry(..)`: remove it, or use one of `attempts`"
-            ) && err.ends_with("(X_JOB_DECLARATION_INVALID)"),
+            err.starts_with("Unknown field: `tries`")
+                && err.ends_with("(X_JOB_DECLARATION_INVALID)"),
             "{err}"
         );
         let err = expand_str(
@@ -722,11 +645,15 @@ mod tests {
             WELCOME,
         )
         .unwrap_err();
-        assert_eq!(
-            err,
-            "`queue` is set twice in `#[job]`; keep one and remove the other \
-             (X_JOB_DECLARATION_INVALID)"
+        assert!(
+            err.starts_with("Duplicate field `queue`")
+                && err.ends_with("(X_JOB_DECLARATION_INVALID)"),
+            "{err}"
         );
+        // A value that does not read is not also a missing argument.
+        let err = expand_str(r#"key = 5, tenant = none"#, WELCOME).unwrap_err();
+        assert!(err.starts_with("`key` takes a template string"), "{err}");
+        assert!(!err.contains("X_IDEMPOTENCY_REQUIRED"), "{err}");
     }
 
     #[test]

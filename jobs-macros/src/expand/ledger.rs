@@ -1,52 +1,58 @@
-//! `#[ledger]`: parse, check, then emit the handle struct unchanged, the `Job` and `Ledger`
-//! impls, the checked enqueue methods and the registry entries.
+//! `#[ledger]`: its part of the pipeline (`super::pipeline`), and what it emits: the handle
+//! struct unchanged, the `Job` and `Ledger` impls, the checked enqueue methods and the registry
+//! entries.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::ItemStruct;
+use syn::{Ident, ItemStruct, Path};
 
-use super::factory::{job_descriptor, JobShape};
-use super::fallback::Refused;
+use super::descriptor::{job_descriptor, scope_tenant_mode, JobShape};
+use super::pipeline::Macro;
 use crate::args::backfill::LedgerArgs;
 use crate::check;
 use crate::errors::Errors;
 use crate::model::LedgerDecl;
 use crate::value::book::Book;
 
-/// Expands `#[ledger(args)] item`. A refused declaration comes back with every error, the
-/// handle struct as written and its stand-in methods (see `super::fallback`).
-pub fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Refused> {
-    let parsed: ItemStruct = match syn::parse2(item.clone()) {
-        Ok(parsed) => parsed,
-        Err(_) => {
-            return Err(Refused::bare(
-                item,
-                syn::Error::new(
-                    Span::call_site(),
-                    "`#[ledger]` goes on a unit struct, the handle: `pub struct PostPayment;` \
-                     (X_JOB_DECLARATION_INVALID)",
-                ),
-            ))
-        }
-    };
-    let mut errs = Errors::new();
-    let parsed_args = LedgerArgs::parse(args.clone(), &mut errs);
-    let mut decl = LedgerDecl::from_ast(&mut errs, &parsed, parsed_args.as_ref());
-    check::ledger(&mut errs, &decl);
-    match errs.finish() {
-        Ok(()) => Ok(quote_ledger(&decl)),
-        Err(errors) => {
-            if parsed_args.is_none() {
-                let (_, krate) = crate::args::recover_names(args);
-                decl.crate_path = krate.unwrap_or(decl.crate_path);
-            }
-            Err(Refused {
-                errors,
-                stand_in: stand_in(&decl),
-                item,
-            })
-        }
+/// `#[ledger]`, for the expansion pipeline.
+pub struct Ledger;
+
+impl Macro for Ledger {
+    const NAME: &'static str = "ledger";
+    const WRONG_ITEM: &'static str = "`#[ledger]` goes on a unit struct, the handle: `pub struct \
+        PostPayment;` (X_JOB_DECLARATION_INVALID)";
+    type Item = ItemStruct;
+    type Args = LedgerArgs;
+    type Decl<'a> = LedgerDecl<'a>;
+
+    fn refused(arg: &str) -> Option<String> {
+        crate::args::backfill::ledger_refused(arg)
+    }
+
+    fn decl<'a>(
+        errs: &mut Errors,
+        item: &'a ItemStruct,
+        args: Option<&'a LedgerArgs>,
+    ) -> LedgerDecl<'a> {
+        LedgerDecl::from_ast(errs, item, args)
+    }
+
+    fn check(errs: &mut Errors, decl: &LedgerDecl<'_>) {
+        check::ledger(errs, decl);
+    }
+
+    fn emit(decl: &LedgerDecl<'_>) -> TokenStream {
+        quote_ledger(decl)
+    }
+
+    /// The handle is the user's own struct, so only the crate path is taken.
+    fn rename(decl: &mut LedgerDecl<'_>, _handle: Option<Ident>, krate: Option<Path>) {
+        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
+    }
+
+    fn stand_in(decl: &LedgerDecl<'_>) -> TokenStream {
+        stand_in(decl)
     }
 }
 
@@ -108,18 +114,15 @@ fn quote_ledger(decl: &LedgerDecl<'_>) -> TokenStream {
         unreachable!("checked by check::ledger");
     };
     let input_ty = quote!(#p::Posting);
-    let job_descriptor = job_descriptor(
-        &p,
-        JobShape {
-            name,
-            scope,
-            input_ty: &input_ty,
-            input_name: "Posting",
-            queue: decl.queue.as_deref(),
-            retry: &decl.retry,
-            timeout: None,
-        },
+    let mut shape = JobShape::new(
+        name,
+        scope_tenant_mode(&p, scope),
+        input_ty.clone(),
+        "Posting",
     );
+    shape.queue = decl.queue.as_deref();
+    shape.retry = Some(&decl.retry);
+    let job_descriptor = job_descriptor(&p, shape);
     let variant = syn::Ident::new(scope.variant(), Span::call_site());
     let book_text = book.text();
     let book_body = match book {
@@ -225,7 +228,7 @@ mod tests {
     use super::*;
 
     fn expand_str(args: &str, item: &str) -> Result<String, String> {
-        expand(args.parse().unwrap(), item.parse().unwrap())
+        super::super::pipeline::run::<Ledger>(args.parse().unwrap(), item.parse().unwrap())
             .map(|tokens| tokens.to_string())
             .map_err(|refused| {
                 refused

@@ -1,10 +1,12 @@
-//! Code generation: one file per attribute, plus the fallback used whenever a declaration has
-//! errors.
+//! Code generation: the one pipeline every attribute goes through (`pipeline`), one file per
+//! attribute for what is its own, the job descriptor they share (`descriptor`), and the
+//! fallback used whenever a declaration has errors.
 
 pub mod backfill;
-mod factory;
+mod descriptor;
 pub mod fallback;
 pub mod job;
 pub mod ledger;
+pub mod pipeline;
 pub mod posting;
 pub mod task;

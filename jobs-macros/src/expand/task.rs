@@ -1,62 +1,63 @@
-//! `#[task]`: parse, check, then emit the fn unchanged, its handle type, the `Task` impl and
-//! the registry entry.
+//! `#[task]`: its part of the pipeline (`super::pipeline`), and what it emits: the fn
+//! unchanged, its handle type, the `Task` impl and the registry entry.
 //!
 //! Generated code names the runtime only through `<crate>::__private` (default `::jobs`), and
 //! std only through absolute `::std` paths, so nothing depends on what the user imported.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{ItemFn, Type};
+use syn::{Ident, ItemFn, Path, Type};
 
-use super::fallback::Refused;
+use super::pipeline::Macro;
 use crate::args::task::TaskArgs;
 use crate::check;
 use crate::errors::Errors;
 use crate::model::TaskDecl;
 
-/// Expands `#[task(args)] item`. A refused declaration comes back with every error and the
-/// stand-in handle (see `super::fallback`).
-pub fn expand(args: TokenStream, item: TokenStream) -> Result<TokenStream, Refused> {
-    let parsed: ItemFn = match syn::parse2(item.clone()) {
-        Ok(parsed) => parsed,
-        Err(_) => {
-            return Err(Refused::bare(
-                item,
-                syn::Error::new(
-                    Span::call_site(),
-                    "`#[task]` goes on a fn taking the occurrence and returning the jobs to \
-                     enqueue: `fn weekday_digest(at: Occurrence) -> Vec<Entry>` \
-                     (X_JOB_DECLARATION_INVALID)",
-                ),
-            ))
-        }
-    };
+/// `#[task]`, for the expansion pipeline.
+pub struct Task;
 
-    let mut errs = Errors::new();
-    let parsed_args = TaskArgs::parse(args.clone(), &mut errs);
-    let mut decl = TaskDecl::from_ast(&mut errs, &parsed, parsed_args.as_ref());
-    check::task(&mut errs, &decl);
-    match errs.finish() {
-        Ok(()) => Ok(quote_task(&decl)),
-        Err(errors) => {
-            if parsed_args.is_none() {
-                let (handle, krate) = crate::args::recover_names(args);
-                decl.handle = handle.unwrap_or(decl.handle);
-                decl.crate_path = krate.unwrap_or(decl.crate_path);
-            }
-            let krate = &decl.crate_path;
-            // An entry naming its job by string is refused above; re-emitted as written it
-            // would add rustc's arity error, whose suggestion (drop the input) is wrong.
-            let item =
-                check::entries::without_entries_by_name(item, &quote!(#krate::__private::refused));
-            Err(Refused {
-                errors,
-                stand_in: stand_in(&decl),
-                item,
-            })
-        }
+impl Macro for Task {
+    const NAME: &'static str = "task";
+    const WRONG_ITEM: &'static str = "`#[task]` goes on a fn taking the occurrence and \
+        returning the jobs to enqueue: `fn weekday_digest(at: Occurrence) -> Vec<Entry>` \
+        (X_JOB_DECLARATION_INVALID)";
+    type Item = ItemFn;
+    type Args = TaskArgs;
+    type Decl<'a> = TaskDecl<'a>;
+
+    fn refused(arg: &str) -> Option<String> {
+        crate::args::task::refused(arg)
+    }
+
+    fn decl<'a>(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a TaskArgs>) -> TaskDecl<'a> {
+        TaskDecl::from_ast(errs, item, args)
+    }
+
+    fn check(errs: &mut Errors, decl: &TaskDecl<'_>) {
+        check::task(errs, decl);
+    }
+
+    fn emit(decl: &TaskDecl<'_>) -> TokenStream {
+        quote_task(decl)
+    }
+
+    fn rename(decl: &mut TaskDecl<'_>, handle: Option<Ident>, krate: Option<Path>) {
+        decl.handle = handle.unwrap_or_else(|| decl.handle.clone());
+        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
+    }
+
+    fn stand_in(decl: &TaskDecl<'_>) -> TokenStream {
+        stand_in(decl)
+    }
+
+    /// An entry naming its job by string is refused; re-emitted as written it would add
+    /// rustc's arity error, whose suggestion (drop the input) is wrong.
+    fn refused_item(decl: &TaskDecl<'_>, item: TokenStream) -> TokenStream {
+        let krate = &decl.crate_path;
+        check::entries::without_entries_by_name(item, &quote!(#krate::__private::refused))
     }
 }
 
@@ -252,7 +253,7 @@ mod tests {
     use super::*;
 
     fn expand_str(args: &str, item: &str) -> Result<String, String> {
-        expand(args.parse().unwrap(), item.parse().unwrap())
+        super::super::pipeline::run::<Task>(args.parse().unwrap(), item.parse().unwrap())
             .map(|tokens| tokens.to_string())
             .map_err(|refused| {
                 refused
@@ -352,13 +353,12 @@ mod tests {
     }
 
     #[test]
-    fn unknown_arguments_are_reworded() {
+    fn unknown_arguments_keep_darlings_words_and_gain_the_code() {
         let err =
             expand_str(r#"cron = "0 * * * *", tz = "UTC", catchup = skip"#, DIGEST).unwrap_err();
         assert_eq!(
             err,
-            "unknown argument `catchup` in `#[task]`; did you mean `catch_up`? \
-             (X_JOB_DECLARATION_INVALID)"
+            "Unknown field: `catchup`. Did you mean `catch_up`? (X_JOB_DECLARATION_INVALID)"
         );
     }
 }

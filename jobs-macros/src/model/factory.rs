@@ -9,11 +9,8 @@ use super::Retry;
 use crate::args::backfill::{BackfillArgs, LedgerArgs};
 use crate::errors::Errors;
 use crate::value::book::Book;
-use crate::value::count;
-use crate::value::duration::{self, DurationValue};
-use crate::value::rate;
+use crate::value::duration::DurationValue;
 use crate::value::scope::Scope;
-use crate::value::text;
 
 /// One `#[backfill]` declaration: the per-page handler fn and its arguments.
 pub struct BackfillDecl<'a> {
@@ -64,52 +61,22 @@ impl<'a> BackfillDecl<'a> {
         let Some(args) = args else {
             return decl;
         };
-        if let Some(raw) = &args.name {
-            decl.name = errs
-                .handle(text::non_blank(&raw.0, "name"))
-                .map(|lit| lit.value());
-        }
-        if let Some(raw) = &args.tenant {
-            decl.tenant = errs.handle(Scope::parse(&raw.0, "backfill", "each pass"));
-        }
-        if let Some(raw) = &args.source {
-            decl.source = errs.handle(text::fn_path(&raw.0, "source"));
-        }
-        if let Some(raw) = &args.batch {
-            decl.batch = errs.handle(count::positive(
-                &raw.0,
-                "batch",
-                "a page of 0 rows would never move the cursor; leave `batch` out for 1,000 rows \
-                 per page",
-            ));
-        }
-        if let Some(raw) = &args.rate {
-            decl.rate = errs.handle(rate::parse(&raw.0));
-        }
-        if let Some(raw) = &args.queue {
-            decl.queue = errs
-                .handle(text::non_blank(&raw.0, "queue"))
-                .map(|lit| lit.value());
-        }
-        if let Some(retry) = &args.retry {
+        let delivery = &args.delivery;
+        decl.name = errs.value(&delivery.common.name).map(|name| name.0);
+        decl.tenant = errs.value(&args.tenant);
+        decl.source = errs.value(&args.source).map(|path| path.0);
+        decl.batch = errs.value(&args.batch).map(|count| count.0);
+        decl.rate = errs.value(&args.rate).map(|rate| rate.0);
+        decl.queue = errs.value(&delivery.queue).map(|queue| queue.0);
+        if let Some(retry) = &delivery.retry {
             decl.retry = Retry::from_args(retry, errs);
         }
-        if let Some(raw) = &args.timeout {
-            decl.timeout = errs.handle(duration::parse(
-                &raw.0,
-                "timeout",
-                "leave `timeout` out for no ceiling on a pass",
-            ));
+        decl.timeout = errs.value(&args.timeout);
+        if let Some(handle) = errs.value(&args.handle) {
+            decl.handle = handle.0;
         }
-        if let Some(raw) = &args.handle {
-            if let Some(handle) = errs.handle(text::ident(&raw.0, "handle")) {
-                decl.handle = handle;
-            }
-        }
-        if let Some(raw) = &args.crate_path {
-            if let Some(path) = errs.handle(text::crate_path(&raw.0)) {
-                decl.crate_path = path;
-            }
+        if let Some(path) = errs.value(&delivery.common.crate_path) {
+            decl.crate_path = path.0;
         }
         decl
     }
@@ -188,29 +155,16 @@ impl<'a> LedgerDecl<'a> {
         let Some(args) = args else {
             return decl;
         };
-        if let Some(raw) = &args.name {
-            decl.name = errs
-                .handle(text::non_blank(&raw.0, "name"))
-                .map(|lit| lit.value());
-        }
-        if let Some(raw) = &args.tenant {
-            decl.tenant = errs.handle(Scope::parse(&raw.0, "ledger", "each posting"));
-        }
-        if let Some(raw) = &args.book {
-            decl.book = errs.handle(Book::parse(&raw.0));
-        }
-        if let Some(raw) = &args.queue {
-            decl.queue = errs
-                .handle(text::non_blank(&raw.0, "queue"))
-                .map(|lit| lit.value());
-        }
-        if let Some(retry) = &args.retry {
+        let delivery = &args.delivery;
+        decl.name = errs.value(&delivery.common.name).map(|name| name.0);
+        decl.tenant = errs.value(&args.tenant);
+        decl.book = errs.value(&args.book);
+        decl.queue = errs.value(&delivery.queue).map(|queue| queue.0);
+        if let Some(retry) = &delivery.retry {
             decl.retry = Retry::from_args(retry, errs);
         }
-        if let Some(raw) = &args.crate_path {
-            if let Some(path) = errs.handle(text::crate_path(&raw.0)) {
-                decl.crate_path = path;
-            }
+        if let Some(path) = errs.value(&delivery.common.crate_path) {
+            decl.crate_path = path.0;
         }
         decl
     }

@@ -2,6 +2,8 @@
 
 use syn::Expr;
 
+use super::Value;
+
 /// The retry delay curve, as the runtime's `Backoff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backoff {
@@ -13,9 +15,8 @@ pub enum Backoff {
     Exponential,
 }
 
-impl Backoff {
-    /// Parses `backoff = ..`.
-    pub fn parse(expr: &Expr) -> syn::Result<Self> {
+impl Value for Backoff {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
         super::choice(
             expr,
             "backoff",
@@ -26,7 +27,9 @@ impl Backoff {
             ],
         )
     }
+}
 
+impl Backoff {
     /// The runtime's variant name.
     pub fn variant(self) -> &'static str {
         match self {

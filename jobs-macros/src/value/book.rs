@@ -2,7 +2,7 @@
 
 use syn::{Expr, Path};
 
-use super::{shown, word};
+use super::{shown, word, Value};
 
 /// A ledger's book.
 #[derive(Debug, Clone)]
@@ -13,9 +13,8 @@ pub enum Book {
     Fn(Path),
 }
 
-impl Book {
-    /// Parses `book = ..`.
-    pub fn parse(expr: &Expr) -> syn::Result<Self> {
+impl Value for Book {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
         if word(expr).is_some_and(|w| w == "driver") {
             return Ok(Book::Driver);
         }
@@ -32,7 +31,9 @@ impl Book {
             )),
         }
     }
+}
 
+impl Book {
     /// As the manifest shows it.
     pub fn text(&self) -> String {
         match self {

@@ -3,7 +3,7 @@
 
 use syn::Expr;
 
-use super::{lit_str, shown, word};
+use super::{lit_str, shown, word, Value};
 
 /// What the scheduler does about occurrences missed while no scheduler led, as the runtime's
 /// `CatchUp`.
@@ -23,9 +23,8 @@ const POLICIES: &[(&str, CatchUp)] = &[
     ("run_all", CatchUp::RunAll),
 ];
 
-impl CatchUp {
-    /// Parses `catch_up = ..`.
-    pub fn parse(expr: &Expr) -> syn::Result<Self> {
+impl Value for CatchUp {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
         let found = match (word(expr), lit_str(expr)) {
             (Some(ident), _) => ident.to_string(),
             (None, Some(lit)) => lit.value(),
@@ -44,14 +43,16 @@ impl CatchUp {
             .find(|(name, _)| name.replace('_', "") == squashed)
         {
             Some((name, _)) => format!("did you mean `{name}`?"),
-            None => format!("expected {}", crate::args::list(&names)),
+            None => format!("expected {}", super::list(&names)),
         };
         Err(syn::Error::new_spanned(
             expr,
             format!("unknown catch-up policy `{found}`; {hint} (X_JOB_DECLARATION_INVALID)"),
         ))
     }
+}
 
+impl CatchUp {
     /// The runtime's variant name.
     pub fn variant(self) -> &'static str {
         match self {

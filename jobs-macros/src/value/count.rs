@@ -2,11 +2,39 @@
 
 use syn::{Expr, ExprLit, ExprUnary, Lit, UnOp};
 
-use super::shown;
+use super::{shown, Value};
 
-/// Parses a whole number >= 1 for `arg`. `when_zero` says why 0 makes no sense and what to
+/// A whole number of at least 1 (`attempts`, `concurrency`, `limit`, `batch`, `max_catch_up`).
+#[derive(Debug, Clone, Copy)]
+pub struct Count(pub u32);
+
+impl Value for Count {
+    fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
+        positive(expr, arg, when_zero(arg)).map(Count)
+    }
+}
+
+/// Why 0 makes no sense for `arg`, and what to write instead.
+fn when_zero(arg: &str) -> &'static str {
+    match arg {
+        "attempts" => "0 attempts means the job never runs; use `attempts = 1` for no retries",
+        "concurrency" => "a cap of 0 would never run the job; leave `concurrency` out for no cap",
+        "limit" => "a limit of 0 would never run the job; use `limit = 1` for one run per key",
+        "batch" => {
+            "a page of 0 rows would never move the cursor; leave `batch` out for 1,000 rows \
+             per page"
+        }
+        "max_catch_up" => {
+            "`catch_up = run_all` would fire no missed occurrence; leave `max_catch_up` out \
+             for the default of 10 per round"
+        }
+        _ => "write a number of at least 1",
+    }
+}
+
+/// Reads a whole number >= 1 for `arg`. `when_zero` says why 0 makes no sense and what to
 /// write instead ("0 attempts means the job never runs; use `attempts = 1` for no retries").
-pub fn positive(expr: &Expr, arg: &str, when_zero: &str) -> syn::Result<u32> {
+fn positive(expr: &Expr, arg: &str, when_zero: &str) -> syn::Result<u32> {
     let fail = |message: String| {
         Err(syn::Error::new_spanned(
             expr,

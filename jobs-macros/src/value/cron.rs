@@ -5,7 +5,7 @@
 use jobs_grammar::cron::{Cron, CronErrorKind, SHAPE};
 use syn::Expr;
 
-use super::{lit_str, shown};
+use super::{lit_str, shown, Value};
 
 /// A checked cron expression.
 #[derive(Debug, Clone)]
@@ -14,8 +14,14 @@ pub struct CronValue {
     pub expr: String,
 }
 
-/// Parses `cron = ".."`.
-pub fn parse(expr: &Expr) -> syn::Result<CronValue> {
+impl Value for CronValue {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
+        parse(expr)
+    }
+}
+
+/// Reads `cron = ".."`.
+fn parse(expr: &Expr) -> syn::Result<CronValue> {
     let Some(lit) = lit_str(expr) else {
         return Err(syn::Error::new_spanned(
             expr,

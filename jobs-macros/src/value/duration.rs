@@ -8,6 +8,8 @@
 use jobs_grammar::duration::{parse_millis, DurationError};
 use syn::{Expr, ExprLit, Lit, LitStr};
 
+use super::Value;
+
 /// A positive, whole-millisecond duration and the literal it came from.
 #[derive(Debug, Clone)]
 pub struct DurationValue {
@@ -15,6 +17,24 @@ pub struct DurationValue {
     pub millis: u64,
     /// The literal as written.
     pub lit: LitStr,
+}
+
+impl Value for DurationValue {
+    fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
+        parse(expr, arg, when_zero(arg))
+    }
+}
+
+/// What to write instead of a zero duration for the argument `arg`.
+fn when_zero(arg: &str) -> &'static str {
+    match arg {
+        "timeout" => "leave `timeout` out for no ceiling on an attempt",
+        "step_timeout" => "leave `step_timeout` out for no ceiling on a step",
+        "event_poll" => "leave `event_poll` out to poll every 30s",
+        "delay" => "use `backoff = fixed` for evenly spaced retries",
+        "max_delay" => "leave `max_delay` out for the 1h default",
+        _ => "leave it out for the default",
+    }
 }
 
 /// What to say after "expected": the shape of a good value.

@@ -2,6 +2,8 @@
 
 use syn::Expr;
 
+use super::Value;
+
 /// How much of each retry delay is random, as the runtime's `Jitter`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Jitter {
@@ -13,9 +15,8 @@ pub enum Jitter {
     None,
 }
 
-impl Jitter {
-    /// Parses `jitter = ..`.
-    pub fn parse(expr: &Expr) -> syn::Result<Self> {
+impl Value for Jitter {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
         super::choice(
             expr,
             "jitter",
@@ -26,7 +27,9 @@ impl Jitter {
             ],
         )
     }
+}
 
+impl Jitter {
     /// The runtime's variant name.
     pub fn variant(self) -> &'static str {
         match self {

@@ -4,7 +4,7 @@
 use syn::Expr;
 
 use super::key_template::KeyTemplate;
-use super::{lit_str, shown};
+use super::{lit_str, shown, Value};
 
 /// A key derivation (`key`, `concurrency(key)`).
 #[derive(Debug, Clone)]
@@ -15,9 +15,8 @@ pub enum KeySource {
     Callable(Expr),
 }
 
-impl KeySource {
-    /// Parses the key argument `arg`.
-    pub fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
+impl Value for KeySource {
+    fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
         if let Some(lit) = lit_str(expr) {
             return KeyTemplate::parse(lit, arg).map(KeySource::Template);
         }

@@ -1,5 +1,6 @@
-//! Typed values, one kind of literal per file. Each parser takes the user's expression and the
-//! argument's name, and on failure says what it accepts, at the user's tokens.
+//! Typed values, one kind of literal per file. darling reads each argument into an [`Arg`] of
+//! its typed value ([`Value`]); a value that does not read says what it accepts, at the user's
+//! tokens.
 
 pub mod backoff;
 pub mod book;
@@ -18,7 +19,73 @@ pub mod text;
 pub mod tz;
 pub mod when_busy;
 
-use syn::{Expr, ExprLit, Ident, Lit, LitStr};
+use darling::FromMeta;
+use syn::{Expr, ExprLit, Ident, Lit, LitStr, Meta};
+
+/// A typed argument value: what the tokens after `arg =` mean.
+pub trait Value: Sized {
+    /// Reads `expr`, the value given to the argument `arg` (`timeout`, `attempts`), or refuses
+    /// it at the user's tokens with the rule it breaks and its code.
+    fn parse(expr: &Expr, arg: &str) -> syn::Result<Self>;
+}
+
+/// One `arg = value` as darling read it: the value's tokens, and the typed value or its
+/// refusal.
+///
+/// The refusal is kept here instead of failing darling's parse, so one bad value never hides
+/// which other arguments were given (a `key` that does not read is not also reported missing),
+/// and it stays a `syn::Error`, which underlines every token of the value: a darling error
+/// holds one span, which on stable Rust is only the first token's.
+#[derive(Debug, Clone)]
+pub struct Arg<T> {
+    tokens: Expr,
+    value: Result<T, syn::Error>,
+}
+
+impl<T> Arg<T> {
+    /// The typed value, when it read.
+    pub fn ok(&self) -> Option<&T> {
+        self.value.as_ref().ok()
+    }
+
+    /// The refusal, when it did not.
+    pub fn err(&self) -> Option<&syn::Error> {
+        self.value.as_ref().err()
+    }
+
+    /// The value as written, for a rule that blames it.
+    pub fn tokens(&self) -> &Expr {
+        &self.tokens
+    }
+}
+
+impl<T: Value> FromMeta for Arg<T> {
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        let Meta::NameValue(nv) = item else {
+            // `timeout` or `timeout(..)`: a wrong shape, which darling words itself.
+            let format = if matches!(item, Meta::Path(_)) {
+                "word"
+            } else {
+                "list"
+            };
+            return Err(darling::Error::unsupported_format(format).with_span(item));
+        };
+        let arg = darling::util::path_to_string(&nv.path);
+        let tokens = ungrouped(&nv.value).clone();
+        Ok(Arg {
+            value: T::parse(&tokens, &arg),
+            tokens,
+        })
+    }
+}
+
+/// `expr` without the invisible groups a `macro_rules!` wraps around what it passes on.
+fn ungrouped(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Group(group) => ungrouped(&group.expr),
+        _ => expr,
+    }
+}
 
 /// The string literal `expr` is, if it is one.
 pub fn lit_str(expr: &Expr) -> Option<&LitStr> {
@@ -66,7 +133,17 @@ fn choice<T: Copy>(expr: &Expr, what: &str, options: &[(&str, T)]) -> syn::Resul
         expr,
         format!(
             "unknown {what} `{found}`; expected {} (X_JOB_DECLARATION_INVALID)",
-            crate::args::list(&names),
+            list(&names),
         ),
     ))
+}
+
+/// `a`, `b` or `c`.
+pub fn list(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
 }

@@ -3,10 +3,20 @@
 
 use syn::{Expr, ExprLit, Lit};
 
-use super::shown;
+use super::{shown, Value};
 
-/// Parses `rate = ..` into pages per second.
-pub fn parse(expr: &Expr) -> syn::Result<f64> {
+/// Pages per second: finite and above 0.
+#[derive(Debug, Clone, Copy)]
+pub struct Rate(pub f64);
+
+impl Value for Rate {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
+        parse(expr).map(Rate)
+    }
+}
+
+/// Reads `rate = ..` into pages per second.
+fn parse(expr: &Expr) -> syn::Result<f64> {
     let fail = |message: String| {
         Err(syn::Error::new_spanned(
             expr,

@@ -3,7 +3,7 @@
 
 use syn::Expr;
 
-use super::{lit_str, shown, word};
+use super::{lit_str, shown, word, Value};
 
 /// The tenant decision of a factory attribute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,9 +22,10 @@ impl Scope {
             Scope::PerTenant => "PerTenant",
         }
     }
+}
 
-    /// Parses `tenant = ..` of `#[attr]`; `per` says what is scoped ("each pass", "each posting").
-    pub fn parse(expr: &Expr, attr: &str, per: &str) -> syn::Result<Self> {
+impl Value for Scope {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
         let found = match (word(expr), lit_str(expr)) {
             (Some(ident), _) => ident.to_string(),
             (None, Some(lit)) => lit.value(),
@@ -36,8 +37,8 @@ impl Scope {
             _ => Err(syn::Error::new_spanned(
                 expr,
                 format!(
-                    "`#[{attr}]` takes `tenant = none` (one scope over every tenant) or \
-                     `tenant = per_tenant` ({per} names its tenant), found `{found}` \
+                    "`tenant` takes `none` (one scope over every tenant) or `per_tenant` \
+                     (each pass or posting names its tenant), found `{found}` \
                      (X_JOB_TENANT_REQUIRED)"
                 ),
             )),

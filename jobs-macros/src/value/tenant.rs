@@ -3,7 +3,7 @@
 use syn::{Expr, Ident};
 
 use super::key::callable;
-use super::{lit_str, shown, word};
+use super::{lit_str, shown, word, Value};
 
 /// How the run's tenant is derived from the input.
 #[derive(Debug, Clone)]
@@ -16,9 +16,8 @@ pub enum Tenant {
     Derived(Expr),
 }
 
-impl Tenant {
-    /// Parses `tenant = ..`.
-    pub fn parse(expr: &Expr) -> syn::Result<Self> {
+impl Value for Tenant {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
         if let Some(ident) = word(expr) {
             return match ident.to_string().as_str() {
                 "none" => Ok(Tenant::None),

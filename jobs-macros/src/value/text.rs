@@ -4,10 +4,60 @@
 
 use syn::{Expr, ExprLit, Ident, Lit, LitStr, Path};
 
-use super::{lit_str, shown, word};
+use super::{lit_str, shown, word, Value};
+
+/// A non-blank string (`name`, `queue`).
+#[derive(Debug, Clone)]
+pub struct Text(pub String);
+
+impl Value for Text {
+    fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
+        non_blank(expr, arg).map(|lit| Text(lit.value()))
+    }
+}
+
+/// `true` or `false` (`dead_letter`).
+#[derive(Debug, Clone, Copy)]
+pub struct Flag(pub bool);
+
+impl Value for Flag {
+    fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
+        flag(expr, arg).map(Flag)
+    }
+}
+
+/// The path of a fn (`on_settled`, `source`).
+#[derive(Debug, Clone)]
+pub struct FnPath(pub Path);
+
+impl Value for FnPath {
+    fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
+        fn_path(expr, arg).map(FnPath)
+    }
+}
+
+/// The name of a generated type (`handle`).
+#[derive(Debug, Clone)]
+pub struct TypeName(pub Ident);
+
+impl Value for TypeName {
+    fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
+        ident(expr, arg).map(TypeName)
+    }
+}
+
+/// The runtime crate's path (`crate = "::jobs"`).
+#[derive(Debug, Clone)]
+pub struct CratePath(pub Path);
+
+impl Value for CratePath {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
+        crate_path(expr).map(CratePath)
+    }
+}
 
 /// A non-blank string literal (`name`, `queue`).
-pub fn non_blank(expr: &Expr, arg: &str) -> syn::Result<LitStr> {
+fn non_blank(expr: &Expr, arg: &str) -> syn::Result<LitStr> {
     let Some(lit) = lit_str(expr) else {
         let hint = match word(expr) {
             Some(ident) => format!("write `{arg} = \"{ident}\"`"),
@@ -28,7 +78,7 @@ pub fn non_blank(expr: &Expr, arg: &str) -> syn::Result<LitStr> {
 }
 
 /// A boolean literal (`dead_letter`).
-pub fn flag(expr: &Expr, arg: &str) -> syn::Result<bool> {
+fn flag(expr: &Expr, arg: &str) -> syn::Result<bool> {
     match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Bool(b), ..
@@ -44,7 +94,7 @@ pub fn flag(expr: &Expr, arg: &str) -> syn::Result<bool> {
 }
 
 /// A path to a function (`on_settled = hooks::welcome_settled`).
-pub fn fn_path(expr: &Expr, arg: &str) -> syn::Result<Path> {
+fn fn_path(expr: &Expr, arg: &str) -> syn::Result<Path> {
     match expr {
         Expr::Path(path) if path.qself.is_none() => Ok(path.path.clone()),
         _ => Err(syn::Error::new_spanned(
@@ -58,7 +108,7 @@ pub fn fn_path(expr: &Expr, arg: &str) -> syn::Result<Path> {
 }
 
 /// An identifier to name a generated item (`handle = SendWelcome`).
-pub fn ident(expr: &Expr, arg: &str) -> syn::Result<Ident> {
+fn ident(expr: &Expr, arg: &str) -> syn::Result<Ident> {
     if let Some(ident) = word(expr) {
         return Ok(ident.clone());
     }
@@ -75,7 +125,7 @@ pub fn ident(expr: &Expr, arg: &str) -> syn::Result<Ident> {
 }
 
 /// The runtime crate's path as a string (`crate = "::jobs"`).
-pub fn crate_path(expr: &Expr) -> syn::Result<Path> {
+fn crate_path(expr: &Expr) -> syn::Result<Path> {
     let bad = || {
         syn::Error::new_spanned(
             expr,

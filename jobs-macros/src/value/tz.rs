@@ -6,7 +6,7 @@
 use jobs_grammar::zone::parse_zone;
 use syn::Expr;
 
-use super::{lit_str, shown};
+use super::{lit_str, shown, Value};
 
 /// A checked IANA zone name.
 #[derive(Debug, Clone)]
@@ -15,8 +15,14 @@ pub struct TzValue {
     pub name: String,
 }
 
-/// Parses `tz = ".."`.
-pub fn parse(expr: &Expr) -> syn::Result<TzValue> {
+impl Value for TzValue {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
+        parse(expr)
+    }
+}
+
+/// Reads `tz = ".."`.
+fn parse(expr: &Expr) -> syn::Result<TzValue> {
     let Some(lit) = lit_str(expr) else {
         return Err(syn::Error::new_spanned(
             expr,

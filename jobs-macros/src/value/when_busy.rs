@@ -2,6 +2,8 @@
 
 use syn::Expr;
 
+use super::Value;
+
 /// What a keyed run does when its key is busy, as the runtime's `WhenBusy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WhenBusy {
@@ -11,16 +13,17 @@ pub enum WhenBusy {
     Fail,
 }
 
-impl WhenBusy {
-    /// Parses `when_busy = ..`.
-    pub fn parse(expr: &Expr) -> syn::Result<Self> {
+impl Value for WhenBusy {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
         super::choice(
             expr,
             "`when_busy` value",
             &[("wait", WhenBusy::Wait), ("fail", WhenBusy::Fail)],
         )
     }
+}
 
+impl WhenBusy {
     /// The runtime's variant name.
     pub fn variant(self) -> &'static str {
         match self {
