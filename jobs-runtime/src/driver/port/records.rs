@@ -494,7 +494,6 @@ pub struct StepRecord {
     /// When a sleep wakes.
     pub wake_at: Option<Timestamp>,
     /// An open wait.
-    #[cfg_attr(feature = "sql", sqlx(json(nullable)))]
     pub wait: Option<WaitSpec>,
     /// Last written.
     pub updated_at: Timestamp,
