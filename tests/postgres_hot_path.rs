@@ -120,3 +120,17 @@ async fn a_key_taken_under_the_plain_insert_answers_its_holder() {
     assert_eq!(fresh.len(), 1, "one insert wins");
     assert!(results.iter().all(|r| r.id == fresh[0].id));
 }
+
+/// sqlx 0.9.0 no longer sets `TCP_NODELAY`; without it the tail of a multi-segment message (an
+/// `enqueue_many`'s arrays) waits for the server's delayed ACK. The driver sets it on every
+/// connection its pool dials.
+#[tokio::test]
+async fn the_driver_s_connections_send_without_nagle_delay() {
+    let driver = PostgresDriver::connect(pg::database_url())
+        .await
+        .expect("connect");
+    for _ in 0..2 {
+        let mut conn = driver.pool().acquire().await.expect("acquire");
+        assert_eq!(driver.tcp_nodelay(&mut conn).await, Some(true));
+    }
+}

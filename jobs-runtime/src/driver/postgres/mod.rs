@@ -21,6 +21,7 @@ mod connect;
 mod introspect;
 mod lease;
 mod migrate;
+mod nodelay;
 mod pinned;
 mod rows;
 mod scheduler;
@@ -134,8 +135,15 @@ impl PostgresDriver {
         let options = Self::tune(options);
         connect::probe(&options, timeout).await?;
         // The probe proved the configuration; the pool dials on demand from here on.
+        let server_port = options.get_port();
         let pool = PgPoolOptions::new()
             .max_connections(10)
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    nodelay::apply(conn, server_port).await;
+                    Ok(())
+                })
+            })
             .connect_lazy_with(options);
         Self::new(pool, DEFAULT_SCHEMA)
     }
@@ -168,6 +176,14 @@ impl PostgresDriver {
     /// The same pool, with the tables kept in `schema`.
     pub fn with_schema(self, schema: &str) -> Result<Self, JobError> {
         Self::new(self.pool, schema)
+    }
+
+    /// Whether a connection of this driver's pool has `TCP_NODELAY` (`None` when its socket
+    /// cannot be found, as over a Unix socket); for the tests of the option sqlx 0.9.0 no
+    /// longer sets (driver/postgres/nodelay.rs).
+    #[doc(hidden)]
+    pub async fn tcp_nodelay(&self, conn: &mut PgConnection) -> Option<bool> {
+        nodelay::is_set(conn, self.pool.connect_options().get_port()).await
     }
 
     /// The pool.

@@ -56,7 +56,9 @@ impl Pinned {
         }
         if guard.is_none() {
             // Detached: the pool no longer counts it, and never pings it on a return.
-            let conn = pool.acquire().await?.detach();
+            let mut conn = pool.acquire().await?.detach();
+            // A pool of the caller's own was dialled without it; ours has it already.
+            super::nodelay::apply(&mut conn, pool.connect_options().get_port()).await;
             *guard = Some(Held {
                 conn,
                 last_used: Instant::now(),
