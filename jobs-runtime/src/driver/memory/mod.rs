@@ -163,10 +163,13 @@ impl MemoryState {
         change(&mut job.record);
         self.operator.observe(before, &job.record);
         let now_live = job.record.state.is_live();
-        let key = live_key(&job.record);
+        // The key is built only when the row leaves the live states: most updates keep it.
+        let freed = (was_live && !now_live).then(|| live_key(&job.record));
         self.index(id);
-        if was_live && !now_live && self.live_keys.get(&key) == Some(&id) {
-            self.live_keys.remove(&key);
+        if let Some(key) = freed {
+            if self.live_keys.get(&key) == Some(&id) {
+                self.live_keys.remove(&key);
+            }
         }
     }
 
@@ -183,13 +186,24 @@ impl MemoryState {
         if job.record.state == JobState::Running {
             self.running.insert(entry);
         } else {
-            let tenant = job.record.tenant_id.clone().unwrap_or_default();
-            self.queued
-                .entry(job.record.queue.clone())
-                .or_default()
-                .entry(tenant)
-                .or_default()
-                .insert(entry);
+            // The queue's and tenant's names are copied only the first time they are filed.
+            let tenant = job.record.tenant_id.as_deref().unwrap_or("");
+            if !self.queued.contains_key(&job.record.queue) {
+                self.queued
+                    .insert(job.record.queue.clone(), BTreeMap::new());
+            }
+            let tenants = self
+                .queued
+                .get_mut(&job.record.queue)
+                .expect("filed just above");
+            match tenants.get_mut(tenant) {
+                Some(rows) => {
+                    rows.insert(entry);
+                }
+                None => {
+                    tenants.insert(tenant.to_string(), DueSet::from([entry]));
+                }
+            }
         }
     }
 
@@ -205,11 +219,11 @@ impl MemoryState {
         self.due.remove(&entry);
         self.running.remove(&entry);
         if let Some(tenants) = self.queued.get_mut(&job.record.queue) {
-            let tenant = job.record.tenant_id.clone().unwrap_or_default();
-            if let Some(rows) = tenants.get_mut(&tenant) {
+            let tenant = job.record.tenant_id.as_deref().unwrap_or("");
+            if let Some(rows) = tenants.get_mut(tenant) {
                 rows.remove(&entry);
                 if rows.is_empty() {
-                    tenants.remove(&tenant);
+                    tenants.remove(tenant);
                 }
             }
         }
@@ -408,50 +422,60 @@ impl JobDriver for MemoryDriver {
         let mut result = ClaimResult::default();
         // Each tenant's due rows, in due order, make its turns (at most a queue's slots of
         // them); the queue then takes turn 1 of every tenant, turn 2, ... as Postgres does.
-        let mut turns: HashMap<(&str, String), u32> = HashMap::new();
-        let mut candidates: Vec<(String, u32, usize, JobId)> = Vec::new();
-        for (order, id) in due.into_iter().enumerate() {
-            let job = &state.jobs[&id].record;
-            let Some((queue, limit)) = slots.get_key_value(job.queue.as_str()) else {
-                continue;
-            };
-            if state.operator.paused(queue) {
-                continue;
-            }
-            if job.state == JobState::Running && job.attempt >= job.max_attempts {
-                // Every worker that took this row died on its final attempt: bury it rather
-                // than hand it out forever.
-                let target = if params.drop_exhausted.contains(&job.name) {
-                    JobState::Failed
-                } else {
-                    JobState::Dead
+        // The choice only reads the rows (names are borrowed, never copied); the writes follow.
+        let mut exhausted: Vec<JobId> = Vec::new();
+        let mut chosen: Vec<JobId> = Vec::new();
+        {
+            let mut turns: HashMap<(&str, &str), u32> = HashMap::new();
+            let mut candidates: Vec<(&str, u32, usize, JobId)> = Vec::new();
+            for (order, id) in due.into_iter().enumerate() {
+                let job = &state.jobs[&id].record;
+                let Some((queue, limit)) = slots.get_key_value(job.queue.as_str()) else {
+                    continue;
                 };
-                state.update(id, |r| {
-                    r.state = target;
-                    r.visible_at = None;
-                    r.last_error = Some(LEASE_LAPSED_FINAL_ATTEMPT.to_string());
-                    r.last_error_code = None;
-                    r.updated_at = params.now;
-                });
-                result.exhausted.push(state.jobs[&id].record.clone());
-                continue;
+                if state.operator.paused(queue) {
+                    continue;
+                }
+                if job.state == JobState::Running && job.attempt >= job.max_attempts {
+                    exhausted.push(id);
+                    continue;
+                }
+                let tenant = job.tenant_id.as_deref().unwrap_or("");
+                let turn = turns.entry((*queue, tenant)).or_insert(0);
+                if *turn < *limit {
+                    *turn += 1;
+                    candidates.push((*queue, *turn, order, id));
+                }
             }
-            let turn = turns
-                .entry((*queue, job.tenant_id.clone().unwrap_or_default()))
-                .or_insert(0);
-            if *turn < *limit {
-                *turn += 1;
-                candidates.push((job.queue.clone(), *turn, order, id));
+            candidates.sort();
+            let mut taken: HashMap<&str, u32> = HashMap::new();
+            for (queue, _turn, _order, id) in candidates {
+                let used = taken.entry(queue).or_insert(0);
+                if *used < slots[queue] {
+                    *used += 1;
+                    chosen.push(id);
+                }
             }
         }
-        candidates.sort();
-        let mut taken: HashMap<String, u32> = HashMap::new();
-        for (queue, _turn, _order, id) in candidates {
-            let used = taken.entry(queue.clone()).or_insert(0);
-            if *used >= slots[queue.as_str()] {
-                continue;
-            }
-            *used += 1;
+        for id in exhausted {
+            // Every worker that took this row died on its final attempt: bury it rather than
+            // hand it out forever.
+            let job = &state.jobs[&id].record;
+            let target = if params.drop_exhausted.contains(&job.name) {
+                JobState::Failed
+            } else {
+                JobState::Dead
+            };
+            state.update(id, |r| {
+                r.state = target;
+                r.visible_at = None;
+                r.last_error = Some(LEASE_LAPSED_FINAL_ATTEMPT.to_string());
+                r.last_error_code = None;
+                r.updated_at = params.now;
+            });
+            result.exhausted.push(state.jobs[&id].record.clone());
+        }
+        for id in chosen {
             let visible_at = add(params.now, params.visibility_timeout);
             state.update(id, |r| {
                 r.state = JobState::Running;
