@@ -267,6 +267,21 @@ impl Jobs {
         })
     }
 
+    /// A part of the driver a verb needs (its operator surface, scheduler store, ...), or
+    /// `X_NOT_IMPLEMENTED` naming the driver and what it `lacks`.
+    pub(crate) fn driver_part<'a, T: ?Sized>(
+        &'a self,
+        part: impl FnOnce(&'a dyn JobDriver) -> Option<&'a T>,
+        lacks: &str,
+    ) -> Result<&'a T, JobError> {
+        part(&**self.driver()).ok_or_else(|| {
+            JobError::new(
+                ErrorCode::NotImplemented,
+                format!("the `{}` driver {lacks}", self.driver().name()),
+            )
+        })
+    }
+
     /// Reads one job.
     pub async fn job(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
         self.inner.driver.job_get(&JobGetParams { id }).await

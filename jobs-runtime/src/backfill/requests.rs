@@ -26,15 +26,8 @@ pub struct Backfills<'a> {
 
 impl Backfills<'_> {
     fn backfill_store(&self) -> Result<&dyn BackfillStore, JobError> {
-        self.jobs.driver().backfill_store().ok_or_else(|| {
-            JobError::new(
-                ErrorCode::NotImplemented,
-                format!(
-                    "the `{}` driver keeps no ledger of backfill passes",
-                    self.jobs.driver().name()
-                ),
-            )
-        })
+        self.jobs
+            .driver_part(|d| d.backfill_store(), "keeps no ledger of backfill passes")
     }
 
     /// Enqueues the declared backfill `name` (the operator's verb, e.g. `jobs backfill run`).

@@ -540,12 +540,7 @@ async fn stats(jobs: &Jobs, json: bool) -> Result<String, JobError> {
 }
 
 async fn tasks(jobs: &Jobs, json: bool) -> Result<String, JobError> {
-    let store = jobs.driver().scheduler_store().ok_or_else(|| {
-        JobError::new(
-            ErrorCode::NotImplemented,
-            "this driver has no scheduler store",
-        )
-    })?;
+    let store = jobs.driver_part(|d| d.scheduler_store(), "has no scheduler store")?;
     let now = jobs.now();
     let fires = store.task_fires(&TaskFiresParams { now }).await?;
     let paused = store

@@ -22,7 +22,7 @@ use crate::driver::introspect::{
     WorkerListParams,
 };
 use crate::driver::{JobId, JobRecord, StepListParams, StepRecord};
-use crate::error::{ErrorCode, JobError};
+use crate::error::JobError;
 
 /// One job as `jobs show` prints it: the row with its input redacted, and its step trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,15 +73,8 @@ pub struct Operator<'a> {
 impl Operator<'_> {
     /// The driver's operator surface; `X_NOT_IMPLEMENTED` when it has none.
     pub fn introspect(&self) -> Result<&dyn JobIntrospection, JobError> {
-        self.jobs.driver().introspect().ok_or_else(|| {
-            JobError::new(
-                ErrorCode::NotImplemented,
-                format!(
-                    "the `{}` driver has no operator surface",
-                    self.jobs.driver().name()
-                ),
-            )
-        })
+        self.jobs
+            .driver_part(|d| d.introspect(), "has no operator surface")
     }
 
     /// One page of jobs, newest first (see [`JobIntrospection::job_list`]).

@@ -177,15 +177,8 @@ impl SchedulerBuilder {
     /// Checks every task and builds the scheduler. `X_NOT_IMPLEMENTED` when the driver has no
     /// scheduler store; `X_INVARIANT` for a refused cron, zone or `max_catch_up`.
     pub fn build(self) -> Result<Scheduler, JobError> {
-        if self.jobs.driver().scheduler_store().is_none() {
-            return Err(JobError::new(
-                ErrorCode::NotImplemented,
-                format!(
-                    "the `{}` driver has no scheduler store",
-                    self.jobs.driver().name()
-                ),
-            ));
-        }
+        self.jobs
+            .driver_part(|d| d.scheduler_store(), "has no scheduler store")?;
         if self.lease_ttl < Duration::from_millis(3) || self.tick_interval.is_zero() {
             return Err(JobError::new(
                 ErrorCode::Invariant,

@@ -6,7 +6,7 @@ use crate::driver::scheduler_store::{
     SchedulerLeader, SchedulerLeaderParams, SchedulerStore, TaskFire, TaskFiresParams,
     TaskPauseParams, TaskPausedParams, TaskResumeParams,
 };
-use crate::error::{ErrorCode, JobError};
+use crate::error::JobError;
 
 use super::SchedulerBuilder;
 
@@ -39,15 +39,8 @@ pub struct Tasks<'a> {
 
 impl Tasks<'_> {
     fn scheduler_store(&self) -> Result<&dyn SchedulerStore, JobError> {
-        self.jobs.driver().scheduler_store().ok_or_else(|| {
-            JobError::new(
-                ErrorCode::NotImplemented,
-                format!(
-                    "the `{}` driver has no scheduler store",
-                    self.jobs.driver().name()
-                ),
-            )
-        })
+        self.jobs
+            .driver_part(|d| d.scheduler_store(), "has no scheduler store")
     }
 
     /// Pauses a task: its occurrences are not dispatched until it is resumed, and its watermark

@@ -72,6 +72,9 @@ pub struct PostgresDriver {
     sql: Arc<Statements>,
     /// The hot path's own connections, out of the pool.
     pinned: Arc<PinnedConnections>,
+    /// Whether the pool sets `TCP_NODELAY` as it dials (the pool `connect` builds); a pool of
+    /// the caller's own does not, so its connections get it when they are pinned.
+    pool_sets_nodelay: bool,
 }
 
 /// The SQLSTATE of a unique violation.
@@ -145,7 +148,11 @@ impl PostgresDriver {
                 })
             })
             .connect_lazy_with(options);
-        Self::new(pool, DEFAULT_SCHEMA)
+        let driver = Self::new(pool, DEFAULT_SCHEMA)?;
+        Ok(PostgresDriver {
+            pool_sets_nodelay: true,
+            ..driver
+        })
     }
 
     /// Applies [`SESSION_SETTINGS`] to connect options of your own.
@@ -170,12 +177,17 @@ impl PostgresDriver {
             schema: schema.into(),
             wake_channel: wake::channel(schema).into(),
             pinned: Arc::default(),
+            pool_sets_nodelay: false,
         })
     }
 
     /// The same pool, with the tables kept in `schema`.
     pub fn with_schema(self, schema: &str) -> Result<Self, JobError> {
-        Self::new(self.pool, schema)
+        let pool_sets_nodelay = self.pool_sets_nodelay;
+        Ok(PostgresDriver {
+            pool_sets_nodelay,
+            ..Self::new(self.pool, schema)?
+        })
     }
 
     /// Whether a connection of this driver's pool has `TCP_NODELAY` (`None` when its socket
@@ -404,7 +416,12 @@ impl PostgresDriver {
         &self,
         request: &EnqueueRequest,
     ) -> (Result<EnqueueResult, JobError>, bool) {
-        let mut lease = match self.pinned.enqueue.lease(&self.pool).await {
+        let mut lease = match self
+            .pinned
+            .enqueue
+            .lease(&self.pool, !self.pool_sets_nodelay)
+            .await
+        {
             Ok(lease) => lease,
             Err(e) => return (Err(classify(Op::JobEnqueue, e)), false),
         };
@@ -627,7 +644,7 @@ impl JobDriver for PostgresDriver {
         let mut lease = self
             .pinned
             .enqueue
-            .lease(&self.pool)
+            .lease(&self.pool, !self.pool_sets_nodelay)
             .await
             .map_err(|e| classify(Op::JobEnqueueMany, e))?;
         let result = self.enqueue_many_on(lease.conn(), requests).await;
@@ -639,7 +656,7 @@ impl JobDriver for PostgresDriver {
         let mut lease = self
             .pinned
             .claim
-            .lease(&self.pool)
+            .lease(&self.pool, !self.pool_sets_nodelay)
             .await
             .map_err(|e| classify(Op::JobClaim, e))?;
         let result = self.claim_on(lease.conn(), params).await;
@@ -660,7 +677,7 @@ impl JobDriver for PostgresDriver {
         let mut lease = self
             .pinned
             .settle
-            .lease(&self.pool)
+            .lease(&self.pool, !self.pool_sets_nodelay)
             .await
             .map_err(|e| classify(Op::JobAckMany, e))?;
         let result = self.ack_many_on(lease.conn(), params).await;

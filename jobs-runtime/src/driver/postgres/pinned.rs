@@ -44,8 +44,12 @@ pub(crate) enum Lease<'a> {
 
 impl Pinned {
     /// The pinned connection when it is free (dialled through `pool` on first use or after a
-    /// failure), else a pooled one.
-    pub(crate) async fn lease<'a>(&'a self, pool: &PgPool) -> Result<Lease<'a>, sqlx::Error> {
+    /// failure, and given `TCP_NODELAY` there when `set_nodelay`), else a pooled one.
+    pub(crate) async fn lease<'a>(
+        &'a self,
+        pool: &PgPool,
+        set_nodelay: bool,
+    ) -> Result<Lease<'a>, sqlx::Error> {
         let Ok(mut guard) = self.slot.try_lock() else {
             return Ok(Lease::Pooled(pool.acquire().await?));
         };
@@ -57,8 +61,9 @@ impl Pinned {
         if guard.is_none() {
             // Detached: the pool no longer counts it, and never pings it on a return.
             let mut conn = pool.acquire().await?.detach();
-            // A pool of the caller's own was dialled without it; ours has it already.
-            super::nodelay::apply(&mut conn, pool.connect_options().get_port()).await;
+            if set_nodelay {
+                super::nodelay::apply(&mut conn, pool.connect_options().get_port()).await;
+            }
             *guard = Some(Held {
                 conn,
                 last_used: Instant::now(),
