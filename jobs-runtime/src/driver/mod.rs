@@ -7,6 +7,8 @@
 //! - `memory`: every port in process memory ([`MemoryDriver`]), for tests and demos.
 //! - [`postgres`]: every port on PostgreSQL ([`PostgresDriver`]), the store a fleet shares;
 //!   its statements are `.sql` files beside it.
+//! - [`sqlite`]: every port on one SQLite file ([`SqliteDriver`]), durable with no server, for
+//!   one host (feature `sqlite`).
 //!
 //! The conformance suite every driver must pass is [`crate::conformance`] (feature
 //! `conformance`).
@@ -15,9 +17,13 @@ mod memory;
 pub mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 pub use memory::{MemoryBook, MemoryDriver, MemoryLeaseStore};
 pub(crate) use port::records;
 pub use port::*;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBook, PostgresDriver};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteDriver;

@@ -74,3 +74,24 @@ pub fn foreign_connection(driver: &str, expected: &str) -> JobError {
         "pass the transaction (or connection) of the database this `Jobs` runs on: a `{expected}`"
     ))
 }
+
+#[cfg(feature = "sqlite")]
+impl CallerConnection for sqlx::SqliteConnection {
+    fn connection(&mut self) -> CallerConn<'_> {
+        self
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl CallerConnection for sqlx::Transaction<'_, sqlx::Sqlite> {
+    fn connection(&mut self) -> CallerConn<'_> {
+        &mut **self
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl CallerConnection for sqlx::pool::PoolConnection<sqlx::Sqlite> {
+    fn connection(&mut self) -> CallerConn<'_> {
+        &mut **self
+    }
+}

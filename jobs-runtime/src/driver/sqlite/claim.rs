@@ -1,0 +1,274 @@
+//! The claim: per queue, up to its free slots of due rows, fair across tenants, marked running
+//! under the claimer, in one `BEGIN IMMEDIATE` transaction. SQLite lets one writer in at a
+//! time, so what this transaction reads cannot be taken by another claimer (thread or process)
+//! before it commits: the row locks Postgres needs (`FOR UPDATE SKIP LOCKED`) have no
+//! counterpart here.
+//!
+//! The choice is the Postgres statement's, step by step: lapsed running rows with attempts left
+//! compete for the slots, lapsed final attempts are buried (`dead`, or `failed` for the names
+//! in `drop_exhausted`) without spending any; each tenant's due rows (at most the queue's slots)
+//! in due order make its turns, visiting at most 64 tenants per queue from the claimer's
+//! fairness cursor, wrapping around; the queue takes turn 1 of every tenant, then turn 2, ...
+//! A paused queue yields nothing. Every read is an index walk of `x_jobs_fair_idx` or
+//! `x_jobs_lapsed_idx` bounded by the slots.
+
+use std::collections::HashMap;
+
+use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use sqlx::{Connection, FromRow, Row};
+
+use super::classify::classify;
+use super::job_columns;
+use super::time::ts;
+use crate::clock::{add, Timestamp};
+use crate::driver::records::*;
+use crate::error::{ErrorCode, JobError};
+
+/// Tenants visited per queue per claim.
+const TENANTS_PER_CLAIM: usize = 64;
+/// Lapsed final attempts buried per queue per claim.
+const BURIALS_PER_CLAIM: i64 = 100;
+
+/// One row the claim may take: its tenant, when it fell due (the stored form sorts by time)
+/// and its id.
+struct Candidate {
+    tenant: String,
+    due: String,
+    id: JobId,
+}
+
+pub(crate) async fn claim(
+    writer: &SqlitePool,
+    params: &ClaimParams,
+) -> Result<ClaimResult, JobError> {
+    if params.demand.is_empty() {
+        return Err(JobError::new(
+            ErrorCode::JobClaimQueuesEmpty,
+            "a claim named no queue",
+        ));
+    }
+    let failed = |e| classify("job_claim", e);
+    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    let mut chosen: Vec<JobId> = Vec::new();
+    let mut exhausted: Vec<JobId> = Vec::new();
+    for demand in &params.demand {
+        let paused: Option<i64> = sqlx::query_scalar("select 1 from x_job_pauses where queue = ?")
+            .bind(&demand.queue)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed)?;
+        if paused.is_some() {
+            continue;
+        }
+        exhausted.extend(lapsed_final_attempts(&mut tx, &demand.queue, params.now).await?);
+        if demand.limit == 0 {
+            continue;
+        }
+        let slots = i64::from(demand.limit);
+        let mut candidates = lapsed(&mut tx, &demand.queue, slots, params.now).await?;
+        for tenant in tenants(&mut tx, &demand.queue, &params.fair_after, params.now).await? {
+            candidates.extend(queued(&mut tx, &demand.queue, tenant, slots, params.now).await?);
+        }
+        chosen.extend(take_turns(candidates, demand.limit as usize));
+    }
+    let mut result = ClaimResult::default();
+    let dropped = serde_json::to_string(&params.drop_exhausted).unwrap_or_else(|_| "[]".into());
+    for id in exhausted {
+        let row = sqlx::query(concat!(
+            "update x_jobs
+             set state = case when name in (select value from json_each(?2)) then 'failed' else 'dead' end,
+                 visible_at = null,
+                 last_error = ?4,
+                 last_error_code = null,
+                 updated_at = ?3
+             where id = ?1
+             returning ",
+            job_columns!()
+        ))
+        .bind(id)
+        .bind(&dropped)
+        .bind(ts(params.now))
+        .bind(LEASE_LAPSED_FINAL_ATTEMPT)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(failed)?;
+        result
+            .exhausted
+            .push(JobRecord::from_row(&row).map_err(failed)?);
+    }
+    let visible_at = add(params.now, params.visibility_timeout);
+    for id in chosen {
+        let row = sqlx::query(concat!(
+            "update x_jobs
+             set state = 'running', attempt = attempt + 1, claims = claims + 1,
+                 claimed_by = ?2, visible_at = ?3, updated_at = ?4, started_at = ?4
+             where id = ?1
+             returning ",
+            job_columns!(),
+            ", exists (select 1 from x_job_steps s where s.run_id = x_jobs.run_id) as has_steps"
+        ))
+        .bind(id)
+        .bind(&params.worker_id)
+        .bind(ts(visible_at))
+        .bind(ts(params.now))
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(failed)?;
+        let record = JobRecord::from_row(&row).map_err(failed)?;
+        let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
+        result.jobs.push(ClaimedJob {
+            id: record.id,
+            run_id: record.run_id,
+            name: record.name,
+            queue: record.queue,
+            input: record.input,
+            attempt: record.attempt,
+            max_attempts: record.max_attempts,
+            tenant_id: record.tenant_id,
+            by: ClaimIdentity {
+                worker_id: params.worker_id.clone(),
+                claim: record.claims,
+            },
+            visible_at,
+            traceparent: record.traceparent,
+            has_steps,
+        });
+    }
+    tx.commit().await.map_err(failed)?;
+    result.jobs.sort_by_key(|j| j.id);
+    Ok(result)
+}
+
+/// Each tenant's candidates in due order make its turns (at most `slots` of them); the queue
+/// takes turn 1 of every tenant, then turn 2, ... until `slots` are taken.
+fn take_turns(mut candidates: Vec<Candidate>, slots: usize) -> Vec<JobId> {
+    candidates.sort_by(|a, b| (&a.tenant, &a.due, a.id).cmp(&(&b.tenant, &b.due, b.id)));
+    let mut turns: HashMap<&str, usize> = HashMap::new();
+    let mut ranked: Vec<(usize, &str, JobId)> = Vec::new();
+    for c in &candidates {
+        let turn = turns.entry(c.tenant.as_str()).or_insert(0);
+        *turn += 1;
+        if *turn <= slots {
+            ranked.push((*turn, c.due.as_str(), c.id));
+        }
+    }
+    ranked.sort();
+    ranked
+        .into_iter()
+        .take(slots)
+        .map(|(_, _, id)| id)
+        .collect()
+}
+
+async fn lapsed_final_attempts(
+    tx: &mut SqliteConnection,
+    queue: &str,
+    now: Timestamp,
+) -> Result<Vec<JobId>, JobError> {
+    sqlx::query_scalar(
+        "select id from x_jobs
+         where queue = ?1 and state = 'running' and visible_at <= ?2
+           and attempt >= max_attempts
+         order by visible_at, id
+         limit ?3",
+    )
+    .bind(queue)
+    .bind(ts(now))
+    .bind(BURIALS_PER_CLAIM)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| classify("job_claim", e))
+}
+
+async fn lapsed(
+    tx: &mut SqliteConnection,
+    queue: &str,
+    slots: i64,
+    now: Timestamp,
+) -> Result<Vec<Candidate>, JobError> {
+    let rows = sqlx::query(
+        "select id, visible_at as due, coalesce(tenant_id, '') as tenant from x_jobs
+         where queue = ?1 and state = 'running' and visible_at <= ?2
+           and attempt < max_attempts
+         order by visible_at, id
+         limit ?3",
+    )
+    .bind(queue)
+    .bind(ts(now))
+    .bind(slots)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| classify("job_claim", e))?;
+    rows.iter().map(candidate).collect()
+}
+
+async fn queued(
+    tx: &mut SqliteConnection,
+    queue: &str,
+    tenant: String,
+    slots: i64,
+    now: Timestamp,
+) -> Result<Vec<Candidate>, JobError> {
+    let rows = sqlx::query(
+        "select id, run_at as due, coalesce(tenant_id, '') as tenant from x_jobs
+         where queue = ?1 and coalesce(tenant_id, '') = ?2
+           and state in ('ready', 'delayed', 'suspended') and run_at <= ?3
+         order by run_at, id
+         limit ?4",
+    )
+    .bind(queue)
+    .bind(tenant)
+    .bind(ts(now))
+    .bind(slots)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| classify("job_claim", e))?;
+    rows.iter().map(candidate).collect()
+}
+
+fn candidate(row: &sqlx::sqlite::SqliteRow) -> Result<Candidate, JobError> {
+    let failed = |e| classify("job_claim", e);
+    Ok(Candidate {
+        id: row.try_get("id").map_err(failed)?,
+        due: row.try_get("due").map_err(failed)?,
+        tenant: row.try_get("tenant").map_err(failed)?,
+    })
+}
+
+/// The tenants with due rows in `queue`, at most [`TENANTS_PER_CLAIM`], in tenant order from
+/// just after `cursor`, wrapping around to the start and up to `cursor` itself.
+async fn tenants(
+    tx: &mut SqliteConnection,
+    queue: &str,
+    cursor: &str,
+    now: Timestamp,
+) -> Result<Vec<String>, JobError> {
+    let mut found = Vec::new();
+    let mut after = Some(cursor.to_string());
+    // Past the cursor first, then from the start (no lower bound) up to the cursor.
+    for upto in [None, Some(cursor)] {
+        while found.len() < TENANTS_PER_CLAIM {
+            let next: Option<String> = sqlx::query_scalar(
+                "select coalesce(tenant_id, '') as tenant from x_jobs
+                 where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+                   and (?3 is null or coalesce(tenant_id, '') > ?3)
+                   and (?4 is null or coalesce(tenant_id, '') <= ?4)
+                 order by coalesce(tenant_id, '')
+                 limit 1",
+            )
+            .bind(queue)
+            .bind(ts(now))
+            .bind(after.as_deref())
+            .bind(upto)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| classify("job_claim", e))?;
+            let Some(next) = next else { break };
+            after = Some(next.clone());
+            found.push(next);
+        }
+        after = None;
+    }
+    Ok(found)
+}

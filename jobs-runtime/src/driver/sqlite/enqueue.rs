@@ -1,0 +1,122 @@
+//! Enqueue: one insert that yields to a live holder of the job's key, then the holder lookup.
+//! SQLite runs one writer at a time, so between the insert and the lookup only a commit of
+//! another process can intervene (a holder finishing): the lookup then finds nothing and the
+//! insert runs again, three rounds at most, as on Postgres.
+
+use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use sqlx::{Connection, Row};
+
+use super::classify::classify;
+use super::time::ts;
+use crate::clock::Timestamp;
+use crate::driver::records::*;
+use crate::error::{ErrorCode, JobError};
+
+/// Inserts the job unless a row already has its id or a live row holds its (name, tenant,
+/// key): `on conflict do nothing` covers the primary key and the live-key unique index alike.
+const INSERT: &str = "insert into x_jobs (
+        id, run_id, name, queue, input, idempotency_key, tenant_id, state,
+        max_attempts, run_at, created_at, updated_at, traceparent
+    )
+    values (?1, ?2, ?3, ?4, ?5, ?6, ?7,
+        case when ?9 <= ?10 then 'ready' else 'delayed' end,
+        ?8, ?9, ?10, ?10, ?11)
+    on conflict do nothing
+    returning id, run_id";
+
+/// The row that holds the job: the request's own id first (an outbox re-publish), else the
+/// live row holding (name, tenant, key).
+const HOLDER: &str = "select id, run_id, id = ?1 as same_id from (
+        select id, run_id, 0 as rank from x_jobs where id = ?1
+        union all
+        select id, run_id, 1 as rank from x_jobs
+        where name = ?2 and coalesce(tenant_id, '') = coalesce(?3, '') and idempotency_key = ?4
+          and state in ('ready', 'delayed', 'running', 'suspended')
+    )
+    order by rank
+    limit 1";
+
+/// Inserts `request` as of `now` (its own, or its batch's) on `conn`.
+pub(crate) async fn enqueue_on(
+    conn: &mut SqliteConnection,
+    request: &EnqueueRequest,
+    now: Timestamp,
+) -> Result<EnqueueResult, JobError> {
+    let failed = |e| classify("job_enqueue", e);
+    for _ in 0..3 {
+        let inserted = sqlx::query(INSERT)
+            .bind(request.id)
+            .bind(request.run_id)
+            .bind(&request.name)
+            .bind(&request.queue)
+            .bind(&request.input)
+            .bind(&request.idempotency_key)
+            .bind(&request.tenant_id)
+            .bind(i64::from(request.max_attempts))
+            .bind(ts(request.run_at))
+            .bind(ts(now))
+            .bind(&request.traceparent)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(failed)?;
+        if let Some(row) = inserted {
+            return Ok(EnqueueResult {
+                id: row.try_get("id").map_err(failed)?,
+                run_id: row.try_get("run_id").map_err(failed)?,
+                deduped: false,
+            });
+        }
+        let holder = sqlx::query(HOLDER)
+            .bind(request.id)
+            .bind(&request.name)
+            .bind(&request.tenant_id)
+            .bind(&request.idempotency_key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(failed)?;
+        let Some(row) = holder else { continue };
+        let result = EnqueueResult {
+            id: row.try_get("id").map_err(failed)?,
+            run_id: row.try_get("run_id").map_err(failed)?,
+            deduped: true,
+        };
+        let same_id: bool = row.try_get("same_id").map_err(failed)?;
+        if !same_id && request.on_conflict == ConflictPolicy::Error {
+            return Err(JobError::new(
+                ErrorCode::JobDuplicate,
+                format!(
+                    "job `{}` {} already holds this idempotency key",
+                    request.name, result.id
+                ),
+            ));
+        }
+        return Ok(result);
+    }
+    Err(JobError::new(
+        ErrorCode::Driver,
+        format!(
+            "enqueue of `{}` met a key that moved three times under it; retry",
+            request.name
+        ),
+    ))
+}
+
+/// Many jobs in one transaction, all stored at the batch's one `now` (the latest of its
+/// requests'): all of them or none.
+pub(crate) async fn enqueue_many(
+    writer: &SqlitePool,
+    requests: &[EnqueueRequest],
+) -> Result<Vec<EnqueueResult>, JobError> {
+    let Some(now) = requests.iter().map(|r| r.now).max() else {
+        return Ok(Vec::new());
+    };
+    let failed = |e| classify("job_enqueue_many", e);
+    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    let mut out = Vec::with_capacity(requests.len());
+    for request in requests {
+        out.push(enqueue_on(&mut tx, request, now).await?);
+    }
+    tx.commit().await.map_err(failed)?;
+    Ok(out)
+}

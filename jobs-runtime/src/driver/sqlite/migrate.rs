@@ -1,0 +1,66 @@
+//! The SQLite driver's embedded migrations (`migrations/sqlite/NNNN_*.sql` at the workspace
+//! root, beside the Postgres ones), applied in order, once each, in one `BEGIN IMMEDIATE`
+//! transaction: the write lock it takes makes concurrent starters (threads or processes on one
+//! file) take turns, and a migration that fails leaves nothing behind.
+
+use sqlx::SqlitePool;
+
+use super::classify::classify;
+use crate::error::JobError;
+
+/// One embedded SQLite migration.
+#[derive(Debug, Clone, Copy)]
+pub struct SqliteMigration {
+    /// Its number.
+    pub version: i32,
+    /// Its file name.
+    pub name: &'static str,
+    sql: &'static str,
+}
+
+/// Every SQLite migration this build knows, oldest first.
+pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[SqliteMigration {
+    version: 1,
+    name: "0001_jobs.sql",
+    sql: include_str!("../../../migrations/sqlite/0001_jobs.sql"),
+}];
+
+/// Applies every migration not yet applied. Idempotent; safe from several processes at once.
+/// Answers the versions it applied.
+pub(crate) async fn migrate(writer: &SqlitePool) -> Result<Vec<i32>, JobError> {
+    let failed = |e| classify("migrate", e);
+    let mut tx = writer.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    sqlx::raw_sql(
+        "create table if not exists x_jobs_migrations (
+             version    integer primary key,
+             name       text    not null,
+             applied_at text    not null default (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+         )",
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(failed)?;
+    let applied: Vec<i32> = sqlx::query_scalar("select version from x_jobs_migrations")
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(failed)?;
+    let mut ran = Vec::new();
+    for migration in SQLITE_MIGRATIONS {
+        if applied.contains(&migration.version) {
+            continue;
+        }
+        sqlx::raw_sql(migration.sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        sqlx::query("insert into x_jobs_migrations (version, name) values (?, ?)")
+            .bind(migration.version)
+            .bind(migration.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        ran.push(migration.version);
+    }
+    tx.commit().await.map_err(failed)?;
+    Ok(ran)
+}

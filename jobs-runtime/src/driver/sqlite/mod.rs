@@ -1,0 +1,243 @@
+//! The SQLite driver: durable jobs in one file, with no server (feature `sqlite`).
+//!
+//! One host, one file: the processes of that host share the queue through SQLite's own
+//! locking (WAL mode, a busy timeout). SQLite has one writer at a time, so the claim needs no
+//! row locks: it reads and writes inside one `BEGIN IMMEDIATE` transaction that no other
+//! writer can interleave, and every settling write is fenced on the claim as on Postgres.
+//! Timestamps are stored in one fixed-width text form ([`time`]), ids as 16-byte blobs.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), jobs::JobError> {
+//! use jobs::{driver::SqliteDriver, Jobs};
+//!
+//! let driver = SqliteDriver::connect("sqlite://jobs.db").await?;
+//! driver.migrate().await?;
+//! let jobs = Jobs::new(driver);
+//! # Ok(()) }
+//! ```
+
+mod claim;
+mod classify;
+mod connect;
+mod enqueue;
+mod events;
+mod migrate;
+mod settle;
+mod steps;
+mod time;
+mod wake;
+
+pub use connect::DEFAULT_BUSY_TIMEOUT;
+pub use migrate::{SqliteMigration, SQLITE_MIGRATIONS};
+
+use async_trait::async_trait;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool};
+
+use self::classify::classify;
+use super::records::*;
+use super::{JobDriver, WakeReceiver};
+use crate::driver::{
+    EventFindParams, JobCancelParams, JobGetParams, QueueStatsParams, StepListParams, StepPutParams,
+};
+use crate::error::JobError;
+
+/// The job columns every read returns (never `*`), as a literal for `concat!`, so every
+/// statement is a `&'static str`.
+macro_rules! job_columns {
+    () => {
+        "id, run_id, name, queue, input, idempotency_key, tenant_id, state, attempt, \
+         max_attempts, run_at, created_at, updated_at, last_error, last_error_code, claimed_by, \
+         claims, visible_at, progress, traceparent"
+    };
+}
+pub(crate) use job_columns;
+
+/// The SQLite [`JobDriver`].
+#[derive(Debug, Clone)]
+pub struct SqliteDriver {
+    /// One connection: every write of this process goes through it, in turn.
+    writer: SqlitePool,
+    /// Connections that only read (the writer's own, for an in-memory database).
+    reader: SqlitePool,
+}
+
+impl SqliteDriver {
+    /// Opens (creating it when missing) the database at `url` (`sqlite://path/to/jobs.db`,
+    /// `sqlite:jobs.db`, `sqlite::memory:`), in WAL mode with a busy timeout of
+    /// [`DEFAULT_BUSY_TIMEOUT`]. Call [`SqliteDriver::migrate`] before the first job.
+    ///
+    /// A malformed URL, or a file that cannot be opened or created (a missing directory, no
+    /// permission, not a database), is `X_DRIVER_URL_INVALID`, terminal.
+    pub async fn connect(url: &str) -> Result<Self, JobError> {
+        Self::connect_with(connect::options(url)?).await
+    }
+
+    /// [`SqliteDriver::connect`] on options of your own; the driver still sets WAL mode, the
+    /// busy timeout and `create_if_missing`.
+    pub async fn connect_with(options: SqliteConnectOptions) -> Result<Self, JobError> {
+        let pools = connect::pools(connect::tune(options)).await?;
+        Ok(SqliteDriver {
+            writer: pools.writer,
+            reader: pools.reader,
+        })
+    }
+
+    /// The pool that writes (one connection). A transaction of your own on it, or on any
+    /// connection to the same file, can enqueue with [`SqliteDriver::enqueue_in`].
+    pub fn pool(&self) -> &SqlitePool {
+        &self.writer
+    }
+
+    /// Creates or upgrades the tables; idempotent, safe from several processes at once.
+    /// Answers the versions it applied.
+    pub async fn migrate(&self) -> Result<Vec<i32>, JobError> {
+        migrate::migrate(&self.writer).await
+    }
+
+    /// Enqueues on the caller's connection or transaction: the job exists if and only if that
+    /// transaction commits.
+    pub async fn enqueue_in(
+        &self,
+        conn: &mut SqliteConnection,
+        request: &EnqueueRequest,
+    ) -> Result<EnqueueResult, JobError> {
+        enqueue::enqueue_on(conn, request, request.now).await
+    }
+
+    /// Publishes an event on the caller's connection or transaction: it is seen, and wakes the
+    /// parked runs, only if that transaction commits.
+    pub async fn event_publish_in(
+        &self,
+        conn: &mut SqliteConnection,
+        event: &EventPublish,
+    ) -> Result<EventId, JobError> {
+        events::publish_on(conn, event).await
+    }
+}
+
+#[async_trait]
+impl JobDriver for SqliteDriver {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
+        Some(self)
+    }
+
+    async fn migrate(&self) -> Result<Vec<i32>, JobError> {
+        SqliteDriver::migrate(self).await
+    }
+
+    async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
+        let mut conn = self
+            .writer
+            .acquire()
+            .await
+            .map_err(|e| classify("job_enqueue", e))?;
+        enqueue::enqueue_on(&mut conn, request, request.now).await
+    }
+
+    async fn job_enqueue_many(
+        &self,
+        requests: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        enqueue::enqueue_many(&self.writer, requests).await
+    }
+
+    async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError> {
+        claim::claim(&self.writer, params).await
+    }
+
+    async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError> {
+        settle::ack(&self.writer, params).await
+    }
+
+    async fn job_ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
+        settle::ack_many(&self.writer, params).await
+    }
+
+    async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError> {
+        settle::nack(&self.writer, params).await
+    }
+
+    async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {
+        settle::purge(&self.writer, params).await
+    }
+
+    async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {
+        settle::heartbeat(&self.writer, params).await
+    }
+
+    async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError> {
+        settle::progress(&self.writer, params).await
+    }
+
+    async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
+        settle::get(&self.reader, params.id).await
+    }
+
+    async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
+        settle::cancel(&self.writer, params).await
+    }
+
+    async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
+        settle::queue_stats(&self.reader, params.now).await
+    }
+
+    async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
+        steps::list(&self.reader, params.run_id).await
+    }
+
+    async fn step_put(&self, params: &StepPutParams<'_>) -> Result<bool, JobError> {
+        steps::put(&self.writer, params).await
+    }
+
+    async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
+        let mut conn = self
+            .writer
+            .acquire()
+            .await
+            .map_err(|e| classify("event_publish", e))?;
+        events::publish_on(&mut conn, event).await
+    }
+
+    async fn event_mark(&self) -> Result<String, JobError> {
+        events::mark(&self.reader).await
+    }
+
+    async fn event_find(&self, params: &EventFindParams<'_>) -> Result<Option<JobEvent>, JobError> {
+        events::find(&self.reader, params).await
+    }
+
+    async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {
+        wake::listen(&self.reader).await.map(Some)
+    }
+}
+
+#[async_trait]
+impl crate::driver::CallerTransaction for SqliteDriver {
+    async fn job_enqueue_in(
+        &self,
+        conn: crate::driver::caller_tx::CallerConn<'_>,
+        request: &EnqueueRequest,
+    ) -> Result<EnqueueResult, JobError> {
+        self.enqueue_in(own_connection(conn)?, request).await
+    }
+
+    async fn event_publish_in(
+        &self,
+        conn: crate::driver::caller_tx::CallerConn<'_>,
+        event: &EventPublish,
+    ) -> Result<EventId, JobError> {
+        SqliteDriver::event_publish_in(self, own_connection(conn)?, event).await
+    }
+}
+
+/// The caller's connection, when it is a SQLite one.
+fn own_connection(
+    conn: crate::driver::caller_tx::CallerConn<'_>,
+) -> Result<&mut SqliteConnection, JobError> {
+    conn.downcast_mut::<SqliteConnection>()
+        .ok_or_else(|| crate::driver::caller_tx::foreign_connection("sqlite", "SqliteConnection"))
+}

@@ -1,0 +1,109 @@
+//! The push wake across processes on one file. SQLite has no NOTIFY; instead a connection of
+//! its own watches `PRAGMA data_version`, which moves when another connection commits to the
+//! file and reads nothing of the tables. When it moves, one bounded read of the newest rows
+//! (`x_jobs_created_idx`, those created since the last look) names the queues that received
+//! jobs; each is announced as Postgres' NOTIFY announces it. A worker in the same process is
+//! woken at once by [`Jobs`](crate::Jobs) itself; this is for the other processes.
+
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use sqlx::{ConnectOptions, Connection};
+
+use crate::driver::{WakeReceiver, WakeSignal};
+use crate::error::JobError;
+
+use super::classify::classify;
+
+/// How often the watcher asks `data_version`: the wake's added latency is at most this.
+pub const DATA_VERSION_POLL: Duration = Duration::from_millis(5);
+
+/// Rows read per look, at most: a burst larger than this may leave a queue to the poll.
+const NEWEST_ROWS: i64 = 256;
+
+/// Starts the watcher; it ends when the receiver is dropped.
+pub(crate) async fn listen(reader: &SqlitePool) -> Result<WakeReceiver, JobError> {
+    let options = reader.connect_options();
+    let mut conn = options
+        .connect()
+        .await
+        .map_err(|e| classify("wake_listen", e))?;
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let mut version = data_version(&mut conn).await?;
+    let mut newest = newest_created(&mut conn).await?;
+    tokio::spawn(async move {
+        if tx.send(WakeSignal::Live).await.is_err() {
+            return;
+        }
+        let mut tick = tokio::time::interval(DATA_VERSION_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if tx.is_closed() {
+                break;
+            }
+            let Ok(now) = data_version(&mut conn).await else {
+                let _ = tx.send(WakeSignal::Lost).await;
+                break;
+            };
+            if now == version {
+                continue;
+            }
+            version = now;
+            let Ok((queues, latest)) = queues_since(&mut conn, newest.as_deref()).await else {
+                continue;
+            };
+            if latest.is_some() {
+                newest = latest;
+            }
+            for queue in queues {
+                if tx.send(WakeSignal::Queue(queue)).await.is_err() {
+                    return;
+                }
+            }
+        }
+        let _ = conn.close().await;
+    });
+    Ok(rx)
+}
+
+async fn data_version(conn: &mut SqliteConnection) -> Result<i64, JobError> {
+    sqlx::query_scalar("pragma data_version")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(|e| classify("wake_listen", e))
+}
+
+async fn newest_created(conn: &mut SqliteConnection) -> Result<Option<String>, JobError> {
+    sqlx::query_scalar("select max(created_at) from x_jobs")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(|e| classify("wake_listen", e))
+}
+
+/// The queues of ready rows created after `since`, and the newest `created_at` read.
+async fn queues_since(
+    conn: &mut SqliteConnection,
+    since: Option<&str>,
+) -> Result<(Vec<String>, Option<String>), JobError> {
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "select queue, state, created_at from x_jobs
+         where ?1 is null or created_at > ?1
+         order by created_at desc, id desc
+         limit ?2",
+    )
+    .bind(since)
+    .bind(NEWEST_ROWS)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(|e| classify("wake_listen", e))?;
+    let latest = rows.first().map(|(_, _, at)| at.clone());
+    let mut queues: Vec<String> = rows
+        .into_iter()
+        .filter(|(_, state, _)| state == "ready")
+        .map(|(queue, _, _)| queue)
+        .collect();
+    queues.sort();
+    queues.dedup();
+    Ok((queues, latest))
+}
