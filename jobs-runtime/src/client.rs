@@ -81,6 +81,26 @@ impl Jobs {
         Self::new(MemoryDriver::new())
     }
 
+    /// A client over the store `url` names, migrated and ready: `memory:` (gone on restart),
+    /// `sqlite://path/to/jobs.db` (one file on one host, created when missing; feature
+    /// `sqlite`) or `postgres://...` (a fleet; the `public` schema). An app switches stores by
+    /// configuration:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
+    /// let url = std::env::var("JOBS_URL").unwrap_or_else(|_| "memory:".into());
+    /// let jobs = jobs::Jobs::open(&url).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Any other scheme is `X_DRIVER_URL_INVALID`; connection failures are the driver's own
+    /// (see [`PostgresDriver::connect_with_timeout`](crate::driver::PostgresDriver::connect_with_timeout)).
+    pub async fn open(url: &str) -> Result<Self, JobError> {
+        let driver = crate::driver::url::connect(url, None).await?;
+        driver.migrate().await?;
+        Ok(Self::with_clock(driver, Arc::new(SystemClock)))
+    }
+
     /// The driver.
     pub fn driver(&self) -> &Arc<dyn JobDriver> {
         &self.inner.driver
@@ -259,11 +279,11 @@ impl Jobs {
             JobError::new(
                 ErrorCode::DriverUnavailable,
                 format!(
-                    "work inside a caller's transaction needs a driver that joins one (the Postgres driver does); this client runs on `{}`",
+                    "work inside a caller's transaction needs a driver that joins one (the Postgres and SQLite drivers do); this client runs on `{}`",
                     self.inner.driver.name()
                 ),
             )
-            .with_fix("build `Jobs` over a `PostgresDriver` to enqueue or publish inside a caller's transaction")
+            .with_fix("build `Jobs` over a `PostgresDriver` or a `SqliteDriver` to enqueue or publish inside a caller's transaction")
         })
     }
 

@@ -400,8 +400,9 @@ async fn connect() -> Result<Jobs, JobError> {
         return Ok(Jobs::memory());
     };
     let schema = std::env::var("JOBS_SCHEMA").unwrap_or_else(|_| "public".into());
-    let driver = crate::driver::PostgresDriver::connect(&url)
-        .await?
-        .with_schema(&schema)?;
-    Ok(Jobs::new(driver))
+    let driver = crate::driver::url::connect(&url, Some(&schema)).await?;
+    Ok(Jobs::with_clock(
+        driver,
+        std::sync::Arc::new(crate::clock::SystemClock),
+    ))
 }

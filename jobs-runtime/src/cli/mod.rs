@@ -15,14 +15,15 @@
 //! ```
 //!
 //! `cargo run --bin jobs -- manifest --out generated`, `cargo run --bin jobs -- ls`. The queue
-//! verbs read `DATABASE_URL` (or `--database-url`) and `JOBS_SCHEMA` (or `--schema`, default
-//! `public`); `manifest` needs no database. Every queue verb takes `--json`; otherwise it prints
+//! verbs read `DATABASE_URL` (or `--database-url`: `postgres://...`, or `sqlite://jobs.db` for
+//! the SQLite store) and `JOBS_SCHEMA` (or `--schema`, default `public`, Postgres only); `manifest` needs no database. Every queue verb takes `--json`; otherwise it prints
 //! readable tables. Exit codes: `0` done, `1` refused (the `X_...` code is printed), `2` usage.
 
 mod render;
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -33,7 +34,7 @@ use crate::driver::introspect::{JobListParams, DEFAULT_JOB_PAGE};
 use crate::driver::scheduler_store::{
     SchedulerLeaderParams, TaskFiresParams, TaskPausedParams, TaskWatermarksParams,
 };
-use crate::driver::{JobState, PostgresDriver};
+use crate::driver::JobState;
 use crate::error::{ErrorCode, JobError};
 use crate::registry::Registry;
 
@@ -305,12 +306,10 @@ async fn connect(cli: &Cli) -> Result<Jobs, JobError> {
                 ErrorCode::CliBadFlag,
                 "no database: DATABASE_URL is not set",
             )
-            .with_fix("set DATABASE_URL, or pass --database-url postgres://...")
+            .with_fix("set DATABASE_URL, or pass --database-url postgres://... or sqlite://...")
         })?;
-    let driver = PostgresDriver::connect(url)
-        .await?
-        .with_schema(&cli.schema)?;
-    Ok(Jobs::new(driver))
+    let driver = crate::driver::url::connect(url, Some(&cli.schema)).await?;
+    Ok(Jobs::with_clock(driver, Arc::new(crate::clock::SystemClock)))
 }
 
 fn emit(out: &mut dyn Write, text: &str) -> Result<(), JobError> {

@@ -10,6 +10,8 @@
 //! - [`sqlite`]: every port on one SQLite file ([`SqliteDriver`]), durable with no server, for
 //!   one host (feature `sqlite`).
 //!
+//! - [`url`]: the driver a URL names (`memory:`, `sqlite://`, `postgres://`).
+//!
 //! The conformance suite every driver must pass is [`crate::conformance`] (feature
 //! `conformance`).
 
@@ -19,6 +21,7 @@ pub mod port;
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod url;
 
 pub use memory::{MemoryBook, MemoryDriver, MemoryLeaseStore};
 pub(crate) use port::records;

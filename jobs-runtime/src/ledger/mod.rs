@@ -185,7 +185,7 @@ pub fn driver_book(run: &Run) -> Result<Arc<dyn LedgerBook>, JobError> {
             format!("the `{}` driver has no ledger book", driver.name()),
         )
         .with_fix(
-            "declare `book = <fn returning your book>`, or run on the memory or Postgres driver",
+            "declare `book = <fn returning your book>`, or run on the memory, Postgres or SQLite driver",
         ));
     }
     Ok(Arc::new(DriverBook(driver)))
