@@ -150,7 +150,10 @@ async fn demo(dir: Option<PathBuf>) -> Result<bool, JobError> {
     let _ = second.kill();
     let _ = second.wait();
     let ran = steps(&dir);
-    println!("a new worker finished the job: {}", if done { "done" } else { "NOT done" });
+    println!(
+        "a new worker finished the job: {}",
+        if done { "done" } else { "NOT done" }
+    );
     println!("steps run, in order: {}", ran.join(", "));
     Ok(done && ran == ["charge", "receipt"])
 }

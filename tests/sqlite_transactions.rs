@@ -68,7 +68,9 @@ async fn open_picks_the_store_from_the_url_and_migrates_it() {
         Jobs::open("memory:").await.expect("memory").driver().name(),
         "memory"
     );
-    let refused = Jobs::open("redis://127.0.0.1/").await.expect_err("no such store");
+    let refused = Jobs::open("redis://127.0.0.1/")
+        .await
+        .expect_err("no such store");
     assert_eq!(refused.code(), Some(ErrorCode::DriverUrlInvalid));
     let missing = format!("sqlite://{}/no/such/dir/jobs.db", dir.path().display());
     let refused = Jobs::open(&missing).await.expect_err("an unopenable file");
@@ -91,7 +93,10 @@ async fn enqueue_in_a_committed_transaction_creates_the_job() {
     let again = SendWelcome::enqueue_in(&jobs, &mut tx, Signup { user_id: 1 })
         .await
         .expect("dedupe in tx");
-    assert!(again.deduped && again.id == queued.id, "dedupe sees the tx's own row");
+    assert!(
+        again.deduped && again.id == queued.id,
+        "dedupe sees the tx's own row"
+    );
     tx.commit().await.expect("commit");
     let row = jobs.job(queued.id).await.expect("read").expect("committed");
     assert_eq!(row.state, JobState::Ready);
@@ -123,7 +128,11 @@ async fn enqueue_in_on_the_memory_driver_is_refused_naming_the_drivers_that_join
         .await
         .expect_err("memory has no transaction to join");
     assert_eq!(refused.code(), Some(ErrorCode::DriverUnavailable));
-    assert!(refused.message().contains("SQLite"), "{}", refused.message());
+    assert!(
+        refused.message().contains("SQLite"),
+        "{}",
+        refused.message()
+    );
     assert_eq!(rows(&pool, "x_jobs").await, 0);
 }
 
@@ -158,7 +167,10 @@ async fn an_event_published_in_a_rolled_back_transaction_matches_nothing() {
     tx.rollback().await.expect("rollback");
     let row = jobs.job(queued.id).await.expect("read").expect("row");
     assert_eq!(row.state, JobState::Suspended);
-    assert!(row.run_at > jobs.now(), "a rolled-back publish wakes nothing");
+    assert!(
+        row.run_at > jobs.now(),
+        "a rolled-back publish wakes nothing"
+    );
     assert!(worker.tick().await.expect("tick").is_empty());
     assert_eq!(rows(&pool, "x_job_events").await, 0);
 }
@@ -173,7 +185,10 @@ async fn an_event_published_in_a_committed_transaction_wakes_the_parked_run_at_c
         .await
         .expect("publish in tx");
     let parked = jobs.job(queued.id).await.expect("read").expect("row");
-    assert!(parked.run_at > jobs.now(), "the uncommitted wake is not seen");
+    assert!(
+        parked.run_at > jobs.now(),
+        "the uncommitted wake is not seen"
+    );
     tx.commit().await.expect("commit");
     let woken = jobs.job(queued.id).await.expect("read").expect("row");
     assert!(woken.run_at <= jobs.now(), "the commit woke the run");

@@ -30,5 +30,8 @@ fn a_worker_killed_mid_run_leaves_a_job_the_next_one_finishes_without_rerunning_
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("worker killed with SIGKILL"), "{stdout}");
-    assert!(stdout.contains("steps run, in order: charge, receipt"), "{stdout}");
+    assert!(
+        stdout.contains("steps run, in order: charge, receipt"),
+        "{stdout}"
+    );
 }

@@ -309,7 +309,10 @@ async fn connect(cli: &Cli) -> Result<Jobs, JobError> {
             .with_fix("set DATABASE_URL, or pass --database-url postgres://... or sqlite://...")
         })?;
     let driver = crate::driver::url::connect(url, Some(&cli.schema)).await?;
-    Ok(Jobs::with_clock(driver, Arc::new(crate::clock::SystemClock)))
+    Ok(Jobs::with_clock(
+        driver,
+        Arc::new(crate::clock::SystemClock),
+    ))
 }
 
 fn emit(out: &mut dyn Write, text: &str) -> Result<(), JobError> {
