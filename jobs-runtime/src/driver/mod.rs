@@ -29,4 +29,4 @@ pub use port::*;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBook, PostgresDriver};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteDriver;
+pub use sqlite::{SqliteBook, SqliteDriver};

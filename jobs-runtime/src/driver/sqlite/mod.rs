@@ -16,17 +16,21 @@
 //! # Ok(()) }
 //! ```
 
+mod backfill;
 mod claim;
 mod classify;
 mod connect;
 mod enqueue;
 mod events;
+mod lease;
 mod migrate;
+mod scheduler;
 mod settle;
 mod steps;
 mod time;
 mod wake;
 
+pub use backfill::SqliteBook;
 pub use connect::DEFAULT_BUSY_TIMEOUT;
 pub use migrate::{SqliteMigration, SQLITE_MIGRATIONS};
 
@@ -119,6 +123,22 @@ impl SqliteDriver {
 impl JobDriver for SqliteDriver {
     fn name(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {
+        Some(self)
+    }
+
+    fn scheduler_store(&self) -> Option<&dyn crate::driver::SchedulerStore> {
+        Some(self)
+    }
+
+    fn backfill_store(&self) -> Option<&dyn crate::driver::BackfillStore> {
+        Some(self)
+    }
+
+    fn ledger_book(&self) -> Option<&dyn crate::driver::LedgerBook> {
+        Some(self)
     }
 
     fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
