@@ -21,6 +21,7 @@ mod classify;
 mod connect;
 mod enqueue;
 mod events;
+mod introspect;
 mod migrate;
 mod settle;
 mod steps;
@@ -122,6 +123,10 @@ impl JobDriver for SqliteDriver {
     }
 
     fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
+        Some(self)
+    }
+
+    fn introspect(&self) -> Option<&dyn crate::driver::introspect::JobIntrospection> {
         Some(self)
     }
 
