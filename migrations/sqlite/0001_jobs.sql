@@ -219,8 +219,16 @@ begin
         new.state = 'ready',
         new.state = 'failed',
         new.state = 'dead',
-        max(0, cast((julianday(new.updated_at) - julianday(coalesce(old.started_at, new.updated_at)))
-                    * 86400000 as integer))
+        -- Whole milliseconds, floored as Postgres floors them, in integer microseconds:
+        -- julianday() is a double, whose difference of two instants can fall a hair short of
+        -- a whole millisecond. The seconds come from the form without its fraction (SQLite
+        -- rounds a fraction to milliseconds, which can carry into the next second).
+        max(0, ((cast(strftime('%s', substr(new.updated_at, 1, 19)) as integer) * 1000000
+                 + cast(substr(new.updated_at, 21, 6) as integer))
+                - (cast(strftime('%s', substr(coalesce(old.started_at, new.updated_at), 1, 19))
+                        as integer) * 1000000
+                   + cast(substr(coalesce(old.started_at, new.updated_at), 21, 6) as integer)))
+               / 1000)
     );
 end;
 

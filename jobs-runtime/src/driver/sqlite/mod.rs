@@ -22,6 +22,7 @@ mod classify;
 mod connect;
 mod enqueue;
 mod events;
+mod introspect;
 mod lease;
 mod migrate;
 mod scheduler;
@@ -142,6 +143,10 @@ impl JobDriver for SqliteDriver {
     }
 
     fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
+        Some(self)
+    }
+
+    fn introspect(&self) -> Option<&dyn crate::driver::introspect::JobIntrospection> {
         Some(self)
     }
 

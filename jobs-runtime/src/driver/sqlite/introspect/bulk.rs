@@ -1,0 +1,186 @@
+//! The bulk verbs: requeue, remove and promote up to [`MAX_BULK_ROWS`] rows, oldest first by
+//! `(created_at, id)`. SQLite has no data-modifying CTEs, so each verb is a few statements in
+//! one `BEGIN IMMEDIATE` transaction: the count of the rows it could move, then the moves, each
+//! re-reading the same `picked` rows (a deterministic order, under the write lock, so every
+//! statement sees the same ones). `remaining` is the count less what moved, as on Postgres.
+//!
+//! Every statement takes the same parameters: ?1 state, ?2 queue, ?3 name, ?4 tenant (each
+//! filter optional), ?5 now, ?6 rows; a statement binds only the ones it names.
+
+use sqlx::sqlite::{Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{Connection, Row};
+
+use super::super::classify::classify;
+use super::super::time::ts;
+use crate::driver::introspect::*;
+use crate::error::JobError;
+
+/// The rows in state ?1 under the optional filters.
+macro_rules! matched {
+    () => {
+        " from x_jobs j
+          where j.state = ?1
+            and (?2 is null or j.queue = ?2)
+            and (?3 is null or j.name = ?3)
+            and (?4 is null or j.tenant_id = ?4)"
+    };
+}
+
+/// The finished rows a requeue may move: none whose key a live job holds, and of several
+/// sharing one key, the oldest.
+macro_rules! movable {
+    () => {
+        concat!(
+            "with candidates as (
+                 select j.id, j.created_at,
+                        row_number() over (
+                            partition by j.name, coalesce(j.tenant_id, ''), j.idempotency_key
+                            order by j.created_at, j.id
+                        ) as nth",
+            matched!(),
+            " and not exists (
+                     select 1 from x_jobs l
+                     where l.name = j.name
+                       and coalesce(l.tenant_id, '') = coalesce(j.tenant_id, '')
+                       and l.idempotency_key = j.idempotency_key
+                       and l.state in ('ready', 'delayed', 'running', 'suspended')
+                 )
+             ),
+             movable as (select id, created_at from candidates where nth = 1) "
+        )
+    };
+}
+
+const REQUEUE_COUNT: &str = concat!(movable!(), "select count(*) from movable");
+
+const REQUEUE: &str = concat!(
+    movable!(),
+    "update x_jobs
+     set state = 'ready', attempt = 0, run_at = ?5, visible_at = null, claimed_by = null,
+         progress = null, updated_at = ?5
+     where id in (select id from movable order by created_at, id limit ?6)"
+);
+
+const REMOVE_COUNT: &str = concat!("select count(*)", matched!());
+
+/// The rows a removal takes this call.
+macro_rules! picked {
+    () => {
+        concat!(
+            "with picked as (select j.id, j.run_id",
+            matched!(),
+            " order by j.created_at, j.id limit ?6) "
+        )
+    };
+}
+
+/// The picked rows' steps, unless a job that stays shares the run.
+const REMOVE_STEPS: &str = concat!(
+    picked!(),
+    "delete from x_job_steps
+     where run_id in (select run_id from picked)
+       and not exists (
+           select 1 from x_jobs o
+           where o.run_id = x_job_steps.run_id and o.id not in (select id from picked)
+       )"
+);
+
+const REMOVE: &str = concat!(
+    picked!(),
+    "delete from x_jobs where id in (select id from picked)"
+);
+
+/// Waiting rows: in state ?1 (delayed or ready) with a run time after now.
+const PROMOTE_COUNT: &str = concat!("select count(*)", matched!(), " and j.run_at > ?5");
+
+const PROMOTE: &str = concat!(
+    "update x_jobs set state = 'ready', run_at = ?5, updated_at = ?5
+     where id in (select j.id",
+    matched!(),
+    " and j.run_at > ?5 order by j.created_at, j.id limit ?6)"
+);
+
+/// One statement with every bulk parameter bound.
+fn bound<'q>(
+    sql: &'static str,
+    p: &'q JobBulkParams,
+) -> sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments> {
+    sqlx::query(sql)
+        .bind(p.state.as_str())
+        .bind(p.queue.as_deref())
+        .bind(p.name.as_deref())
+        .bind(p.tenant_id.as_deref())
+        .bind(ts(p.now))
+        .bind(i64::from(MAX_BULK_ROWS))
+}
+
+async fn count(
+    tx: &mut SqliteConnection,
+    sql: &'static str,
+    p: &JobBulkParams,
+    operation: &'static str,
+) -> Result<u64, JobError> {
+    let failed = |e| classify(operation, e);
+    let row = bound(sql, p).fetch_one(&mut *tx).await.map_err(failed)?;
+    let n: i64 = row.try_get(0).map_err(failed)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Runs `count_sql`, then `moves` (the last one's rows are the ones moved), in one
+/// transaction.
+async fn run(
+    writer: &SqlitePool,
+    p: &JobBulkParams,
+    count_sql: &'static str,
+    moves: &[&'static str],
+    operation: &'static str,
+) -> Result<BulkResult, JobError> {
+    let failed = |e| classify(operation, e);
+    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    let total = count(&mut tx, count_sql, p, operation).await?;
+    let mut affected = 0;
+    for sql in moves {
+        affected = bound(sql, p)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?
+            .rows_affected();
+    }
+    tx.commit().await.map_err(failed)?;
+    Ok(BulkResult {
+        affected,
+        remaining: total.saturating_sub(affected),
+    })
+}
+
+pub(super) async fn requeue_many(
+    writer: &SqlitePool,
+    p: &JobBulkParams,
+) -> Result<BulkResult, JobError> {
+    check_bulk_state(Bulk::Requeue, p.state)?;
+    run(writer, p, REQUEUE_COUNT, &[REQUEUE], "job_requeue_many").await
+}
+
+pub(super) async fn remove_many(
+    writer: &SqlitePool,
+    p: &JobBulkParams,
+) -> Result<BulkResult, JobError> {
+    check_bulk_state(Bulk::Remove, p.state)?;
+    run(
+        writer,
+        p,
+        REMOVE_COUNT,
+        &[REMOVE_STEPS, REMOVE],
+        "job_remove_many",
+    )
+    .await
+}
+
+pub(super) async fn promote_many(
+    writer: &SqlitePool,
+    p: &JobBulkParams,
+) -> Result<BulkResult, JobError> {
+    check_bulk_state(Bulk::Promote, p.state)?;
+    run(writer, p, PROMOTE_COUNT, &[PROMOTE], "job_promote_many").await
+}

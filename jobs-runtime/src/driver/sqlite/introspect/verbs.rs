@@ -1,0 +1,171 @@
+//! The verbs on one job: remove, requeue (from a step too), promote. Each runs in one
+//! `BEGIN IMMEDIATE` transaction on the writer: it holds the database's write lock from its
+//! first read, so the row it reads is the row it changes (Postgres takes `FOR UPDATE` for
+//! that), and a refusal is decided on the same row. The refusals are Postgres' own, code and
+//! message.
+
+use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use sqlx::{Connection, FromRow};
+
+use super::super::classify::classify;
+use super::super::job_columns;
+use super::super::time::ts;
+use crate::driver::introspect::*;
+use crate::driver::introspect::{JobPromoteParams, JobRemoveParams};
+use crate::driver::records::*;
+use crate::error::JobError;
+
+/// The row as it is now, inside the caller's transaction.
+async fn current(
+    tx: &mut SqliteConnection,
+    id: JobId,
+    operation: &'static str,
+) -> Result<Option<JobRecord>, JobError> {
+    let failed = |e| classify(operation, e);
+    let row = sqlx::query(concat!(
+        "select ",
+        job_columns!(),
+        " from x_jobs where id = ?1"
+    ))
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(failed)?;
+    row.as_ref()
+        .map(|r| JobRecord::from_row(r).map_err(failed))
+        .transpose()
+}
+
+/// Deletes the job unless it runs, and its run's steps unless another job shares the run.
+pub(super) async fn remove(
+    writer: &SqlitePool,
+    params: &JobRemoveParams,
+) -> Result<JobRecord, JobError> {
+    let JobRemoveParams { id } = *params;
+    let failed = |e| classify("job_remove", e);
+    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    let removed = sqlx::query(concat!(
+        "delete from x_jobs where id = ?1 and state <> 'running' returning ",
+        job_columns!()
+    ))
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(failed)?;
+    let Some(removed) = removed else {
+        let row = current(&mut tx, id, "job_remove").await?;
+        return Err(refusal(Bulk::Remove, row.as_ref(), id));
+    };
+    let removed = JobRecord::from_row(&removed).map_err(failed)?;
+    // The row is gone: any job still on the run shares it, and keeps its steps.
+    sqlx::query(
+        "delete from x_job_steps
+         where run_id = ?1 and not exists (select 1 from x_jobs o where o.run_id = ?1)",
+    )
+    .bind(removed.run_id)
+    .execute(&mut *tx)
+    .await
+    .map_err(failed)?;
+    tx.commit().await.map_err(failed)?;
+    Ok(removed)
+}
+
+/// Puts one finished job back in its queue, due now, attempts from zero, on the same run: its
+/// stored steps replay, except `from_step` and every step written after it.
+pub(super) async fn requeue(
+    writer: &SqlitePool,
+    params: &JobRequeueParams,
+) -> Result<JobRecord, JobError> {
+    let id = params.id;
+    let failed = |e| classify("job_requeue", e);
+    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    let row = match current(&mut tx, id, "job_requeue").await? {
+        Some(row) if !row.state.is_live() => row,
+        other => return Err(refusal(Bulk::Requeue, other.as_ref(), id)),
+    };
+    let forget_from: Option<String> = match &params.from_step {
+        None => None,
+        Some(step) => {
+            let at: Option<String> = sqlx::query_scalar(
+                "select updated_at from x_job_steps where run_id = ?1 and name = ?2",
+            )
+            .bind(row.run_id)
+            .bind(step)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed)?;
+            Some(at.ok_or_else(|| unknown_step(id, step))?)
+        }
+    };
+    // Postgres' unique live-key index refuses the update; here the write lock makes the
+    // look-up first exact, and nothing has changed yet when it refuses.
+    let held: Option<i64> = sqlx::query_scalar(
+        "select 1 from x_jobs
+         where name = ?1 and coalesce(tenant_id, '') = coalesce(?2, '') and idempotency_key = ?3
+           and state in ('ready', 'delayed', 'running', 'suspended')",
+    )
+    .bind(&row.name)
+    .bind(&row.tenant_id)
+    .bind(&row.idempotency_key)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(failed)?;
+    if held.is_some() {
+        return Err(duplicate(&row, None));
+    }
+    if let Some(from) = forget_from {
+        sqlx::query("delete from x_job_steps where run_id = ?1 and updated_at >= ?2")
+            .bind(row.run_id)
+            .bind(from)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+    }
+    let requeued = sqlx::query(concat!(
+        "update x_jobs
+         set state = 'ready', attempt = 0, run_at = ?2, visible_at = null, claimed_by = null,
+             progress = null, updated_at = ?2
+         where id = ?1
+         returning ",
+        job_columns!()
+    ))
+    .bind(id)
+    .bind(ts(params.now))
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(failed)?;
+    let requeued = JobRecord::from_row(&requeued).map_err(failed)?;
+    tx.commit().await.map_err(failed)?;
+    Ok(requeued)
+}
+
+/// Makes a job waiting on its run time (delayed, or ready and backing off) due now.
+pub(super) async fn promote(
+    writer: &SqlitePool,
+    params: &JobPromoteParams,
+) -> Result<JobRecord, JobError> {
+    let JobPromoteParams { id, now } = *params;
+    let failed = |e| classify("job_promote", e);
+    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    let promoted = sqlx::query(concat!(
+        "update x_jobs set state = 'ready', run_at = ?2, updated_at = ?2
+         where id = ?1 and state in ('delayed', 'ready') and run_at > ?2
+         returning ",
+        job_columns!()
+    ))
+    .bind(id)
+    .bind(ts(now))
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(failed)?;
+    let Some(promoted) = promoted else {
+        let row = current(&mut tx, id, "job_promote").await?;
+        return Err(refusal(Bulk::Promote, row.as_ref(), id));
+    };
+    let promoted = JobRecord::from_row(&promoted).map_err(failed)?;
+    tx.commit().await.map_err(failed)?;
+    Ok(promoted)
+}
