@@ -443,13 +443,18 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
         QueueVerb::Stats => stats(&jobs, json).await?,
         QueueVerb::Migrate => {
             let applied = jobs.driver().migrate().await?;
+            // Only Postgres has schemas; a SQLite file is the store itself.
+            let store = match jobs.driver().name() {
+                "postgres" => format!("schema `{}`", cli.schema),
+                other => format!("the {other} store"),
+            };
             if json {
                 to_json(&json!({ "schema": cli.schema, "applied": applied }))
             } else if applied.is_empty() {
-                format!("schema `{}` is up to date\n", cli.schema)
+                format!("{store} is up to date\n")
             } else {
                 let list: Vec<String> = applied.iter().map(|v| format!("{v:04}")).collect();
-                format!("schema `{}`: applied {}\n", cli.schema, list.join(", "))
+                format!("{store}: applied {}\n", list.join(", "))
             }
         }
     };
