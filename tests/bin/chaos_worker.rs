@@ -1,7 +1,11 @@
-//! A worker process for the chaos tests (`tests/chaos_postgres.rs`), on the schema named by
-//! `JOBS_SCHEMA`. Every connection it opens carries `application_name = $CHAOS_APP`, so the test
-//! can find its backends and `pg_terminate_backend` them, and so the audit trigger the test
-//! installs on `x_jobs` can tell which process claimed and which settled each row.
+//! A worker process for the chaos tests (`tests/chaos_postgres.rs`, `tests/chaos_sqlite.rs`),
+//! on the queue `DATABASE_URL` names: a SQLite file (`sqlite://...`), or the Postgres schema
+//! named by `JOBS_SCHEMA`. On Postgres every connection it opens carries
+//! `application_name = $CHAOS_APP`, so the test can find its backends and
+//! `pg_terminate_backend` them, and so the audit trigger the test installs on `x_jobs` can tell
+//! which process claimed and which settled each row; on SQLite it installs the audit's
+//! temporary triggers on its writing connection under that name
+//! (`tests/support/chaos/audit_sqlite_session.sql`).
 //!
 //! - `chaos_steps`: three durable steps. Each step closure first asks the store whether its step
 //!   is already `completed` (it never should be: a completed step is replayed, not re-run), then
@@ -11,13 +15,15 @@
 //! - `drain_work`: records `start`, works `ms` milliseconds, records `end`: the SIGTERM test's
 //!   load (a short job finishes within the shutdown deadline, a long one is handed back).
 //!
-//! Environment: `DATABASE_URL`, `JOBS_SCHEMA`, `CHAOS_APP`, and optionally `VISIBILITY_MS`
+//! Environment: `DATABASE_URL`, `JOBS_SCHEMA` (Postgres), `CHAOS_APP`, and optionally `VISIBILITY_MS`
 //! (default 1500), `CONCURRENCY` (8), `SHUTDOWN_MS` (2000), `STEP_MS` (0: work inside each
 //! chaos step, after its side effect, to widen the window a kill can land in).
 //!
 //! Prints `ready` once the worker loop runs. On SIGTERM it prints `draining` and shuts down
 //! gracefully (stops claiming, lets running jobs finish within `SHUTDOWN_MS`, hands the rest back uncounted),
-//! prints `drained interrupted=<n> completed=<n>` and exits 0.
+//! prints `drained interrupted=<n> completed=<n> lease_lost=<n>` and exits 0.
+
+mod side_db;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -26,7 +32,10 @@ use std::time::Duration;
 use jobs::driver::PostgresDriver;
 use jobs::prelude::*;
 use jobs::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use jobs::sqlx::{self, AssertSqlSafe};
+use side_db::{Arg, SideDb};
+
+/// The SQLite audit's triggers for one connection, for the process named `{app}`.
+const SQLITE_AUDIT: &str = include_str!("../support/chaos/audit_sqlite_session.sql");
 
 #[derive(Serialize, Deserialize, JsonSchema)]
 struct Chaos {
@@ -40,7 +49,7 @@ struct Drain {
 }
 
 struct Side {
-    pool: sqlx::PgPool,
+    db: SideDb,
     schema: String,
     app: String,
     step_ms: u64,
@@ -54,10 +63,9 @@ impl Side {
             "select exists (select 1 from {}.x_job_steps where run_id = $1 and name = $2 and status = 'completed')",
             self.schema
         );
-        let already: bool = sqlx::query_scalar(AssertSqlSafe(completed))
-            .bind(run.run_id())
-            .bind(step)
-            .fetch_one(&self.pool)
+        let already = self
+            .db
+            .fetch_bool(completed, &[Arg::Uuid(run.run_id()), Arg::Text(Some(step))])
             .await?;
         let token = uuid::Uuid::new_v4().to_string();
         let insert = format!(
@@ -65,17 +73,17 @@ impl Side {
              values ($1, $2, $3, $4, $5, $6, $7, $8)",
             self.schema
         );
-        sqlx::query(AssertSqlSafe(insert))
-            .bind(run.run_id())
-            .bind(run.job_id())
-            .bind(step)
-            .bind(&token)
-            .bind(saw)
-            .bind(already)
-            .bind(&self.app)
-            .bind(run.attempt() as i32)
-            .execute(&self.pool)
-            .await?;
+        let args = [
+            Arg::Uuid(run.run_id()),
+            Arg::Uuid(run.job_id()),
+            Arg::Text(Some(step)),
+            Arg::Text(Some(&token)),
+            Arg::Text(saw),
+            Arg::Bool(already),
+            Arg::Text(Some(&self.app)),
+            Arg::Int(run.attempt() as i32),
+        ];
+        self.db.execute(insert, &args).await?;
         if self.step_ms > 0 {
             tokio::time::sleep(Duration::from_millis(self.step_ms)).await;
         }
@@ -88,14 +96,14 @@ impl Side {
              values ($1, $2, $3, '', false, $4, $5)",
             self.schema
         );
-        sqlx::query(AssertSqlSafe(insert))
-            .bind(run.run_id())
-            .bind(run.job_id())
-            .bind(step)
-            .bind(&self.app)
-            .bind(run.attempt() as i32)
-            .execute(&self.pool)
-            .await?;
+        let args = [
+            Arg::Uuid(run.run_id()),
+            Arg::Uuid(run.job_id()),
+            Arg::Text(Some(step)),
+            Arg::Text(Some(&self.app)),
+            Arg::Int(run.attempt() as i32),
+        ];
+        self.db.execute(insert, &args).await?;
         Ok(())
     }
 }
@@ -143,23 +151,37 @@ async fn main() -> Result<(), JobError> {
     let schema = std::env::var("JOBS_SCHEMA").expect("JOBS_SCHEMA");
     let app = std::env::var("CHAOS_APP").expect("CHAOS_APP");
     let visibility = Duration::from_millis(env_u64("VISIBILITY_MS", 1500));
-    let options = PgConnectOptions::from_str(&url)
-        .map_err(|e| JobError::retryable(format!("DATABASE_URL does not parse: {e}")))?
-        .application_name(&app);
-    // A short acquire timeout: with the server gone, calls fail fast and are retried, rather
-    // than queueing behind a dead pool.
-    let pool = PgPoolOptions::new()
-        .max_connections(8)
-        .acquire_timeout(Duration::from_secs(3))
-        .connect_lazy_with(options);
-    let driver = PostgresDriver::new(pool.clone(), &schema)?;
-    let side = Side {
-        pool,
-        schema,
-        app,
-        step_ms: env_u64("STEP_MS", 0),
+    let step_ms = env_u64("STEP_MS", 0);
+    let (jobs, side) = if side_db::is_sqlite(&url) {
+        let audit = SQLITE_AUDIT.replace("{app}", &app);
+        let (jobs, db) = side_db::open_sqlite(&url, Some(audit)).await?;
+        let schema = "main".to_string();
+        let side = Side {
+            db,
+            schema,
+            app,
+            step_ms,
+        };
+        (jobs, side)
+    } else {
+        let options = PgConnectOptions::from_str(&url)
+            .map_err(|e| JobError::retryable(format!("DATABASE_URL does not parse: {e}")))?
+            .application_name(&app);
+        // A short acquire timeout: with the server gone, calls fail fast and are retried,
+        // rather than queueing behind a dead pool.
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(3))
+            .connect_lazy_with(options);
+        let driver = PostgresDriver::new(pool.clone(), &schema)?;
+        let side = Side {
+            db: SideDb::Postgres(pool),
+            schema,
+            app,
+            step_ms,
+        };
+        (Jobs::new(driver), side)
     };
-    let jobs = Jobs::new(driver);
     let worker = jobs
         .worker()
         .concurrency(u32::try_from(env_u64("CONCURRENCY", 8)).unwrap_or(8))
@@ -178,10 +200,10 @@ async fn main() -> Result<(), JobError> {
     terminate.recv().await;
     println!("draining");
     let report = running.shutdown().await;
+    let stats = worker.stats();
     println!(
-        "drained interrupted={} completed={}",
-        report.interrupted,
-        worker.stats().completed
+        "drained interrupted={} completed={} lease_lost={}",
+        report.interrupted, stats.completed, stats.lease_lost
     );
     Ok(())
 }

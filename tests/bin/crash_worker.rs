@@ -1,16 +1,26 @@
-//! A worker process for the Postgres process tests, on the schema named by `JOBS_SCHEMA`.
+//! A worker process for the process tests, on the queue `DATABASE_URL` names: a SQLite file
+//! (`sqlite://...`), or the Postgres schema named by `JOBS_SCHEMA`.
 //!
 //! - `two_steps` records each step closure's execution in `<schema>.side_effects`; with
 //!   `BLOCK_SECOND_STEP=1` the second step never finishes, so the crash test can SIGKILL the
 //!   process in the middle of it.
-//! - `capped_work` (`concurrency = 2`, fleet-wide) records when each run starts and ends in
-//!   `<schema>.runs`, so the concurrency test can check that no more than two ever overlap.
+//! - `capped_work` (`concurrency = 2`, fleet-wide; Postgres only) records when each run starts
+//!   and ends in `<schema>.runs`, so the concurrency test can check that no more than two ever
+//!   overlap.
+//!
+//! With `ENQUEUE_BATCH=<n>` it runs no worker: it prints `ready`, enqueues `n` `two_steps` jobs
+//! (keys from `BATCH_FIRST`, default 0) in one `enqueue_many`, prints `enqueued` and exits, so
+//! a test can SIGKILL it in the middle of the batch's write.
+
+mod side_db;
 
 use std::time::Duration;
 
 use jobs::driver::PostgresDriver;
 use jobs::prelude::*;
 use jobs::sqlx::{self, AssertSqlSafe};
+use jobs::Registry;
+use side_db::{Arg, SideDb};
 
 #[derive(Serialize, Deserialize, JsonSchema)]
 struct Work {
@@ -19,7 +29,7 @@ struct Work {
 
 #[derive(Clone)]
 struct Side {
-    pool: sqlx::PgPool,
+    db: SideDb,
     schema: String,
     block: bool,
 }
@@ -30,13 +40,20 @@ impl Side {
             "insert into {}.side_effects (run_id, step, pid) values ($1, $2, $3)",
             self.schema
         );
-        sqlx::query(AssertSqlSafe(sql))
-            .bind(run.run_id())
-            .bind(step)
-            .bind(std::process::id() as i32)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        let args = [
+            Arg::Uuid(run.run_id()),
+            Arg::Text(Some(step)),
+            Arg::Int(std::process::id() as i32),
+        ];
+        self.db.execute(sql, &args).await
+    }
+
+    /// The Postgres pool: `capped_work` runs only there.
+    fn pool(&self) -> Result<&sqlx::PgPool, JobError> {
+        match &self.db {
+            SideDb::Postgres(pool) => Ok(pool),
+            SideDb::Sqlite(_) => Err(JobError::terminal("capped_work runs on Postgres only")),
+        }
     }
 }
 
@@ -75,7 +92,7 @@ async fn capped_work(run: Run, _input: Capped) -> Result<(), JobError> {
     sqlx::query(AssertSqlSafe(started))
         .bind(run.job_id())
         .bind(std::process::id() as i32)
-        .execute(&side.pool)
+        .execute(side.pool()?)
         .await?;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let ended = format!(
@@ -84,7 +101,7 @@ async fn capped_work(run: Run, _input: Capped) -> Result<(), JobError> {
     );
     sqlx::query(AssertSqlSafe(ended))
         .bind(run.job_id())
-        .execute(&side.pool)
+        .execute(side.pool()?)
         .await?;
     Ok(())
 }
@@ -92,20 +109,36 @@ async fn capped_work(run: Run, _input: Capped) -> Result<(), JobError> {
 #[tokio::main]
 async fn main() -> Result<(), JobError> {
     let url = std::env::var("DATABASE_URL").expect("DATABASE_URL");
-    let schema = std::env::var("JOBS_SCHEMA").expect("JOBS_SCHEMA");
     let visibility_ms: u64 = std::env::var("VISIBILITY_MS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
-    let driver = PostgresDriver::connect(&url).await?.with_schema(&schema)?;
-    let side = Side {
-        pool: driver.pool().clone(),
-        schema: schema.clone(),
-        block: std::env::var("BLOCK_SECOND_STEP").as_deref() == Ok("1"),
+    let block = std::env::var("BLOCK_SECOND_STEP").as_deref() == Ok("1");
+    let (jobs, side) = if side_db::is_sqlite(&url) {
+        let (jobs, db) = side_db::open_sqlite(&url, None).await?;
+        let schema = "main".to_string();
+        (jobs, Side { db, schema, block })
+    } else {
+        let schema = std::env::var("JOBS_SCHEMA").expect("JOBS_SCHEMA");
+        let driver = PostgresDriver::connect(&url).await?.with_schema(&schema)?;
+        let db = SideDb::Postgres(driver.pool().clone());
+        (Jobs::new(driver), Side { db, schema, block })
     };
-    let jobs = Jobs::new(driver);
-    let worker = jobs
-        .worker()
+    if let Some(n) = std::env::var("ENQUEUE_BATCH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return enqueue_batch(&jobs, n).await;
+    }
+    let mut builder = jobs.worker();
+    if matches!(side.db, SideDb::Sqlite(_)) {
+        // `capped_work` needs fleet-wide slots (a lease store) and Postgres' clock: the SQLite
+        // worker runs `two_steps` alone.
+        let mut registry = Registry::new();
+        registry.register::<TwoSteps>()?;
+        builder = builder.registry(registry);
+    }
+    let worker = builder
         .visibility_timeout(Duration::from_millis(visibility_ms))
         .poll_interval(Duration::from_millis(50))
         .idle_poll_max(Duration::from_millis(200))
@@ -114,5 +147,18 @@ async fn main() -> Result<(), JobError> {
     let _running = worker.start();
     println!("ready");
     std::future::pending::<()>().await;
+    Ok(())
+}
+
+/// One `enqueue_many` of `n` jobs: all of them are stored, or none.
+async fn enqueue_batch(jobs: &Jobs, n: u64) -> Result<(), JobError> {
+    let first: u64 = std::env::var("BATCH_FIRST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    println!("ready");
+    jobs.enqueue_many::<TwoSteps, _>((first..first + n).map(|n| Work { n }))
+        .await?;
+    println!("enqueued");
     Ok(())
 }

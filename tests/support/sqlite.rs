@@ -2,9 +2,13 @@
 //! system temp dir (removed when the returned guard drops), so tests run in parallel.
 
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use jobs::driver::{JobDriver, SqliteDriver};
+use jobs::sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use jobs::sqlx::{self, ConnectOptions, Connection};
 
 /// A directory of one test's files, removed on drop.
 #[derive(Debug)]
@@ -56,4 +60,27 @@ pub async fn driver_in(dir: &TempDir) -> SqliteDriver {
         .expect("the test file opens");
     driver.migrate().await.expect("the migrations apply");
     driver
+}
+
+/// Whether another connection holds the file's write lock: `BEGIN IMMEDIATE` without a busy
+/// timeout answers `SQLITE_BUSY` at once. The probe closes before answering, so it holds
+/// nothing when the caller acts.
+pub async fn write_locked(url: &str) -> bool {
+    let options = SqliteConnectOptions::from_str(url)
+        .expect("url")
+        .busy_timeout(Duration::ZERO);
+    let mut probe: SqliteConnection = options.connect().await.expect("probe connection");
+    let locked = match sqlx::raw_sql("begin immediate").execute(&mut probe).await {
+        Ok(_) => {
+            sqlx::raw_sql("rollback")
+                .execute(&mut probe)
+                .await
+                .expect("rollback the probe");
+            false
+        }
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("5") => true,
+        Err(e) => panic!("probe the write lock: {e}"),
+    };
+    probe.close().await.expect("close the probe");
+    locked
 }

@@ -1,0 +1,129 @@
+//! The crash scenario, on any store: a real worker process (`tests/bin/crash_worker.rs`) is
+//! SIGKILLed in the middle of a multi-step job; another worker process finishes the job once
+//! the visibility timeout lapses. Completed steps are not run again and nothing is lost.
+//!
+//! Included by path (it declares a job): `#[path = "support/crash.rs"] mod crash;`.
+
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use jobs::prelude::*;
+
+use crate::support::store::Store;
+use crate::support::wait;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Work {
+    pub n: u64,
+}
+
+/// The same declaration the crash worker runs; only its name and input matter here, to
+/// enqueue it.
+#[job(key = "two-steps:{n}", tenant = none)]
+pub async fn two_steps(_run: Run, _input: Work) -> Result<(), JobError> {
+    unreachable!("the crash worker process runs this job")
+}
+
+/// A crash worker process on the queue at `url` (in `schema`, on Postgres), once it says it is
+/// ready; `env` adds to its environment.
+pub fn start_worker(url: &str, schema: &str, env: &[(&str, &str)]) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_crash-worker"));
+    command
+        .env("DATABASE_URL", url)
+        .env("JOBS_SCHEMA", schema)
+        .stdout(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().expect("the crash worker starts");
+    // Wait (bounded by the process itself) until it says it is ready.
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("piped stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+        .expect("the crash worker reports");
+    assert_eq!(line.trim(), "ready");
+    child
+}
+
+fn start_step_worker(store: &Store, block: bool) -> Child {
+    let block = if block { "1" } else { "0" };
+    start_worker(
+        &store.url(),
+        store.schema(),
+        &[("VISIBILITY_MS", "1000"), ("BLOCK_SECOND_STEP", block)],
+    )
+}
+
+async fn side_effects(store: &Store, step: &str) -> i64 {
+    let s = store.schema();
+    store
+        .count(&format!(
+            "select count(*) from {s}.side_effects where step = '{step}'"
+        ))
+        .await
+}
+
+/// The scenario: kill mid-step, finish elsewhere, count the step executions.
+pub async fn a_killed_worker_s_job_is_finished_by_another(store: &Store) {
+    let s = store.schema();
+    store
+        .exec(&format!(
+            "create table {s}.side_effects (run_id uuid not null, step text not null, pid int not null)"
+        ))
+        .await;
+    let jobs = store.jobs();
+    let queued = TwoSteps::enqueue(&jobs, Work { n: 1 })
+        .await
+        .expect("enqueue");
+
+    let mut first = start_step_worker(store, true);
+    wait::until(
+        Duration::from_secs(30),
+        "the second step to start",
+        || async { side_effects(store, "second-start").await > 0 },
+    )
+    .await;
+    // SIGKILL: no shutdown, no settle, the claim is simply abandoned.
+    first.kill().expect("SIGKILL the first worker");
+    first.wait().expect("reap the first worker");
+    let row = jobs.job(queued.id).await.expect("read").expect("exists");
+    assert_eq!(
+        row.state,
+        JobState::Running,
+        "nothing settled the killed run"
+    );
+
+    let mut second = start_step_worker(store, false);
+    wait::until(Duration::from_secs(30), "the job to finish", || async {
+        jobs.job(queued.id)
+            .await
+            .expect("read")
+            .expect("exists")
+            .state
+            == JobState::Done
+    })
+    .await;
+    second.kill().expect("stop the second worker");
+    second.wait().expect("reap the second worker");
+
+    let row = jobs.job(queued.id).await.expect("read").expect("exists");
+    assert_eq!(row.state, JobState::Done);
+    assert_eq!(
+        row.attempt, 2,
+        "the killed attempt counts, the second finished it"
+    );
+    assert_eq!(
+        side_effects(store, "first").await,
+        1,
+        "a completed step never runs again"
+    );
+    assert_eq!(
+        side_effects(store, "second-start").await,
+        2,
+        "the interrupted step ran again"
+    );
+    assert_eq!(side_effects(store, "second-done").await, 1);
+    println!("crash test: job {} done on attempt {}", row.id, row.attempt);
+}
