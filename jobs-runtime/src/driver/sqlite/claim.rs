@@ -237,38 +237,71 @@ fn candidate(row: &sqlx::sqlite::SqliteRow) -> Result<Candidate, JobError> {
 }
 
 /// The tenants with due rows in `queue`, at most [`TENANTS_PER_CLAIM`], in tenant order from
-/// just after `cursor`, wrapping around to the start and up to `cursor` itself.
+/// just after `cursor`, wrapping around to the start and up to `cursor` itself. Each probe is
+/// one seek of `x_jobs_fair_idx` by (queue, tenant range): the bounds are plain comparisons,
+/// never `? is null or ...`, which would turn the seek into a walk of the queue.
 async fn tenants(
     tx: &mut SqliteConnection,
     queue: &str,
     cursor: &str,
     now: Timestamp,
 ) -> Result<Vec<String>, JobError> {
-    let mut found = Vec::new();
-    let mut after = Some(cursor.to_string());
-    // Past the cursor first, then from the start (no lower bound) up to the cursor.
-    for upto in [None, Some(cursor)] {
-        while found.len() < TENANTS_PER_CLAIM {
-            let next: Option<String> = sqlx::query_scalar(
-                "select coalesce(tenant_id, '') as tenant from x_jobs
-                 where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-                   and (?3 is null or coalesce(tenant_id, '') > ?3)
-                   and (?4 is null or coalesce(tenant_id, '') <= ?4)
-                 order by coalesce(tenant_id, '')
-                 limit 1",
-            )
-            .bind(queue)
-            .bind(ts(now))
-            .bind(after.as_deref())
-            .bind(upto)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| classify("job_claim", e))?;
-            let Some(next) = next else { break };
-            after = Some(next.clone());
-            found.push(next);
-        }
-        after = None;
+    let mut found: Vec<String> = Vec::new();
+    // Past the cursor.
+    while found.len() < TENANTS_PER_CLAIM {
+        let after = found.last().map_or(cursor, String::as_str);
+        let Some(next) = probe(tx, NEXT_AFTER, queue, now, &[after]).await? else {
+            break;
+        };
+        found.push(next);
+    }
+    // From the start, up to the cursor.
+    let mut after: Option<String> = None;
+    while found.len() < TENANTS_PER_CLAIM {
+        let next = match &after {
+            None => probe(tx, FIRST_UPTO, queue, now, &[cursor]).await?,
+            Some(a) => probe(tx, NEXT_AFTER_UPTO, queue, now, &[a, cursor]).await?,
+        };
+        let Some(next) = next else { break };
+        after = Some(next.clone());
+        found.push(next);
     }
     Ok(found)
+}
+
+const NEXT_AFTER: &str = "select coalesce(tenant_id, '') from x_jobs
+     where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+       and coalesce(tenant_id, '') > ?3
+     order by coalesce(tenant_id, '')
+     limit 1";
+
+const FIRST_UPTO: &str = "select coalesce(tenant_id, '') from x_jobs
+     where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+       and coalesce(tenant_id, '') <= ?3
+     order by coalesce(tenant_id, '')
+     limit 1";
+
+const NEXT_AFTER_UPTO: &str = "select coalesce(tenant_id, '') from x_jobs
+     where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+       and coalesce(tenant_id, '') > ?3 and coalesce(tenant_id, '') <= ?4
+     order by coalesce(tenant_id, '')
+     limit 1";
+
+/// One tenant probe: `statement` binds the queue and now as ?1 and ?2, then its tenant bounds
+/// in order (a lower bound is exclusive, an upper one inclusive).
+async fn probe(
+    tx: &mut SqliteConnection,
+    statement: &'static str,
+    queue: &str,
+    now: Timestamp,
+    bounds: &[&str],
+) -> Result<Option<String>, JobError> {
+    let mut query = sqlx::query_scalar(statement).bind(queue).bind(ts(now));
+    for bound in bounds {
+        query = query.bind(*bound);
+    }
+    query
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| classify("job_claim", e))
 }
