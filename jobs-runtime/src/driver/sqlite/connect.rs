@@ -47,7 +47,11 @@ pub(crate) fn tune(options: SqliteConnectOptions) -> SqliteConnectOptions {
 pub(crate) async fn pools(options: SqliteConnectOptions) -> Result<Pools, JobError> {
     let in_memory = options.get_filename().as_os_str() == ":memory:"
         || options.get_filename().as_os_str().is_empty();
+    // No ping before each checkout: a SQLite connection is a handle on a local file, not a
+    // socket that can die idle, and the ping is a round trip to the connection's worker thread
+    // on every statement.
     let writer = SqlitePoolOptions::new()
+        .test_before_acquire(false)
         .max_connections(1)
         .min_connections(1)
         // An in-memory database lives as long as its one connection.
@@ -61,6 +65,7 @@ pub(crate) async fn pools(options: SqliteConnectOptions) -> Result<Pools, JobErr
         writer.clone()
     } else {
         SqlitePoolOptions::new()
+            .test_before_acquire(false)
             .max_connections(READERS)
             .connect_lazy_with(options)
     };
