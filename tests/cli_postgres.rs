@@ -61,12 +61,13 @@ async fn every_verb_against_a_real_queue() {
     assert_eq!(code, 0);
     assert_eq!(out, format!("schema `{schema}` is up to date\n"));
 
-    let paid = SendInvoice::enqueue(
+    let paid = SendInvoice::enqueue_with(
         &jobs,
         Invoice {
             invoice_id: 7,
             email: "ana@example.com".into(),
         },
+        EnqueueOptions::new().actor("user:42"),
     )
     .await
     .unwrap();
@@ -109,6 +110,10 @@ async fn every_verb_against_a_real_queue() {
     let (code, out, _) = jobs_cli(&schema, &["show", &paid.id.to_string()]).await;
     assert_eq!(code, 0);
     assert!(out.contains("state        done"), "{out}");
+    assert!(
+        out.contains("actor        user:42"),
+        "who asked shows: {out}"
+    );
     assert!(out.contains("progress     2/2 — charged"), "{out}");
     assert!(out.contains("render") && out.contains("charge"), "{out}");
     assert!(
@@ -118,6 +123,13 @@ async fn every_verb_against_a_real_queue() {
     let (_, out, _) = jobs_cli(&schema, &["show", &paid.id.to_string(), "--json"]).await;
     let detail: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(detail["job"]["input"]["email"], "<string>");
+    assert_eq!(detail["job"]["actor"], "user:42");
+    // The MCP server's job.show carries it too.
+    let mcp = jobs::mcp::JobsMcp::new(jobs::manifest().unwrap(), jobs.clone());
+    let mut args = serde_json::Map::new();
+    args.insert("id".into(), paid.id.to_string().into());
+    let shown = mcp.call("job.show", &args).await.unwrap();
+    assert_eq!(shown["job"]["actor"], "user:42");
     assert_eq!(detail["steps"].as_array().unwrap().len(), 2);
 
     // Refusals exit 1 and print the code.

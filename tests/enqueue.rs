@@ -148,11 +148,22 @@ async fn keys_are_namespaced_by_name_tenant_and_key() {
     assert!(!globex.deduped, "another tenant is another namespace");
     assert_ne!(globex.id, ping.id);
 
-    // The tenant override files the row (and its key) under the stated tenant.
-    let overridden = Ping::enqueue_with(
+    // Another tenant than the input's is refused unless the call says it crosses tenants.
+    let refused = Ping::enqueue_with(
         kit.jobs(),
         acme(1),
         EnqueueOptions::new().tenant(Some("globex".into())),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.code(), Some(ErrorCode::JobTenantMismatch));
+    // Said so, the tenant override files the row (and its key) under the stated tenant.
+    let overridden = Ping::enqueue_with(
+        kit.jobs(),
+        acme(1),
+        EnqueueOptions::new()
+            .tenant(Some("globex".into()))
+            .cross_tenant(),
     )
     .await
     .unwrap();
@@ -173,7 +184,9 @@ async fn the_run_tenant_is_the_declared_one_whatever_the_row_is_filed_under() {
     let queued = Ping::enqueue_with(
         kit.jobs(),
         acme(77),
-        EnqueueOptions::new().tenant(Some("billing-bucket".into())),
+        EnqueueOptions::new()
+            .tenant(Some("billing-bucket".into()))
+            .cross_tenant(),
     )
     .await
     .unwrap();

@@ -157,6 +157,7 @@ async fn run(
                     run_at: add(now, Duration::from_secs(u64::from(*delay_s))),
                     on_conflict: ConflictPolicy::Dedupe,
                     traceparent: None,
+                    actor: None,
                     now,
                 };
                 ids.push(request.id);

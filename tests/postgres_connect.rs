@@ -212,6 +212,7 @@ fn raw_request(key: String) -> EnqueueRequest {
         run_at: now,
         on_conflict: Default::default(),
         traceparent: None,
+        actor: None,
         now,
     }
 }

@@ -118,6 +118,7 @@ fn fire(
             run_at: now,
             on_conflict: Default::default(),
             traceparent: None,
+            actor: None,
             now,
         })
         .collect();

@@ -143,6 +143,7 @@ async fn enqueue_raw(jobs: &Jobs, name: &str, input: serde_json::Value) -> uuid:
             run_at: now,
             on_conflict: ConflictPolicy::Dedupe,
             traceparent: None,
+            actor: None,
             now,
         })
         .await

@@ -37,6 +37,10 @@ pub use crate::limits::MAX_CONCURRENCY_KEY_LENGTH;
 #[derive(Clone)]
 pub struct Jobs {
     inner: Arc<JobsInner>,
+    /// The tenant this client enqueues for ([`Jobs::for_tenant`]), if scoped.
+    tenant: Option<Arc<str>>,
+    /// Who this client enqueues for ([`Jobs::acting_as`]), if named.
+    actor: Option<Arc<str>>,
 }
 
 struct JobsInner {
@@ -53,6 +57,7 @@ impl std::fmt::Debug for Jobs {
         f.debug_struct("Jobs")
             .field("driver", &self.inner.driver.name())
             .field("clock", &self.inner.clock)
+            .field("tenant", &self.tenant.is_some())
             .finish()
     }
 }
@@ -72,7 +77,55 @@ impl Jobs {
                 local_wake: Notify::new(),
                 metrics: Metrics::new(),
             }),
+            tenant: None,
+            actor: None,
         }
+    }
+
+    /// This client, scoped to `tenant`: every enqueue through it is made in that tenant's
+    /// context. The job is filed under `tenant`; an input that derives another tenant is refused
+    /// with `X_JOB_TENANT_MISMATCH` before anything is written, and so is a call that names
+    /// another tenant, unless it says [`EnqueueOptions::cross_tenant`]. It shares the driver,
+    /// the clock and the metrics with `self`.
+    ///
+    /// ```
+    /// # use jobs::prelude::*;
+    /// # #[derive(Serialize, Deserialize, JsonSchema)] struct Invoice { org: String, id: u64 }
+    /// #[job(key = "invoice:{id}", tenant = org)]
+    /// async fn send_invoice(_run: Run, _input: Invoice) -> Result<(), JobError> { Ok(()) }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let jobs = Jobs::memory();
+    /// let acme = jobs.for_tenant("acme").acting_as("user:42");
+    /// SendInvoice::enqueue(&acme, Invoice { org: "acme".into(), id: 1 }).await.unwrap();
+    /// let refused = SendInvoice::enqueue(&acme, Invoice { org: "globex".into(), id: 2 }).await;
+    /// assert_eq!(refused.unwrap_err().code(), Some(ErrorCode::JobTenantMismatch));
+    /// # }
+    /// ```
+    pub fn for_tenant(&self, tenant: impl Into<String>) -> Jobs {
+        Jobs {
+            tenant: Some(Arc::from(tenant.into())),
+            ..self.clone()
+        }
+    }
+
+    /// This client, naming `actor` (who asks: a user id, a service name) on every enqueue that
+    /// does not name its own ([`EnqueueOptions::actor`]).
+    pub fn acting_as(&self, actor: impl Into<String>) -> Jobs {
+        Jobs {
+            actor: Some(Arc::from(actor.into())),
+            ..self.clone()
+        }
+    }
+
+    /// The tenant this client is scoped to, if any ([`Jobs::for_tenant`]).
+    pub fn tenant(&self) -> Option<&str> {
+        self.tenant.as_deref()
+    }
+
+    /// The actor this client names, if any ([`Jobs::acting_as`]).
+    pub fn actor(&self) -> Option<&str> {
+        self.actor.as_deref()
     }
 
     /// The embedded default: an in-memory driver on the system clock. Nothing survives a
@@ -150,7 +203,7 @@ impl Jobs {
         J: Job,
         I: IntoIterator<Item = J::Input>,
     {
-        let options = EnqueueOptions::default();
+        let options = self.scope(EnqueueOptions::default());
         // One clock reading for the whole batch: every job due now is stored `ready`, not a
         // few microseconds in the future of the batch's `now` (and so `delayed`).
         let now = self.now();
@@ -216,7 +269,12 @@ impl Jobs {
         input: &J::Input,
         options: &EnqueueOptions,
     ) -> Result<EnqueueRequest, JobError> {
-        Prepared::of::<J>(input)?.into_request(options, self.now())
+        Prepared::of::<J>(input)?.into_request(&self.scope(options.clone()), self.now())
+    }
+
+    /// `options` as a call on this client: its tenant scope and actor applied.
+    fn scope(&self, options: EnqueueOptions) -> EnqueueOptions {
+        options.scoped(self.tenant.as_deref(), self.actor.as_deref())
     }
 
     /// Publishes an event: every run waiting on `name` under `key` resumes with `payload`.
@@ -302,13 +360,31 @@ impl Jobs {
         })
     }
 
-    /// Reads one job.
+    /// Reads one job. On a client scoped to a tenant ([`Jobs::for_tenant`]), another tenant's
+    /// job reads as no job.
     pub async fn job(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
-        self.inner.driver.job_get(&JobGetParams { id }).await
+        let row = self.inner.driver.job_get(&JobGetParams { id }).await?;
+        Ok(row.filter(|row| self.sees(row)))
     }
 
-    /// Cancels a live job: a queued one at once, a running one at its next heartbeat.
+    /// Whether this client may see `row`: any row, unless it is scoped to a tenant, then only
+    /// that tenant's. A row's tenant never changes once it is written, so a verb that checks
+    /// the row it read and then acts on its id acts on a row of the same tenant.
+    pub(crate) fn sees(&self, row: &JobRecord) -> bool {
+        self.tenant
+            .as_deref()
+            .is_none_or(|tenant| row.tenant_id.as_deref() == Some(tenant))
+    }
+
+    /// Cancels a live job: a queued one at once, a running one at its next heartbeat. On a
+    /// client scoped to a tenant, another tenant's job is refused as an unknown id is.
     pub async fn cancel(&self, id: JobId) -> Result<JobRecord, JobError> {
+        if self.tenant.is_some() && self.job(id).await?.is_none() {
+            return Err(JobError::new(
+                ErrorCode::JobNotCancellable,
+                format!("no job with id {id}"),
+            ));
+        }
         self.inner
             .driver
             .job_cancel(&JobCancelParams {

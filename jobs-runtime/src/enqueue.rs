@@ -17,7 +17,10 @@ use crate::job::Job;
 /// use jobs::EnqueueOptions;
 /// use std::time::Duration;
 ///
-/// let options = EnqueueOptions::new().delay(Duration::from_secs(60)).queue("slow");
+/// let options = EnqueueOptions::new()
+///     .delay(Duration::from_secs(60))
+///     .queue("slow")
+///     .actor("user:42");
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct EnqueueOptions {
@@ -26,8 +29,13 @@ pub struct EnqueueOptions {
     run_id: Option<String>,
     queue: Option<String>,
     tenant: Option<Option<String>>,
+    cross_tenant: bool,
+    actor: Option<String>,
     on_conflict: ConflictPolicy,
     traceparent: Option<String>,
+    /// The tenant of the client the call is made on ([`crate::Jobs::for_tenant`]); set by the
+    /// client, never by the caller.
+    scope: Option<String>,
 }
 
 impl EnqueueOptions {
@@ -60,9 +68,30 @@ impl EnqueueOptions {
         self
     }
 
-    /// Files the job under this tenant instead of the one the declaration derives.
+    /// Makes the enqueue in this tenant's context: the job is filed under `tenant`. When the
+    /// input derives another tenant (`tenant = <field>` on the `#[job]`), the enqueue is refused
+    /// with `X_JOB_TENANT_MISMATCH` before anything is written, unless the call also says
+    /// [`EnqueueOptions::cross_tenant`]. `None` files the job under no tenant.
     pub fn tenant(mut self, tenant: Option<String>) -> Self {
         self.tenant = Some(tenant);
+        self
+    }
+
+    /// Says that this enqueue crosses tenants on purpose: the job is filed under the call's
+    /// (or the client's) tenant although its input derives another, e.g. a billing bucket
+    /// that pays for another org's run. Without it such an enqueue is `X_JOB_TENANT_MISMATCH`.
+    pub fn cross_tenant(mut self) -> Self {
+        self.cross_tenant = true;
+        self
+    }
+
+    /// Names who asked for the job (a user id, a service name: an id, never a payload): it is
+    /// stored on the row, shown by `jobs show`, the API and the MCP server, and recorded on the
+    /// enqueue's and every run's span (`jobs.actor`). At most
+    /// [`MAX_ACTOR_BYTES`](crate::limits::MAX_ACTOR_BYTES) bytes (else `X_LIMIT_EXCEEDED`),
+    /// no control character (else `X_VALUE_UNSTORABLE`).
+    pub fn actor(mut self, actor: impl Into<String>) -> Self {
+        self.actor = Some(actor.into());
         self
     }
 
@@ -77,6 +106,61 @@ impl EnqueueOptions {
         self.on_conflict = ConflictPolicy::Error;
         self
     }
+
+    /// These options as a call on a client scoped to `tenant` and acting for `actor`: the
+    /// call's own tenant and actor, when it names them, come first.
+    pub(crate) fn scoped(mut self, tenant: Option<&str>, actor: Option<&str>) -> Self {
+        self.scope = tenant.map(str::to_string);
+        if self.actor.is_none() {
+            self.actor = actor.map(str::to_string);
+        }
+        self
+    }
+
+    /// The tenant the job is filed under, given the one its input derives; refused with
+    /// `X_JOB_TENANT_MISMATCH` when the enqueue is made in one tenant's context for another
+    /// and does not say [`EnqueueOptions::cross_tenant`].
+    fn filed_tenant(&self, job: &str, derived: Option<String>) -> Result<Option<String>, JobError> {
+        let filed = match (&self.tenant, &self.scope) {
+            (Some(tenant), _) => tenant.clone(),
+            (None, Some(scope)) => Some(scope.clone()),
+            (None, None) => derived.clone(),
+        };
+        if self.cross_tenant {
+            return Ok(filed);
+        }
+        // Neither tenant is named in the message: a tenant is an id the caller may not be
+        // allowed to see (the client's scope, or the other org's).
+        if let Some(scope) = &self.scope {
+            if filed.as_deref() != Some(scope.as_str()) {
+                return Err(mismatch(
+                    job,
+                    "the call files it under a tenant other than the one its client is scoped to",
+                ));
+            }
+        }
+        if let (Some(derived), Some(filed)) = (&derived, &filed) {
+            if derived != filed {
+                let context = if self.tenant.is_some() {
+                    "the tenant the call names"
+                } else {
+                    "the tenant its client is scoped to"
+                };
+                return Err(mismatch(
+                    job,
+                    &format!("its input derives a tenant other than {context}"),
+                ));
+            }
+        }
+        Ok(filed)
+    }
+}
+
+fn mismatch(job: &str, why: &str) -> JobError {
+    JobError::new(
+        ErrorCode::JobTenantMismatch,
+        format!("the enqueue of job `{job}` is refused before anything is written: {why}"),
+    )
 }
 
 /// A job's enqueue, decided from its input before any id or time: the key rules and the limits
@@ -128,6 +212,7 @@ impl Prepared {
         options: &EnqueueOptions,
         now: Timestamp,
     ) -> Result<EnqueueRequest, JobError> {
+        let tenant_id = options.filed_tenant(self.name, self.tenant_id)?;
         let run_id = match &options.run_id {
             Some(text) => parse_run_id(text)?,
             None => Uuid::now_v7(),
@@ -147,14 +232,12 @@ impl Prepared {
                 .unwrap_or_else(|| self.queue.to_string()),
             input: self.input,
             idempotency_key: self.idempotency_key,
-            tenant_id: match &options.tenant {
-                Some(tenant) => tenant.clone(),
-                None => self.tenant_id,
-            },
+            tenant_id,
             max_attempts: self.max_attempts,
             run_at,
             on_conflict: options.on_conflict,
             traceparent: options.traceparent.clone(),
+            actor: options.actor.clone(),
             now,
         };
         crate::limits::check_enqueue(&request)?;

@@ -66,6 +66,11 @@ error_codes! {
     /// A job declares no tenant decision.
     JobTenantRequired = "X_JOB_TENANT_REQUIRED", T,
         "add `tenant = <field>` or `tenant = none` to the `#[job]`";
+    /// An enqueue made in one tenant's context (the call's tenant, or its client's) whose input
+    /// derives another tenant, without saying it crosses tenants on purpose; or an operator
+    /// verb on a client scoped to one tenant that names another.
+    JobTenantMismatch = "X_JOB_TENANT_MISMATCH", T,
+        "enqueue the job in the tenant its input names (`jobs.for_tenant(..)` of that tenant), or say the cross-tenant enqueue is meant: `EnqueueOptions::new().cross_tenant()`";
     /// A declaration no worker can honour, or a derived key out of bounds.
     JobDeclarationInvalid = "X_JOB_DECLARATION_INVALID", T,
         "fix the `#[job]` declaration as the message says";
@@ -189,12 +194,13 @@ error_codes! {
     /// statement timeout, ...): the message carries the database's own error.
     Driver = "X_DRIVER", R,
         "read the database error in the message; a transient one (deadlock, serialization failure, timeout) passes on retry, which the operation gets";
-    /// A key, tenant, queue or name is longer than its documented limit (`jobs::limits`).
+    /// A key, tenant, queue, name or actor is longer than its documented limit (`jobs::limits`).
     LimitExceeded = "X_LIMIT_EXCEEDED", T,
         "shorten the value to the limit the message names (see `jobs::limits`); hash a long natural key (a sha256 hex digest is 64 bytes)";
-    /// A key, tenant, queue, name or note holds a character the store cannot hold (NUL, `\u0000`).
+    /// A key, tenant, queue, name or note holds a character the store cannot hold (NUL, `\u0000`),
+    /// or an actor holds a control character.
     ValueUnstorable = "X_VALUE_UNSTORABLE", T,
-        "remove NUL characters (\\u0000) from keys, tenants, queues, names and notes: text columns cannot hold them";
+        "remove NUL characters (\\u0000) from keys, tenants, queues, names and notes, and control characters from actors: text columns cannot hold them";
     /// A declared backfill has never completed (the pending report's verdict, not a refusal).
     BackfillPending = "X_BACKFILL_PENDING", T,
         "run the pending backfills (`jobs::Jobs::enqueue_backfill`), or remove the declarations that are no longer wanted";

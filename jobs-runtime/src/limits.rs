@@ -22,8 +22,10 @@
 //! | event name | [`MAX_EVENT_NAME_BYTES`] | `X_LIMIT_EXCEEDED` |
 //! | event key | [`MAX_EVENT_KEY_BYTES`] | `X_LIMIT_EXCEEDED` |
 //! | lock key (`with_lock`) | [`MAX_LOCK_KEY_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | actor (who asked for an enqueue) | [`MAX_ACTOR_BYTES`] | `X_LIMIT_EXCEEDED` |
 //! | concurrency key | [`MAX_CONCURRENCY_KEY_LENGTH`] characters | `X_JOB_DECLARATION_INVALID` |
 //! | NUL in any of the above | none allowed | `X_VALUE_UNSTORABLE` (concurrency key: `X_JOB_DECLARATION_INVALID`) |
+//! | any other control character in an actor | none allowed | `X_VALUE_UNSTORABLE` |
 //! | NUL in a job input | none allowed | `X_JOB_INPUT_INVALID` |
 //! | NUL in a step output | none allowed | `X_STEP_OUTPUT_UNSERIALIZABLE` |
 //! | NUL in an event payload | none allowed | `X_JOB_EVENT_INVALID` |
@@ -60,6 +62,9 @@ pub const MAX_EVENT_KEY_BYTES: usize = 512;
 
 /// The longest `with_lock` key, in bytes of UTF-8.
 pub const MAX_LOCK_KEY_BYTES: usize = 512;
+
+/// The longest actor (who asked for an enqueue), in bytes of UTF-8.
+pub const MAX_ACTOR_BYTES: usize = 256;
 
 /// A concurrency key longer than this many characters is refused at enqueue (and at claim): it
 /// is an id, never a payload.
@@ -163,6 +168,14 @@ pub(crate) const LOCK_KEY: Field = Field {
     fix: "lock on an id of at most 512 bytes; hash a long natural key (a sha256 hex digest is 64 bytes)",
 };
 
+/// The actor of an enqueue.
+pub(crate) const ACTOR: Field = Field {
+    what: "actor",
+    limit: MAX_ACTOR_BYTES,
+    constant: "MAX_ACTOR_BYTES",
+    fix: "name the actor by an id of at most 256 bytes (a user id, a service name), not a payload",
+};
+
 /// Checks one stored identifier: within its limit, and free of NUL. `whose` says what it
 /// belongs to (e.g. "job `send_welcome`"), never the value.
 pub(crate) fn check_text(field: Field, whose: &str, value: &str) -> Result<(), JobError> {
@@ -205,12 +218,30 @@ pub(crate) fn check_enqueue(request: &EnqueueRequest) -> Result<(), JobError> {
     if let Some(tenant) = &request.tenant_id {
         check_text(TENANT, &whose, tenant)?;
     }
+    if let Some(actor) = &request.actor {
+        check_actor(&whose, actor)?;
+    }
     if holds_nul(&request.input) {
         return Err(JobError::new(
             ErrorCode::JobInputInvalid,
             format!("the input of {whose} holds a NUL character (\\u0000) in a string or a map key, which cannot be stored"),
         )
         .with_fix("remove NUL characters from the input's strings and map keys; Postgres' jsonb cannot hold them"));
+    }
+    Ok(())
+}
+
+/// Checks an actor: within its limit, no NUL, and no other control character either, since it
+/// is printed as is in operator tables, logs and span fields, where a newline or an escape
+/// sequence would forge lines or repaint a terminal.
+pub(crate) fn check_actor(whose: &str, actor: &str) -> Result<(), JobError> {
+    check_text(ACTOR, whose, actor)?;
+    if actor.chars().any(char::is_control) {
+        return Err(JobError::new(
+            ErrorCode::ValueUnstorable,
+            format!("the actor of {whose} holds a control character, which an actor cannot hold"),
+        )
+        .with_fix("name the actor by a printable id (a user id, a service name): no newline, tab or escape"));
     }
     Ok(())
 }
@@ -294,6 +325,20 @@ mod tests {
         assert!(e.message().contains("MAX_IDEMPOTENCY_KEY_BYTES"));
         assert!(!e.to_string().contains("kkkk"), "{e}");
         assert!(check_text(IDEMPOTENCY_KEY, "job `j`", &key[1..]).is_ok());
+    }
+
+    #[test]
+    fn an_actor_is_bounded_and_printable() {
+        assert!(check_actor("job `j`", "user:42").is_ok());
+        assert!(check_actor("job `j`", &"é".repeat(MAX_ACTOR_BYTES / 2)).is_ok());
+        let long = "a".repeat(MAX_ACTOR_BYTES + 1);
+        let e = check_actor("job `j`", &long).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::LimitExceeded));
+        for bad in ["a\0b", "a\nb", "a\u{1b}[2Jb", "a\tb", "a\u{85}b"] {
+            let e = check_actor("job `j`", bad).unwrap_err();
+            assert_eq!(e.code(), Some(ErrorCode::ValueUnstorable), "{bad:?}");
+            assert!(!e.to_string().contains(bad), "{e}");
+        }
     }
 
     #[test]

@@ -190,6 +190,7 @@ impl JobsMcp {
                 "name": row.name,
                 "queue": row.queue,
                 "tenant_id": row.tenant_id,
+                "actor": row.actor,
                 "state": row.state,
                 "attempt": row.attempt,
                 "max_attempts": row.max_attempts,

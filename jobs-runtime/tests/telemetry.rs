@@ -213,6 +213,40 @@ async fn a_given_traceparent_is_stored_and_parents_the_run() {
 }
 
 #[tokio::test]
+async fn the_actor_is_a_field_of_the_enqueue_and_of_the_run() {
+    let (spans, _guard) = capture();
+    let kit = TestKit::new();
+    let queued = kit
+        .jobs()
+        .enqueue_with::<Charge>(
+            ChargeInput {
+                order_id: 9,
+                card_token: "tok".into(),
+            },
+            EnqueueOptions::new().actor("user:42"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(kit.job(queued.id).await.actor.as_deref(), Some("user:42"));
+    kit.run_until_idle().await;
+    assert_eq!(spans.named("job.enqueue")[0].get("jobs.actor"), "user:42");
+    assert_eq!(spans.named("job.run")[0].get("jobs.actor"), "user:42");
+
+    // An enqueue that names no actor records none.
+    let (spans, _guard) = capture();
+    kit.enqueue::<Charge>(ChargeInput {
+        order_id: 10,
+        card_token: "tok".into(),
+    })
+    .await;
+    kit.run_until_idle().await;
+    assert!(!spans.named("job.enqueue")[0]
+        .fields
+        .contains_key("jobs.actor"));
+    assert!(!spans.named("job.run")[0].fields.contains_key("jobs.actor"));
+}
+
+#[tokio::test]
 async fn an_invalid_traceparent_is_replaced_by_the_producer_span() {
     let kit = TestKit::new();
     let queued = kit

@@ -133,6 +133,7 @@ pub(super) fn show(detail: &JobDetail, now: Timestamp) -> String {
     field("attempt", format!("{} of {}", j.attempt, j.max_attempts));
     field("run", j.run_id.to_string());
     field("tenant", j.tenant_id.clone().unwrap_or_else(|| "-".into()));
+    field("actor", j.actor.clone().unwrap_or_else(|| "-".into()));
     field("key", j.idempotency_key.clone());
     field(
         "run at",

@@ -39,6 +39,7 @@ pub mod ledger_book;
 pub mod limits;
 pub mod scheduler;
 pub mod step;
+pub mod tenancy;
 pub mod worker;
 
 /// The `sqlx` the Postgres driver is built on, for test harnesses that make its pools and
@@ -150,6 +151,9 @@ macro_rules! __conformance_cases {
             limits::limits_refuse_step_names_outputs_waits_and_notes_without_writing_a_step,
             limits::limits_store_an_error_message_holding_nul,
             limits::limits_refuse_a_lock_key_over_its_limit,
+            tenancy::tenancy_actor_round_trips_on_every_path_in,
+            tenancy::tenancy_refuses_a_cross_tenant_enqueue_unless_it_says_so,
+            tenancy::tenancy_refuses_an_actor_out_of_bounds_before_any_write,
             introspect::job_list_pages_newest_first_both_ways,
             introspect::job_list_filters_by_every_field,
             introspect::job_list_refuses_bad_limits_and_foreign_cursors,
@@ -242,6 +246,7 @@ pub(crate) fn request(name: &str, key: &str) -> EnqueueRequest {
         run_at: t0(),
         on_conflict: ConflictPolicy::Dedupe,
         traceparent: None,
+        actor: None,
         now: t0(),
     }
 }

@@ -22,7 +22,7 @@ use crate::driver::introspect::{
     WorkerListParams,
 };
 use crate::driver::{JobId, JobRecord, StepListParams, StepRecord};
-use crate::error::JobError;
+use crate::error::{ErrorCode, JobError};
 
 /// One job as `jobs show` prints it: the row with its input redacted, and its step trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,6 +59,21 @@ pub fn redact(value: &Value) -> Value {
 impl Jobs {
     /// The operator's verbs: list, inspect, retry, delete and promote jobs, pause and resume
     /// queues, list workers. What the `jobs` tool, the MCP server and an admin page call.
+    ///
+    /// On a client scoped to a tenant ([`Jobs::for_tenant`]) the job verbs never see nor
+    /// touch another tenant's rows: a list or bulk verb covers only that tenant (naming another
+    /// is `X_JOB_TENANT_MISMATCH`), and another tenant's job id is refused as an unknown id is
+    /// (`X_JOB_NOT_FOUND`; a cancel, `X_JOB_NOT_CANCELLABLE`), so its existence does not show.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
+    /// use jobs::driver::introspect::JobListParams;
+    /// let jobs = jobs::Jobs::memory();
+    /// let acme = jobs.for_tenant("acme");
+    /// let page = acme.operator().list_jobs(&JobListParams::default()).await?;
+    /// assert!(page.jobs.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn operator(&self) -> Operator<'_> {
         Operator { jobs: self }
     }
@@ -79,7 +94,72 @@ impl Operator<'_> {
 
     /// One page of jobs, newest first (see [`JobIntrospection::job_list`]).
     pub async fn list_jobs(&self, params: &JobListParams) -> Result<JobPage, JobError> {
-        self.introspect()?.job_list(params).await
+        let params = JobListParams {
+            tenant_id: self.tenant_filter(params.tenant_id.as_deref())?,
+            ..params.clone()
+        };
+        self.introspect()?.job_list(&params).await
+    }
+
+    /// Re-queues up to [`MAX_BULK_ROWS`] finished rows matching `params` (see
+    /// [`JobIntrospection::job_requeue_many`]).
+    pub async fn requeue_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError> {
+        let params = self.scoped_bulk(params)?;
+        let result = self.introspect()?.job_requeue_many(&params).await?;
+        self.jobs.local_wake().notify_waiters();
+        Ok(result)
+    }
+
+    /// Deletes up to [`MAX_BULK_ROWS`] rows matching `params`, and their steps (see
+    /// [`JobIntrospection::job_remove_many`]).
+    pub async fn remove_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError> {
+        let params = self.scoped_bulk(params)?;
+        self.introspect()?.job_remove_many(&params).await
+    }
+
+    /// Makes up to [`MAX_BULK_ROWS`] waiting rows matching `params` due now (see
+    /// [`JobIntrospection::job_promote_many`]).
+    pub async fn promote_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError> {
+        let params = self.scoped_bulk(params)?;
+        let result = self.introspect()?.job_promote_many(&params).await?;
+        self.jobs.local_wake().notify_waiters();
+        Ok(result)
+    }
+
+    /// Cancels a live job (see [`Jobs::cancel`]).
+    pub async fn cancel(&self, id: JobId) -> Result<JobRecord, JobError> {
+        self.jobs.cancel(id).await
+    }
+
+    /// The tenant a list or bulk verb filters on: the one it names, on an unscoped client; the
+    /// client's on a scoped one, where naming another is `X_JOB_TENANT_MISMATCH`.
+    fn tenant_filter(&self, named: Option<&str>) -> Result<Option<String>, JobError> {
+        match (self.jobs.tenant(), named) {
+            (None, named) => Ok(named.map(str::to_string)),
+            (Some(scope), None) => Ok(Some(scope.to_string())),
+            (Some(scope), Some(named)) if scope == named => Ok(Some(scope.to_string())),
+            (Some(_), Some(_)) => Err(JobError::new(
+                ErrorCode::JobTenantMismatch,
+                "the operator verb names a tenant other than the one its client is scoped to",
+            )
+            .with_fix("leave the tenant out (the client's scope applies), or use a client scoped to that tenant")),
+        }
+    }
+
+    fn scoped_bulk(&self, params: &JobBulkParams) -> Result<JobBulkParams, JobError> {
+        Ok(JobBulkParams {
+            tenant_id: self.tenant_filter(params.tenant_id.as_deref())?,
+            ..params.clone()
+        })
+    }
+
+    /// On a scoped client, refuses an id of another tenant's row as an unknown id is refused:
+    /// the row's tenant never changes, so the verb that follows acts on a row of this tenant.
+    async fn visible(&self, id: JobId) -> Result<(), JobError> {
+        if self.jobs.tenant().is_some() && self.jobs.job(id).await?.is_none() {
+            return Err(not_found(id));
+        }
+        Ok(())
     }
 
     /// One job with its step trace, its input and step outputs redacted; `X_JOB_NOT_FOUND`
@@ -106,6 +186,7 @@ impl Operator<'_> {
             from_step: from_step.map(str::to_string),
             now: self.jobs.now(),
         };
+        self.visible(id).await?;
         let row = self.introspect()?.job_requeue(&params).await?;
         self.jobs.local_wake().notify_waiters();
         Ok(row)
@@ -113,11 +194,13 @@ impl Operator<'_> {
 
     /// Deletes one job that is not running, and its steps.
     pub async fn remove(&self, id: JobId) -> Result<JobRecord, JobError> {
+        self.visible(id).await?;
         self.introspect()?.job_remove(&JobRemoveParams { id }).await
     }
 
     /// Makes a job waiting on its run time due now.
     pub async fn promote(&self, id: JobId) -> Result<JobRecord, JobError> {
+        self.visible(id).await?;
         let row = self
             .introspect()?
             .job_promote(&JobPromoteParams {

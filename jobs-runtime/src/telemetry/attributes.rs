@@ -36,6 +36,9 @@ pub const OUTCOME: &str = "jobs.outcome";
 pub const ERROR_CODE: &str = "jobs.error.code";
 /// `jobs.deduped`: the enqueue answered a live job that already held the key.
 pub const DEDUPED: &str = "jobs.deduped";
+/// `jobs.actor`: who asked for the job ([`EnqueueOptions::actor`](crate::EnqueueOptions::actor)),
+/// on the enqueue's span and every run's, when the enqueue named one.
+pub const ACTOR: &str = "jobs.actor";
 /// `jobs.step.name`: the step's name.
 pub const STEP_NAME: &str = "jobs.step.name";
 /// `jobs.step.attempt`: how many times this step's closure has run, this one included.

@@ -18,8 +18,8 @@
 //! enqueue and every run of the job into one trace. Each span carries
 //! [`attributes`](self::attributes): `messaging.system = "jobs"`, `messaging.operation.type`,
 //! `messaging.destination.name` (the queue), `messaging.message.id` (the job id), and
-//! `jobs.job.name`, `jobs.run.id`, `jobs.attempt`, `jobs.outcome`... Never an input, a key, a
-//! tenant or a payload.
+//! `jobs.job.name`, `jobs.run.id`, `jobs.attempt`, `jobs.outcome`, and `jobs.actor` (who asked
+//! for the job, when its enqueue named one)... Never an input, a key, a tenant or a payload.
 //!
 //! A `tracing` span name is static: the names above are the `otel.name` field, which
 //! `tracing-opentelemetry` uses as the exported name (with `otel.kind` as the span kind).

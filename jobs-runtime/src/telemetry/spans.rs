@@ -41,6 +41,11 @@ impl EnqueueTrace {
         let (name, queue) = requests
             .first()
             .map_or(("", ""), |r| (r.name.as_str(), r.queue.as_str()));
+        // A batch names its actor when every job of it names the same one.
+        let actor = requests
+            .first()
+            .and_then(|r| r.actor.as_deref())
+            .filter(|a| requests.iter().all(|r| r.actor.as_deref() == Some(*a)));
         let span = tracing::info_span!(
             "job.enqueue",
             otel.name = %format_args!("job.{name}.enqueue"),
@@ -54,6 +59,7 @@ impl EnqueueTrace {
             jobs.run.id = Empty,
             jobs.deduped = Empty,
             jobs.error.code = Empty,
+            jobs.actor = actor,
             trace_id = %context.trace_id(),
             span_id = %context.span_id(),
             parent_id = Empty,
@@ -144,6 +150,7 @@ impl RunTrace {
             jobs.max_attempts = job.max_attempts,
             jobs.outcome = Empty,
             jobs.error.code = Empty,
+            jobs.actor = job.actor.as_deref(),
             trace_id = %context.trace_id(),
             span_id = %context.span_id(),
             parent_id = Empty,

@@ -307,6 +307,7 @@ impl MemoryState {
             visible_at: None,
             progress: None,
             traceparent: request.traceparent.clone(),
+            actor: request.actor.clone(),
         };
         self.seq += 1;
         let job = StoredJob {
@@ -501,6 +502,7 @@ impl JobDriver for MemoryDriver {
                 },
                 visible_at,
                 traceparent: r.traceparent.clone(),
+                actor: r.actor.clone(),
                 has_steps: state.steps.get(&r.run_id).is_some_and(|s| !s.is_empty()),
             });
         }

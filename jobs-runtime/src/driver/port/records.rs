@@ -128,6 +128,8 @@ pub struct EnqueueRequest {
     pub on_conflict: ConflictPolicy,
     /// The W3C traceparent of the enqueue (one trace spans the enqueue and every run).
     pub traceparent: Option<String>,
+    /// Who asked for the job (a user id, a service name), when the enqueue named one.
+    pub actor: Option<String>,
     /// The clock's now.
     pub now: Timestamp,
 }
@@ -220,6 +222,8 @@ pub struct ClaimedJob {
     pub visible_at: Timestamp,
     /// The enqueue's W3C traceparent.
     pub traceparent: Option<String>,
+    /// Who asked for the job, when its enqueue named one (a span field of the run).
+    pub actor: Option<String>,
     /// Whether the run has step records (a first attempt has none, and skips reading them).
     pub has_steps: bool,
 }
@@ -379,6 +383,8 @@ pub struct JobRecord {
     pub progress: Option<Progress>,
     /// The enqueue's W3C traceparent.
     pub traceparent: Option<String>,
+    /// Who asked for the job, when its enqueue named one.
+    pub actor: Option<String>,
 }
 
 /// Deletes finished rows past their retention window, in one bounded batch.
@@ -628,6 +634,7 @@ mod tests {
                 },
                 visible_at: chrono::DateTime::UNIX_EPOCH,
                 traceparent: None,
+                actor: None,
                 has_steps: false,
             })
             .collect()

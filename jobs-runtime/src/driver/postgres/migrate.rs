@@ -48,6 +48,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     12 => "0012_claim_sets_started_at.sql",
     13 => "0013_counters_in_settle_statements.sql",
     14 => "0014_scheduler_leader_since.sql",
+    15 => "0015_job_actor.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

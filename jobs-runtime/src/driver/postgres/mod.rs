@@ -255,6 +255,7 @@ impl PostgresDriver {
                 .bind(&*self.wake_channel)
                 .bind(wake_slot(now))
                 .bind(&request.traceparent)
+                .bind(&request.actor)
                 .fetch_optional(&mut *conn)
                 .await;
             // In its own transaction, a key or id taken under the statement is a unique
@@ -368,6 +369,7 @@ impl PostgresDriver {
             )
             .bind(now)
             .bind(&*self.wake_channel)
+            .bind(batch.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
             .fetch_all(&mut *conn)
             .await
             .map_err(failed)?;
@@ -524,6 +526,7 @@ impl PostgresDriver {
                 },
                 visible_at,
                 traceparent: record.traceparent,
+                actor: record.actor,
                 has_steps,
             });
         }

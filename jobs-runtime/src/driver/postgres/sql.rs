@@ -30,6 +30,7 @@ const JOB_COLUMNS: &[&str] = &[
     "visible_at",
     "progress",
     "traceparent",
+    "actor",
 ];
 
 /// The columns an operator list row carries (never the input).

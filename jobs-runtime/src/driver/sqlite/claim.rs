@@ -132,6 +132,7 @@ pub(crate) async fn claim(
             },
             visible_at,
             traceparent: record.traceparent,
+            actor: record.actor,
             has_steps,
         });
     }

@@ -16,11 +16,11 @@ use crate::error::{ErrorCode, JobError};
 /// key): `on conflict do nothing` covers the primary key and the live-key unique index alike.
 const INSERT: &str = "insert into x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, traceparent
+        max_attempts, run_at, created_at, updated_at, traceparent, actor
     )
     values (?1, ?2, ?3, ?4, ?5, ?6, ?7,
         case when ?9 <= ?10 then 'ready' else 'delayed' end,
-        ?8, ?9, ?10, ?10, ?11)
+        ?8, ?9, ?10, ?10, ?11, ?12)
     on conflict do nothing
     returning id, run_id";
 
@@ -56,6 +56,7 @@ pub(crate) async fn enqueue_on(
             .bind(ts(request.run_at))
             .bind(ts(now))
             .bind(&request.traceparent)
+            .bind(&request.actor)
             .fetch_optional(&mut *conn)
             .await
             .map_err(failed)?;

@@ -19,11 +19,18 @@ pub struct SqliteMigration {
 }
 
 /// Every SQLite migration this build knows, oldest first.
-pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[SqliteMigration {
-    version: 1,
-    name: "0001_jobs.sql",
-    sql: include_str!("../../../migrations/sqlite/0001_jobs.sql"),
-}];
+pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
+    SqliteMigration {
+        version: 1,
+        name: "0001_jobs.sql",
+        sql: include_str!("../../../migrations/sqlite/0001_jobs.sql"),
+    },
+    SqliteMigration {
+        version: 2,
+        name: "0002_job_actor.sql",
+        sql: include_str!("../../../migrations/sqlite/0002_job_actor.sql"),
+    },
+];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
 /// Answers the versions it applied.

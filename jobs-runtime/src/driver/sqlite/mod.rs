@@ -52,7 +52,7 @@ macro_rules! job_columns {
     () => {
         "id, run_id, name, queue, input, idempotency_key, tenant_id, state, attempt, \
          max_attempts, run_at, created_at, updated_at, last_error, last_error_code, claimed_by, \
-         claims, visible_at, progress, traceparent"
+         claims, visible_at, progress, traceparent, actor"
     };
 }
 pub(crate) use job_columns;

@@ -1,5 +1,5 @@
--- job_enqueue_many: inserts a batch in ONE statement, with job_enqueue's rules. $1..$10 are
--- arrays with one element per job, in the batch's order; $11 is now; $12 the wake channel.
+-- job_enqueue_many: inserts a batch in ONE statement, with job_enqueue's rules. $1..$10 and $13
+-- are arrays with one element per job, in the batch's order; $11 is now; $12 the wake channel.
 -- A row whose id names a row, or whose (name, tenant, key) a live row holds, inserts nothing
 -- and answers that row (deduped); a key repeated inside the batch answers its first
 -- occurrence. A row whose holder committed after the statement began answers nulls, and the
@@ -14,20 +14,20 @@ with input as (
     select *
     from unnest(
         $1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[],
-        $8::int[], $9::timestamptz[], $10::text[]
+        $8::int[], $9::timestamptz[], $10::text[], $13::text[]
     ) with ordinality as r(
         id, run_id, name, queue, input, idempotency_key, tenant_id,
-        max_attempts, run_at, traceparent, ord
+        max_attempts, run_at, traceparent, actor, ord
     )
 ),
 inserted as (
     insert into {schema}.x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, traceparent
+        max_attempts, run_at, created_at, updated_at, traceparent, actor
     )
     select id, run_id, name, queue, input, idempotency_key, tenant_id,
            case when run_at <= $11 then 'ready' else 'delayed' end,
-           max_attempts, run_at, $11, $11, traceparent
+           max_attempts, run_at, $11, $11, traceparent, actor
     from input
     order by ord
     on conflict do nothing
