@@ -20,7 +20,7 @@
 //!         .await
 //! }
 //!
-//! #[task(name = "app.purge.hourly", cron = "23 * * * *")]
+//! #[task(name = "app.purge.hourly", cron = "23 * * * *", tz = "UTC")]
 //! fn purge_hourly(_at: &Occurrence) -> Vec<Entry> {
 //!     vec![Entry::of::<PurgeExpired>(PurgePass::default())]
 //! }
