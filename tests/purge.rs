@@ -19,6 +19,8 @@ use jobs::{Registry, Retention};
 struct Probe {
     calls: Mutex<Vec<(String, Timestamp)>>,
     fail_second_once: AtomicBool,
+    /// The name `test.purge.named` gives its one target.
+    name: Mutex<String>,
 }
 
 impl Probe {
@@ -30,7 +32,7 @@ impl Probe {
 /// An app's target: records its call and answers a fixed count (or fails once, as a pass
 /// killed inside it would stop).
 struct Counting {
-    name: &'static str,
+    name: String,
     rows: u64,
     probe: Arc<Probe>,
 }
@@ -38,7 +40,7 @@ struct Counting {
 #[jobs::purge::async_trait]
 impl PurgeTarget for Counting {
     fn name(&self) -> &str {
-        self.name
+        &self.name
     }
 
     async fn purge_expired(&self, now: Timestamp) -> Result<u64, JobError> {
@@ -46,7 +48,7 @@ impl PurgeTarget for Counting {
             .calls
             .lock()
             .unwrap()
-            .push((self.name.to_string(), now));
+            .push((self.name.clone(), now));
         if self.name == "second" && self.probe.fail_second_once.swap(false, Ordering::SeqCst) {
             return Err(JobError::retryable("the pass stopped inside `second`"));
         }
@@ -56,7 +58,7 @@ impl PurgeTarget for Counting {
 
 fn counting(run: &Run, name: &'static str, rows: u64) -> Result<Counting, JobError> {
     Ok(Counting {
-        name,
+        name: name.to_string(),
         rows,
         probe: run.context::<Probe>()?,
     })
@@ -91,9 +93,25 @@ async fn purge_reserved(run: Run, _pass: PurgePass) -> Result<PurgeReport, JobEr
     Purge::new()
         .expired_events()
         .target(Counting {
-            name: PURGE_CLOCK_STEP,
+            name: PURGE_CLOCK_STEP.to_string(),
             rows: 1,
             probe: run.context::<Probe>()?,
+        })
+        .run(&run)
+        .await
+}
+
+/// One target under the name the probe gives.
+#[job(name = "test.purge.named", key = "purge", tenant = none)]
+async fn purge_named(run: Run, _pass: PurgePass) -> Result<PurgeReport, JobError> {
+    let probe = run.context::<Probe>()?;
+    let name = probe.name.lock().unwrap().clone();
+    Purge::new()
+        .expired_events()
+        .target(Counting {
+            name,
+            rows: 1,
+            probe,
         })
         .run(&run)
         .await
@@ -119,6 +137,8 @@ fn kit(probe: Arc<Probe>) -> TestKit {
         .register::<PurgeDuplicate>()
         .unwrap()
         .register::<PurgeReserved>()
+        .unwrap()
+        .register::<PurgeNamed>()
         .unwrap()
         .register::<ShortLived>()
         .unwrap();
@@ -284,4 +304,33 @@ async fn a_target_under_the_clock_steps_name_is_refused_before_any_delete() {
     assert!(probe.calls().is_empty());
     assert!(kit.steps(refused.run_id).await.is_empty());
     assert_eq!(expired_events_left(&kit).await, 1);
+}
+
+#[tokio::test]
+async fn an_empty_or_overlong_target_name_is_refused_before_any_delete() {
+    for (name, says) in [
+        (String::new(), "an empty name"),
+        (
+            "t".repeat(jobs::limits::MAX_STEP_NAME_BYTES + 1),
+            "step-name limit",
+        ),
+    ] {
+        let probe = Arc::new(Probe::default());
+        *probe.name.lock().unwrap() = name;
+        let kit = kit(probe.clone());
+        kit.jobs()
+            .publish_event("order.shipped", "a", &serde_json::json!({}))
+            .await
+            .unwrap();
+        kit.advance(Duration::from_secs(8 * 86_400));
+
+        let refused = kit.run::<PurgeNamed>(PurgePass::default()).await;
+        assert_eq!(refused.state, JobState::Dead, "failed for good");
+        assert_eq!(refused.last_error_code.as_deref(), Some("X_INVARIANT"));
+        let message = refused.last_error.unwrap_or_default();
+        assert!(message.contains(says), "{message}");
+        assert!(probe.calls().is_empty());
+        assert!(kit.steps(refused.run_id).await.is_empty());
+        assert_eq!(expired_events_left(&kit).await, 1);
+    }
 }
