@@ -63,6 +63,7 @@ mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod operator;
+pub mod purge;
 mod registry;
 pub mod retry;
 mod run;

@@ -3,7 +3,7 @@
 //! Postgres driver (River's `riverdrivertest`), and a third-party driver's own tests.
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
-//! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`],
+//! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
 //! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`introspect`], [`limits`],
 //! [`worker`]), named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
 //! `job_ack_is_fenced_on_the_claim`). Port cases call the driver directly with explicit `now`
@@ -29,6 +29,7 @@
 
 pub mod backfill_store;
 pub mod event;
+pub mod event_purge;
 pub mod introspect;
 pub mod job_claim;
 pub mod job_enqueue;
@@ -140,6 +141,8 @@ macro_rules! __conformance_cases {
             event::event_find_ignores_another_key_or_name,
             event::event_find_answers_the_first_event_after_the_mark,
             event::event_publish_wakes_a_suspended_job_waiting_on_it,
+            event_purge::event_purge_deletes_expired_events_and_keeps_live_ones,
+            event_purge::event_purge_is_bounded_by_its_limit,
             worker::worker_runs_steps_and_a_sleep_to_done,
             worker::worker_retries_then_dead_letters,
             worker::worker_resumes_a_wait_when_its_event_is_published,

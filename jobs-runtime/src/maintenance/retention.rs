@@ -79,7 +79,8 @@ impl Retention {
         self.every
     }
 
-    fn params(&self, now: Timestamp) -> JobPurgeParams {
+    /// The delete of one batch at `now`.
+    pub(crate) fn params(&self, now: Timestamp) -> JobPurgeParams {
         let before = |window: Duration| {
             chrono::Duration::from_std(window)
                 .ok()

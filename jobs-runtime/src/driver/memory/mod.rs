@@ -1,7 +1,7 @@
 //! The in-memory driver: the same claim, fence and settle rules as Postgres, in one process.
 //! For tests, demos and the quickstart; nothing survives a restart.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -735,6 +735,22 @@ impl JobDriver for MemoryDriver {
             state.update(id, |r| r.run_at = now);
         }
         Ok(event.id)
+    }
+
+    async fn event_purge(&self, params: &EventPurgeParams) -> Result<u64, JobError> {
+        let mut state = self.lock();
+        // Oldest expiry first, as the stores with an expiry index delete them.
+        let mut expired: Vec<(Timestamp, i64)> = state
+            .events
+            .iter()
+            .filter(|e| e.expires_at <= params.now)
+            .map(|e| (e.expires_at, e.mark))
+            .collect();
+        expired.sort_unstable();
+        expired.truncate(params.limit as usize);
+        let doomed: HashSet<i64> = expired.into_iter().map(|(_, mark)| mark).collect();
+        state.events.retain(|e| !doomed.contains(&e.mark));
+        Ok(doomed.len() as u64)
     }
 
     async fn event_mark(&self) -> Result<String, JobError> {

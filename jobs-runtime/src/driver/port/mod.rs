@@ -172,6 +172,10 @@ pub trait JobDriver: Send + Sync + 'static {
     /// Stores an event and wakes the runs parked waiting for it.
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError>;
 
+    /// Deletes one batch of events expired at `now` (oldest expiry first), which no wait can
+    /// match any more; answers how many went. Live events are never touched.
+    async fn event_purge(&self, params: &EventPurgeParams) -> Result<u64, JobError>;
+
     /// The mark a new wait records: events stored after it belong to the wait.
     async fn event_mark(&self) -> Result<String, JobError>;
 

@@ -531,6 +531,15 @@ pub struct EventPublish {
     pub now: Timestamp,
 }
 
+/// Deletes expired events, in one bounded batch.
+#[derive(Debug, Clone)]
+pub struct EventPurgeParams {
+    /// Events whose expiry is at or before this go (an expired event no wait can match).
+    pub now: Timestamp,
+    /// Events in this batch, at most.
+    pub limit: u32,
+}
+
 /// The default time an event stays matchable: 7 days.
 pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 

@@ -49,6 +49,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     13 => "0013_counters_in_settle_statements.sql",
     14 => "0014_scheduler_leader_since.sql",
     15 => "0015_job_actor.sql",
+    16 => "0016_events_expiry_index.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to
@@ -126,8 +127,11 @@ mod tests {
         files.sort();
         let embedded: Vec<&str> = MIGRATIONS.iter().map(|m| m.name).collect();
         assert_eq!(embedded, files);
+        // Versions are 1, 2, 3, ... with no gap and no repeat.
         for (i, m) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(m.version as usize, i + 1);
+            assert_eq!(m.version, i as i32 + 1);
+        }
+        for m in MIGRATIONS {
             assert!(m.name.starts_with(&format!("{:04}_", m.version)));
         }
     }

@@ -713,6 +713,16 @@ impl JobDriver for PostgresDriver {
         Ok(u64::try_from(gone).unwrap_or(0))
     }
 
+    async fn event_purge(&self, params: &EventPurgeParams) -> Result<u64, JobError> {
+        let gone: i64 = sqlx::query_scalar(self.sql.event_purge.clone())
+            .bind(params.now)
+            .bind(i64::from(params.limit))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| classify(Op::EventPurge, e))?;
+        Ok(u64::try_from(gone).unwrap_or(0))
+    }
+
     async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {
         let query = sqlx::query(self.sql.job_heartbeat.clone())
             .bind(params.job_id)

@@ -88,6 +88,7 @@ statements!(
     event_publish,
     event_mark,
     event_find,
+    event_purge,
     scheduler_lead,
     scheduler_resign,
     scheduler_leader,

@@ -48,6 +48,22 @@ pub(crate) async fn publish_on(
     Ok(event.id)
 }
 
+/// Deletes up to `limit` events expired at `now`, oldest expiry first, on
+/// `x_job_events_expiry_idx`; answers how many went.
+pub(crate) async fn purge(writer: &SqlitePool, params: &EventPurgeParams) -> Result<u64, JobError> {
+    let gone = sqlx::query(
+        "delete from x_job_events where seq in (
+             select seq from x_job_events where expires_at <= ?1 order by expires_at limit ?2
+         )",
+    )
+    .bind(ts(params.now))
+    .bind(i64::from(params.limit))
+    .execute(writer)
+    .await
+    .map_err(|e| classify("event_purge", e))?;
+    Ok(gone.rows_affected())
+}
+
 /// The latest `seq` committed: a wait that draws it matches only events stored after.
 pub(crate) async fn mark(reader: &SqlitePool) -> Result<String, JobError> {
     let seq: Option<i64> = sqlx::query_scalar("select max(seq) from x_job_events")

@@ -227,6 +227,10 @@ impl JobDriver for SqliteDriver {
         events::publish_on(&mut conn, event).await
     }
 
+    async fn event_purge(&self, params: &EventPurgeParams) -> Result<u64, JobError> {
+        events::purge(&self.writer, params).await
+    }
+
     async fn event_mark(&self) -> Result<String, JobError> {
         events::mark(&self.reader).await
     }
