@@ -55,6 +55,10 @@ macro_rules! error_codes {
 
 use ErrorClass::{Retryable as R, Terminal as T};
 
+/// The class of a code whose errors state their own delay (`JobError::retry_after`): the code
+/// carries none, each error carries the delay its responder stated.
+const RA: ErrorClass = ErrorClass::RetryAfter(Duration::ZERO);
+
 error_codes! {
     /// Nothing of a kind is registered in this binary: a manifest with no job or task (the
     /// crate declaring them is not linked in).
@@ -231,6 +235,44 @@ error_codes! {
     /// The posting key is already stored with other lines.
     LedgerPostingConflict = "X_LEDGER_POSTING_CONFLICT", T,
         "a posting key is written once: post a correction under a new key";
+    /// The webhook ledger has no endpoint under the id.
+    WebhookEndpointUnknown = "X_WEBHOOK_ENDPOINT_UNKNOWN", T,
+        "register the endpoint in the webhook ledger before delivering to it, or check the endpoint id";
+    /// A webhook endpoint is unusable: an empty secret, a URL that does not parse, a scheme
+    /// other than http/https, `http://` outside development, or a host that resolves to a
+    /// loopback, private, link-local or metadata address without `allow_private`.
+    WebhookEndpointInvalid = "X_WEBHOOK_ENDPOINT_INVALID", T,
+        "give the endpoint a non-empty secret and a public https:// URL (set `allow_private` only for receivers on your own network)";
+    /// The endpoint was disabled by the app, or this delivery reached `disable_after`
+    /// consecutive failures.
+    WebhookEndpointDisabled = "X_WEBHOOK_ENDPOINT_DISABLED", T,
+        "fix the receiver, then re-enable the endpoint in the webhook ledger (`enable`) and requeue the dead deliveries";
+    /// No event under the id (it was enqueued outside the event's transaction).
+    WebhookEventUnknown = "X_WEBHOOK_EVENT_UNKNOWN", T,
+        "enqueue the delivery in the transaction that stores the event, so the event exists when it runs";
+    /// An event id or topic would make the signed string ambiguous (empty, over 200
+    /// characters, a `:` or a control character).
+    WebhookEventInvalid = "X_WEBHOOK_EVENT_INVALID", T,
+        "use event ids and topics of 1-200 characters without `:` or control characters (e.g. `order.paid`)";
+    /// The receiver answered 5xx, 408, 425 or a 429 without a delay, or never answered.
+    WebhookDeliveryFailed = "X_WEBHOOK_DELIVERY_FAILED", R,
+        "nothing: the delivery is retried with the job's backoff; check the receiver if it keeps failing";
+    /// The receiver answered a retryable status and stated a delay (`Retry-After`).
+    WebhookDeliveryThrottled = "X_WEBHOOK_DELIVERY_THROTTLED", RA,
+        "nothing: the delivery is retried after the receiver's `Retry-After`, clamped by the job's `max_delay`";
+    /// The receiver answered a 4xx that is not a throttle, or a redirect (never followed).
+    WebhookDeliveryRejected = "X_WEBHOOK_DELIVERY_REJECTED", T,
+        "fix the request the receiver refuses, or point the endpoint at the final URL instead of one that redirects";
+    /// A webhook receiver's declaration is refused: its path is not absolute or lies under
+    /// `/api` or `/_x`, its secret is empty, or its `max_bytes` is 0.
+    WebhookReceiverInvalid = "X_WEBHOOK_RECEIVER_INVALID", T,
+        "mount the receiver at an absolute path outside /api and /_x, with a non-empty secret and a positive max_bytes";
+    /// An inbound webhook's signature header is missing, malformed, or does not match.
+    WebhookSignatureInvalid = "X_WEBHOOK_SIGNATURE_INVALID", T,
+        "check that sender and receiver share the secret and that the body reaches the verifier unchanged (HTTP 401)";
+    /// An inbound webhook's signed timestamp is outside the tolerance.
+    WebhookSignatureStale = "X_WEBHOOK_SIGNATURE_STALE", T,
+        "check both clocks; a replayed delivery is refused on purpose (HTTP 401)";
 }
 
 impl fmt::Display for ErrorCode {

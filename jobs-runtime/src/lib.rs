@@ -72,6 +72,8 @@ mod settled;
 mod task;
 pub mod telemetry;
 pub mod testing;
+#[cfg(feature = "webhooks")]
+pub mod webhook;
 mod worker;
 
 #[doc(inline)]

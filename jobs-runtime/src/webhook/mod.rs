@@ -1,0 +1,33 @@
+//! Webhooks out and in (feature `webhooks`).
+//!
+//! Out: a [`WebhookSender`] delivers ONE event to ONE endpoint per call, signed
+//! (`t=<seconds>,v1=<hex hmac-sha256>` over `v1:<t>:<event id>:<topic>:<body>`), to an https
+//! URL whose resolved addresses are public (unless `allow_private`), redirects never
+//! followed, `Retry-After` honoured, every attempt recorded in a [`WebhookLedger`] which
+//! disables an endpoint after `disable_after` consecutive failures.
+//!
+//! In: [`verify_webhook_signature`] and an axum handler ([`inbound`]) that verifies, bounds
+//! the body and enqueues the delivery as a job deduped by its delivery id.
+
+mod delivery;
+pub mod inbound;
+mod ledger;
+mod safety;
+mod signature;
+
+pub use delivery::{
+    WebhookDelivered, WebhookDelivery, WebhookDirectory, WebhookEndpoint, WebhookEvent,
+    WebhookOptions, WebhookSender, WebhookSenderBuilder, DEFAULT_WEBHOOK_DISABLE_AFTER,
+    DEFAULT_WEBHOOK_MAX_DELAY, DEFAULT_WEBHOOK_TIMEOUT,
+};
+pub use ledger::{
+    EndpointStanding, MemoryWebhookLedger, WebhookAttempt, WebhookLedger, MEMORY_LEDGER_RING,
+};
+pub use safety::{
+    check_endpoint_url, is_private_address, redact_url, HostResolver, SystemResolver,
+};
+pub use signature::{
+    check_event_field, sign, signature_header, verify_webhook_signature, VerifiedWebhook,
+    VerifyOptions, DEFAULT_TOLERANCE, ID_HEADER, MAX_EVENT_FIELD_CHARS, SIGNATURE_HEADER,
+    TOPIC_HEADER,
+};
