@@ -41,7 +41,10 @@ async fn the_operator_verbs_work_on_a_sqlite_url() {
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("the sqlite store: applied 0001, "), "{out}");
     let (code, out, _) = jobs_cli(&url, &["migrate"]).await;
-    assert_eq!((code, out.as_str()), (0, "the sqlite store is up to date\n"));
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "the sqlite store is up to date\n")
+    );
 
     let jobs = Jobs::open(&url).await.expect("open");
     let dead = SyncCrm::enqueue(&jobs, Account { account_id: 3 })

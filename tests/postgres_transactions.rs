@@ -99,7 +99,7 @@ async fn enqueue_in_on_the_memory_driver_is_refused_with_a_fix() {
         .await
         .expect_err("memory has no transaction to join");
     assert_eq!(refused.code(), Some(ErrorCode::DriverUnavailable));
-    assert!(refused.message().contains("Postgres driver"));
+    assert!(refused.message().contains("Postgres and SQLite drivers"));
 }
 
 /// A connection of another database, as a third driver's would be.
