@@ -54,8 +54,7 @@ fn rate(n: usize, took: Duration) -> f64 {
 
 /// A fresh file for one run.
 fn file(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(format!("{name}-{}.db", bench_id()));
-    path
+    dir.join(format!("{name}-{}.db", bench_id()))
 }
 
 fn url(path: &Path) -> String {

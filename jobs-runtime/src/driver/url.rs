@@ -77,7 +77,7 @@ async fn postgres(_url: &str, _schema: Option<&str>) -> Result<Arc<dyn JobDriver
 }
 
 /// The refusal of a store whose driver this build leaves out.
-#[allow(dead_code)]
+#[cfg(not(all(feature = "sqlite", feature = "postgres")))]
 fn not_built(feature: &str) -> JobError {
     JobError::new(
         ErrorCode::DriverUrlInvalid,

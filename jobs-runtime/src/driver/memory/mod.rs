@@ -259,27 +259,12 @@ impl MemoryState {
         // An id that already names a row (an outbox re-publish) inserts nothing and
         // answers that row, whatever the conflict policy.
         if let Some(existing) = self.jobs.get(&request.id) {
-            return Ok(EnqueueResult {
-                id: existing.record.id,
-                run_id: existing.record.run_id,
-                deduped: true,
-            });
+            let r = &existing.record;
+            return EnqueueResult::held(request, r.id, r.run_id, true);
         }
         if let Some(existing) = self.live_keys.get(&key).and_then(|id| self.jobs.get(id)) {
-            if request.on_conflict == ConflictPolicy::Error {
-                return Err(JobError::new(
-                    ErrorCode::JobDuplicate,
-                    format!(
-                        "job `{}` {} already holds this idempotency key",
-                        request.name, existing.record.id
-                    ),
-                ));
-            }
-            return Ok(EnqueueResult {
-                id: existing.record.id,
-                run_id: existing.record.run_id,
-                deduped: true,
-            });
+            let r = &existing.record;
+            return EnqueueResult::held(request, r.id, r.run_id, false);
         }
         let state = if request.run_at <= now {
             JobState::Ready

@@ -145,6 +145,48 @@ pub struct EnqueueResult {
     pub deduped: bool,
 }
 
+/// Rounds an SQL driver's enqueue tries, insert then holder lookup, before it gives up: a holder
+/// that finishes between the two frees the key, and the insert runs again.
+pub const ENQUEUE_ROUNDS: usize = 3;
+
+impl EnqueueResult {
+    /// The answer of an enqueue that inserted nothing because the row `id` / `run_id` holds its
+    /// job: deduped, unless that row is another job (`same_id` false: a live holder of the key)
+    /// and the request refuses duplicates (`X_JOB_DUPLICATE`). Every driver answers this way.
+    pub fn held(
+        request: &EnqueueRequest,
+        id: JobId,
+        run_id: RunId,
+        same_id: bool,
+    ) -> Result<Self, JobError> {
+        if !same_id && request.on_conflict == ConflictPolicy::Error {
+            return Err(JobError::new(
+                ErrorCode::JobDuplicate,
+                format!(
+                    "job `{}` {id} already holds this idempotency key",
+                    request.name
+                ),
+            ));
+        }
+        Ok(EnqueueResult {
+            id,
+            run_id,
+            deduped: true,
+        })
+    }
+
+    /// The refusal of an enqueue whose key moved under it [`ENQUEUE_ROUNDS`] times (retryable).
+    pub fn key_kept_moving(request: &EnqueueRequest) -> JobError {
+        JobError::new(
+            ErrorCode::Driver,
+            format!(
+                "enqueue of `{}` met a key that moved three times under it; retry",
+                request.name
+            ),
+        )
+    }
+}
+
 /// How many jobs a claim may take from one queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueDemand {

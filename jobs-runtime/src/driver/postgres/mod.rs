@@ -240,7 +240,7 @@ impl PostgresDriver {
             Transaction::Own => &self.sql.job_enqueue,
             Transaction::Callers => &self.sql.job_enqueue_in,
         };
-        for _ in 0..3 {
+        for _ in 0..ENQUEUE_ROUNDS {
             let inserted = sqlx::query(statement.clone())
                 .bind(request.id)
                 .bind(request.run_id)
@@ -285,30 +285,14 @@ impl PostgresDriver {
                 .await
                 .map_err(failed)?;
             let Some(row) = holder else { continue };
-            let result = EnqueueResult {
-                id: row.try_get("id").map_err(failed)?,
-                run_id: row.try_get("run_id").map_err(failed)?,
-                deduped: true,
-            };
-            let same_id: bool = row.try_get("same_id").map_err(failed)?;
-            if !same_id && request.on_conflict == ConflictPolicy::Error {
-                return Err(JobError::new(
-                    ErrorCode::JobDuplicate,
-                    format!(
-                        "job `{}` {} already holds this idempotency key",
-                        request.name, result.id
-                    ),
-                ));
-            }
-            return Ok(result);
+            return EnqueueResult::held(
+                request,
+                row.try_get("id").map_err(failed)?,
+                row.try_get("run_id").map_err(failed)?,
+                row.try_get("same_id").map_err(failed)?,
+            );
         }
-        Err(JobError::new(
-            ErrorCode::Driver,
-            format!(
-                "enqueue of `{}` met a key that moved three times under it; retry",
-                request.name
-            ),
-        ))
+        Err(EnqueueResult::key_kept_moving(request))
     }
 
     /// Publishes an event on the caller's connection or transaction: it is seen, and wakes the

@@ -73,7 +73,12 @@ pub(crate) async fn claim(
         chosen.extend(take_turns(candidates, demand.limit as usize));
     }
     let mut result = ClaimResult::default();
-    let dropped = serde_json::to_string(&params.drop_exhausted).unwrap_or_else(|_| "[]".into());
+    // Only a burial reads the names whose final attempts end `failed`.
+    let dropped = if exhausted.is_empty() {
+        String::new()
+    } else {
+        serde_json::to_string(&params.drop_exhausted).unwrap_or_else(|_| "[]".into())
+    };
     for id in exhausted {
         let row = sqlx::query(concat!(
             "update x_jobs

@@ -10,7 +10,7 @@ use super::classify::classify;
 use super::time::ts;
 use crate::clock::Timestamp;
 use crate::driver::records::*;
-use crate::error::{ErrorCode, JobError};
+use crate::error::JobError;
 
 /// Inserts the job unless a row already has its id or a live row holds its (name, tenant,
 /// key): `on conflict do nothing` covers the primary key and the live-key unique index alike.
@@ -43,7 +43,7 @@ pub(crate) async fn enqueue_on(
     now: Timestamp,
 ) -> Result<EnqueueResult, JobError> {
     let failed = |e| classify("job_enqueue", e);
-    for _ in 0..3 {
+    for _ in 0..ENQUEUE_ROUNDS {
         let inserted = sqlx::query(INSERT)
             .bind(request.id)
             .bind(request.run_id)
@@ -76,30 +76,14 @@ pub(crate) async fn enqueue_on(
             .await
             .map_err(failed)?;
         let Some(row) = holder else { continue };
-        let result = EnqueueResult {
-            id: row.try_get("id").map_err(failed)?,
-            run_id: row.try_get("run_id").map_err(failed)?,
-            deduped: true,
-        };
-        let same_id: bool = row.try_get("same_id").map_err(failed)?;
-        if !same_id && request.on_conflict == ConflictPolicy::Error {
-            return Err(JobError::new(
-                ErrorCode::JobDuplicate,
-                format!(
-                    "job `{}` {} already holds this idempotency key",
-                    request.name, result.id
-                ),
-            ));
-        }
-        return Ok(result);
+        return EnqueueResult::held(
+            request,
+            row.try_get("id").map_err(failed)?,
+            row.try_get("run_id").map_err(failed)?,
+            row.try_get("same_id").map_err(failed)?,
+        );
     }
-    Err(JobError::new(
-        ErrorCode::Driver,
-        format!(
-            "enqueue of `{}` met a key that moved three times under it; retry",
-            request.name
-        ),
-    ))
+    Err(EnqueueResult::key_kept_moving(request))
 }
 
 /// Many jobs in one transaction, all stored at the batch's one `now` (the latest of its

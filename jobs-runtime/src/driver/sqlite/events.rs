@@ -13,25 +13,12 @@ use crate::driver::records::*;
 use crate::driver::EventFindParams;
 use crate::error::JobError;
 
-/// Expired events deleted by each publish, at most: the table stays bounded by the live ones
-/// without a separate sweep.
-const EXPIRED_PER_PUBLISH: i64 = 16;
-
 pub(crate) async fn publish_on(
     conn: &mut SqliteConnection,
     event: &EventPublish,
 ) -> Result<EventId, JobError> {
     let failed = |e| classify("event_publish", e);
-    sqlx::query(
-        "delete from x_job_events where seq in (
-             select seq from x_job_events where expires_at <= ?1 order by expires_at limit ?2
-         )",
-    )
-    .bind(ts(event.now))
-    .bind(EXPIRED_PER_PUBLISH)
-    .execute(&mut *conn)
-    .await
-    .map_err(failed)?;
+    // Expired events are the purge job's (`event_purge`), as on Postgres, not the publisher's.
     sqlx::query(
         "insert into x_job_events (id, name, key, payload, published_at, expires_at)
          values (?1, ?2, ?3, ?4, ?5, ?6)",
