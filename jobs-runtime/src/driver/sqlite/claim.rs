@@ -11,10 +11,6 @@
 //! fairness cursor, wrapping around; the queue takes turn 1 of every tenant, then turn 2, ...
 //! A paused queue yields nothing. Every read is an index walk of `x_jobs_fair_idx` or
 //! `x_jobs_lapsed_idx` bounded by the slots.
-//!
-//! Each statement is a round trip to sqlx's connection thread, the claim's main cost on one
-//! host, so a queue is read with two statements (its pause and lapsed rows; its tenants' heads)
-//! and the chosen rows are marked, and burials made, with one statement each.
 
 use std::collections::HashMap;
 
@@ -57,25 +53,23 @@ pub(crate) async fn claim(
     let mut chosen: Vec<JobId> = Vec::new();
     let mut exhausted: Vec<JobId> = Vec::new();
     for demand in &params.demand {
-        let slots = i64::from(demand.limit);
-        let Some(lapsed) = lapsed(&mut tx, &demand.queue, slots, params.now).await? else {
-            continue; // paused
-        };
-        exhausted.extend(lapsed.finals);
+        let paused: Option<i64> = sqlx::query_scalar("select 1 from x_job_pauses where queue = ?")
+            .bind(&demand.queue)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed)?;
+        if paused.is_some() {
+            continue;
+        }
+        exhausted.extend(lapsed_final_attempts(&mut tx, &demand.queue, params.now).await?);
         if demand.limit == 0 {
             continue;
         }
-        let mut candidates = lapsed.retries;
-        candidates.extend(
-            queued(
-                &mut tx,
-                &demand.queue,
-                &params.fair_after,
-                slots,
-                params.now,
-            )
-            .await?,
-        );
+        let slots = i64::from(demand.limit);
+        let mut candidates = lapsed(&mut tx, &demand.queue, slots, params.now).await?;
+        for tenant in tenants(&mut tx, &demand.queue, &params.fair_after, params.now).await? {
+            candidates.extend(queued(&mut tx, &demand.queue, tenant, slots, params.now).await?);
+        }
         chosen.extend(take_turns(candidates, demand.limit as usize));
     }
     let mut result = ClaimResult::default();
@@ -85,54 +79,48 @@ pub(crate) async fn claim(
     } else {
         serde_json::to_string(&params.drop_exhausted).unwrap_or_else(|_| "[]".into())
     };
-    if !exhausted.is_empty() {
-        let rows = sqlx::query(concat!(
+    for id in exhausted {
+        let row = sqlx::query(concat!(
             "update x_jobs
              set state = case when name in (select value from json_each(?2)) then 'failed' else 'dead' end,
                  visible_at = null,
                  last_error = ?4,
                  last_error_code = null,
                  updated_at = ?3
-             where id in (select unhex(value) from json_each(?1))
+             where id = ?1
              returning ",
             job_columns!()
         ))
-        .bind(id_list(&exhausted))
+        .bind(id)
         .bind(&dropped)
         .bind(ts(params.now))
         .bind(LEASE_LAPSED_FINAL_ATTEMPT)
-        .fetch_all(&mut *tx)
+        .fetch_one(&mut *tx)
         .await
         .map_err(failed)?;
-        for row in &rows {
-            result
-                .exhausted
-                .push(JobRecord::from_row(row).map_err(failed)?);
-        }
+        result
+            .exhausted
+            .push(JobRecord::from_row(&row).map_err(failed)?);
     }
     let visible_at = add(params.now, params.visibility_timeout);
-    let rows = if chosen.is_empty() {
-        Vec::new()
-    } else {
-        sqlx::query(concat!(
+    for id in chosen {
+        let row = sqlx::query(concat!(
             "update x_jobs
              set state = 'running', attempt = attempt + 1, claims = claims + 1,
                  claimed_by = ?2, visible_at = ?3, updated_at = ?4, started_at = ?4
-             where id in (select unhex(value) from json_each(?1))
+             where id = ?1
              returning ",
             job_columns!(),
             ", exists (select 1 from x_job_steps s where s.run_id = x_jobs.run_id) as has_steps"
         ))
-        .bind(id_list(&chosen))
+        .bind(id)
         .bind(&params.worker_id)
         .bind(ts(visible_at))
         .bind(ts(params.now))
-        .fetch_all(&mut *tx)
+        .fetch_one(&mut *tx)
         .await
-        .map_err(failed)?
-    };
-    for row in &rows {
-        let record = JobRecord::from_row(row).map_err(failed)?;
+        .map_err(failed)?;
+        let record = JobRecord::from_row(&row).map_err(failed)?;
         let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
         result.jobs.push(ClaimedJob {
             id: record.id,
@@ -179,134 +167,69 @@ fn take_turns(mut candidates: Vec<Candidate>, slots: usize) -> Vec<JobId> {
         .collect()
 }
 
-/// Ids as the statements take them: a JSON array of hex strings (`unhex` turns each back into
-/// the stored 16-byte blob), so a batch is one bound value and one statement.
-fn id_list(ids: &[JobId]) -> String {
-    serde_json::Value::Array(
-        ids.iter()
-            .map(|id| serde_json::Value::String(id.simple().to_string()))
-            .collect(),
-    )
-    .to_string()
-}
-
-/// The queue's lapsed running rows: final attempts to bury (at most [`BURIALS_PER_CLAIM`]) and
-/// rows with attempts left (at most `slots`), oldest lapse first, both walks of
-/// `x_jobs_lapsed_idx`, read with the queue's pause in one statement. `None`: the queue is
-/// paused.
-struct Lapsed {
-    finals: Vec<JobId>,
-    retries: Vec<Candidate>,
-}
-
-const LAPSED: &str = "select 0 as kind, null as id, null as due, null as tenant
-     where exists (select 1 from x_job_pauses where queue = ?1)
-     union all
-     select * from (
-         select 1, id, visible_at, coalesce(tenant_id, '') from x_jobs
+async fn lapsed_final_attempts(
+    tx: &mut SqliteConnection,
+    queue: &str,
+    now: Timestamp,
+) -> Result<Vec<JobId>, JobError> {
+    sqlx::query_scalar(
+        "select id from x_jobs
          where queue = ?1 and state = 'running' and visible_at <= ?2
            and attempt >= max_attempts
          order by visible_at, id
-         limit ?3)
-     union all
-     select * from (
-         select 2, id, visible_at, coalesce(tenant_id, '') from x_jobs
-         where queue = ?1 and state = 'running' and visible_at <= ?2
-           and attempt < max_attempts
-         order by visible_at, id
-         limit ?4)";
+         limit ?3",
+    )
+    .bind(queue)
+    .bind(ts(now))
+    .bind(BURIALS_PER_CLAIM)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| classify("job_claim", e))
+}
 
 async fn lapsed(
     tx: &mut SqliteConnection,
     queue: &str,
     slots: i64,
     now: Timestamp,
-) -> Result<Option<Lapsed>, JobError> {
-    let failed = |e| classify("job_claim", e);
-    let rows = sqlx::query(LAPSED)
-        .bind(queue)
-        .bind(ts(now))
-        .bind(BURIALS_PER_CLAIM)
-        .bind(slots)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(failed)?;
-    let mut lapsed = Lapsed {
-        finals: Vec::new(),
-        retries: Vec::new(),
-    };
-    for row in &rows {
-        match row.try_get::<i64, _>("kind").map_err(failed)? {
-            0 => return Ok(None),
-            1 => lapsed.finals.push(row.try_get("id").map_err(failed)?),
-            _ => lapsed.retries.push(candidate(row)?),
-        }
-    }
-    Ok(Some(lapsed))
+) -> Result<Vec<Candidate>, JobError> {
+    let rows = sqlx::query(
+        "select id, visible_at as due, coalesce(tenant_id, '') as tenant from x_jobs
+         where queue = ?1 and state = 'running' and visible_at <= ?2
+           and attempt < max_attempts
+         order by visible_at, id
+         limit ?3",
+    )
+    .bind(queue)
+    .bind(ts(now))
+    .bind(slots)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| classify("job_claim", e))?;
+    rows.iter().map(candidate).collect()
 }
-
-/// Each visited tenant's due rows, at most `slots` per tenant, in one statement: the tenants
-/// with due rows in `queue`, at most [`TENANTS_PER_CLAIM`], in tenant order from just after
-/// `cursor`, wrapping around to the start and up to `cursor` itself, then each one's head.
-/// Every tenant step is one seek of `x_jobs_fair_idx` by (queue, tenant range), a loose index
-/// scan written as a recursive CTE; the bounds are plain comparisons, never `? is null or ...`,
-/// which would turn the seek into a walk of the queue. Each tenant's head is one more seek.
-const QUEUED: &str = "with recursive
-     after(tenant, n) as (
-         select (select coalesce(tenant_id, '') from x_jobs
-                 where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-                   and coalesce(tenant_id, '') > ?3
-                 order by coalesce(tenant_id, '') limit 1), 1
-         union all
-         select (select coalesce(tenant_id, '') from x_jobs
-                 where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-                   and coalesce(tenant_id, '') > after.tenant
-                 order by coalesce(tenant_id, '') limit 1), after.n + 1
-         from after where after.tenant is not null and after.n < ?5
-     ),
-     found(k) as (select count(*) from after where tenant is not null),
-     upto(tenant, n) as (
-         select (select coalesce(tenant_id, '') from x_jobs
-                 where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-                   and coalesce(tenant_id, '') <= ?3
-                 order by coalesce(tenant_id, '') limit 1), (select k from found) + 1
-         where (select k from found) < ?5
-         union all
-         select (select coalesce(tenant_id, '') from x_jobs
-                 where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-                   and coalesce(tenant_id, '') > upto.tenant and coalesce(tenant_id, '') <= ?3
-                 order by coalesce(tenant_id, '') limit 1), upto.n + 1
-         from upto where upto.tenant is not null and upto.n < ?5
-     ),
-     visited(tenant) as (
-         select tenant from after where tenant is not null
-         union all
-         select tenant from upto where tenant is not null
-     )
-     select j.id, j.run_at as due, coalesce(j.tenant_id, '') as tenant
-     from visited v join x_jobs j on j.id in (
-         select id from x_jobs
-         where queue = ?1 and coalesce(tenant_id, '') = v.tenant
-           and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-         order by run_at, id
-         limit ?4)";
 
 async fn queued(
     tx: &mut SqliteConnection,
     queue: &str,
-    cursor: &str,
+    tenant: String,
     slots: i64,
     now: Timestamp,
 ) -> Result<Vec<Candidate>, JobError> {
-    let rows = sqlx::query(QUEUED)
-        .bind(queue)
-        .bind(ts(now))
-        .bind(cursor)
-        .bind(slots)
-        .bind(TENANTS_PER_CLAIM as i64)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(|e| classify("job_claim", e))?;
+    let rows = sqlx::query(
+        "select id, run_at as due, coalesce(tenant_id, '') as tenant from x_jobs
+         where queue = ?1 and coalesce(tenant_id, '') = ?2
+           and state in ('ready', 'delayed', 'suspended') and run_at <= ?3
+         order by run_at, id
+         limit ?4",
+    )
+    .bind(queue)
+    .bind(tenant)
+    .bind(ts(now))
+    .bind(slots)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| classify("job_claim", e))?;
     rows.iter().map(candidate).collect()
 }
 
@@ -317,4 +240,74 @@ fn candidate(row: &sqlx::sqlite::SqliteRow) -> Result<Candidate, JobError> {
         due: row.try_get("due").map_err(failed)?,
         tenant: row.try_get("tenant").map_err(failed)?,
     })
+}
+
+/// The tenants with due rows in `queue`, at most [`TENANTS_PER_CLAIM`], in tenant order from
+/// just after `cursor`, wrapping around to the start and up to `cursor` itself. Each probe is
+/// one seek of `x_jobs_fair_idx` by (queue, tenant range): the bounds are plain comparisons,
+/// never `? is null or ...`, which would turn the seek into a walk of the queue.
+async fn tenants(
+    tx: &mut SqliteConnection,
+    queue: &str,
+    cursor: &str,
+    now: Timestamp,
+) -> Result<Vec<String>, JobError> {
+    let mut found: Vec<String> = Vec::new();
+    // Past the cursor.
+    while found.len() < TENANTS_PER_CLAIM {
+        let after = found.last().map_or(cursor, String::as_str);
+        let Some(next) = probe(tx, NEXT_AFTER, queue, now, &[after]).await? else {
+            break;
+        };
+        found.push(next);
+    }
+    // From the start, up to the cursor.
+    let mut after: Option<String> = None;
+    while found.len() < TENANTS_PER_CLAIM {
+        let next = match &after {
+            None => probe(tx, FIRST_UPTO, queue, now, &[cursor]).await?,
+            Some(a) => probe(tx, NEXT_AFTER_UPTO, queue, now, &[a, cursor]).await?,
+        };
+        let Some(next) = next else { break };
+        after = Some(next.clone());
+        found.push(next);
+    }
+    Ok(found)
+}
+
+const NEXT_AFTER: &str = "select coalesce(tenant_id, '') from x_jobs
+     where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+       and coalesce(tenant_id, '') > ?3
+     order by coalesce(tenant_id, '')
+     limit 1";
+
+const FIRST_UPTO: &str = "select coalesce(tenant_id, '') from x_jobs
+     where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+       and coalesce(tenant_id, '') <= ?3
+     order by coalesce(tenant_id, '')
+     limit 1";
+
+const NEXT_AFTER_UPTO: &str = "select coalesce(tenant_id, '') from x_jobs
+     where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+       and coalesce(tenant_id, '') > ?3 and coalesce(tenant_id, '') <= ?4
+     order by coalesce(tenant_id, '')
+     limit 1";
+
+/// One tenant probe: `statement` binds the queue and now as ?1 and ?2, then its tenant bounds
+/// in order (a lower bound is exclusive, an upper one inclusive).
+async fn probe(
+    tx: &mut SqliteConnection,
+    statement: &'static str,
+    queue: &str,
+    now: Timestamp,
+    bounds: &[&str],
+) -> Result<Option<String>, JobError> {
+    let mut query = sqlx::query_scalar(statement).bind(queue).bind(ts(now));
+    for bound in bounds {
+        query = query.bind(*bound);
+    }
+    query
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| classify("job_claim", e))
 }
