@@ -32,6 +32,15 @@ async fn dash_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
     Ok(())
 }
 
+#[task(cron = "0 9 * * 1-5", tz = "Europe/Paris")]
+fn dash_digest(_at: Occurrence) -> Vec<Entry> {
+    vec![Entry::of::<DashWelcome>(Welcome {
+        user_id: 1000,
+        org: "initech".into(),
+        note: None,
+    })]
+}
+
 /// The ids a test has "fixed": `dash_flaky` fails for good until its id is here.
 static HEALED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
@@ -404,6 +413,45 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
         .await;
     assert_eq!(location, "/admin/jobs?note=bulk&ok=3&refused=0");
     assert!(jobs.job(dead.id).await.unwrap().is_none());
+
+    // Tasks: cron in words, pause, resume, run now.
+    let (status, tasks) = dash.get("/admin/tasks", "read").await;
+    assert_eq!(status, 200, "{tasks}");
+    assert!(tasks.contains("dash_digest") && tasks.contains("at 09:00, Monday to Friday"));
+    assert!(tasks.contains("Europe&#x2f;Paris"), "{tasks}");
+    for action in ["pause", "resume", "run"] {
+        let (status, location) = dash
+            .post(&format!("/admin/tasks/dash_digest/{action}"), "manage", &[])
+            .await;
+        assert_eq!(status, 303, "{action}: {location}");
+        if action == "pause" {
+            assert_eq!(jobs.tasks().paused().await.unwrap(), ["dash_digest"]);
+        }
+    }
+    assert!(jobs.tasks().paused().await.unwrap().is_empty());
+    let fired = jobs
+        .operator()
+        .list_jobs(&jobs::driver::introspect::JobListParams {
+            name: Some("dash_welcome".into()),
+            tenant_id: Some("initech".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(fired.jobs.len(), 1, "run now enqueued the task's entry");
+
+    // Every other page renders on this store.
+    for path in [
+        "/admin/workers",
+        "/admin/backfills",
+        "/admin/ledger",
+        "/admin/ledger?ledger=cash&key=k1",
+        "/admin/manifest",
+        "/admin/metrics",
+    ] {
+        let (status, body) = dash.get(path, "read").await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
 
     // A tenant's dashboard: only that tenant's jobs, and another's id is unknown.
     let mine = DashFlaky::enqueue(&jobs, flaky(&format!("{label}-acme"), "acme"))

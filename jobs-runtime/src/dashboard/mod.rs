@@ -14,7 +14,7 @@
 //! token (double-submit cookie) from the dashboard's own origin.
 //!
 //! ```no_run
-//! use axum::{extract::Request, middleware::Next, response::Response};
+//! use jobs::dashboard::axum::{self, extract::Request, middleware::Next, response::Response};
 //! use jobs::dashboard::{DashboardOptions, Viewer};
 //!
 //! // The app's own authentication decides who is asking and what they may do.
@@ -50,6 +50,8 @@ use crate::client::Jobs;
 use crate::error::JobError;
 
 pub use access::{Access, Viewer};
+/// The axum this crate is built with, so an app mounts the router with the same version.
+pub use axum;
 
 /// How a dashboard is mounted: its roles, its tenant, its refresh.
 #[derive(Debug, Clone)]
