@@ -52,12 +52,17 @@ pub(crate) fn check(
         )
     };
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
         let origin_host = origin
             .to_str()
             .ok()
             .and_then(|o| o.split_once("://").map(|(_, rest)| rest));
-        if host.is_none() || origin_host != host {
+        // Behind a reverse proxy the browser's host arrives as `X-Forwarded-Host`.
+        let hosts = [header::HOST.as_str(), "x-forwarded-host"];
+        let ours = hosts.iter().any(|name| {
+            let host = headers.get(*name).and_then(|h| h.to_str().ok());
+            host.is_some() && host == origin_host
+        });
+        if !ours {
             return Err(refused("it comes from another origin"));
         }
     }
@@ -85,4 +90,77 @@ fn form_urlencoded_field(form: &[u8], name: &str) -> Option<String> {
 /// Equal in time independent of where they differ.
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.insert(*k, HeaderValue::from_static(v));
+        }
+        map
+    }
+
+    #[test]
+    fn only_a_matching_token_from_our_own_origin_passes() {
+        let token = new_token();
+        let form = format!("{FIELD}={token}&action=retry");
+        let own = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://127.0.0.1:8080"),
+        ]);
+        assert!(check(&own, Some(&token), form.as_bytes()).is_ok());
+        // No Origin at all (a script, not a browser): the token still decides.
+        assert!(check(&HeaderMap::new(), Some(&token), form.as_bytes()).is_ok());
+        let proxied = headers(&[
+            ("host", "10.0.0.5:8080"),
+            ("x-forwarded-host", "jobs.example.com"),
+            ("origin", "https://jobs.example.com"),
+        ]);
+        assert!(check(&proxied, Some(&token), form.as_bytes()).is_ok());
+        let foreign = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://evil.example"),
+        ]);
+        let refusals = [
+            check(&foreign, Some(&token), form.as_bytes()),
+            check(&own, None, form.as_bytes()),
+            check(&own, Some(&new_token()), form.as_bytes()),
+            check(&own, Some(&token), b"action=retry"),
+            check(
+                &headers(&[("sec-fetch-site", "cross-site")]),
+                Some(&token),
+                form.as_bytes(),
+            ),
+        ];
+        for refused in refusals {
+            let e = refused.unwrap_err();
+            assert_eq!(e.code(), Some(ErrorCode::DashboardCsrf));
+            assert!(!e.message().contains(&token), "the token never shows");
+        }
+    }
+
+    #[test]
+    fn the_cookie_is_strict_and_read_back() {
+        let token = new_token();
+        assert_eq!(token.len(), 64);
+        let set = cookie(&token, "/admin");
+        assert!(
+            set.contains("HttpOnly")
+                && set.contains("SameSite=Strict")
+                && set.contains("Path=/admin")
+        );
+        let sent = headers(&[("cookie", "a=b")]);
+        assert_eq!(cookie_token(&sent), None);
+        let mut sent = HeaderMap::new();
+        sent.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("a=b; {COOKIE}={token}")).unwrap(),
+        );
+        assert_eq!(cookie_token(&sent), Some(token));
+    }
 }
