@@ -712,6 +712,37 @@ async fn the_enqueue_form_follows_the_schema_and_records_the_viewer() {
 }
 
 #[tokio::test]
+async fn every_dead_letter_of_a_queue_is_retried_at_once() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    for n in 0..3 {
+        DashFlaky::enqueue(&jobs, flaky(&format!("all-dead-{n}"), "acme"))
+            .await
+            .unwrap();
+    }
+    dash.tick().await;
+    let (_, page) = dash.get("/admin/dead?queue=dash-work", "manage").await;
+    assert!(
+        page.contains("Retry every dead letter of queue dash-work"),
+        "{page}"
+    );
+    let (status, location) = dash
+        .post(
+            "/admin/dead/retry",
+            "manage",
+            &[("queue", "dash-work"), ("name", "")],
+        )
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!(location, "/admin/dead?note=bulk&ok=3&refused=0");
+    let (_, page) = dash.get(&location, "manage").await;
+    assert!(
+        page.contains("3 done, 0 left") && page.contains("No job matches"),
+        "{page}"
+    );
+}
+
+#[tokio::test]
 async fn metrics_are_prometheus_text() {
     let jobs = Jobs::memory();
     let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;

@@ -13,8 +13,9 @@ use super::{audit, field, form, page, Page};
 use crate::dashboard::access::Ctx;
 use crate::dashboard::error::bad_parameter;
 use crate::dashboard::Shared;
-use crate::driver::introspect::{JobListParams, MAX_JOB_PAGE};
+use crate::driver::introspect::{JobBulkParams, JobListParams, MAX_JOB_PAGE};
 use crate::driver::JobState;
+use crate::registry::Registry;
 
 /// The list's query string.
 #[derive(Debug, Default, Deserialize)]
@@ -136,6 +137,9 @@ async fn render(dash: Shared, ctx: Ctx, query: ListQuery, view: &str) -> Page {
                 "tenant": params.tenant_id,
             },
             "states": JobState::ALL.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            "names": Registry::global()
+                .map(|r| r.entries().map(|e| e.descriptor().name).collect::<Vec<_>>())
+                .unwrap_or_default(),
             "bulk": query.ok.map(|ok| json!({ "ok": ok, "refused": query.refused.unwrap_or(0) })),
         }),
     )
@@ -188,5 +192,35 @@ pub(super) async fn bulk(
         .filter(|b| *b == "/dead")
         .unwrap_or("/jobs");
     let to = format!("{}{back}?note=bulk&ok={ok}&refused={refused}", ctx.base);
+    Ok(Redirect::to(&to).into_response())
+}
+
+/// `POST /dead/retry`: requeues the dead letters matching the page's queue and job filters, up
+/// to [`MAX_BULK_ROWS`](crate::driver::introspect::MAX_BULK_ROWS) a call (the operator's
+/// `requeue_many`); the page reports how many moved and how many remain.
+pub(super) async fn retry_dead(
+    State(dash): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    body: Bytes,
+) -> Page {
+    let form = form(&body)?;
+    let params = JobBulkParams {
+        state: JobState::Dead,
+        queue: field(&form, "queue").map(str::to_string),
+        name: field(&form, "name").map(str::to_string),
+        tenant_id: None,
+        now: dash.jobs.now(),
+    };
+    let moved = dash.jobs.operator().requeue_many(&params).await?;
+    let target = format!(
+        "dead:queue={}:name={}",
+        params.queue.as_deref().unwrap_or("*"),
+        params.name.as_deref().unwrap_or("*")
+    );
+    audit(&ctx, "retry-dead", &target);
+    let to = format!(
+        "{}/dead?note=bulk&ok={}&refused={}",
+        ctx.base, moved.affected, moved.remaining
+    );
     Ok(Redirect::to(&to).into_response())
 }

@@ -31,6 +31,7 @@ pub(crate) fn router(dash: Shared) -> Router {
         .route("/jobs", get(jobs::list))
         .route("/dead", get(jobs::dead))
         .route("/jobs/bulk", post(jobs::bulk))
+        .route("/dead/retry", post(jobs::retry_dead))
         .route("/jobs/{id}", get(job::show))
         .route("/jobs/{id}/{action}", post(job::act))
         .route("/queues", get(queues::list))
