@@ -858,3 +858,88 @@ async fn the_standalone_dashboard_needs_its_credentials() {
         assert!(err.contains("X_DASHBOARD_LISTEN_INSECURE"), "{err}");
     }
 }
+
+/// What the operator tool writes, readable while it still runs.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_operator_tool_serves_the_dashboard_over_a_sqlite_file() {
+    if std::env::var_os("JOBS_DASHBOARD_TOKEN").is_some()
+        || std::env::var_os("JOBS_DASHBOARD_READ_TOKEN").is_some()
+        || std::env::var_os("JOBS_DASHBOARD_USER").is_some()
+    {
+        return; // the tool would (rightly) ask this test for credentials
+    }
+    let dir = support::sqlite::TempDir::new("dashboard_cli");
+    let url = dir.url();
+    let jobs = Jobs::open(&url).await.unwrap();
+    let queued = DashWelcome::enqueue(
+        &jobs,
+        Welcome {
+            user_id: 5,
+            org: "acme".into(),
+            note: None,
+        },
+    )
+    .await
+    .unwrap();
+    let out = Captured::default();
+    let mut tool_out = out.clone();
+    let tool_url = url.clone();
+    // The tool serves until its process ends: it runs on a thread of its own, left to the
+    // test process's exit.
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut err = Vec::new();
+        let args = [
+            "jobs",
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            &tool_url,
+        ];
+        runtime.block_on(jobs::cli::run(args, &mut tool_out, &mut err));
+    });
+    let listening = |out: &Captured| {
+        let text = String::from_utf8_lossy(&out.0.lock().unwrap()).into_owned();
+        text.strip_prefix("dashboard on ")
+            .and_then(|rest| rest.lines().next())
+            .map(str::to_string)
+    };
+    support::wait::until(
+        std::time::Duration::from_secs(20),
+        "the tool to listen",
+        || {
+            let out = out.clone();
+            async move { listening(&out).is_some() }
+        },
+    )
+    .await;
+    let base = listening(&out).unwrap();
+    let page = reqwest::get(format!("{base}jobs/{}", queued.id))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains("dash_welcome") && page.contains("local · manage"),
+        "{page}"
+    );
+    drop(dir);
+}
