@@ -103,6 +103,10 @@ async fn render(dash: Shared, ctx: Ctx, query: ListQuery, view: &str) -> Page {
                 tenant
             },
         ),
+        (
+            "limit",
+            query.limit.and(params.limit).map(|l| l.to_string()),
+        ),
     ]
     .into_iter()
     .filter_map(|(k, v)| v.map(|v| (k, v)))
