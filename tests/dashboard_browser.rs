@@ -191,12 +191,25 @@ async fn serve(jobs: Jobs, options: DashboardOptions, viewer: Viewer) -> String 
     format!("http://{addr}/admin")
 }
 
-struct Screens(PathBuf);
+/// Where screenshots go: the target's temp dir, and also `JOBS_DASHBOARD_SCREENS` when set
+/// (`JOBS_DASHBOARD_SCREENS=docs/dashboard` refreshes the README's pictures).
+struct Screens(Vec<PathBuf>);
 
 impl Screens {
+    fn new() -> Screens {
+        let mut dirs = vec![PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard-screens")];
+        dirs.extend(std::env::var_os("JOBS_DASHBOARD_SCREENS").map(PathBuf::from));
+        for dir in &dirs {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        Screens(dirs)
+    }
+
     async fn take(&self, client: &Client, name: &str) {
         let png = client.screenshot().await.unwrap();
-        std::fs::write(self.0.join(format!("{name}.png")), png).unwrap();
+        for dir in &self.0 {
+            std::fs::write(dir.join(format!("{name}.png")), &png).unwrap();
+        }
     }
 }
 
@@ -257,8 +270,7 @@ async fn an_operator_fixes_a_queue_from_the_browser() {
     let driver = start_driver().await;
     let profile = std::env::temp_dir().join(format!("jobs-chromium-{}", uuid::Uuid::new_v4()));
     let client = browser(&driver, &profile).await;
-    let screens = Screens(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard-screens"));
-    std::fs::create_dir_all(&screens.0).unwrap();
+    let screens = Screens::new();
 
     // The overview.
     client.goto(&base).await.unwrap();
