@@ -197,6 +197,24 @@ impl Jobs {
         Ok(result)
     }
 
+    /// Enqueues the registered job `entry` from an untyped JSON input (the dashboard's enqueue
+    /// form): refused with `X_JOB_INPUT_INVALID` unless it parses as the job's input type.
+    #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+    pub(crate) async fn enqueue_json(
+        &self,
+        entry: &crate::registry::JobEntry,
+        input: &serde_json::Value,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued, JobError> {
+        let mut request = entry
+            .prepare(input)?
+            .into_request(&self.scope(options), self.now())?;
+        let trace = EnqueueTrace::start(std::slice::from_mut(&mut request));
+        let result = trace.send(self.inner.driver.job_enqueue(&request)).await?;
+        self.inner.local_wake.notify_waiters();
+        Ok(result)
+    }
+
     /// Enqueues many inputs of job `J` in one driver call; each answers as `enqueue` would.
     pub async fn enqueue_many<J, I>(&self, inputs: I) -> Result<Vec<Enqueued>, JobError>
     where

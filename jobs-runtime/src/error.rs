@@ -273,6 +273,20 @@ error_codes! {
     /// An inbound webhook's signed timestamp is outside the tolerance.
     WebhookSignatureStale = "X_WEBHOOK_SIGNATURE_STALE", T,
         "check both clocks; a replayed delivery is refused on purpose (HTTP 401)";
+    /// A dashboard request carries no viewer: the app's layers inserted no
+    /// `jobs::dashboard::Viewer`, or the standalone dashboard's credentials were missing or wrong.
+    DashboardUnauthenticated = "X_DASHBOARD_UNAUTHENTICATED", T,
+        "sign in (standalone: the token or basic credentials from JOBS_DASHBOARD_TOKEN or JOBS_DASHBOARD_USER/JOBS_DASHBOARD_PASSWORD); mounted in an app, insert a `Viewer` request extension in a layer before the dashboard (HTTP 401)";
+    /// The viewer's roles do not allow the request: reading needs the read (or manage) role,
+    /// any change the manage role.
+    DashboardForbidden = "X_DASHBOARD_FORBIDDEN", T,
+        "grant the viewer the dashboard's manage role (`DashboardOptions::manage_role`, `job:manage` by default) to act, or its read role to look (HTTP 403)";
+    /// A state-changing dashboard request without the page's CSRF token, or from another origin.
+    DashboardCsrf = "X_DASHBOARD_CSRF", T,
+        "submit the form from a dashboard page (it carries the token and its cookie); reload the page if its token is stale (HTTP 403)";
+    /// The standalone dashboard was asked to listen beyond loopback without credentials.
+    DashboardListenInsecure = "X_DASHBOARD_LISTEN_INSECURE", T,
+        "set JOBS_DASHBOARD_TOKEN, or JOBS_DASHBOARD_USER and JOBS_DASHBOARD_PASSWORD, before listening on a non-loopback address, or listen on 127.0.0.1";
 }
 
 impl fmt::Display for ErrorCode {

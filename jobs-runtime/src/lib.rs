@@ -48,6 +48,8 @@ pub mod clock;
 pub mod codegen;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "dashboard")]
+pub mod dashboard;
 mod descriptor;
 pub mod driver;
 pub mod duration;

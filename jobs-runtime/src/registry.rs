@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use crate::descriptor::JobDescriptor;
 use crate::driver::{JobId, RunId};
+use crate::enqueue::Prepared;
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
 use crate::limits::check_concurrency_key;
@@ -31,6 +32,7 @@ pub struct JobEntry {
     descriptor: JobDescriptor,
     type_name: fn() -> &'static str,
     parse: fn(&serde_json::Value, Option<&String>) -> ParsedInput,
+    prepare: fn(&serde_json::Value) -> Result<Prepared, JobError>,
     on_settled: fn(ErasedSettled<'_>) -> BoxFuture<'static, Result<(), JobError>>,
 }
 
@@ -87,6 +89,7 @@ impl JobEntry {
             descriptor: J::DESCRIPTOR,
             type_name: std::any::type_name::<J>,
             parse: parse::<J>,
+            prepare: prepare::<J>,
             on_settled: on_settled::<J>,
         }
     }
@@ -105,6 +108,23 @@ impl JobEntry {
         row_tenant: Option<&String>,
     ) -> ParsedInput {
         (self.parse)(input, row_tenant)
+    }
+
+    /// An enqueue of this job from an untyped input (the dashboard's form): the input must
+    /// parse as the job's input type (`X_JOB_INPUT_INVALID`), then the typed rules apply.
+    #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+    pub(crate) fn prepare(&self, input: &serde_json::Value) -> Result<Prepared, JobError> {
+        (self.prepare)(input)
+    }
+
+    /// The key a keyed concurrency cap would count a run of `input` under (`None`: no keyed
+    /// cap, or the input no longer parses).
+    #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+    pub(crate) fn concurrency_key(&self, input: &serde_json::Value) -> Option<String> {
+        self.parse(input, None)
+            .typed
+            .ok()
+            .and_then(|typed| typed.key)
     }
 
     /// Runs the `on_settled` hook once, over its own typed copy of the input.
@@ -129,6 +149,23 @@ fn parse_input<J: Job>(input: &serde_json::Value) -> Result<J::Input, JobError> 
             ),
         )
     })
+}
+
+fn prepare<J: Job>(input: &serde_json::Value) -> Result<Prepared, JobError> {
+    let typed = J::Input::deserialize(input).map_err(|e| {
+        // serde's message names the field and the expected type, never the value.
+        JobError::new(
+            ErrorCode::JobInputInvalid,
+            format!(
+                "the input given for job `{}` does not parse as `{}`: {}",
+                J::DESCRIPTOR.name,
+                J::DESCRIPTOR.input_type,
+                crate::error::redact_serde(&e)
+            ),
+        )
+        .with_fix("give every field the schema requires, each of its type")
+    })?;
+    Prepared::of::<J>(&typed)
 }
 
 /// The one typed call of an attempt: deserializes the input, derives the tenant and the

@@ -75,6 +75,20 @@ enum Verb {
     /// An MCP server over stdio: the manifest and the read verbs, for an agent (the queue at
     /// DATABASE_URL, or an empty in-memory one without it).
     Mcp,
+    /// The web dashboard over the queue at DATABASE_URL. Credentials come from the environment
+    /// (JOBS_DASHBOARD_TOKEN, or JOBS_DASHBOARD_USER and JOBS_DASHBOARD_PASSWORD;
+    /// JOBS_DASHBOARD_READ_TOKEN for a read-only token); without any it listens on loopback only.
+    Dashboard(DashboardArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct DashboardArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+    /// Show and touch only this tenant's jobs.
+    #[arg(long)]
+    tenant: Option<String>,
 }
 
 /// The verbs that read or change the queue (they need a database).
@@ -232,11 +246,24 @@ where
     let json = cli.json;
     let verb = match cli.verb.take() {
         Some(Verb::Manifest(args)) => return manifest(args, out, err),
+        Some(Verb::Dashboard(args)) => {
+            return finish(dashboard(&cli, args, out).await, json, out, err)
+        }
         Some(Verb::Mcp) => return crate::mcp::serve_linked().await,
         Some(Verb::Queue(verb)) => verb,
         None => QueueVerb::Ls(LsArgs::default()),
     };
-    match execute(cli, verb, out).await {
+    finish(execute(cli, verb, out).await, json, out, err)
+}
+
+/// The exit code of a verb's result, its refusal printed (as JSON with `--json`).
+fn finish(
+    result: Result<(), JobError>,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    match result {
         Ok(()) => EXIT_OK,
         Err(error) => {
             let code = error.code().map_or("X_ERROR", ErrorCode::as_str);
@@ -259,6 +286,24 @@ where
             exit
         }
     }
+}
+
+/// `jobs dashboard`: the web dashboard over the queue, until the process is stopped.
+async fn dashboard(cli: &Cli, args: DashboardArgs, out: &mut dyn Write) -> Result<(), JobError> {
+    use crate::dashboard::standalone::{check_listen, serve, Credentials};
+    let credentials = Credentials::from_env();
+    // Refused before any connection: nothing is opened for a dashboard that would not start.
+    check_listen(args.listen, &credentials)?;
+    let jobs = connect(cli).await?;
+    let options = crate::dashboard::DashboardOptions {
+        tenant: args.tenant,
+        ..Default::default()
+    };
+    serve(jobs, args.listen, options, credentials, |bound| {
+        let _ = writeln!(out, "dashboard on http://{bound}/");
+        let _ = out.flush();
+    })
+    .await
 }
 
 fn manifest(args: ManifestArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {

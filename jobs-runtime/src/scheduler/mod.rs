@@ -102,11 +102,19 @@ pub(crate) fn next_after(d: &crate::task::TaskDescriptor, from: Timestamp) -> Op
 /// Fires task `T` now, by hand: its entries for the occurrence "now", enqueued with each job's
 /// plain idempotency key (a scheduled fire scopes them to the occurrence). One answer per entry.
 pub async fn fire_now<T: Task>(jobs: &Jobs) -> Result<Vec<Enqueued>, JobError> {
-    let entry = TaskEntry::of::<T>();
+    fire_entry_now(jobs, &TaskEntry::of::<T>()).await
+}
+
+/// [`fire_now`] for a registered task (the dashboard's "run now").
+#[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+pub(crate) async fn fire_entry_now(
+    jobs: &Jobs,
+    entry: &TaskEntry,
+) -> Result<Vec<Enqueued>, JobError> {
     let d = entry.descriptor();
     let tz = cron::parse_tz(d.name, d.tz)?;
     let now = jobs.now();
-    let requests = fire::requests(&entry, &Occurrence::new(now, tz), Keys::Plain, now)?;
+    let requests = fire::requests(entry, &Occurrence::new(now, tz), Keys::Plain, now)?;
     if requests.is_empty() {
         return Ok(Vec::new());
     }

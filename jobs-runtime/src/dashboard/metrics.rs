@@ -1,0 +1,99 @@
+//! `/metrics`: the queue's gauges in the Prometheus text format, encoded by prometheus-client
+//! from one fresh registry per scrape (the store is the source of truth, not this process).
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::driver::introspect::{CounterTotals, QueuePause, WorkerRow};
+use crate::driver::QueueStats;
+use crate::error::{ErrorCode, JobError};
+
+type Labels = Vec<(&'static str, String)>;
+
+/// What one scrape reports.
+pub(crate) struct Scrape<'a> {
+    pub queues: &'a [QueueStats],
+    pub paused: &'a [QueuePause],
+    pub workers: &'a [WorkerRow],
+    pub last_hour: &'a [CounterTotals],
+}
+
+/// The exposition text of one scrape.
+pub(crate) fn render(scrape: &Scrape<'_>) -> Result<String, JobError> {
+    let mut registry = Registry::with_prefix("jobs");
+    let jobs = Family::<Labels, Gauge>::default();
+    let oldest = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+    let paused = Family::<Labels, Gauge>::default();
+    for q in scrape.queues {
+        for (state, n) in [
+            ("ready", q.ready),
+            ("delayed", q.delayed),
+            ("running", q.running),
+            ("suspended", q.suspended),
+            ("done", q.done),
+            ("failed", q.failed),
+            ("dead", q.dead),
+            ("cancelled", q.cancelled),
+        ] {
+            jobs.get_or_create(&vec![
+                ("queue", q.queue.clone()),
+                ("state", state.to_string()),
+            ])
+            .set(n as i64);
+        }
+        oldest
+            .get_or_create(&vec![("queue", q.queue.clone())])
+            .set(q.oldest_ready_ms.unwrap_or(0) as f64 / 1000.0);
+        let is_paused = scrape.paused.iter().any(|p| p.queue == q.queue);
+        paused
+            .get_or_create(&vec![("queue", q.queue.clone())])
+            .set(i64::from(is_paused));
+    }
+    registry.register("queue_jobs", "Jobs in each queue by state", jobs);
+    registry.register(
+        "queue_oldest_ready_seconds",
+        "Age of the oldest ready and due job",
+        oldest,
+    );
+    registry.register("queue_paused", "1 while the queue is paused", paused);
+    let workers = Gauge::<i64>::default();
+    workers.set(scrape.workers.len() as i64);
+    registry.register("workers", "Live workers", workers);
+    let busy = Gauge::<i64>::default();
+    busy.set(
+        scrape
+            .workers
+            .iter()
+            .map(|w| i64::from(w.in_flight_count))
+            .sum(),
+    );
+    registry.register("workers_busy_slots", "Jobs the live workers run", busy);
+    let hour = Family::<Labels, Gauge>::default();
+    for t in scrape.last_hour {
+        for (outcome, n) in [
+            ("done", t.done),
+            ("retried", t.retried),
+            ("failed", t.failed),
+            ("dead", t.dead),
+        ] {
+            hour.get_or_create(&vec![
+                ("job", t.name.clone()),
+                ("outcome", outcome.to_string()),
+            ])
+            .set(n as i64);
+        }
+    }
+    registry.register(
+        "last_hour_outcomes",
+        "Attempts that ended in the last hour, by job and outcome",
+        hour,
+    );
+    let mut text = String::new();
+    encode(&mut text, &registry)
+        .map_err(|_| JobError::new(ErrorCode::Invariant, "the metrics did not encode"))?;
+    Ok(text)
+}

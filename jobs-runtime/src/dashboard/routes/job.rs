@@ -1,0 +1,127 @@
+//! One job: its state, attempts, timings, progress, step timeline, last error, input (redacted
+//! as the CLI shows it, revealed only to a manager who asks), keys, and its actions.
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::Extension;
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{audit, back, field, form, page, Page};
+use crate::dashboard::access::Ctx;
+use crate::dashboard::error::{bad_parameter, Refusal};
+use crate::dashboard::Shared;
+use crate::driver::JobState;
+use crate::error::{ErrorCode, JobError};
+use crate::registry::Registry;
+
+/// The job page's query string.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct ShowQuery {
+    reveal: Option<String>,
+    note: Option<String>,
+}
+
+fn job_id(text: &str) -> Result<Uuid, Refusal> {
+    Uuid::parse_str(text).map_err(|_| bad_parameter("the job id", "open a job from the jobs list"))
+}
+
+/// `GET /jobs/{id}`; `?reveal=1` shows the stored input (manage role only).
+pub(super) async fn show(
+    State(dash): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    Path(id): Path<String>,
+    Query(query): Query<ShowQuery>,
+) -> Page {
+    let id = job_id(&id)?;
+    let operator = dash.jobs.operator();
+    let detail = operator.inspect_job(id).await?;
+    let reveal = query.reveal.as_deref().is_some_and(|r| r == "1");
+    if reveal && !ctx.manage {
+        return Err(Refusal(JobError::new(
+            ErrorCode::DashboardForbidden,
+            format!(
+                "viewer `{}` may not reveal inputs: that needs the manage role",
+                ctx.identity
+            ),
+        )));
+    }
+    // The stored row: its input is read for the concurrency key, and shown only on reveal.
+    let stored = dash.jobs.job(id).await?;
+    let entry = Registry::global()
+        .ok()
+        .and_then(|r| r.get(&detail.job.name));
+    let concurrency_key = match (&stored, entry) {
+        (Some(row), Some(entry)) => entry.concurrency_key(&row.input),
+        _ => None,
+    };
+    let input = match (&stored, reveal) {
+        (Some(row), true) => {
+            audit(&ctx, "reveal", &id.to_string());
+            row.input.clone()
+        }
+        _ => detail.job.input.clone(),
+    };
+    let state = detail.job.state;
+    page(
+        &dash,
+        &ctx,
+        "job.html",
+        query.note.as_deref(),
+        json!({
+            "job": detail.job,
+            "steps": detail.steps,
+            "input": input,
+            "revealed": reveal,
+            "concurrency_key": concurrency_key,
+            "can": {
+                "retry": !state.is_live(),
+                "cancel": state.is_live(),
+                "promote": matches!(state, JobState::Delayed | JobState::Ready),
+                "delete": state != JobState::Running,
+            },
+        }),
+    )
+}
+
+/// `POST /jobs/{id}/{action}`: retry (optionally `from_step`), cancel, promote or delete.
+pub(super) async fn act(
+    State(dash): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    Path((id, action)): Path<(String, String)>,
+    body: Bytes,
+) -> Page {
+    let id = job_id(&id)?;
+    let form = form(&body)?;
+    let operator = dash.jobs.operator();
+    let path = format!("/jobs/{id}");
+    let note = match action.as_str() {
+        "retry" => {
+            let from_step = field(&form, "from_step");
+            operator.requeue(id, from_step).await?;
+            "requeued"
+        }
+        "cancel" => {
+            operator.cancel(id).await?;
+            "cancelled"
+        }
+        "promote" => {
+            operator.promote(id).await?;
+            "promoted"
+        }
+        "delete" => {
+            operator.remove(id).await?;
+            audit(&ctx, "delete", &id.to_string());
+            return Ok(back(&ctx, "/jobs", "deleted"));
+        }
+        _ => {
+            return Err(bad_parameter(
+                "the action",
+                "use retry, cancel, promote or delete",
+            ))
+        }
+    };
+    audit(&ctx, &action, &id.to_string());
+    Ok(back(&ctx, &path, note))
+}

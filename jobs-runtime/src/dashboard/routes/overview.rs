@@ -1,0 +1,107 @@
+//! The overview (each queue's depth by state, oldest ready age, paused flag, the last hour's
+//! throughput) and `/metrics`.
+
+use axum::extract::{Query, State};
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::Extension;
+use serde_json::json;
+
+use super::{fleet_wide, page, Note, Page};
+use crate::dashboard::access::Ctx;
+use crate::dashboard::{chart, metrics, Shared};
+use crate::driver::introspect::{
+    CounterBucket, CounterTotals, CounterTotalsParams, CountersParams,
+};
+use crate::error::JobError;
+
+/// Every job name's counters over the last hour: the totals, and their one-minute buckets.
+async fn last_hour(dash: &Shared) -> Result<(Vec<CounterTotals>, Vec<CounterBucket>), JobError> {
+    let operator = dash.jobs.operator();
+    let introspect = operator.introspect()?;
+    let since = dash.jobs.now() - chrono::Duration::minutes(chart::MINUTES);
+    let totals = introspect
+        .counter_totals(&CounterTotalsParams { since })
+        .await?;
+    let mut buckets = Vec::new();
+    for total in &totals {
+        let params = CountersParams {
+            name: &total.name,
+            since,
+        };
+        buckets.extend(introspect.counters(&params).await?);
+    }
+    Ok((totals, buckets))
+}
+
+/// `GET /`.
+pub(super) async fn show(
+    State(dash): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    Query(note): Query<Note>,
+) -> Page {
+    if dash.options.tenant.is_some() {
+        // Queue counters and counters per job name span every tenant.
+        return page(
+            &dash,
+            &ctx,
+            "overview.html",
+            note.note.as_deref(),
+            json!({ "scoped": true }),
+        );
+    }
+    let operator = dash.jobs.operator();
+    let queues = dash.jobs.stats().await?;
+    let paused = operator.introspect()?.queue_paused().await?;
+    let workers = operator.workers().await?;
+    let (totals, buckets) = last_hour(&dash).await?;
+    let rows: Vec<_> = queues
+        .iter()
+        .map(|q| {
+            json!({
+                "stats": q,
+                "paused": paused.iter().any(|p| p.queue == q.queue),
+                "oldest_ready": q.oldest_ready_ms.map(|ms| format!("{:.1}s", ms as f64 / 1000.0)),
+            })
+        })
+        .collect();
+    let chart = chart::throughput(&buckets, dash.jobs.now());
+    page(
+        &dash,
+        &ctx,
+        "overview.html",
+        note.note.as_deref(),
+        json!({
+            "queues": rows,
+            "chart": chart,
+            "totals": totals,
+            "workers": workers.len(),
+            "busy": workers.iter().map(|w| u64::from(w.in_flight_count)).sum::<u64>(),
+            "slots": workers.iter().map(|w| u64::from(w.slots)).sum::<u64>(),
+        }),
+    )
+}
+
+/// `GET /metrics`: the Prometheus text format (OpenMetrics), encoded by prometheus-client.
+pub(super) async fn metrics(State(dash): State<Shared>) -> Page {
+    fleet_wide(&dash, "the fleet's metrics")?;
+    let operator = dash.jobs.operator();
+    let queues = dash.jobs.stats().await?;
+    let paused = operator.introspect()?.queue_paused().await?;
+    let workers = operator.workers().await?;
+    let (totals, _) = last_hour(&dash).await?;
+    let text = metrics::render(&metrics::Scrape {
+        queues: &queues,
+        paused: &paused,
+        workers: &workers,
+        last_hour: &totals,
+    })?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}

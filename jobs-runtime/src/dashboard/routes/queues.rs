@@ -1,0 +1,78 @@
+//! The queues (depth, paused flag, pause and resume) and the live workers.
+
+use axum::extract::{Path, Query, State};
+use axum::Extension;
+use serde_json::json;
+
+use super::{audit, back, fleet_wide, page, Note, Page};
+use crate::dashboard::access::Ctx;
+use crate::dashboard::error::bad_parameter;
+use crate::dashboard::Shared;
+
+/// `GET /queues`.
+pub(super) async fn list(
+    State(dash): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    Query(note): Query<Note>,
+) -> Page {
+    fleet_wide(&dash, "queues")?;
+    let queues = dash.jobs.stats().await?;
+    let paused = dash.jobs.operator().introspect()?.queue_paused().await?;
+    // A paused queue with no jobs yet still shows, so it can be resumed.
+    let mut rows: Vec<_> = queues
+        .iter()
+        .map(|q| {
+            let pause = paused.iter().find(|p| p.queue == q.queue);
+            json!({ "queue": q.queue, "stats": q, "paused_at": pause.map(|p| p.paused_at) })
+        })
+        .collect();
+    for p in paused
+        .iter()
+        .filter(|p| !queues.iter().any(|q| q.queue == p.queue))
+    {
+        rows.push(json!({ "queue": p.queue, "stats": null, "paused_at": p.paused_at }));
+    }
+    page(
+        &dash,
+        &ctx,
+        "queues.html",
+        note.note.as_deref(),
+        json!({ "queues": rows }),
+    )
+}
+
+/// `POST /queues/{queue}/{pause|resume}`.
+pub(super) async fn act(
+    State(dash): State<Shared>,
+    Extension(ctx): Extension<Ctx>,
+    Path((queue, action)): Path<(String, String)>,
+) -> Page {
+    fleet_wide(&dash, "queues")?;
+    let operator = dash.jobs.operator();
+    let note = match action.as_str() {
+        "pause" => {
+            operator.pause_queue(&queue).await?;
+            "paused"
+        }
+        "resume" => {
+            operator.resume_queue(&queue).await?;
+            "resumed"
+        }
+        _ => return Err(bad_parameter("the queue action", "use pause or resume")),
+    };
+    audit(&ctx, &action, &format!("queue:{queue}"));
+    Ok(back(&ctx, "/queues", note))
+}
+
+/// `GET /workers`: host, queues, busy slots, heartbeat.
+pub(super) async fn workers(State(dash): State<Shared>, Extension(ctx): Extension<Ctx>) -> Page {
+    fleet_wide(&dash, "workers")?;
+    let workers = dash.jobs.operator().workers().await?;
+    page(
+        &dash,
+        &ctx,
+        "workers.html",
+        None,
+        json!({ "workers": workers }),
+    )
+}
