@@ -135,6 +135,32 @@ async fn a_signed_delivery_is_enqueued_once_and_a_redelivery_dedupes() {
 }
 
 #[tokio::test]
+async fn a_redelivery_after_the_job_finished_runs_nothing_again() {
+    let receiving = receiver(|r| r).await;
+    let body = br#"{"invoice":11}"#;
+    let t = receiving.clock.now().timestamp();
+    let signature = signature_header(SECRET.as_bytes(), t, "dlv_9", "invoice.paid", body);
+    let (status, first) = receiving.post("dlv_9", &signature, body).await;
+    assert_eq!((status, first["deduped"].as_bool()), (202, Some(false)));
+    // The job runs and finishes: its key is free again.
+    let worker = receiving.jobs.worker().build().unwrap();
+    worker.tick().await.unwrap();
+    assert_eq!(receiving.live_jobs().await, 0);
+
+    // The provider delivers the same id again (it never saw our 202): the delivery's id, not
+    // its key, finds the finished job, and nothing is queued.
+    let (status, again) = receiving.post("dlv_9", &signature, body).await;
+    assert_eq!(status, 202);
+    assert_eq!(again["deduped"], true);
+    assert_eq!(again["job_id"], first["job_id"]);
+    assert_eq!(receiving.live_jobs().await, 0);
+    assert_eq!(
+        first["job_id"].as_str().unwrap(),
+        jobs::webhook::inbound::delivery_job_id("/hooks/billing", "dlv_9").to_string()
+    );
+}
+
+#[tokio::test]
 async fn a_bad_signature_is_refused_with_401_and_enqueues_nothing() {
     let receiving = receiver(|r| r).await;
     let t = receiving.clock.now().timestamp();

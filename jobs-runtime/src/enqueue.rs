@@ -27,6 +27,7 @@ pub struct EnqueueOptions {
     run_at: Option<Timestamp>,
     delay: Option<Duration>,
     run_id: Option<String>,
+    job_id: Option<Uuid>,
     queue: Option<String>,
     tenant: Option<Option<String>>,
     cross_tenant: bool,
@@ -59,6 +60,15 @@ impl EnqueueOptions {
     /// Uses this run id (a lowercase uuid, else `X_ID_INVALID`).
     pub fn run_id(mut self, run_id: impl Into<String>) -> Self {
         self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// Uses this job id instead of a fresh one. An enqueue of an id that is already stored
+    /// answers that job, whatever its state, and inserts nothing: a stable id (an inbound
+    /// webhook's, derived from its delivery id) dedupes past the job's life, until retention
+    /// deletes the row, where the idempotency key dedupes only while the job is live.
+    pub fn job_id(mut self, id: Uuid) -> Self {
+        self.job_id = Some(id);
         self
     }
 
@@ -223,7 +233,7 @@ impl Prepared {
             (None, None) => now,
         };
         let request = EnqueueRequest {
-            id: Uuid::now_v7(),
+            id: options.job_id.unwrap_or_else(Uuid::now_v7),
             run_id,
             name: self.name.to_string(),
             queue: options

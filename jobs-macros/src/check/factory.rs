@@ -3,7 +3,7 @@
 //! decided while parsing, in `crate::value`.
 
 use quote::quote;
-use syn::{Fields, FnArg, ReturnType, Type};
+use syn::{Fields, FnArg, Ident, ItemFn, ReturnType, Type};
 
 use crate::errors::Errors;
 use crate::model::{vec_item, BackfillDecl, LedgerDecl};
@@ -142,15 +142,16 @@ pub fn handler_returns_a_result(errs: &mut Errors, decl: &BackfillDecl<'_>) {
     }
 }
 
-/// The handle is a unit struct named after the fn; it must not take the fn's own name.
-pub fn backfill_handle_is_free(errs: &mut Errors, decl: &BackfillDecl<'_>) {
-    if decl.handle == decl.item.sig.ident {
+/// The handle is a unit struct named after the fn; it must not take the fn's own name. Shared
+/// by the factories over `#[job]` (`#[backfill]`, `#[webhook]`, `#[purge]`); `suffix` makes the
+/// suggested name (`handle = FillBackfill`).
+pub fn factory_handle_is_free(errs: &mut Errors, handle: &Ident, item: &ItemFn, suffix: &str) {
+    if *handle == item.sig.ident {
         errs.spanned(
-            &decl.handle,
+            handle,
             format!(
-                "the handle `{0}` would have the same name as the fn: name the handle \
-                 yourself, e.g. `handle = {0}Backfill` (X_JOB_DECLARATION_INVALID)",
-                decl.handle
+                "the handle `{handle}` would have the same name as the fn: name the handle \
+                 yourself, e.g. `handle = {handle}{suffix}` (X_JOB_DECLARATION_INVALID)"
             ),
         );
     }

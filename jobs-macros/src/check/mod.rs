@@ -54,7 +54,7 @@ pub fn backfill(errs: &mut Errors, decl: &BackfillDecl<'_>) {
     factory::handler_is_async(errs, decl);
     factory::handler_takes_pass_and_rows(errs, decl);
     factory::handler_returns_a_result(errs, decl);
-    factory::backfill_handle_is_free(errs, decl);
+    factory::factory_handle_is_free(errs, &decl.handle, decl.item, "Backfill");
     steps::step_names_are_unique(errs, &decl.item.block);
 }
 
@@ -74,12 +74,12 @@ pub fn webhook(errs: &mut Errors, decl: &WebhookDecl<'_>) {
     webhook::lookup_is_async(errs, decl);
     webhook::lookup_takes_run_and_delivery(errs, decl);
     webhook::lookup_returns_a_result(errs, decl);
-    webhook::webhook_handle_is_free(errs, decl);
+    factory::factory_handle_is_free(errs, &decl.handle, decl.item, "Webhook");
 }
 
 /// Every rule for a `#[purge]`.
 pub fn purge(errs: &mut Errors, decl: &PurgeDecl<'_>) {
     purge::purge_name_is_declared(errs, decl);
     purge::targets_fn_takes_the_run(errs, decl);
-    purge::purge_handle_is_free(errs, decl);
+    factory::factory_handle_is_free(errs, &decl.handle, decl.item, "Purge");
 }

@@ -51,17 +51,3 @@ pub fn targets_fn_takes_the_run(errs: &mut Errors, decl: &PurgeDecl<'_>) {
         );
     }
 }
-
-/// The handle is a unit struct named after the fn; it must not take the fn's own name.
-pub fn purge_handle_is_free(errs: &mut Errors, decl: &PurgeDecl<'_>) {
-    if decl.handle == decl.item.sig.ident {
-        errs.spanned(
-            &decl.handle,
-            format!(
-                "the handle `{0}` would have the same name as the fn: name the handle \
-                 yourself, e.g. `handle = {0}Purge` (X_JOB_DECLARATION_INVALID)",
-                decl.handle
-            ),
-        );
-    }
-}

@@ -112,17 +112,3 @@ pub fn lookup_returns_a_result(errs: &mut Errors, decl: &WebhookDecl<'_>) {
         );
     }
 }
-
-/// The handle is a unit struct named after the fn; it must not take the fn's own name.
-pub fn webhook_handle_is_free(errs: &mut Errors, decl: &WebhookDecl<'_>) {
-    if decl.handle == decl.item.sig.ident {
-        errs.spanned(
-            &decl.handle,
-            format!(
-                "the handle `{0}` would have the same name as the fn: name the handle \
-                 yourself, e.g. `handle = {0}Webhook` (X_JOB_DECLARATION_INVALID)",
-                decl.handle
-            ),
-        );
-    }
-}

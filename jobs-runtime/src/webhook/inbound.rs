@@ -34,6 +34,7 @@ use axum::routing::post;
 use axum::Router;
 
 use crate::client::Jobs;
+use crate::enqueue::EnqueueOptions;
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
 
@@ -227,7 +228,16 @@ async fn receive<J: Job>(
         timestamp: verified.timestamp,
         body: body.to_vec(),
     };
-    match state.jobs.enqueue::<J>((state.input)(hook)).await {
+    // The job's id is derived from the receiver's path and the delivery id: a redelivery
+    // answers the first delivery's job even after it finished (until retention deletes it),
+    // where the input's key dedupes only while that job is live.
+    let job_id = delivery_job_id(&state.receiver.path, &hook.id);
+    let options = EnqueueOptions::new().job_id(job_id);
+    match state
+        .jobs
+        .enqueue_with::<J>((state.input)(hook), options)
+        .await
+    {
         Ok(enqueued) => answer(
             StatusCode::ACCEPTED,
             serde_json::json!({ "job_id": enqueued.id.to_string(), "deduped": enqueued.deduped }),
@@ -242,4 +252,18 @@ async fn receive<J: Job>(
             refusal(status, &error)
         }
     }
+}
+
+/// The job id of a delivery: the first 16 bytes of SHA-256 over the receiver's path and the
+/// delivery id, as a custom (version 8) UUID, so every process answers a redelivery alike.
+pub fn delivery_job_id(path: &str, delivery_id: &str) -> uuid::Uuid {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    hash.update(path.as_bytes());
+    hash.update([0]);
+    hash.update(delivery_id.as_bytes());
+    let digest = hash.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
