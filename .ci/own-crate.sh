@@ -2,7 +2,9 @@
 # A user's first hour, proven: a fresh crate outside this workspace, holding exactly the
 # README's "Your own crate" files (each fenced block after an `<!-- own-crate: PATH -->` line,
 # with the `jobs` dependency pointed at this checkout) and every other Rust block of the README
-# as an example. It depends on `jobs` and `tokio` alone. It must build, print its manifest,
+# as an example, except a block after `<!-- own-crate: skip (why) -->` (one that needs a feature
+# the fresh crate does not turn on; the doc tests still compile it). It depends on `jobs` and
+# `tokio` alone. It must build, print its manifest,
 # write and check its generated files, run its job on the embedded queue, and run each README
 # example that needs no server.
 set -euo pipefail
@@ -15,10 +17,12 @@ mkdir -p "$crate/examples"
 # Extract the blocks. Own-crate files go to their paths; other ```rust blocks become
 # examples/readme_N.rs (no_run blocks are built, not run: they need a server).
 awk -v crate="$crate" '
+    /^<!-- own-crate: skip/ { skip = 1; next }
     /^<!-- own-crate: .* -->$/ { path = $3; next }
     /^```/ && !inside {
         inside = 1
-        if (path != "") { out = crate "/" path; system("mkdir -p \"$(dirname " out ")\""); printf "" > out }
+        if (skip) { skip = 0; out = "" }
+        else if (path != "") { out = crate "/" path; system("mkdir -p \"$(dirname " out ")\""); printf "" > out }
         else if ($0 ~ /^```rust/) {
             n++; out = crate "/examples/readme_" n ".rs"; printf "" > out
             if ($0 ~ /no_run/) print "readme_" n >> (crate "/no_run") ; else print "readme_" n >> (crate "/run")

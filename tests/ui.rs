@@ -12,6 +12,10 @@ fn ui() {
     t.compile_fail("tests/ui/backfill/fail/*.rs");
     t.pass("tests/ui/ledger/pass/*.rs");
     t.compile_fail("tests/ui/ledger/fail/*.rs");
+    t.pass("tests/ui/webhook/pass/*.rs");
+    t.compile_fail("tests/ui/webhook/fail/*.rs");
+    t.pass("tests/ui/purge/pass/*.rs");
+    t.compile_fail("tests/ui/purge/fail/*.rs");
     t.compile_fail("tests/ui/input/fail/*.rs");
 }
 
@@ -21,7 +25,9 @@ fn ui() {
 #[test]
 fn every_macro_refusal_names_its_code() {
     let mut checked = 0;
-    for kind in ["job", "task", "backfill", "ledger", "input"] {
+    for kind in [
+        "job", "task", "backfill", "ledger", "webhook", "purge", "input",
+    ] {
         let dir = format!("tests/ui/{kind}/fail");
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();

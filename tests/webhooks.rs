@@ -134,6 +134,12 @@ async fn refusals_before_the_send_send_nothing() {
         code(sender.deliver(&no_secret, &event()).await),
         ErrorCode::WebhookEndpointInvalid
     );
+    // An id every store keeps alike: no control character (a NUL Postgres would refuse).
+    let nul_id = WebhookEndpoint::new("ep\u{0}", server.url("/"), SECRET);
+    assert_eq!(
+        code(sender.deliver(&nul_id, &event()).await),
+        ErrorCode::WebhookEndpointInvalid
+    );
     let ftp = WebhookEndpoint::new("ep", "ftp://127.0.0.1/x", SECRET);
     assert_eq!(
         code(sender.deliver(&ftp, &event()).await),
@@ -302,6 +308,7 @@ fn kit_with(
 
 fn delivery(endpoint_id: &str, event_id: &str) -> WebhookDelivery {
     WebhookDelivery {
+        tenant: None,
         endpoint_id: endpoint_id.into(),
         event_id: event_id.into(),
     }

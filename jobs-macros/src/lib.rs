@@ -499,3 +499,60 @@ pub fn input(args: TokenStream, item: TokenStream) -> TokenStream {
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
+
+/// Declares a webhook: ONE event delivered to ONE endpoint per job, signed, recorded in the
+/// driver's endpoint ledger, retried as any job is. A factory over `#[job]`.
+///
+/// It goes on the fn that reads one delivery's endpoint (URL and secret) and event from the
+/// app's own store, on every attempt: the endpoint is never checkpointed or logged.
+///
+/// ```ignore
+/// use jobs::prelude::*;
+/// use jobs::webhook::{WebhookDelivery, WebhookTarget};
+///
+/// #[webhook(name = "orders.webhook", tenant = none, timeout = "10s", disable_after = 10)]
+/// async fn order_webhook(run: &Run, delivery: &WebhookDelivery) -> Result<WebhookTarget, JobError> {
+///     let app = run.context::<App>()?;
+///     WebhookTarget::found(delivery, app.endpoint(&delivery.endpoint_id), app.event(&delivery.event_id))
+/// }
+///
+/// OrderWebhook::enqueue(&jobs, WebhookDelivery::new("ep_1", "evt_1")).await?;
+/// ```
+///
+/// Arguments: `name` (required: the durable name), `tenant = none | per_tenant` (required;
+/// `per_tenant` gives `enqueue_for(&jobs, tenant, delivery)`), `timeout` (one request, below
+/// the worker's 25 s drain budget), `disable_after` (consecutive failures, default 10),
+/// `max_delay` (the longest `Retry-After` honoured, default 1h), `allow_private` and
+/// `development` (default false), `queue`, `retry(..)`, `handle`. `key` is refused: a
+/// delivery's key is its endpoint and event ids.
+#[proc_macro_attribute]
+pub fn webhook(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::pipeline::run::<expand::webhook::Webhook>(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
+        .into()
+}
+
+/// Declares a purge: a job whose body is one `jobs::purge::Purge` pass over the targets its fn
+/// builds (one durable step per target), and the cron task that fires it, by default at
+/// `23 * * * *` in UTC.
+///
+/// ```ignore
+/// use jobs::prelude::*;
+/// use jobs::purge::Purge;
+///
+/// #[purge(name = "app.purge")]                // task `app.purge.schedule`, `23 * * * *` UTC
+/// fn app_purge(run: &Run) -> Result<Purge, JobError> {
+///     Ok(Purge::new().expired_events().target(run.context::<App>()?.sessions()))
+/// }
+/// ```
+///
+/// Arguments: `name` (required), `cron`, `tz` (default `"UTC"`), `task` (the task's name,
+/// default `<name>.schedule`), `queue`, `timeout`, `handle` (the job's handle; the task's is
+/// `<handle>Schedule`). The fn may be `async`; it runs on every attempt, so its targets may
+/// hold what the attempt gives them.
+#[proc_macro_attribute]
+pub fn purge(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::pipeline::run::<expand::purge::Purge>(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
+        .into()
+}

@@ -8,8 +8,12 @@
 //! `crate::check`.
 
 mod factory;
+mod purge;
+mod webhook;
 
 pub use factory::{vec_item, BackfillDecl, LedgerDecl};
+pub use purge::PurgeDecl;
+pub use webhook::WebhookDecl;
 
 use heck::ToUpperCamelCase;
 use proc_macro2::Span;

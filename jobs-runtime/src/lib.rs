@@ -78,8 +78,11 @@ pub mod testing;
 pub mod webhook;
 mod worker;
 
+/// Declares a webhook delivery job (feature `webhooks`): see [`webhook`](mod@webhook).
+#[cfg(feature = "webhooks")]
+pub use jobs_macros::webhook;
 #[doc(inline)]
-pub use jobs_macros::{backfill, input, job, ledger, posting, task};
+pub use jobs_macros::{backfill, input, job, ledger, posting, purge, task};
 
 /// The sqlx this crate is built with, so an app shares one version with it.
 #[cfg(feature = "postgres")]
@@ -122,9 +125,11 @@ struct ReadmeDoctests;
 pub mod prelude {
     pub use crate::backfill::{Page, Pass};
     pub use crate::ledger::{Money, Posting, PostingEntry};
+    #[cfg(feature = "webhooks")]
+    pub use crate::webhook;
     pub use crate::{
-        backfill, input, job, ledger, posting, task, EnqueueOptions, Enqueued, Entry, ErrorCode,
-        Job, JobError, JobState, Jobs, Occurrence, Outcome, Run, Settled,
+        backfill, input, job, ledger, posting, purge, task, EnqueueOptions, Enqueued, Entry,
+        ErrorCode, Job, JobError, JobState, Jobs, Occurrence, Outcome, Run, Settled,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
@@ -155,6 +160,10 @@ pub mod __private {
     pub use crate::settled::{Settled, SettledHookArg};
     pub use crate::task::{
         collect_entries, CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry,
+    };
+    #[cfg(feature = "webhooks")]
+    pub use crate::webhook::{
+        run_webhook, webhook_key, WebhookDelivered, WebhookDelivery, WebhookOptions,
     };
     pub use core::option::Option::{self, None, Some};
     pub use core::time::Duration;

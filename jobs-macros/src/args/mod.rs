@@ -9,6 +9,8 @@
 pub mod backfill;
 pub mod common;
 pub mod job;
+pub mod purge;
 pub mod task;
+pub mod webhook;
 
 pub use common::recover_names;

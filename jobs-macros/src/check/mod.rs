@@ -9,12 +9,14 @@ pub mod entries;
 mod factory;
 mod job;
 pub mod posting;
+mod purge;
 pub mod step_outputs;
 mod steps;
 mod task;
+mod webhook;
 
 use crate::errors::Errors;
-use crate::model::{BackfillDecl, JobDecl, LedgerDecl, TaskDecl};
+use crate::model::{BackfillDecl, JobDecl, LedgerDecl, PurgeDecl, TaskDecl, WebhookDecl};
 
 /// Every rule for a `#[job]`.
 pub fn job(errs: &mut Errors, decl: &JobDecl<'_>) {
@@ -62,4 +64,22 @@ pub fn ledger(errs: &mut Errors, decl: &LedgerDecl<'_>) {
     factory::ledger_tenant_is_declared(errs, decl);
     factory::ledger_book_is_declared(errs, decl);
     factory::ledger_handle_is_unit(errs, decl);
+}
+
+/// Every rule for a `#[webhook]`.
+pub fn webhook(errs: &mut Errors, decl: &WebhookDecl<'_>) {
+    webhook::webhook_name_is_declared(errs, decl);
+    webhook::webhook_tenant_is_declared(errs, decl);
+    webhook::webhook_timeout_is_below_the_drain_budget(errs, decl);
+    webhook::lookup_is_async(errs, decl);
+    webhook::lookup_takes_run_and_delivery(errs, decl);
+    webhook::lookup_returns_a_result(errs, decl);
+    webhook::webhook_handle_is_free(errs, decl);
+}
+
+/// Every rule for a `#[purge]`.
+pub fn purge(errs: &mut Errors, decl: &PurgeDecl<'_>) {
+    purge::purge_name_is_declared(errs, decl);
+    purge::targets_fn_takes_the_run(errs, decl);
+    purge::purge_handle_is_free(errs, decl);
 }

@@ -9,4 +9,6 @@ pub mod job;
 pub mod ledger;
 pub mod pipeline;
 pub mod posting;
+pub mod purge;
 pub mod task;
+pub mod webhook;

@@ -28,6 +28,10 @@ fn when_zero(arg: &str) -> &'static str {
             "`catch_up = run_all` would fire no missed occurrence; leave `max_catch_up` out \
              for the default of 10 per round"
         }
+        "disable_after" => {
+            "an endpoint disabled after 0 failures would never be sent to; leave \
+             `disable_after` out for the default of 10"
+        }
         _ => "write a number of at least 1",
     }
 }

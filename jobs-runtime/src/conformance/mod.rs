@@ -4,7 +4,8 @@
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
 //! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
-//! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`introspect`], [`limits`],
+//! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`webhook_ledger`],
+//! [`introspect`], [`limits`],
 //! [`worker`]), named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
 //! `job_ack_is_fenced_on_the_claim`). Port cases call the driver directly with explicit `now`
 //! values, so no clock is needed; worker cases drive a [`Worker`](crate::Worker) with
@@ -41,6 +42,7 @@ pub mod limits;
 pub mod scheduler;
 pub mod step;
 pub mod tenancy;
+pub mod webhook_ledger;
 pub mod worker;
 
 /// The `sqlx` the Postgres driver is built on, for test harnesses that make its pools and
@@ -175,6 +177,10 @@ macro_rules! __conformance_cases {
             scheduler::scheduler_leader_names_the_holder_since_it_took_the_lease,
             backfill_store::backfill_begin_adopts_its_run_and_skips_after_a_completed_pass,
             ledger_book::posting_write_stores_a_key_once_per_tenant,
+            webhook_ledger::webhook_record_moves_the_failure_run_per_endpoint,
+            webhook_ledger::webhook_disable_holds_until_enable,
+            webhook_ledger::webhook_record_loses_no_count_under_concurrent_records,
+            webhook_ledger::webhook_attempts_purge_deletes_old_attempts_in_bounded_batches,
         }
     };
 }

@@ -1,8 +1,8 @@
 //! Storage: the port every driver implements, and the drivers.
 //!
 //! - [`port`]: [`JobDriver`] and its optional sub-ports (leases, the scheduler's store, the
-//!   operator surface, the backfill pass store, the double-entry book, a caller's
-//!   transaction), with the records they exchange. Its modules are re-exported here under
+//!   operator surface, the backfill pass store, the double-entry book, the webhook ledger, a
+//!   caller's transaction), with the records they exchange. Its modules are re-exported here under
 //!   their own names (`jobs::driver::lease`, `jobs::driver::introspect`, ...).
 //! - `memory`: every port in process memory ([`MemoryDriver`]), for tests and demos.
 //! - [`postgres`]: every port on PostgreSQL ([`PostgresDriver`]), the store a fleet shares;
@@ -23,7 +23,9 @@ pub mod postgres;
 pub mod sqlite;
 pub mod url;
 
-pub use memory::{MemoryBook, MemoryDriver, MemoryLeaseStore};
+pub use memory::{
+    MemoryBook, MemoryDriver, MemoryLeaseStore, MemoryWebhookLedger, MEMORY_LEDGER_RING,
+};
 pub(crate) use port::records;
 pub use port::*;
 #[cfg(feature = "postgres")]

@@ -1,36 +1,30 @@
 //! The purge job: one pass over purge targets that keeps the store bounded (expired events,
-//! finished jobs and their steps, an app's own tables).
+//! finished jobs and their steps, the webhook ledger's old attempts, an app's own tables).
 //!
-//! A purge is declared with the two macros every job and task uses: a `#[job]` whose body is
-//! one [`Purge`] pass, and a `#[task]` that fires it, by default at [`DEFAULT_PURGE_CRON`]
-//! (`23 * * * *`, once an hour). Both are checked at compile time like any other declaration,
-//! and a worker and a scheduler run them.
+//! A purge is declared with `#[purge]`: a job whose body is one [`Purge`] pass over the targets
+//! its fn builds, and a task that fires it, by default at [`DEFAULT_PURGE_CRON`]
+//! (`23 * * * *`, once an hour, in UTC). Both go through `#[job]` and `#[task]`, so they are
+//! checked at compile time like any other declaration; a worker and a scheduler run them.
 //!
 //! ```
 //! use jobs::prelude::*;
-//! use jobs::purge::{Purge, PurgePass, PurgeReport};
+//! use jobs::purge::{Purge, PurgePass};
 //! use jobs::Retention;
 //!
-//! #[job(name = "app.purge", key = "purge", tenant = none)]
-//! async fn purge_expired(run: Run, _pass: PurgePass) -> Result<PurgeReport, JobError> {
-//!     Purge::new()
-//!         .expired_events()
-//!         .finished_jobs(Retention::default())
-//!         .run(&run)
-//!         .await
-//! }
-//!
-//! #[task(name = "app.purge.hourly", cron = "23 * * * *", tz = "UTC")]
-//! fn purge_hourly(_at: &Occurrence) -> Vec<Entry> {
-//!     vec![Entry::of::<PurgeExpired>(PurgePass::default())]
+//! #[purge(name = "app.purge")] // the job `app.purge`, the task `app.purge.schedule`
+//! fn app_purge(_run: &Run) -> Result<Purge, JobError> {
+//!     Ok(Purge::new().expired_events().finished_jobs(Retention::default()))
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let kit = jobs::testing::TestKit::new();
-//! let job = kit.run::<PurgeExpired>(PurgePass::default()).await;
+//! let job = kit.run::<AppPurge>(PurgePass::default()).await;
 //! assert_eq!(job.state, JobState::Done);
 //! # }
 //! ```
+//!
+//! The same pair written out is a `#[job]` whose body is `Purge::new()...run(&run).await` and a
+//! `#[task]` that enqueues it with [`PurgePass::default()`].
 //!
 //! # One step per target, one clock reading per pass
 //!
@@ -44,17 +38,19 @@
 //! name, an empty name, or the reserved `purge:now` are refused with `X_INVARIANT` before the
 //! clock is read or anything is deleted.
 //!
-//! # Why a builder, not an attribute
+//! # Why the targets are built by a fn
 //!
 //! The targets are values (pools, stores, retention windows), so they cannot live in a
-//! declaration's arguments, and the pair is already a `#[job]` and a `#[task]`: a `#[purge]`
-//! attribute would only save those two lines while adding a third declaration to learn.
+//! declaration's arguments: `#[purge]` goes on the fn that builds them, per attempt.
 
 mod builtin;
 mod target;
 
 pub use async_trait::async_trait;
-pub use builtin::{ExpiredEvents, FinishedJobs, DEFAULT_EVENT_PURGE_BATCH};
+pub use builtin::{
+    ExpiredEvents, FinishedJobs, WebhookAttempts, DEFAULT_EVENT_PURGE_BATCH,
+    DEFAULT_WEBHOOK_ATTEMPT_PURGE_BATCH, DEFAULT_WEBHOOK_ATTEMPT_RETENTION,
+};
 pub use target::PurgeTarget;
 
 use std::collections::HashSet;
@@ -139,6 +135,13 @@ impl Purge {
     /// of their runs ([`FinishedJobs`]), on the run's own store.
     pub fn finished_jobs(self, retention: Retention) -> Self {
         self.with(move |driver| Box::new(FinishedJobs::new(driver.clone(), retention)))
+    }
+
+    /// Adds the built-in `webhook_attempts` target: webhook delivery attempts older than
+    /// `keep` ([`WebhookAttempts`]; [`DEFAULT_WEBHOOK_ATTEMPT_RETENTION`] is a week), on the
+    /// run's own store's webhook ledger. Endpoints keep their standing.
+    pub fn webhook_attempts(self, keep: std::time::Duration) -> Self {
+        self.with(move |driver| Box::new(WebhookAttempts::new(driver.clone(), keep)))
     }
 
     /// Adds an app's own target (or a built-in built by hand, e.g. with another batch size).

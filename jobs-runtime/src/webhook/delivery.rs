@@ -17,7 +17,6 @@ use crate::clock::{SharedClock, SystemClock, Timestamp};
 use crate::error::{ErrorClass, ErrorCode, JobError};
 use crate::run::Run;
 
-use super::ledger::{WebhookAttempt, WebhookLedger};
 use super::safety::{
     check_endpoint_url, private_refused, redact_url, FilteringResolver, HostResolver,
     PrivateAddressRefused, SystemResolver,
@@ -25,6 +24,7 @@ use super::safety::{
 use super::signature::{
     check_event_field, signature_header, ID_HEADER, SIGNATURE_HEADER, TOPIC_HEADER,
 };
+use crate::driver::webhook_ledger::{WebhookAttempt, WebhookLedger};
 
 /// Consecutive failed attempts after which an endpoint is disabled: roughly a day of a
 /// retrying queue.
@@ -127,7 +127,7 @@ impl WebhookEvent {
 }
 
 /// A delivery job's input: which event to which endpoint. Only ids: the endpoint's URL and
-/// secret are read per attempt from the app's [`WebhookDirectory`].
+/// secret are read per attempt from the app's [`WebhookDirectory`] (or a `#[webhook]` fn).
 #[derive(
     Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
@@ -136,6 +136,27 @@ pub struct WebhookDelivery {
     pub endpoint_id: String,
     /// The event's id.
     pub event_id: String,
+    /// The tenant the delivery belongs to (`#[webhook(tenant = per_tenant)]`'s `enqueue_for`
+    /// sets it); `None` for a webhook of no tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+impl WebhookDelivery {
+    /// The delivery of event `event_id` to endpoint `endpoint_id`, of no tenant.
+    pub fn new(endpoint_id: impl Into<String>, event_id: impl Into<String>) -> Self {
+        WebhookDelivery {
+            endpoint_id: endpoint_id.into(),
+            event_id: event_id.into(),
+            tenant: None,
+        }
+    }
+
+    /// The same delivery, for `tenant`.
+    pub fn for_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
+    }
 }
 
 /// Where a delivery job reads its endpoint and event, per attempt.
@@ -164,17 +185,20 @@ pub struct WebhookOptions {
 
 impl Default for WebhookOptions {
     fn default() -> Self {
-        WebhookOptions {
-            disable_after: DEFAULT_WEBHOOK_DISABLE_AFTER,
-            timeout: DEFAULT_WEBHOOK_TIMEOUT,
-            allow_private: false,
-            development: false,
-            max_delay: DEFAULT_WEBHOOK_MAX_DELAY,
-        }
+        Self::DEFAULT
     }
 }
 
 impl WebhookOptions {
+    /// The defaults, as a constant (what a `#[webhook]` declaration starts from).
+    pub const DEFAULT: WebhookOptions = WebhookOptions {
+        disable_after: DEFAULT_WEBHOOK_DISABLE_AFTER,
+        timeout: DEFAULT_WEBHOOK_TIMEOUT,
+        allow_private: false,
+        development: false,
+        max_delay: DEFAULT_WEBHOOK_MAX_DELAY,
+    };
+
     /// Checks that a request's timeout is below a worker's drain budget (its shutdown
     /// deadline), so a drain never has to cut a request already on the wire (`X_INVARIANT`).
     pub fn check_drain_budget(&self, shutdown_deadline: Duration) -> Result<(), JobError> {
@@ -367,6 +391,7 @@ impl WebhookSender {
     ) -> Result<Prepared, JobError> {
         check_event_field("id", &event.id)?;
         check_event_field("topic", &event.topic)?;
+        check_endpoint_id(&endpoint.id)?;
         let options = &self.inner.options;
         let url = check_endpoint_url(&endpoint.url, options.development, options.allow_private)?;
         if endpoint.secret.is_empty() {
@@ -524,6 +549,20 @@ impl SenderInner {
         }
         Err(error)
     }
+}
+
+/// An endpoint's id is what the ledger keys on: 1-200 characters, no control characters, so
+/// every store keeps it the same way (Postgres text refuses a NUL; SQLite would keep it).
+fn check_endpoint_id(id: &str) -> Result<(), JobError> {
+    let chars = id.chars().count();
+    if chars == 0 || chars > super::MAX_EVENT_FIELD_CHARS || id.chars().any(char::is_control) {
+        return Err(JobError::new(
+            ErrorCode::WebhookEndpointInvalid,
+            "a webhook endpoint's id must be 1-200 characters with no control characters",
+        )
+        .with_fix("give each endpoint a short printable id of your own (not its URL)"));
+    }
+    Ok(())
 }
 
 fn disabled(endpoint_id: &str, failures: Option<u32>) -> JobError {

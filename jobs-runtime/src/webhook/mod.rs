@@ -6,22 +6,29 @@
 //! followed, `Retry-After` honoured, every attempt recorded in a [`WebhookLedger`] which
 //! disables an endpoint after `disable_after` consecutive failures.
 //!
+//! Declared: `#[webhook(name = .., tenant = ..)]` on an `async fn(run: &Run, delivery:
+//! &WebhookDelivery) -> Result<WebhookTarget, JobError>` makes a delivery job whose every
+//! attempt reads the endpoint and the event through that fn and records itself in the store's
+//! own ledger ([`crate::driver::JobDriver::webhook_ledger`]: memory, Postgres, SQLite).
+//!
 //! In: [`verify_webhook_signature`] and an axum handler ([`inbound`]) that verifies, bounds
 //! the body and enqueues the delivery as a job deduped by its delivery id.
 
+mod declared;
 mod delivery;
 pub mod inbound;
-mod ledger;
 mod safety;
 mod signature;
 
+pub use crate::driver::webhook_ledger::{
+    AttemptsPurgeParams, EndpointStanding, WebhookAttempt, WebhookLedger,
+};
+pub use crate::driver::{MemoryWebhookLedger, MEMORY_LEDGER_RING};
+pub use declared::{run_webhook, webhook_key, WebhookTarget};
 pub use delivery::{
     WebhookDelivered, WebhookDelivery, WebhookDirectory, WebhookEndpoint, WebhookEvent,
     WebhookOptions, WebhookSender, WebhookSenderBuilder, DEFAULT_WEBHOOK_DISABLE_AFTER,
     DEFAULT_WEBHOOK_MAX_DELAY, DEFAULT_WEBHOOK_TIMEOUT,
-};
-pub use ledger::{
-    EndpointStanding, MemoryWebhookLedger, WebhookAttempt, WebhookLedger, MEMORY_LEDGER_RING,
 };
 pub use safety::{
     check_endpoint_url, is_private_address, redact_url, HostResolver, SystemResolver,

@@ -11,9 +11,11 @@ mod introspect;
 mod lease;
 mod ledger_book;
 mod scheduler;
+mod webhook_ledger;
 
 pub use lease::MemoryLeaseStore;
 pub use ledger_book::MemoryBook;
+pub use webhook_ledger::{MemoryWebhookLedger, MEMORY_LEDGER_RING};
 
 use crate::clock::{add, Timestamp};
 use crate::driver::records::*;
@@ -39,6 +41,7 @@ pub struct MemoryDriver {
     leases: crate::driver::lease::MemoryLeaseStore,
     backfills: backfill::MemoryBackfills,
     book: MemoryBook,
+    webhooks: MemoryWebhookLedger,
     /// Set by [`MemoryDriver::without_lease_store`].
     no_lease_store: bool,
 }
@@ -330,6 +333,10 @@ impl JobDriver for MemoryDriver {
 
     fn ledger_book(&self) -> Option<&dyn super::LedgerBook> {
         Some(&self.book)
+    }
+
+    fn webhook_ledger(&self) -> Option<&dyn super::WebhookLedger> {
+        Some(&self.webhooks)
     }
 
     fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {

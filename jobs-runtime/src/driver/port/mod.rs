@@ -19,6 +19,7 @@ pub(crate) mod records;
 pub mod scheduler_store;
 #[cfg(feature = "sql")]
 mod sql_types;
+pub mod webhook_ledger;
 
 pub use backfill_store::BackfillStore;
 pub use caller_tx::{CallerConnection, CallerTransaction};
@@ -26,6 +27,7 @@ pub use introspect::JobIntrospection;
 pub use ledger_book::LedgerBook;
 pub use records::*;
 pub use scheduler_store::{SchedulerLeader, SchedulerStore};
+pub use webhook_ledger::WebhookLedger;
 
 use async_trait::async_trait;
 
@@ -79,6 +81,12 @@ pub trait JobDriver: Send + Sync + 'static {
     /// The driver's own double-entry book (`#[ledger(book = driver)]` writes here), when it
     /// has one.
     fn ledger_book(&self) -> Option<&dyn LedgerBook> {
+        None
+    }
+
+    /// The webhook endpoint ledger (every delivery attempt, failure runs, disabled
+    /// endpoints), when the driver has one: a `#[webhook]` job records its attempts here.
+    fn webhook_ledger(&self) -> Option<&dyn WebhookLedger> {
         None
     }
 

@@ -90,6 +90,12 @@ pub(crate) enum Op {
     TaskPaused,
     TaskResume,
     TaskWatermarks,
+    WebhookAttempts,
+    WebhookAttemptsPurge,
+    WebhookDisable,
+    WebhookEnable,
+    WebhookRecord,
+    WebhookStanding,
 }
 
 impl Op {
@@ -168,6 +174,12 @@ impl Op {
             Op::TaskPaused => "task_paused",
             Op::TaskResume => "task_resume",
             Op::TaskWatermarks => "task_watermarks",
+            Op::WebhookAttempts => "webhook_attempts",
+            Op::WebhookAttemptsPurge => "webhook_attempts_purge",
+            Op::WebhookDisable => "webhook_disable",
+            Op::WebhookEnable => "webhook_enable",
+            Op::WebhookRecord => "webhook_record",
+            Op::WebhookStanding => "webhook_standing",
         }
     }
 

@@ -50,6 +50,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     14 => "0014_scheduler_leader_since.sql",
     15 => "0015_job_actor.sql",
     16 => "0016_events_expiry_index.sql",
+    17 => "0017_webhook_ledger.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

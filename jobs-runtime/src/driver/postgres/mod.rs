@@ -27,6 +27,7 @@ mod rows;
 mod scheduler;
 mod sql;
 mod wake;
+mod webhook_ledger;
 
 pub use backfill::PostgresBook;
 pub use connect::DEFAULT_CONNECT_TIMEOUT;
@@ -605,6 +606,10 @@ impl JobDriver for PostgresDriver {
     }
 
     fn ledger_book(&self) -> Option<&dyn super::LedgerBook> {
+        Some(self)
+    }
+
+    fn webhook_ledger(&self) -> Option<&dyn super::WebhookLedger> {
         Some(self)
     }
 

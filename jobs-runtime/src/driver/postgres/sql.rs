@@ -127,6 +127,12 @@ statements!(
     backfill_list,
     ledger_insert,
     ledger_lines,
+    webhook_standing,
+    webhook_record,
+    webhook_disable,
+    webhook_enable,
+    webhook_attempts,
+    webhook_attempts_purge,
 );
 
 /// A rendered statement. Safe to run: the only text spliced into the `.sql` files is a schema

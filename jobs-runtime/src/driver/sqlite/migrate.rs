@@ -30,6 +30,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0002_job_actor.sql",
         sql: include_str!("../../../migrations/sqlite/0002_job_actor.sql"),
     },
+    SqliteMigration {
+        version: 3,
+        name: "0003_webhook_ledger.sql",
+        sql: include_str!("../../../migrations/sqlite/0003_webhook_ledger.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.

@@ -30,6 +30,7 @@ mod settle;
 mod steps;
 mod time;
 mod wake;
+mod webhook_ledger;
 
 pub use backfill::SqliteBook;
 pub use connect::DEFAULT_BUSY_TIMEOUT;
@@ -139,6 +140,10 @@ impl JobDriver for SqliteDriver {
     }
 
     fn ledger_book(&self) -> Option<&dyn crate::driver::LedgerBook> {
+        Some(self)
+    }
+
+    fn webhook_ledger(&self) -> Option<&dyn crate::driver::WebhookLedger> {
         Some(self)
     }
 

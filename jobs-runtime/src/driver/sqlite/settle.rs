@@ -33,7 +33,21 @@ pub(crate) async fn ack(writer: &SqlitePool, p: &AckParams) -> Result<bool, JobE
     Ok(done.rows_affected() == 1)
 }
 
-/// Many acks in one transaction (one commit), each fenced on its own claim.
+/// Many acks in one statement (one commit, one round trip to the connection's thread), each
+/// fenced on its own claim: the batch travels as a JSON array of `[id hex, worker, claim]`.
+const ACK_MANY: &str = "with acks(id, worker, claims) as (
+        select unhex(value ->> 0), value ->> 1, value ->> 2 from json_each(?1)
+    )
+    update x_jobs
+    set state = 'done', visible_at = null, updated_at = ?2,
+        last_error = null, last_error_code = null
+    from acks
+    where x_jobs.id = acks.id and x_jobs.state = 'running'
+      and x_jobs.claimed_by = acks.worker and x_jobs.claims = acks.claims
+    returning x_jobs.id";
+
+/// Many acks in one statement, each fenced on its own claim, all stored at the batch's one
+/// `now` (the latest of its acks').
 pub(crate) async fn ack_many(
     writer: &SqlitePool,
     params: &[AckParams],
@@ -41,23 +55,18 @@ pub(crate) async fn ack_many(
     let Some(now) = params.iter().map(|p| p.now).max() else {
         return Ok(Vec::new());
     };
-    let failed = |e| classify("job_ack_many", e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-    let mut landed = Vec::with_capacity(params.len());
-    for p in params {
-        let done = sqlx::query(ACK)
-            .bind(p.job_id)
-            .bind(&p.by.worker_id)
-            .bind(p.by.claim)
-            .bind(ts(now))
-            .execute(&mut *tx)
-            .await
-            .map_err(failed)?;
-        landed.push(done.rows_affected() == 1);
-    }
-    tx.commit().await.map_err(failed)?;
-    Ok(landed)
+    let batch: Vec<serde_json::Value> = params
+        .iter()
+        .map(|p| serde_json::json!([p.job_id.simple().to_string(), p.by.worker_id, p.by.claim]))
+        .collect();
+    let batch = serde_json::Value::Array(batch).to_string();
+    let landed: Vec<JobId> = sqlx::query_scalar(ACK_MANY)
+        .bind(batch)
+        .bind(ts(now))
+        .fetch_all(writer)
+        .await
+        .map_err(|e| classify("job_ack_many", e))?;
+    Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
 }
 
 pub(crate) async fn nack(writer: &SqlitePool, p: &NackParams) -> Result<bool, JobError> {

@@ -1,6 +1,5 @@
-//! The endpoint ledger: every delivery attempt, each endpoint's run of consecutive failures,
-//! and whether it is disabled. A port ([`WebhookLedger`]) with a memory store here and SQL
-//! stores beside the drivers.
+//! The webhook endpoint ledger in process memory: the memory driver's, and one an app can make
+//! on its own for a sender outside a worker.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -9,72 +8,16 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::clock::Timestamp;
+use crate::driver::webhook_ledger::{
+    AttemptsPurgeParams, EndpointStanding, WebhookAttempt, WebhookLedger,
+};
 use crate::error::JobError;
-
-/// One delivery attempt, as the ledger keeps it. It holds no URL, secret or body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookAttempt {
-    /// The endpoint's id (the app's, never its URL).
-    pub endpoint_id: String,
-    /// The event delivered.
-    pub event_id: String,
-    /// The event's topic.
-    pub topic: String,
-    /// When the request was sent.
-    pub at: Timestamp,
-    /// The receiver's HTTP status, when it answered.
-    pub status: Option<u16>,
-    /// Whether the receiver took it (2xx).
-    pub delivered: bool,
-    /// The code of the failure (`X_WEBHOOK_...`), when it failed.
-    pub error_code: Option<String>,
-}
-
-/// An endpoint's standing in the ledger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct EndpointStanding {
-    /// Failed attempts since the last delivered one (or the last `enable`).
-    pub consecutive_failures: u32,
-    /// Whether deliveries to it are refused (`X_WEBHOOK_ENDPOINT_DISABLED`).
-    pub disabled: bool,
-}
-
-/// Where delivery attempts are recorded and endpoints disabled. Asked before every send
-/// (`is_disabled`), written after every answer (`record`), before the delivery's error is
-/// raised. Re-enabling is always the app's decision (`enable`).
-#[async_trait]
-pub trait WebhookLedger: Send + Sync + fmt::Debug + 'static {
-    /// The endpoint's standing (a never-seen endpoint: no failures, enabled).
-    async fn standing(&self, endpoint_id: &str) -> Result<EndpointStanding, JobError>;
-
-    /// Records an attempt and moves the endpoint's failure run: a delivered attempt resets it,
-    /// a failed one adds one. Answers the standing after the attempt.
-    async fn record(&self, attempt: &WebhookAttempt) -> Result<EndpointStanding, JobError>;
-
-    /// Disables the endpoint (`at` is when).
-    async fn disable(&self, endpoint_id: &str, at: Timestamp) -> Result<(), JobError>;
-
-    /// Enables the endpoint again and resets its failure run.
-    async fn enable(&self, endpoint_id: &str) -> Result<(), JobError>;
-
-    /// The endpoint's latest attempts, newest first, at most `limit`.
-    async fn attempts(
-        &self,
-        endpoint_id: &str,
-        limit: usize,
-    ) -> Result<Vec<WebhookAttempt>, JobError>;
-
-    /// Whether deliveries to the endpoint are refused.
-    async fn is_disabled(&self, endpoint_id: &str) -> Result<bool, JobError> {
-        Ok(self.standing(endpoint_id).await?.disabled)
-    }
-}
 
 /// The attempts a [`MemoryWebhookLedger`] keeps per endpoint by default.
 pub const MEMORY_LEDGER_RING: usize = 1000;
 
 /// A ledger in process memory, for development and tests: a bounded ring of attempts per
-/// endpoint, lost on restart.
+/// endpoint, lost on restart. The [`MemoryDriver`](crate::driver::MemoryDriver) holds one.
 pub struct MemoryWebhookLedger {
     ring: usize,
     endpoints: Mutex<HashMap<String, MemoryEndpoint>>,
@@ -160,5 +103,25 @@ impl WebhookLedger for MemoryWebhookLedger {
         Ok(self.with(endpoint_id, |e| {
             e.attempts.iter().take(limit).cloned().collect()
         }))
+    }
+
+    async fn attempts_purge(&self, params: &AttemptsPurgeParams) -> Result<u64, JobError> {
+        let mut endpoints = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+        let mut left = u64::from(params.limit);
+        let mut deleted = 0;
+        // Each ring is newest first: its old attempts are at the back.
+        for endpoint in endpoints.values_mut() {
+            while left > 0
+                && endpoint
+                    .attempts
+                    .back()
+                    .is_some_and(|a| a.at < params.before)
+            {
+                endpoint.attempts.pop_back();
+                left -= 1;
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
     }
 }

@@ -1,0 +1,51 @@
+//! `#[purge(..)]` as written.
+
+use darling::FromMeta;
+
+use super::common::Common;
+use crate::value::cron::CronValue;
+use crate::value::duration::DurationValue;
+use crate::value::text::{Text, TypeName};
+use crate::value::tz::TzValue;
+use crate::value::Arg;
+
+/// The arguments of `#[purge(..)]`. Every one is optional here: which are required is decided
+/// by `crate::check`.
+#[derive(Debug, Default, FromMeta)]
+pub struct PurgeArgs {
+    /// `cron = "23 * * * *"`: when the purge task fires (default `DEFAULT_PURGE_CRON`).
+    pub cron: Option<Arg<CronValue>>,
+    /// `tz = "UTC"`: the schedule's zone (default UTC).
+    pub tz: Option<Arg<TzValue>>,
+    /// `task = "app.purge.hourly"`: the task's name (default `<name>.schedule`).
+    pub task: Option<Arg<Text>>,
+    /// `queue = "maintenance"`
+    pub queue: Option<Arg<Text>>,
+    /// `timeout = "10m"`: a pass's ceiling.
+    pub timeout: Option<Arg<DurationValue>>,
+    /// `handle = AppPurge`
+    pub handle: Option<Arg<TypeName>>,
+    /// `name`, `crate`.
+    #[darling(flatten)]
+    pub common: Common,
+}
+
+/// Why `#[purge]` refuses the argument `arg`, if it does.
+pub fn purge_refused(arg: &str) -> Option<String> {
+    let reason = match arg {
+        "key" => {
+            "a purge's idempotency key is fixed: one pass at a time, whoever fires it \
+             (X_JOB_DECLARATION_INVALID)"
+        }
+        "tenant" => {
+            "a purge belongs to no tenant: it deletes what has expired in the whole store \
+             (X_JOB_DECLARATION_INVALID)"
+        }
+        "targets" => {
+            "a purge's targets are values (pools, stores, windows) built per attempt by the fn \
+             under `#[purge]`, not arguments (X_JOB_DECLARATION_INVALID)"
+        }
+        _ => return None,
+    };
+    Some(reason.to_owned())
+}

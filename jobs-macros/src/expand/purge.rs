@@ -1,0 +1,157 @@
+//! `#[purge]`: its part of the pipeline (`super::pipeline`), and what it emits: the targets fn
+//! unchanged, then a `#[job]` whose body is one `Purge` pass over the targets that fn builds,
+//! and a `#[task]` that fires it (by default `23 * * * *` in UTC). Both go through their own
+//! attributes, so the pair is checked like any job and task.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, ToTokens};
+use syn::{Ident, ItemFn, Path};
+
+use super::pipeline::Macro;
+use crate::args::purge::PurgeArgs;
+use crate::check;
+use crate::errors::Errors;
+use crate::model::PurgeDecl;
+
+/// The purge task's default schedule; the runtime's `jobs::purge::DEFAULT_PURGE_CRON` is the
+/// same (a test holds them together).
+const DEFAULT_PURGE_CRON: &str = "23 * * * *";
+
+/// `#[purge]`, for the expansion pipeline.
+pub struct Purge;
+
+impl Macro for Purge {
+    const NAME: &'static str = "purge";
+    const WRONG_ITEM: &'static str = "`#[purge]` goes on the fn that builds one pass's \
+        targets: `fn targets(run: &Run) -> Result<Purge, JobError>` (X_JOB_DECLARATION_INVALID)";
+    type Item = ItemFn;
+    type Args = PurgeArgs;
+    type Decl<'a> = PurgeDecl<'a>;
+
+    fn refused(arg: &str) -> Option<String> {
+        crate::args::purge::purge_refused(arg)
+    }
+
+    fn decl<'a>(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a PurgeArgs>) -> PurgeDecl<'a> {
+        PurgeDecl::from_ast(errs, item, args)
+    }
+
+    fn check(errs: &mut Errors, decl: &PurgeDecl<'_>) {
+        check::purge(errs, decl);
+    }
+
+    fn emit(decl: &PurgeDecl<'_>) -> TokenStream {
+        quote_purge(decl)
+    }
+
+    fn rename(decl: &mut PurgeDecl<'_>, handle: Option<Ident>, krate: Option<Path>) {
+        decl.handle = handle.unwrap_or_else(|| decl.handle.clone());
+        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
+    }
+
+    fn stand_in(decl: &PurgeDecl<'_>) -> TokenStream {
+        stand_in(decl)
+    }
+}
+
+/// What a refused `#[purge]` leaves for its call sites: the handle, with a `Job` impl whose
+/// body never runs. Nothing when the handle's name clashes with the fn.
+fn stand_in(decl: &PurgeDecl<'_>) -> TokenStream {
+    let handle = &decl.handle;
+    if *handle == decl.item.sig.ident {
+        return TokenStream::new();
+    }
+    let vis = &decl.item.vis;
+    let krate = &decl.crate_path;
+    let p = quote!(#krate::__private);
+    let name = decl.name.as_deref().unwrap_or("");
+    let stand_in_job = super::fallback::stand_in_job(
+        &p,
+        handle,
+        name,
+        &quote!(#krate::purge::PurgePass),
+        "PurgePass",
+        &quote!(#krate::purge::PurgeReport),
+    );
+    quote! {
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #handle;
+
+        #[allow(dead_code, unused_variables, clippy::all)]
+        const _: () = {
+            #stand_in_job
+        };
+    }
+}
+
+fn quote_purge(decl: &PurgeDecl<'_>) -> TokenStream {
+    let item = decl.item;
+    let vis = &item.vis;
+    let fn_ident = &item.sig.ident;
+    let handle = &decl.handle;
+    let krate = &decl.crate_path;
+    let krate_text = krate.to_token_stream().to_string().replace(' ', "");
+    let Some(name) = &decl.name else {
+        unreachable!("checked by check::purge");
+    };
+    let task_name = decl
+        .task
+        .clone()
+        .unwrap_or_else(|| format!("{name}.schedule"));
+    let task_handle = format_ident!("{}Schedule", handle);
+    let job_fn = format_ident!("__jobs_purge_{}", fn_ident);
+    let task_fn = format_ident!("__jobs_purge_schedule_{}", fn_ident);
+    let cron = decl
+        .cron
+        .map_or_else(|| quote!(#DEFAULT_PURGE_CRON), |c| quote!(#c));
+    let tz = decl.tz.map_or_else(|| quote!("UTC"), |t| quote!(#t));
+    let mut job_args = vec![
+        quote!(name = #name),
+        quote!(key = "purge"),
+        quote!(tenant = none),
+        quote!(handle = #handle),
+        quote!(crate = #krate_text),
+    ];
+    if let Some(queue) = &decl.queue {
+        job_args.push(quote!(queue = #queue));
+    }
+    if let Some(timeout) = decl.timeout {
+        job_args.push(quote!(timeout = #timeout));
+    }
+    let targets = if item.sig.asyncness.is_some() {
+        quote!(#fn_ident(&run).await?)
+    } else {
+        quote!(#fn_ident(&run)?)
+    };
+    let job_doc = format!(
+        " The `{name}` purge job: one pass over the targets `{fn_ident}` builds, declared \
+         with `#[purge]`."
+    );
+    let task_doc =
+        format!(" The task that fires the `{name}` purge job, declared with `#[purge]`.");
+
+    quote! {
+        #item
+
+        #[doc = #job_doc]
+        #[#krate::job(#(#job_args),*)]
+        #vis async fn #job_fn(
+            run: #krate::Run,
+            _pass: #krate::purge::PurgePass,
+        ) -> ::std::result::Result<#krate::purge::PurgeReport, #krate::JobError> {
+            #targets.run(&run).await
+        }
+
+        #[doc = #task_doc]
+        #[#krate::task(
+            name = #task_name,
+            cron = #cron,
+            tz = #tz,
+            handle = #task_handle,
+            crate = #krate_text
+        )]
+        #vis fn #task_fn(_at: &#krate::Occurrence) -> ::std::vec::Vec<#krate::Entry> {
+            ::std::vec![#krate::Entry::of::<#handle>(#krate::purge::PurgePass::default())]
+        }
+    }
+}
