@@ -332,6 +332,13 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
         !page.contains("Retry from step"),
         "a reader sees no actions"
     );
+    let (_, page) = dash
+        .get(&format!("/admin/jobs/{}", dead.id), "manage")
+        .await;
+    assert!(
+        page.contains("<option value=\"charge\" selected>"),
+        "the failed step is the one offered first: {page}"
+    );
 
     // Retry from the failed step, then it runs.
     heal(&dead_id);

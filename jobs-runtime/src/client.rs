@@ -419,4 +419,14 @@ impl Jobs {
             .queue_stats(&QueueStatsParams { now: self.now() })
             .await
     }
+
+    /// Each queue's depth without its done rows (the dashboard's overview), read on Postgres
+    /// from indexes alone.
+    #[cfg(feature = "dashboard")]
+    pub(crate) async fn depth(&self) -> Result<Vec<QueueStats>, JobError> {
+        self.inner
+            .driver
+            .queue_depth(&QueueStatsParams { now: self.now() })
+            .await
+    }
 }

@@ -435,6 +435,19 @@ pub async fn queue_stats_counts_each_queue_per_state(driver: Arc<dyn JobDriver>)
         .expect("the other row");
     assert_eq!((other.ready, other.running), (1, 0));
     assert_eq!(other.oldest_ready_ms, Some(0));
+    // `queue_depth` answers the same counts, its done rows left uncounted.
+    let depth = d
+        .queue_depth(&QueueStatsParams { now: t0() })
+        .await
+        .unwrap();
+    let expected: Vec<QueueStats> = all
+        .iter()
+        .map(|s| QueueStats {
+            done: 0,
+            ..s.clone()
+        })
+        .collect();
+    assert_eq!(depth, expected);
     // At +100 the delayed row is due too; the oldest is still the one due since -15.
     let later = stats_of(d, QUEUE, at(100)).await;
     assert_eq!((later.ready, later.delayed), (2, 0));

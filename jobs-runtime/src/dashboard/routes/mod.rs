@@ -22,7 +22,9 @@ use super::access::{guard, Ctx};
 use super::error::Refusal;
 use super::pages::pages;
 use super::Shared;
+use crate::driver::QueueStats;
 use crate::error::{ErrorCode, JobError};
+use crate::registry::Registry;
 
 /// Every route, behind the guard.
 pub(crate) fn router(dash: Shared) -> Router {
@@ -56,6 +58,25 @@ type Page = Result<Response, Refusal>;
 
 /// Renders `template` over `extra` and what every page shows: the viewer, the mount path, the
 /// time, the refresh interval, the tenant and the note a redirect left.
+/// Each queue's depth ([`crate::Jobs`]'s `depth`, which leaves done rows uncounted), with
+/// every queue a registered job names listed even when it holds none of those rows.
+async fn depths(dash: &Shared) -> Result<Vec<QueueStats>, JobError> {
+    let mut queues = dash.jobs.depth().await?;
+    if let Ok(registry) = Registry::global() {
+        for entry in registry.entries() {
+            let queue = entry.descriptor().queue;
+            if !queues.iter().any(|q| q.queue == queue) {
+                queues.push(QueueStats {
+                    queue: queue.to_string(),
+                    ..QueueStats::default()
+                });
+            }
+        }
+    }
+    queues.sort_by(|a, b| a.queue.cmp(&b.queue));
+    Ok(queues)
+}
+
 fn page(dash: &Shared, ctx: &Ctx, template: &str, note: Option<&str>, extra: Value) -> Page {
     let mut context = json!({
         "ctx": ctx,

@@ -51,7 +51,8 @@ pub(super) async fn show(
         );
     }
     let operator = dash.jobs.operator();
-    let queues = dash.jobs.stats().await?;
+    // Not `stats`: counting the done rows would read the whole table (see `queue_depth`).
+    let queues = super::depths(&dash).await?;
     let paused = operator.introspect()?.queue_paused().await?;
     let workers = operator.workers().await?;
     let (totals, buckets) = last_hour(&dash).await?;

@@ -16,7 +16,8 @@ pub(super) async fn list(
     Query(note): Query<Note>,
 ) -> Page {
     fleet_wide(&dash, "queues")?;
-    let queues = dash.jobs.stats().await?;
+    // The page shows no done count: `depth` leaves the done rows uncounted.
+    let queues = super::depths(&dash).await?;
     let paused = dash.jobs.operator().introspect()?.queue_paused().await?;
     // A paused queue with no jobs yet still shows, so it can be resumed.
     let mut rows: Vec<_> = queues

@@ -171,6 +171,25 @@ pub trait JobDriver: Send + Sync + 'static {
     /// Counts per queue.
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError>;
 
+    /// Each queue's depth for the dashboard's overview: [`JobDriver::queue_stats`] with `done`
+    /// left at 0, so a store may answer it without counting its done rows (the bulk of a jobs
+    /// table); done work is read from the counters instead. Default: `queue_stats` with `done`
+    /// cleared.
+    async fn queue_depth(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
+        let mut stats = self.queue_stats(params).await?;
+        for queue in &mut stats {
+            queue.done = 0;
+        }
+        // A queue that held only done rows has no depth.
+        stats.retain(|q| {
+            *q != QueueStats {
+                queue: q.queue.clone(),
+                ..QueueStats::default()
+            }
+        });
+        Ok(stats)
+    }
+
     /// Every step record of a run (one read per attempt; replays are served from memory).
     async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError>;
 

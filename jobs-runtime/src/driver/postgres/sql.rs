@@ -83,6 +83,7 @@ statements!(
     job_get,
     job_cancel,
     queue_stats,
+    queue_depth,
     step_list,
     step_put,
     event_publish,
