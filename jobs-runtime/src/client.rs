@@ -190,7 +190,12 @@ impl Jobs {
         input: J::Input,
         options: EnqueueOptions,
     ) -> Result<Enqueued, JobError> {
-        let mut request = self.request::<J>(&input, &options)?;
+        let request = self.request::<J>(&input, &options)?;
+        self.send(request).await
+    }
+
+    /// One request to the driver, traced, then the local wake.
+    async fn send(&self, mut request: EnqueueRequest) -> Result<Enqueued, JobError> {
         let trace = EnqueueTrace::start(std::slice::from_mut(&mut request));
         let result = trace.send(self.inner.driver.job_enqueue(&request)).await?;
         self.inner.local_wake.notify_waiters();
@@ -206,13 +211,10 @@ impl Jobs {
         input: &serde_json::Value,
         options: EnqueueOptions,
     ) -> Result<Enqueued, JobError> {
-        let mut request = entry
+        let request = entry
             .prepare(input)?
             .into_request(&self.scope(options), self.now())?;
-        let trace = EnqueueTrace::start(std::slice::from_mut(&mut request));
-        let result = trace.send(self.inner.driver.job_enqueue(&request)).await?;
-        self.inner.local_wake.notify_waiters();
-        Ok(result)
+        self.send(request).await
     }
 
     /// Enqueues many inputs of job `J` in one driver call; each answers as `enqueue` would.

@@ -86,7 +86,8 @@ pub fn lookup_takes_run_and_delivery(errs: &mut Errors, decl: &WebhookDecl<'_>) 
         );
         return;
     }
-    if decl.params().count() != 2 {
+    // A receiver was refused above, so every input is a typed parameter.
+    if sig.inputs.len() != 2 {
         errs.spanned(
             if sig.inputs.is_empty() {
                 quote!(#sig)

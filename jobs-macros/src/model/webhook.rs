@@ -4,7 +4,7 @@
 use heck::ToUpperCamelCase;
 use proc_macro2::Span;
 use syn::ext::IdentExt;
-use syn::{FnArg, Ident, ItemFn, Path};
+use syn::{Ident, ItemFn, Path};
 
 use super::Retry;
 use crate::args::webhook::WebhookArgs;
@@ -83,14 +83,6 @@ impl<'a> WebhookDecl<'a> {
             decl.crate_path = path.0;
         }
         decl
-    }
-
-    /// The typed parameters, in order.
-    pub fn params(&self) -> impl Iterator<Item = &'a syn::PatType> {
-        self.item.sig.inputs.iter().filter_map(|arg| match arg {
-            FnArg::Typed(pat) => Some(pat),
-            FnArg::Receiver(_) => None,
-        })
     }
 
     /// The attribute itself, for errors about what it lacks.

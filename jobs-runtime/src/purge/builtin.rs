@@ -26,6 +26,23 @@ pub const DEFAULT_WEBHOOK_ATTEMPT_RETENTION: Duration = Duration::from_secs(7 * 
 /// Attempts per delete statement of [`WebhookAttempts`].
 pub const DEFAULT_WEBHOOK_ATTEMPT_PURGE_BATCH: u32 = 5_000;
 
+/// Calls `delete` (one bounded delete of at most `batch` rows) until a call deletes fewer:
+/// the rows deleted in all.
+async fn in_batches<F, Fut>(batch: u32, mut delete: F) -> Result<u64, JobError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<u64, JobError>>,
+{
+    let mut total = 0;
+    loop {
+        let gone = delete().await?;
+        total += gone;
+        if gone < u64::from(batch) {
+            return Ok(total);
+        }
+    }
+}
+
 /// Events whose expiry has passed (`event_purge` on the driver): no wait can match them any
 /// more. Named `events`.
 pub struct ExpiredEvents {
@@ -69,14 +86,7 @@ impl PurgeTarget for ExpiredEvents {
             now,
             limit: self.batch,
         };
-        let mut total = 0;
-        loop {
-            let gone = self.driver.event_purge(&params).await?;
-            total += gone;
-            if gone < u64::from(self.batch) {
-                return Ok(total);
-            }
-        }
+        in_batches(self.batch, || self.driver.event_purge(&params)).await
     }
 }
 
@@ -183,13 +193,6 @@ impl PurgeTarget for WebhookAttempts {
             before: now.checked_sub_signed(keep).unwrap_or(Timestamp::MIN_UTC),
             limit: self.batch,
         };
-        let mut total = 0;
-        loop {
-            let gone = ledger.attempts_purge(&params).await?;
-            total += gone;
-            if gone < u64::from(self.batch) {
-                return Ok(total);
-            }
-        }
+        in_batches(self.batch, || ledger.attempts_purge(&params)).await
     }
 }

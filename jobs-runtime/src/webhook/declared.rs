@@ -95,7 +95,7 @@ pub async fn run_webhook(
     let sender = WebhookSender::builder(Arc::new(DriverLedger(driver)))
         .options(options)
         .clock(run.clock().clone())
-        .build()?;
+        .build_shared()?;
     sender
         .deliver_in(run, &target.endpoint, &target.event)
         .await

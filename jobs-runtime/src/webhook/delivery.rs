@@ -5,8 +5,9 @@
 //! [`WebhookDirectory`]) and never stored: no step checkpoints it and no message prints it
 //! (URLs are cut to origin and path).
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -256,41 +257,87 @@ impl WebhookSenderBuilder {
 
     /// The sender (`X_INVARIANT` for a zero timeout or `disable_after`).
     pub fn build(self) -> Result<WebhookSender, JobError> {
-        let options = self.options;
-        if options.disable_after == 0 || options.timeout.is_zero() {
-            return Err(JobError::new(
-                ErrorCode::Invariant,
-                "a webhook sender needs `disable_after` >= 1 and a non-zero `timeout`",
-            ));
-        }
-        let client = reqwest::Client::builder()
-            // A redirect is answered, never followed: the receiver must be the URL configured.
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(options.timeout)
-            // A proxy would resolve the host itself, past the address filter.
-            .no_proxy()
-            .dns_resolver(Arc::new(FilteringResolver {
-                inner: self.resolver,
-                allow_private: options.allow_private,
-            }))
-            .use_rustls_tls()
-            .build()
-            .map_err(|e| {
-                JobError::new(
-                    ErrorCode::Invariant,
-                    "the webhook HTTP client could not be built",
-                )
-                .with_cause(e.without_url())
-            })?;
-        Ok(WebhookSender {
+        check_options(&self.options)?;
+        let client = http_client(&self.options, self.resolver.clone(), usize::MAX)?;
+        Ok(self.with_client(client))
+    }
+
+    /// [`build`](Self::build) on the system resolver, with an HTTP client shared by every
+    /// sender of this process with the same timeout and address policy: a `#[webhook]` job
+    /// builds its sender per attempt, and reuses the client's TLS setup (its root store) instead
+    /// of building it again. The shared client keeps no idle connection: one would belong to
+    /// the runtime that opened it, and a process may run several runtimes (tests do).
+    pub(crate) fn build_shared(self) -> Result<WebhookSender, JobError> {
+        type Clients = Mutex<HashMap<(Duration, bool), reqwest::Client>>;
+        static CLIENTS: OnceLock<Clients> = OnceLock::new();
+        check_options(&self.options)?;
+        let key = (self.options.timeout, self.options.allow_private);
+        let mut clients = CLIENTS
+            .get_or_init(Clients::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let client = match clients.get(&key) {
+            Some(client) => client.clone(),
+            None => {
+                let client = http_client(&self.options, Arc::new(SystemResolver), 0)?;
+                clients.insert(key, client.clone());
+                client
+            }
+        };
+        drop(clients);
+        Ok(self.with_client(client))
+    }
+
+    fn with_client(self, client: reqwest::Client) -> WebhookSender {
+        WebhookSender {
             inner: Arc::new(SenderInner {
                 client,
-                options,
+                options: self.options,
                 ledger: self.ledger,
                 clock: self.clock,
             }),
-        })
+        }
     }
+}
+
+fn check_options(options: &WebhookOptions) -> Result<(), JobError> {
+    if options.disable_after == 0 || options.timeout.is_zero() {
+        return Err(JobError::new(
+            ErrorCode::Invariant,
+            "a webhook sender needs `disable_after` >= 1 and a non-zero `timeout`",
+        ));
+    }
+    Ok(())
+}
+
+/// The HTTP client a sender sends with: no redirects, the options' timeout, no proxy,
+/// `resolver`'s answers filtered for private addresses, at most `idle` idle connections kept
+/// per host.
+fn http_client(
+    options: &WebhookOptions,
+    resolver: Arc<dyn HostResolver>,
+    idle: usize,
+) -> Result<reqwest::Client, JobError> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(idle)
+        // A redirect is answered, never followed: the receiver must be the URL configured.
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(options.timeout)
+        // A proxy would resolve the host itself, past the address filter.
+        .no_proxy()
+        .dns_resolver(Arc::new(FilteringResolver {
+            inner: resolver,
+            allow_private: options.allow_private,
+        }))
+        .use_rustls_tls()
+        .build()
+        .map_err(|e| {
+            JobError::new(
+                ErrorCode::Invariant,
+                "the webhook HTTP client could not be built",
+            )
+            .with_cause(e.without_url())
+        })
 }
 
 /// Delivers webhooks: signs, sends, classifies, records. Cheap to clone.

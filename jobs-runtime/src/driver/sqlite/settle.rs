@@ -60,12 +60,14 @@ pub(crate) async fn ack_many(
         .map(|p| serde_json::json!([p.job_id.simple().to_string(), p.by.worker_id, p.by.claim]))
         .collect();
     let batch = serde_json::Value::Array(batch).to_string();
-    let landed: Vec<JobId> = sqlx::query_scalar(ACK_MANY)
+    let landed: std::collections::HashSet<JobId> = sqlx::query_scalar(ACK_MANY)
         .bind(batch)
         .bind(ts(now))
         .fetch_all(writer)
         .await
-        .map_err(|e| classify("job_ack_many", e))?;
+        .map_err(|e| classify("job_ack_many", e))?
+        .into_iter()
+        .collect();
     Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
 }
 
