@@ -18,6 +18,7 @@
 mod backfill;
 mod classify;
 mod connect;
+mod floors;
 mod introspect;
 mod lease;
 mod migrate;
@@ -73,6 +74,8 @@ pub struct PostgresDriver {
     sql: Arc<Statements>,
     /// The hot path's own connections, out of the pool.
     pinned: Arc<PinnedConnections>,
+    /// Where each queue's claimable rows begin, as this driver's claims last saw them.
+    floors: Arc<floors::ClaimFloors>,
     /// Whether the pool sets `TCP_NODELAY` as it dials (the pool `connect` builds); a pool of
     /// the caller's own does not, so its connections get it when they are pinned.
     pool_sets_nodelay: bool,
@@ -178,6 +181,7 @@ impl PostgresDriver {
             schema: schema.into(),
             wake_channel: wake::channel(schema).into(),
             pinned: Arc::default(),
+            floors: Arc::default(),
             pool_sets_nodelay: false,
         })
     }
@@ -271,6 +275,14 @@ impl PostgresDriver {
                 other => other.map_err(failed)?,
             };
             if let Some(row) = inserted {
+                self.floors.lower(
+                    &request.queue,
+                    request.tenant_id.as_deref(),
+                    floors::Position {
+                        at: request.run_at,
+                        id: request.id,
+                    },
+                );
                 return Ok(EnqueueResult {
                     id: row.try_get("id").map_err(failed)?,
                     run_id: row.try_get("run_id").map_err(failed)?,
@@ -313,6 +325,9 @@ impl PostgresDriver {
             .fetch_one(&mut *conn)
             .await
             .map_err(|e| classify(Op::EventPublish, e))?;
+        // The publish makes the runs parked on it due at its `now`, which may be behind a
+        // floor by the time it commits.
+        self.floors.forget();
         row.try_get("id").map_err(|e| classify(Op::EventPublish, e))
     }
 
@@ -358,6 +373,17 @@ impl PostgresDriver {
             .fetch_all(&mut *conn)
             .await
             .map_err(failed)?;
+        // A deduped row lowers a floor for nothing, which costs nothing.
+        self.floors.lower_all(batch.iter().map(|r| {
+            (
+                r.queue.as_str(),
+                r.tenant_id.as_deref(),
+                floors::Position {
+                    at: r.run_at,
+                    id: r.id,
+                },
+            )
+        }));
         // Every job answers as inserted unless a row after the summary row names it.
         let mut out: Vec<EnqueueResult> = batch
             .iter()
@@ -472,48 +498,94 @@ impl PostgresDriver {
         let queues: Vec<&str> = params.demand.iter().map(|d| d.queue.as_str()).collect();
         let slots: Vec<i32> = params.demand.iter().map(|d| claim_slots(d.limit)).collect();
         let visible_at = add(params.now, params.visibility_timeout);
-        let rows = sqlx::query(self.sql.job_claim.clone())
-            .bind(&queues)
-            .bind(&slots)
-            .bind(&params.worker_id)
-            .bind(params.now)
-            .bind(visible_at)
-            .bind(&params.drop_exhausted)
-            .bind(&params.fair_after)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(|e| classify(Op::JobClaim, e))?;
+        let failed = |e| classify(Op::JobClaim, e);
         let mut result = ClaimResult::default();
-        for row in &rows {
-            let buried: bool = row
-                .try_get("buried")
-                .map_err(|e| classify(Op::JobClaim, e))?;
-            let record = rows::job_record(row)?;
-            let has_steps: bool = row
-                .try_get("has_steps")
-                .map_err(|e| classify(Op::JobClaim, e))?;
-            if buried {
-                result.exhausted.push(record);
-                continue;
+        match self.floors.plan(&queues, params.now) {
+            floors::Plan::Full => {
+                let started = std::time::Instant::now();
+                let rows = sqlx::query(self.sql.job_claim.clone())
+                    .bind(&queues)
+                    .bind(&slots)
+                    .bind(&params.worker_id)
+                    .bind(params.now)
+                    .bind(visible_at)
+                    .bind(&params.drop_exhausted)
+                    .bind(&params.fair_after)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .map_err(failed)?;
+                let took = started.elapsed();
+                let mut taken = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    let buried: bool = row.try_get("buried").map_err(failed)?;
+                    let record = rows::job_record(row)?;
+                    if buried {
+                        result.exhausted.push(record);
+                        continue;
+                    }
+                    let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
+                    taken.push(floors::Taken {
+                        queue: record.queue.clone(),
+                        tenant: record.tenant_id.clone().unwrap_or_default(),
+                        at: floors::Position {
+                            at: record.run_at,
+                            id: record.id,
+                        },
+                    });
+                    result
+                        .jobs
+                        .push(claimed_job(record, has_steps, params, visible_at));
+                }
+                self.floors
+                    .after_full(&queues, params.now, &taken, started, took);
             }
-            result.jobs.push(ClaimedJob {
-                id: record.id,
-                run_id: record.run_id,
-                name: record.name,
-                queue: record.queue,
-                input: record.input,
-                attempt: record.attempt,
-                max_attempts: record.max_attempts,
-                tenant_id: record.tenant_id,
-                by: ClaimIdentity {
-                    worker_id: params.worker_id.clone(),
-                    claim: record.claims,
-                },
-                visible_at,
-                traceparent: record.traceparent,
-                actor: record.actor,
-                has_steps,
-            });
+            floors::Plan::From(from) => {
+                let rows = sqlx::query(self.sql.job_claim_from.clone())
+                    .bind(&queues)
+                    .bind(&slots)
+                    .bind(&params.worker_id)
+                    .bind(params.now)
+                    .bind(visible_at)
+                    .bind(&params.fair_after)
+                    .bind(&from.queue)
+                    .bind(&from.tenant)
+                    .bind(&from.at)
+                    .bind(&from.id)
+                    .bind(&from.discovery)
+                    .bind(&from.lapse)
+                    .bind(&params.drop_exhausted)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .map_err(failed)?;
+                let (mut heads, mut lapses) = (Vec::new(), Vec::new());
+                for row in &rows {
+                    let kind: &str = row.try_get("kind").map_err(failed)?;
+                    match kind {
+                        "head" => {
+                            let at: Option<Timestamp> = row.try_get("run_at").map_err(failed)?;
+                            let id: Option<JobId> = row.try_get("id").map_err(failed)?;
+                            heads.push(floors::Head {
+                                queue: row.try_get("queue").map_err(failed)?,
+                                tenant: row.try_get("tenant_id").map_err(failed)?,
+                                at: at.zip(id).map(|(at, id)| floors::Position { at, id }),
+                            });
+                        }
+                        "lapse" => lapses.push(floors::Lapse {
+                            queue: row.try_get("queue").map_err(failed)?,
+                            at: row.try_get("visible_at").map_err(failed)?,
+                        }),
+                        "buried" => result.exhausted.push(rows::job_record(row)?),
+                        _ => {
+                            let record = rows::job_record(row)?;
+                            let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
+                            result
+                                .jobs
+                                .push(claimed_job(record, has_steps, params, visible_at));
+                        }
+                    }
+                }
+                self.floors.after_from(&queues, params.now, &heads, &lapses);
+            }
         }
         // The statement's order is not the claim order once the queues are merged.
         result.jobs.sort_by_key(|j| j.id);
@@ -569,6 +641,33 @@ fn wake_slot(now: Timestamp) -> Timestamp {
     let ms = now.timestamp_millis();
     let start = ms - ms.rem_euclid(WAKE_SLOT_MS);
     chrono::DateTime::from_timestamp_millis(start).unwrap_or(now)
+}
+
+/// A claimed row as the worker runs it.
+fn claimed_job(
+    record: JobRecord,
+    has_steps: bool,
+    params: &ClaimParams,
+    visible_at: Timestamp,
+) -> ClaimedJob {
+    ClaimedJob {
+        id: record.id,
+        run_id: record.run_id,
+        name: record.name,
+        queue: record.queue,
+        input: record.input,
+        attempt: record.attempt,
+        max_attempts: record.max_attempts,
+        tenant_id: record.tenant_id,
+        by: ClaimIdentity {
+            worker_id: params.worker_id.clone(),
+            claim: record.claims,
+        },
+        visible_at,
+        traceparent: record.traceparent,
+        actor: record.actor,
+        has_steps,
+    }
 }
 
 fn claim_slots(limit: u32) -> i32 {

@@ -1,0 +1,481 @@
+//! Claim floors: where each queue's and tenant's claimable rows begin, as this driver last saw
+//! them, so a claim seeks there (`job_claim_from.sql`) instead of walking from the start of the
+//! range through every row version earlier claims left behind.
+//!
+//! Those versions are dead, and their entries in the claim's index go only when vacuum removes
+//! them, which it cannot while any older snapshot is open (a long report, `pg_dump`, an idle
+//! transaction): a claim that starts at the head of the range then visits every row claimed
+//! since, and slows down with each (measured: 8,902 jobs/s fell to 951/s within 60 s of one
+//! idle `REPEATABLE READ` transaction). From a floor it visits none of them.
+//!
+//! A floor is a lower bound, never a reservation: moving it too far would only delay a row, and
+//! three things keep that bounded.
+//!
+//! - **The margin.** A row is stamped due when its enqueue starts and seen when it commits; a
+//!   floor never passes `now - MARGIN`, so a row whose enqueue commits within that margin is
+//!   read in due order.
+//! - **Full claims.** At least every [`RESCAN_MIN`], and whenever the clock went back, this
+//!   driver's own publish could wake a row out of order, or a queue has more than
+//!   [`MAX_KNOWN_TENANTS`] tenants, the claim is the full `job_claim.sql`: from the head of
+//!   every range, with lapsed leases. Its spacing grows with its cost (at most
+//!   1/[`RESCAN_COST_SHARE`] of the time), so under a held snapshot it stays cheap.
+//! - **This driver's own enqueues** lower the floor to the rows they insert, exactly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use crate::clock::Timestamp;
+
+/// Where a tenant's claimable rows are read from: `(run_at, id)`, the claim's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Position {
+    pub at: Timestamp,
+    pub id: Uuid,
+}
+
+impl Position {
+    /// The first position at `at`.
+    fn start_of(at: Timestamp) -> Self {
+        Position {
+            at,
+            id: Uuid::nil(),
+        }
+    }
+}
+
+/// How far behind `now` a floor stays, for rows whose enqueue commits a little after it
+/// stamped them due.
+pub(crate) const MARGIN: Duration = Duration::from_millis(100);
+/// Full claims run at least this often: they reclaim lapsed leases and pick up rows that were
+/// committed long after they were stamped due (a caller's long transaction).
+pub(crate) const RESCAN_MIN: Duration = Duration::from_millis(250);
+/// ... and at most this far apart, however slow they get.
+pub(crate) const RESCAN_MAX: Duration = Duration::from_secs(15);
+/// A full claim may take at most this share (1/n) of the time between two of them.
+pub(crate) const RESCAN_COST_SHARE: u32 = 20;
+/// The most tenants a queue's floors keep; a queue with more is claimed by full claims.
+pub(crate) const MAX_KNOWN_TENANTS: usize = 16;
+/// A skip scan stops after this many tenants in one gap (`job_claim_from.sql`).
+pub(crate) const DISCOVERY_LIMIT: i32 = 64;
+
+/// The floors of one driver, shared by its clones and every claimer on it.
+#[derive(Debug, Default)]
+pub(crate) struct ClaimFloors {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    queues: HashMap<String, QueueFloors>,
+    last_full: Option<FullClaim>,
+    /// The `now` of the latest claim: a claim with an earlier one runs full.
+    last_now: Option<Timestamp>,
+    /// Set by an operation that may have made a row due behind a floor.
+    stale: bool,
+}
+
+#[derive(Debug)]
+struct FullClaim {
+    at: Instant,
+    now: Timestamp,
+    took: Duration,
+}
+
+#[derive(Debug, Default)]
+struct QueueFloors {
+    /// Known tenants (`""` for none) and where their claimable rows begin.
+    tenants: BTreeMap<String, Position>,
+    /// No tenant outside `tenants` has a claimable row due before this.
+    discovery: Option<Timestamp>,
+    /// No running row's lease lapsed before this, but for those seen here.
+    lapse: Option<Timestamp>,
+    /// More tenants than the floors keep: full claims only, until then.
+    crowded_until: Option<Instant>,
+}
+
+impl QueueFloors {
+    /// Too many tenants to keep: full claims for a while, then the floors try again.
+    fn crowd(&mut self) {
+        self.crowded_until = Some(Instant::now() + RESCAN_MAX);
+        self.tenants.clear();
+        self.discovery = None;
+    }
+}
+
+/// What the next claim reads.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Plan {
+    /// `job_claim.sql`: every range from its head, lapsed leases included.
+    Full,
+    /// `job_claim_from.sql`, from these floors.
+    From(FromFloors),
+}
+
+/// The floors `job_claim_from.sql` binds: the known tenants as aligned arrays, and one
+/// discovery floor per demanded queue (in the demand's order).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct FromFloors {
+    pub queue: Vec<String>,
+    pub tenant: Vec<String>,
+    pub at: Vec<Timestamp>,
+    pub id: Vec<Uuid>,
+    pub discovery: Vec<Option<Timestamp>>,
+    pub lapse: Vec<Option<Timestamp>>,
+}
+
+/// One row a claim took, for the floors.
+#[derive(Debug, Clone)]
+pub(crate) struct Taken {
+    pub queue: String,
+    pub tenant: String,
+    pub at: Position,
+}
+
+/// One tenant a floor claim probed, and its first claimable row (`None`: it had none).
+#[derive(Debug, Clone)]
+pub(crate) struct Head {
+    pub queue: String,
+    pub tenant: String,
+    pub at: Option<Position>,
+}
+
+/// A queue a floor claim probed for lapsed leases, and the earliest it found (`None`: none).
+#[derive(Debug, Clone)]
+pub(crate) struct Lapse {
+    pub queue: String,
+    pub at: Option<Timestamp>,
+}
+
+impl ClaimFloors {
+    /// What the claim of `queues` at `now` should read.
+    pub(crate) fn plan(&self, queues: &[&str], now: Timestamp) -> Plan {
+        let mut state = self.lock();
+        if state.last_now.is_some_and(|last| now < last) {
+            // The clock went back (a test's): every floor may stand ahead of the rows.
+            *state = State::default();
+            return Plan::Full;
+        }
+        let Some(full) = &state.last_full else {
+            return Plan::Full;
+        };
+        let every = rescan_interval(full.took);
+        let due = full.at.elapsed() >= every || now - full.now >= chrono_duration(every);
+        if state.stale || due {
+            return Plan::Full;
+        }
+        let mut from = FromFloors::default();
+        for queue in queues {
+            let Some(floors) = state.queues.get(*queue) else {
+                return Plan::Full;
+            };
+            if floors
+                .crowded_until
+                .is_some_and(|until| Instant::now() < until)
+            {
+                return Plan::Full;
+            }
+            for (tenant, at) in &floors.tenants {
+                from.queue.push(queue.to_string());
+                from.tenant.push(tenant.clone());
+                from.at.push(at.at);
+                from.id.push(at.id);
+            }
+            from.discovery.push(floors.discovery);
+            from.lapse.push(floors.lapse);
+        }
+        Plan::From(from)
+    }
+
+    /// After a full claim of `queues` at `now` that took `taken` and ran for `took`: each
+    /// tenant it served reads from the first row it took (or `now - MARGIN`, if earlier); the
+    /// other known tenants keep their floors.
+    pub(crate) fn after_full(
+        &self,
+        queues: &[&str],
+        now: Timestamp,
+        taken: &[Taken],
+        started: Instant,
+        took: Duration,
+    ) {
+        let limit = settled_floor(now);
+        let mut state = self.lock();
+        state.last_full = Some(FullClaim {
+            at: started,
+            now,
+            took,
+        });
+        state.last_now = Some(now);
+        state.stale = false;
+        for queue in queues {
+            let floors = state.queues.entry(queue.to_string()).or_default();
+            let mut first: BTreeMap<&str, Position> = BTreeMap::new();
+            for row in taken.iter().filter(|t| t.queue == *queue) {
+                let at = first.entry(&row.tenant).or_insert(row.at);
+                *at = (*at).min(row.at);
+            }
+            for (tenant, at) in first {
+                floors.tenants.insert(tenant.to_string(), at.min(limit));
+            }
+            if floors.tenants.len() > MAX_KNOWN_TENANTS {
+                floors.crowd();
+            }
+        }
+    }
+
+    /// After a floor claim of `queues` at `now` that probed `heads`: each tenant reads from its
+    /// head (or `now - MARGIN`, if earlier; from `now - MARGIN` when it had none), and a queue
+    /// whose gaps were searched to the end looks for new tenants from `now - MARGIN`; each
+    /// queue's lapsed leases are read from the earliest found (or `now - MARGIN`).
+    pub(crate) fn after_from(
+        &self,
+        queues: &[&str],
+        now: Timestamp,
+        heads: &[Head],
+        lapses: &[Lapse],
+    ) {
+        let limit = settled_floor(now);
+        let mut state = self.lock();
+        state.last_now = Some(now);
+        for queue in queues {
+            let floors = state.queues.entry(queue.to_string()).or_default();
+            if let Some(lapse) = lapses.iter().find(|l| l.queue == *queue) {
+                let floor = match lapse.at {
+                    Some(at) => at.min(limit.at),
+                    None => limit.at,
+                };
+                floors.lapse = Some(floors.lapse.map_or(floor, |old| old.max(floor)));
+            }
+            let mut discovered = 0usize;
+            for head in heads.iter().filter(|h| h.queue == *queue) {
+                let known = floors.tenants.contains_key(&head.tenant);
+                let floor = match head.at {
+                    Some(at) => at.min(limit),
+                    None => limit,
+                };
+                if !known {
+                    discovered += 1;
+                }
+                let entry = floors.tenants.entry(head.tenant.clone()).or_insert(floor);
+                // A floor only moves forward here: lowering is for enqueues and full claims.
+                *entry = (*entry).max(floor);
+            }
+            // A gap's skip scan that stopped at its limit may have left tenants unseen.
+            if discovered < DISCOVERY_LIMIT as usize {
+                floors.discovery = Some(limit.at);
+            }
+            if floors.tenants.len() > MAX_KNOWN_TENANTS {
+                // Keep the tenants that had rows.
+                let live: Vec<String> = heads
+                    .iter()
+                    .filter(|h| h.queue == *queue && h.at.is_some())
+                    .map(|h| h.tenant.clone())
+                    .collect();
+                floors.tenants.retain(|tenant, _| live.contains(tenant));
+                if floors.tenants.len() > MAX_KNOWN_TENANTS {
+                    floors.crowd();
+                } else {
+                    // The tenants let go are unknown again: look for them from the start.
+                    floors.discovery = None;
+                }
+            }
+        }
+    }
+
+    /// A row of `queue` and `tenant` was made due at `at` by this driver: read from there.
+    pub(crate) fn lower(&self, queue: &str, tenant: Option<&str>, at: Position) {
+        self.lower_all([(queue, tenant, at)]);
+    }
+
+    /// [`ClaimFloors::lower`] for many rows, under one lock.
+    pub(crate) fn lower_all<'a>(
+        &self,
+        rows: impl IntoIterator<Item = (&'a str, Option<&'a str>, Position)>,
+    ) {
+        let mut state = self.lock();
+        for (queue, tenant, at) in rows {
+            let Some(floors) = state.queues.get_mut(queue) else {
+                continue;
+            };
+            match floors.tenants.get_mut(tenant.unwrap_or("")) {
+                Some(floor) => *floor = (*floor).min(at),
+                None => {
+                    if let Some(discovery) = &mut floors.discovery {
+                        *discovery = (*discovery).min(at.at);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Something may have made a row due behind a floor: the next claim runs full.
+    pub(crate) fn forget(&self) {
+        self.lock().stale = true;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// How often full claims run after one that took `took`.
+fn rescan_interval(took: Duration) -> Duration {
+    (took * RESCAN_COST_SHARE).clamp(RESCAN_MIN, RESCAN_MAX)
+}
+
+/// The furthest a floor may stand at `now`.
+fn settled_floor(now: Timestamp) -> Position {
+    Position::start_of(now - chrono_duration(MARGIN))
+}
+
+fn chrono_duration(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> Timestamp {
+        chrono::DateTime::from_timestamp_millis(1_700_000_000_000 + ms).expect("a time")
+    }
+
+    fn pos(ms: i64) -> Position {
+        Position {
+            at: at(ms),
+            id: Uuid::from_u128(ms as u128),
+        }
+    }
+
+    fn taken(queue: &str, tenant: &str, ms: i64) -> Taken {
+        Taken {
+            queue: queue.into(),
+            tenant: tenant.into(),
+            at: pos(ms),
+        }
+    }
+
+    fn from(plan: Plan) -> FromFloors {
+        match plan {
+            Plan::From(from) => from,
+            Plan::Full => panic!("a full claim"),
+        }
+    }
+
+    #[test]
+    fn the_first_claim_is_full_and_the_next_reads_from_the_first_row_taken() {
+        let floors = ClaimFloors::default();
+        assert_eq!(floors.plan(&["q"], at(10_000)), Plan::Full);
+        floors.after_full(
+            &["q"],
+            at(10_000),
+            &[taken("q", "", 5_000), taken("q", "", 4_000)],
+            Instant::now(),
+            Duration::from_millis(1),
+        );
+        let next = from(floors.plan(&["q"], at(10_001)));
+        assert_eq!(next.tenant, vec![""]);
+        assert_eq!((next.at[0], next.id[0]), (pos(4_000).at, pos(4_000).id));
+        assert_eq!(next.discovery, vec![None]);
+    }
+
+    #[test]
+    fn a_floor_never_passes_now_less_the_margin() {
+        let floors = ClaimFloors::default();
+        floors.after_full(
+            &["q"],
+            at(20_000),
+            &[taken("q", "a", 19_990)],
+            Instant::now(),
+            Duration::ZERO,
+        );
+        let next = from(floors.plan(&["q"], at(20_000)));
+        assert_eq!(next.at[0], at(20_000 - MARGIN.as_millis() as i64));
+        // A tenant with nothing claimable reads from now - MARGIN; one with a head from there.
+        floors.after_from(
+            &["q"],
+            at(20_000),
+            &[
+                Head {
+                    queue: "q".into(),
+                    tenant: "a".into(),
+                    at: None,
+                },
+                Head {
+                    queue: "q".into(),
+                    tenant: "b".into(),
+                    at: Some(pos(15_000)),
+                },
+            ],
+            &[Lapse {
+                queue: "q".into(),
+                at: Some(at(12_000)),
+            }],
+        );
+        let next = from(floors.plan(&["q"], at(20_000)));
+        assert_eq!(next.tenant, vec!["a", "b"]);
+        assert_eq!(next.at, vec![at(19_900), at(15_000)]);
+        assert_eq!(next.discovery, vec![Some(at(19_900))]);
+        assert_eq!(next.lapse, vec![Some(at(12_000))]);
+    }
+
+    #[test]
+    fn an_enqueue_lowers_the_floor_of_its_tenant_or_the_discovery_floor() {
+        let floors = ClaimFloors::default();
+        floors.after_full(
+            &["q"],
+            at(10_000),
+            &[taken("q", "", 9_000)],
+            Instant::now(),
+            Duration::ZERO,
+        );
+        floors.after_from(&["q"], at(10_000), &[], &[]);
+        floors.lower("q", None, pos(8_000));
+        floors.lower("q", Some("new"), pos(7_000));
+        let next = from(floors.plan(&["q"], at(10_000)));
+        assert_eq!(next.at, vec![at(8_000)]);
+        assert_eq!(next.discovery, vec![Some(at(7_000))]);
+    }
+
+    #[test]
+    fn a_clock_gone_back_a_stale_driver_and_time_passing_make_full_claims() {
+        let floors = ClaimFloors::default();
+        let started = Instant::now();
+        floors.after_full(&["q"], at(10_000), &[], started, Duration::ZERO);
+        assert!(matches!(floors.plan(&["q"], at(10_000)), Plan::From(_)));
+        assert_eq!(
+            floors.plan(&["q"], at(10_000 + RESCAN_MIN.as_millis() as i64)),
+            Plan::Full
+        );
+        assert_eq!(floors.plan(&["other"], at(10_000)), Plan::Full);
+        floors.forget();
+        assert_eq!(floors.plan(&["q"], at(10_000)), Plan::Full);
+        floors.after_full(&["q"], at(10_000), &[], started, Duration::ZERO);
+        assert!(matches!(floors.plan(&["q"], at(10_000)), Plan::From(_)));
+        assert_eq!(floors.plan(&["q"], at(9_999)), Plan::Full);
+        // Every floor went with the clock: the next claim is full whatever its time.
+        assert_eq!(floors.plan(&["q"], at(10_000)), Plan::Full);
+    }
+
+    #[test]
+    fn a_slow_full_claim_spaces_the_next_ones_out() {
+        assert_eq!(rescan_interval(Duration::ZERO), RESCAN_MIN);
+        assert_eq!(
+            rescan_interval(Duration::from_millis(100)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(rescan_interval(Duration::from_secs(60)), RESCAN_MAX);
+    }
+
+    #[test]
+    fn a_queue_with_too_many_tenants_is_claimed_in_full() {
+        let floors = ClaimFloors::default();
+        let many: Vec<Taken> = (0..=MAX_KNOWN_TENANTS as i64)
+            .map(|n| taken("q", &format!("t{n:02}"), 1_000 + n))
+            .collect();
+        floors.after_full(&["q"], at(10_000), &many, Instant::now(), Duration::ZERO);
+        assert_eq!(floors.plan(&["q"], at(10_000)), Plan::Full);
+    }
+}
