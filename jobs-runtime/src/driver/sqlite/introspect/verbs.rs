@@ -2,12 +2,13 @@
 //! `BEGIN IMMEDIATE` transaction on the writer: it holds the database's write lock from its
 //! first read, so the row it reads is the row it changes (Postgres takes `FOR UPDATE` for
 //! that), and a refusal is decided on the same row. The refusals are Postgres' own, code and
-//! message.
+//! message. Each appends its row to the job's history in that same transaction.
 
 use sqlx::sqlite::{SqliteConnection, SqlitePool};
 use sqlx::{Connection, FromRow};
 
 use super::super::classify::classify;
+use super::history;
 use super::super::job_columns;
 use super::super::time::ts;
 use crate::driver::introspect::*;
@@ -41,7 +42,7 @@ pub(super) async fn remove(
     writer: &SqlitePool,
     params: &JobRemoveParams,
 ) -> Result<JobRecord, JobError> {
-    let JobRemoveParams { id } = *params;
+    let id = params.id;
     let failed = |e| classify("job_remove", e);
     let mut conn = writer.acquire().await.map_err(failed)?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
@@ -67,6 +68,9 @@ pub(super) async fn remove(
     .execute(&mut *tx)
     .await
     .map_err(failed)?;
+    let actor = params.actor.as_deref();
+    history::append(&mut tx, &removed, JobVerb::Remove, None, actor, params.now, "job_remove")
+        .await?;
     tx.commit().await.map_err(failed)?;
     Ok(removed)
 }
@@ -137,6 +141,12 @@ pub(super) async fn requeue(
     .await
     .map_err(failed)?;
     let requeued = JobRecord::from_row(&requeued).map_err(failed)?;
+    let verb = match params.from_step {
+        Some(_) => JobVerb::RequeueFromStep,
+        None => JobVerb::Requeue,
+    };
+    let (step, actor) = (params.from_step.as_deref(), params.actor.as_deref());
+    history::append(&mut tx, &requeued, verb, step, actor, params.now, "job_requeue").await?;
     tx.commit().await.map_err(failed)?;
     Ok(requeued)
 }
@@ -146,7 +156,7 @@ pub(super) async fn promote(
     writer: &SqlitePool,
     params: &JobPromoteParams,
 ) -> Result<JobRecord, JobError> {
-    let JobPromoteParams { id, now } = *params;
+    let (id, now) = (params.id, params.now);
     let failed = |e| classify("job_promote", e);
     let mut conn = writer.acquire().await.map_err(failed)?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
@@ -166,6 +176,8 @@ pub(super) async fn promote(
         return Err(refusal(Bulk::Promote, row.as_ref(), id));
     };
     let promoted = JobRecord::from_row(&promoted).map_err(failed)?;
+    let actor = params.actor.as_deref();
+    history::append(&mut tx, &promoted, JobVerb::Promote, None, actor, now, "job_promote").await?;
     tx.commit().await.map_err(failed)?;
     Ok(promoted)
 }
