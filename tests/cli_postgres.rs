@@ -187,7 +187,10 @@ async fn every_verb_against_a_real_queue() {
         history.contains("oncall:ana") && history.contains("cancel"),
         "{history}"
     );
-    assert!(history.contains("cli:") && history.contains("promote"), "{history}");
+    assert!(
+        history.contains("cli:") && history.contains("promote"),
+        "{history}"
+    );
     let (_, out, _) = jobs_cli(&schema, &["show", &dead.id.to_string(), "--json"]).await;
     let detail: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(detail["history"][0]["verb"], "requeue_from_step");
@@ -195,13 +198,14 @@ async fn every_verb_against_a_real_queue() {
     assert!(detail["history"][0]["actor"]
         .as_str()
         .is_some_and(|a| a.starts_with("cli:")));
-    let shown = mcp.call("job.show", &{
-        let mut args = serde_json::Map::new();
-        args.insert("id".into(), dead.id.to_string().into());
-        args
-    })
-    .await
-    .unwrap();
+    let shown = mcp
+        .call("job.show", &{
+            let mut args = serde_json::Map::new();
+            args.insert("id".into(), dead.id.to_string().into());
+            args
+        })
+        .await
+        .unwrap();
     assert_eq!(shown["history"][0]["verb"], "requeue_from_step");
     let (code, _, err) = jobs_cli(&schema, &["cancel", &later.id.to_string()]).await;
     assert_eq!(

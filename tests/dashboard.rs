@@ -114,10 +114,9 @@ async fn who(mut request: Request, next: Next) -> Response {
                 .insert(Viewer::new("intern@example.com", ["job:read"]));
         }
         Some("hostile") => {
-            request.extensions_mut().insert(Viewer::new(
-                "<script>alert('who')</script>",
-                ["job:manage"],
-            ));
+            request
+                .extensions_mut()
+                .insert(Viewer::new("<script>alert('who')</script>", ["job:manage"]));
         }
         Some(_) => {
             request
@@ -389,7 +388,10 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
     assert_eq!(status, 303);
     let (_, queues) = dash.get("/admin/queues", "read").await;
     assert!(queues.contains("badge paused"), "{queues}");
-    assert!(queues.contains("by ops@example.com"), "who paused it: {queues}");
+    assert!(
+        queues.contains("by ops@example.com"),
+        "who paused it: {queues}"
+    );
     assert_eq!(
         jobs.operator()
             .introspect()
@@ -747,9 +749,7 @@ async fn the_job_page_shows_who_retried_and_cancelled_it_escaped() {
     let (_, page) = dash.get(&path, "read").await;
     assert!(page.contains("<h2>History</h2>") && page.contains("enqueued"));
     // Retried by a viewer whose identity is markup, then cancelled by another.
-    let (status, _) = dash
-        .post(&format!("{path}/retry"), "hostile", &[])
-        .await;
+    let (status, _) = dash.post(&format!("{path}/retry"), "hostile", &[]).await;
     assert_eq!(status, 303);
     let (status, _) = dash.post(&format!("{path}/cancel"), "manage", &[]).await;
     assert_eq!(status, 303);
@@ -765,10 +765,17 @@ async fn the_job_page_shows_who_retried_and_cancelled_it_escaped() {
         "the hostile identity is shown, escaped: {history}"
     );
     assert!(!page.contains("<script>alert"), "{page}");
-    assert_eq!(page.matches("<script").count(), 1, "only the dashboard's own script");
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "only the dashboard's own script"
+    );
     // Stored whole, as the operator API reads it.
     let rows = jobs.operator().history(queued.id).await.unwrap();
-    assert_eq!(rows[1].actor.as_deref(), Some("<script>alert('who')</script>"));
+    assert_eq!(
+        rows[1].actor.as_deref(),
+        Some("<script>alert('who')</script>")
+    );
 }
 
 #[tokio::test]

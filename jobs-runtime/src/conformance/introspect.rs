@@ -253,16 +253,30 @@ pub async fn job_remove_deletes_the_row_and_its_steps(driver: Arc<dyn JobDriver>
         .await
         .unwrap());
     assert_refused(
-        p.job_remove(&JobRemoveParams { id, actor: None, now: at(99) }).await,
+        p.job_remove(&JobRemoveParams {
+            id,
+            actor: None,
+            now: at(99),
+        })
+        .await,
         ErrorCode::JobNotRemovable,
     );
     assert_refused(
-        p.job_remove(&JobRemoveParams { id: Uuid::now_v7(), actor: None, now: at(99) }).await,
+        p.job_remove(&JobRemoveParams {
+            id: Uuid::now_v7(),
+            actor: None,
+            now: at(99),
+        })
+        .await,
         ErrorCode::JobNotFound,
     );
     assert!(ack(d, id, &job.by, at(2)).await);
     let removed = p
-        .job_remove(&JobRemoveParams { id, actor: None, now: at(99) })
+        .job_remove(&JobRemoveParams {
+            id,
+            actor: None,
+            now: at(99),
+        })
         .await
         .expect("a done job is removable");
     assert_eq!(removed.state, JobState::Done);
@@ -273,7 +287,12 @@ pub async fn job_remove_deletes_the_row_and_its_steps(driver: Arc<dyn JobDriver>
         .unwrap()
         .is_empty());
     assert_refused(
-        p.job_remove(&JobRemoveParams { id, actor: None, now: at(99) }).await,
+        p.job_remove(&JobRemoveParams {
+            id,
+            actor: None,
+            now: at(99),
+        })
+        .await,
         ErrorCode::JobNotFound,
     );
 }

@@ -306,7 +306,11 @@ pub async fn job_history_of_a_tenant_scoped_operator_shows_only_its_tenant(
     let globex = jobs.for_tenant("globex").acting_as("gus@globex");
 
     acme.operator().cancel(mine).await.expect("acme's own job");
-    globex.operator().cancel(theirs).await.expect("globex's own job");
+    globex
+        .operator()
+        .cancel(theirs)
+        .await
+        .expect("globex's own job");
     assert_refused(
         acme.operator().requeue(theirs, None).await,
         ErrorCode::JobNotFound,
@@ -355,7 +359,11 @@ pub async fn job_history_of_a_tenant_scoped_operator_shows_only_its_tenant(
         .unwrap();
     assert!(filtered.is_empty());
     let detail = globex.operator().inspect_job(theirs).await.unwrap();
-    assert_eq!(detail.history.len(), 2, "a job's detail carries its history");
+    assert_eq!(
+        detail.history.len(),
+        2,
+        "a job's detail carries its history"
+    );
 }
 
 /// The purge takes the history of the jobs it deletes, and a removed job's history once it is
@@ -375,14 +383,18 @@ pub async fn job_purge_deletes_the_history_of_the_jobs_it_purges(driver: Arc<dyn
     assert!(ack(d, done, &job.by, at(4)).await);
     // Cancelled at 5; cancelled at 100 (inside its window).
     let old = enqueue_key(d, "old").await;
-    d.job_cancel(&cancel(old, Some("ops"), at(5))).await.unwrap();
+    d.job_cancel(&cancel(old, Some("ops"), at(5)))
+        .await
+        .unwrap();
     let kept = enqueue_key(d, "kept").await;
     d.job_cancel(&cancel(kept, Some("ops"), at(100)))
         .await
         .unwrap();
     // Removed at 6, and at 200.
     let gone = enqueue_key(d, "gone").await;
-    p.job_remove(&remove(gone, Some("ops"), at(6))).await.unwrap();
+    p.job_remove(&remove(gone, Some("ops"), at(6)))
+        .await
+        .unwrap();
     let recent = enqueue_key(d, "recent").await;
     p.job_remove(&remove(recent, Some("ops"), at(200)))
         .await
@@ -397,13 +409,23 @@ pub async fn job_purge_deletes_the_history_of_the_jobs_it_purges(driver: Arc<dyn
         .await
         .unwrap();
     assert_eq!(purged, 2, "the done and the old cancelled job");
-    assert!(history(p, done).await.is_empty(), "a purged job's history goes");
-    assert!(history(p, old).await.is_empty(), "a purged job's history goes");
+    assert!(
+        history(p, done).await.is_empty(),
+        "a purged job's history goes"
+    );
+    assert!(
+        history(p, old).await.is_empty(),
+        "a purged job's history goes"
+    );
     assert!(
         history(p, gone).await.is_empty(),
         "a removed job's history goes once past the later cutoff"
     );
-    assert_eq!(history(p, kept).await.len(), 1, "a stored job keeps its history");
+    assert_eq!(
+        history(p, kept).await.len(),
+        1,
+        "a stored job keeps its history"
+    );
     assert_eq!(
         history(p, recent).await.len(),
         1,
@@ -474,7 +496,10 @@ pub async fn job_history_refuses_an_actor_out_of_bounds_before_any_write(
     // At the limit, in bytes: stored whole, on the job and on a pause.
     let widest = "é".repeat(MAX_ACTOR_BYTES / 2);
     let ops = jobs.acting_as(widest.clone());
-    ops.operator().cancel(live).await.expect("an actor at the limit");
+    ops.operator()
+        .cancel(live)
+        .await
+        .expect("an actor at the limit");
     ops.operator().pause_queue(QUEUE).await.unwrap();
     assert_eq!(history(p, live).await[0].actor.as_deref(), Some(&*widest));
     assert_eq!(

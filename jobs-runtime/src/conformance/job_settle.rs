@@ -236,7 +236,11 @@ pub async fn job_cancel_cancels_a_queued_job_and_frees_its_key(driver: Arc<dyn J
     enqueue(d, &later).await;
     for id in [ready, later.id] {
         let row = d
-            .job_cancel(&JobCancelParams { id, now: at(1), actor: None })
+            .job_cancel(&JobCancelParams {
+                id,
+                now: at(1),
+                actor: None,
+            })
             .await
             .unwrap();
         assert_eq!(row.id, id);
@@ -256,7 +260,11 @@ pub async fn job_cancel_stops_a_running_job_at_its_next_heartbeat(driver: Arc<dy
     let id = enqueue_key(d, "k").await;
     let job = claim_one(d, "w1", t0()).await;
     let row = d
-        .job_cancel(&JobCancelParams { id, now: at(1), actor: None })
+        .job_cancel(&JobCancelParams {
+            id,
+            now: at(1),
+            actor: None,
+        })
         .await
         .unwrap();
     assert_eq!(row.state, JobState::Cancelled);
@@ -311,7 +319,12 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
     let job = claim_one(d, "w1", t0()).await;
     assert!(ack(d, id, &job.by, at(1)).await);
     assert_refused(
-        d.job_cancel(&JobCancelParams { id, now: at(2), actor: None }).await,
+        d.job_cancel(&JobCancelParams {
+            id,
+            now: at(2),
+            actor: None,
+        })
+        .await,
         ErrorCode::JobNotCancellable,
     );
     assert_eq!(get(d, id).await.state, JobState::Done);

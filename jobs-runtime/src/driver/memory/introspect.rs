@@ -304,7 +304,9 @@ impl JobIntrospection for MemoryDriver {
         match &row {
             Some(r) if r.state != JobState::Running => {
                 state.remove_with_steps(id);
-                state.operator.record(r, act(JobVerb::Remove, None, &params.actor, params.now));
+                state
+                    .operator
+                    .record(r, act(JobVerb::Remove, None, &params.actor, params.now));
                 Ok(r.clone())
             }
             _ => Err(refusal(Bulk::Remove, row.as_ref(), id)),
@@ -386,7 +388,12 @@ impl JobIntrospection for MemoryDriver {
             if state.requeue_row(id, params.now).is_ok() {
                 result.affected += 1;
                 let requeued = state.jobs[&id].record.clone();
-                let done = act(JobVerb::Requeue, Some(BULK_DETAIL), &params.actor, params.now);
+                let done = act(
+                    JobVerb::Requeue,
+                    Some(BULK_DETAIL),
+                    &params.actor,
+                    params.now,
+                );
                 state.operator.record(&requeued, done);
             }
         }
@@ -420,7 +427,12 @@ impl JobIntrospection for MemoryDriver {
         for id in oldest_first(&state, ids).into_iter().take(take as usize) {
             let removed = state.jobs[&id].record.clone();
             state.remove_with_steps(id);
-            let done = act(JobVerb::Remove, Some(BULK_DETAIL), &params.actor, params.now);
+            let done = act(
+                JobVerb::Remove,
+                Some(BULK_DETAIL),
+                &params.actor,
+                params.now,
+            );
             state.operator.record(&removed, done);
         }
         Ok(BulkResult {

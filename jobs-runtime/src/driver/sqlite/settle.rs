@@ -171,8 +171,16 @@ pub(crate) async fn cancel(
     if let Some(row) = row {
         let cancelled = JobRecord::from_row(&row).map_err(failed)?;
         let actor = p.actor.as_deref();
-        history::append(&mut tx, &cancelled, JobVerb::Cancel, None, actor, p.now, "job_cancel")
-            .await?;
+        history::append(
+            &mut tx,
+            &cancelled,
+            JobVerb::Cancel,
+            None,
+            actor,
+            p.now,
+            "job_cancel",
+        )
+        .await?;
         tx.commit().await.map_err(failed)?;
         return Ok(cancelled);
     }

@@ -8,9 +8,9 @@ use sqlx::sqlite::{SqliteConnection, SqlitePool};
 use sqlx::{Connection, FromRow};
 
 use super::super::classify::classify;
-use super::history;
 use super::super::job_columns;
 use super::super::time::ts;
+use super::history;
 use crate::driver::introspect::*;
 use crate::driver::introspect::{JobPromoteParams, JobRemoveParams};
 use crate::driver::records::*;
@@ -69,8 +69,16 @@ pub(super) async fn remove(
     .await
     .map_err(failed)?;
     let actor = params.actor.as_deref();
-    history::append(&mut tx, &removed, JobVerb::Remove, None, actor, params.now, "job_remove")
-        .await?;
+    history::append(
+        &mut tx,
+        &removed,
+        JobVerb::Remove,
+        None,
+        actor,
+        params.now,
+        "job_remove",
+    )
+    .await?;
     tx.commit().await.map_err(failed)?;
     Ok(removed)
 }
@@ -146,7 +154,16 @@ pub(super) async fn requeue(
         None => JobVerb::Requeue,
     };
     let (step, actor) = (params.from_step.as_deref(), params.actor.as_deref());
-    history::append(&mut tx, &requeued, verb, step, actor, params.now, "job_requeue").await?;
+    history::append(
+        &mut tx,
+        &requeued,
+        verb,
+        step,
+        actor,
+        params.now,
+        "job_requeue",
+    )
+    .await?;
     tx.commit().await.map_err(failed)?;
     Ok(requeued)
 }
@@ -177,7 +194,16 @@ pub(super) async fn promote(
     };
     let promoted = JobRecord::from_row(&promoted).map_err(failed)?;
     let actor = params.actor.as_deref();
-    history::append(&mut tx, &promoted, JobVerb::Promote, None, actor, now, "job_promote").await?;
+    history::append(
+        &mut tx,
+        &promoted,
+        JobVerb::Promote,
+        None,
+        actor,
+        now,
+        "job_promote",
+    )
+    .await?;
     tx.commit().await.map_err(failed)?;
     Ok(promoted)
 }
