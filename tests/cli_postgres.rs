@@ -170,11 +170,43 @@ async fn every_verb_against_a_real_queue() {
         (code, out),
         (0, format!("promoted {}: due now on `billing`\n", later.id))
     );
-    let (code, out, _) = jobs_cli(&schema, &["cancel", &later.id.to_string()]).await;
+    let (code, out, _) = jobs_cli(
+        &schema,
+        &["cancel", &later.id.to_string(), "--actor", "oncall:ana"],
+    )
+    .await;
     assert_eq!(
         (code, out),
         (0, format!("cancelled {} (was ready)\n", later.id))
     );
+    // Each change is in the job's history: who (`--actor`, else `cli:$USER`), what, when.
+    let (code, out, _) = jobs_cli(&schema, &["show", &later.id.to_string()]).await;
+    assert_eq!(code, 0);
+    let history = &out[out.find("\nhistory\n").expect("a history table")..];
+    assert!(
+        history.contains("oncall:ana") && history.contains("cancel"),
+        "{history}"
+    );
+    assert!(
+        history.contains("cli:") && history.contains("promote"),
+        "{history}"
+    );
+    let (_, out, _) = jobs_cli(&schema, &["show", &dead.id.to_string(), "--json"]).await;
+    let detail: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(detail["history"][0]["verb"], "requeue_from_step");
+    assert_eq!(detail["history"][0]["detail"], "push");
+    assert!(detail["history"][0]["actor"]
+        .as_str()
+        .is_some_and(|a| a.starts_with("cli:")));
+    let shown = mcp
+        .call("job.show", &{
+            let mut args = serde_json::Map::new();
+            args.insert("id".into(), dead.id.to_string().into());
+            args
+        })
+        .await
+        .unwrap();
+    assert_eq!(shown["history"][0]["verb"], "requeue_from_step");
     let (code, _, err) = jobs_cli(&schema, &["cancel", &later.id.to_string()]).await;
     assert_eq!(
         (code, err.contains("X_JOB_NOT_CANCELLABLE")),

@@ -66,6 +66,13 @@ async fn the_operator_verbs_work_on_a_sqlite_url() {
     assert_eq!(code, 0, "{out}{err}");
     let row = jobs.job(dead.id).await.expect("read").expect("row");
     assert_eq!(row.state, JobState::Ready);
+    let (code, out, _) = jobs_cli(&url, &["show", &dead.id.to_string()]).await;
+    assert_eq!(code, 0);
+    let history = &out[out.find("\nhistory\n").expect("a history table")..];
+    assert!(
+        history.contains("cli:") && history.contains("requeue"),
+        "who retried it: {history}"
+    );
 
     let (code, _, _) = jobs_cli(&url, &["pause", "crm"]).await;
     assert_eq!(code, 0);

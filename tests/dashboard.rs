@@ -86,7 +86,8 @@ async fn dash_flaky(run: Run, input: Flaky) -> Result<(), JobError> {
 }
 
 /// A dashboard served on 127.0.0.1 under `/admin`; the `x-test-viewer` header names the role
-/// the test's own layer grants (`read`, `manage`, `other`, or none: no viewer at all).
+/// the test's own layer grants (`read`, `manage`, `hostile`: a manager whose identity is
+/// markup, `other`, or none: no viewer at all).
 struct Dash {
     base: String,
     client: reqwest::Client,
@@ -111,6 +112,11 @@ async fn who(mut request: Request, next: Next) -> Response {
             request
                 .extensions_mut()
                 .insert(Viewer::new("intern@example.com", ["job:read"]));
+        }
+        Some("hostile") => {
+            request
+                .extensions_mut()
+                .insert(Viewer::new("<script>alert('who')</script>", ["job:manage"]));
         }
         Some(_) => {
             request
@@ -361,6 +367,19 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
         page.contains("Requeued") && page.contains("badge done"),
         "{page}"
     );
+    // Its history says who retried it, from which step; a reader sees it too.
+    let (_, page) = dash.get(&location, "read").await;
+    let history = &page[page.find("<h2>History</h2>").expect("a History section")..];
+    assert!(
+        history.contains("ops@example.com")
+            && history.contains("retried from step <code>charge</code>"),
+        "{history}"
+    );
+    let rows = jobs.operator().history(dead.id).await.unwrap();
+    assert_eq!(
+        (rows[0].verb.as_str(), rows[0].actor.as_deref()),
+        ("requeue_from_step", Some("ops@example.com"))
+    );
 
     // Pause and resume a queue.
     let (status, _) = dash
@@ -369,6 +388,10 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
     assert_eq!(status, 303);
     let (_, queues) = dash.get("/admin/queues", "read").await;
     assert!(queues.contains("badge paused"), "{queues}");
+    assert!(
+        queues.contains("by ops@example.com"),
+        "who paused it: {queues}"
+    );
     assert_eq!(
         jobs.operator()
             .introspect()
@@ -432,6 +455,19 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
         .await;
     assert_eq!(location, "/admin/jobs?note=bulk&ok=3&refused=0");
     assert!(jobs.job(dead.id).await.unwrap().is_none());
+    // Each selected job's history has its own row: the cancel, then the delete.
+    let rows = jobs.operator().history(extra.id).await.unwrap();
+    let acts: Vec<(&str, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r.verb.as_str(), r.actor.as_deref()))
+        .collect();
+    assert_eq!(
+        acts,
+        [
+            ("remove", Some("ops@example.com")),
+            ("cancel", Some("ops@example.com")),
+        ]
+    );
 
     // Keyset pages, older then newer again, keeping the filter.
     let mut ids = Vec::new();
@@ -490,6 +526,12 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
         .await
         .unwrap();
     assert_eq!(fired.jobs.len(), 1, "run now enqueued the task's entry");
+    let fired = jobs.job(fired.jobs[0].id).await.unwrap().unwrap();
+    assert_eq!(
+        fired.actor.as_deref(),
+        Some("ops@example.com"),
+        "who ran the task"
+    );
 
     // Every other page renders on this store.
     for path in [
@@ -692,6 +734,47 @@ async fn hostile_names_errors_and_inputs_are_escaped() {
     assert!(
         page.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
         "{page}"
+    );
+}
+
+#[tokio::test]
+async fn the_job_page_shows_who_retried_and_cancelled_it_escaped() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let queued = DashFlaky::enqueue(&jobs, flaky("history", "acme"))
+        .await
+        .unwrap();
+    dash.tick().await;
+    let path = format!("/admin/jobs/{}", queued.id);
+    let (_, page) = dash.get(&path, "read").await;
+    assert!(page.contains("<h2>History</h2>") && page.contains("enqueued"));
+    // Retried by a viewer whose identity is markup, then cancelled by another.
+    let (status, _) = dash.post(&format!("{path}/retry"), "hostile", &[]).await;
+    assert_eq!(status, 303);
+    let (status, _) = dash.post(&format!("{path}/cancel"), "manage", &[]).await;
+    assert_eq!(status, 303);
+    let (status, page) = dash.get(&path, "read").await;
+    assert_eq!(status, 200, "{page}");
+    let history = &page[page.find("<h2>History</h2>").unwrap()..];
+    let cancelled = history.find("cancelled").expect("the cancel is shown");
+    let retried = history.find("retried").expect("the retry is shown");
+    assert!(cancelled < retried, "newest first: {history}");
+    assert!(history.contains("ops@example.com"), "{history}");
+    assert!(
+        history.contains("&lt;script&gt;alert(&#x27;who&#x27;)&lt;&#x2f;script&gt;"),
+        "the hostile identity is shown, escaped: {history}"
+    );
+    assert!(!page.contains("<script>alert"), "{page}");
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "only the dashboard's own script"
+    );
+    // Stored whole, as the operator API reads it.
+    let rows = jobs.operator().history(queued.id).await.unwrap();
+    assert_eq!(
+        rows[1].actor.as_deref(),
+        Some("<script>alert('who')</script>")
     );
 }
 

@@ -341,6 +341,13 @@ async fn an_operator_fixes_a_queue_from_the_browser() {
         jobs.job(dead.id).await.unwrap().unwrap().state,
         JobState::Done
     );
+    // The job's history names the viewer who retried it, and the step.
+    let page = client.source().await.unwrap();
+    let history = &page[page.find("<h2>History</h2>").expect("a History section")..];
+    assert!(
+        history.contains("ops@example.com") && history.contains("retried from step"),
+        "{history}"
+    );
 
     // Pause and resume a queue.
     client.goto(&format!("{base}/queues")).await.unwrap();

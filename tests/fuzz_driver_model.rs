@@ -289,8 +289,22 @@ async fn run(
                     continue;
                 }
                 let id = ids[pick % ids.len()];
-                let m = pair.memory.job_cancel(&JobCancelParams { id, now }).await;
-                let p = pair.postgres.job_cancel(&JobCancelParams { id, now }).await;
+                let m = pair
+                    .memory
+                    .job_cancel(&JobCancelParams {
+                        id,
+                        now,
+                        actor: None,
+                    })
+                    .await;
+                let p = pair
+                    .postgres
+                    .job_cancel(&JobCancelParams {
+                        id,
+                        now,
+                        actor: None,
+                    })
+                    .await;
                 prop_assert_eq!(
                     m.map(|r| view(&r)).map_err(|e| e.code()),
                     p.map(|r| view(&r)).map_err(|e| e.code()),

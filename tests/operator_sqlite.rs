@@ -82,6 +82,7 @@ fn bulk(jobs: &Jobs, state: JobState, tenant: &str) -> JobBulkParams {
         name: None,
         tenant_id: Some(tenant.into()),
         now: jobs.now(),
+        actor: None,
     }
 }
 

@@ -230,6 +230,7 @@ async fn verbs_stay_in_their_tenant(driver: Arc<dyn JobDriver>) {
         name: None,
         tenant_id: tenant.map(str::to_string),
         now: jobs.now(),
+        actor: None,
     };
     for state in [JobState::Cancelled, JobState::Ready, JobState::Delayed] {
         let named = bulk(state, Some("globex"));

@@ -396,9 +396,11 @@ impl Jobs {
             .is_none_or(|tenant| row.tenant_id.as_deref() == Some(tenant))
     }
 
-    /// Cancels a live job: a queued one at once, a running one at its next heartbeat. On a
-    /// client scoped to a tenant, another tenant's job is refused as an unknown id is.
+    /// Cancels a live job: a queued one at once, a running one at its next heartbeat. The
+    /// cancel and the client's actor ([`Jobs::acting_as`]) go into the job's history together.
+    /// On a client scoped to a tenant, another tenant's job is refused as an unknown id is.
     pub async fn cancel(&self, id: JobId) -> Result<JobRecord, JobError> {
+        let actor = crate::limits::checked_operator_actor(self.actor())?;
         if self.tenant.is_some() && self.job(id).await?.is_none() {
             return Err(JobError::new(
                 ErrorCode::JobNotCancellable,
@@ -409,6 +411,7 @@ impl Jobs {
             .driver
             .job_cancel(&JobCancelParams {
                 id,
+                actor,
                 now: self.now(),
             })
             .await

@@ -22,7 +22,7 @@
 //! | event name | [`MAX_EVENT_NAME_BYTES`] | `X_LIMIT_EXCEEDED` |
 //! | event key | [`MAX_EVENT_KEY_BYTES`] | `X_LIMIT_EXCEEDED` |
 //! | lock key (`with_lock`) | [`MAX_LOCK_KEY_BYTES`] | `X_LIMIT_EXCEEDED` |
-//! | actor (who asked for an enqueue) | [`MAX_ACTOR_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | actor (who asked for an enqueue, or did an operator act) | [`MAX_ACTOR_BYTES`] | `X_LIMIT_EXCEEDED` |
 //! | concurrency key | [`MAX_CONCURRENCY_KEY_LENGTH`] characters | `X_JOB_DECLARATION_INVALID` |
 //! | NUL in any of the above | none allowed | `X_VALUE_UNSTORABLE` (concurrency key: `X_JOB_DECLARATION_INVALID`) |
 //! | any other control character in an actor | none allowed | `X_VALUE_UNSTORABLE` |
@@ -244,6 +244,18 @@ pub(crate) fn check_actor(whose: &str, actor: &str) -> Result<(), JobError> {
         .with_fix("name the actor by a printable id (a user id, a service name): no newline, tab or escape"));
     }
     Ok(())
+}
+
+/// The actor of an operator act (a requeue, cancel, promote, remove, bulk verb or queue
+/// pause), checked as an enqueue's is, and owned for the driver's params.
+pub(crate) fn checked_operator_actor(actor: Option<&str>) -> Result<Option<String>, JobError> {
+    match actor {
+        Some(actor) => {
+            check_actor("an operator action", actor)?;
+            Ok(Some(actor.to_string()))
+        }
+        None => Ok(None),
+    }
 }
 
 /// Checks a step output before it is written.

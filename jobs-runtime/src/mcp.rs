@@ -5,7 +5,7 @@
 //! | `manifest.read` | the manifest, as committed |
 //! | `jobs.inspect` | job definitions: queue, retry policy, timeouts, concurrency, tenant |
 //! | `queue.depth` | per-queue counts, the oldest ready age, and whether the queue is paused |
-//! | `job.show` | one job: state, attempt, last error, progress, its steps; the input redacted |
+//! | `job.show` | one job: state, attempt, last error, progress, its steps, its history (who did what); the input redacted |
 //! | `jobs.dead` | dead letters, newest first, a page at a time (the introspection API) |
 //!
 //! Every tool is read-only; the tool definitions are the ones [`crate::codegen::mcp_tools`] writes into
@@ -183,6 +183,13 @@ impl JobsMcp {
                 })
             })
             .collect();
+        // Who requeued, cancelled or promoted it: an operator surface's history, when the
+        // store has one.
+        let history = match self.jobs.operator().history(id).await {
+            Ok(history) => history,
+            Err(e) if e.is(crate::ErrorCode::NotImplemented) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
         Ok(json!({
             "job": {
                 "id": row.id,
@@ -206,6 +213,7 @@ impl JobsMcp {
                 "input": "[redacted]",
             },
             "steps": steps,
+            "history": history,
         }))
     }
 

@@ -17,7 +17,9 @@
 //! `cargo run --bin jobs -- manifest --out generated`, `cargo run --bin jobs -- ls`. The queue
 //! verbs read `DATABASE_URL` (or `--database-url`: `postgres://...`, or `sqlite://jobs.db` for
 //! the SQLite store) and `JOBS_SCHEMA` (or `--schema`, default `public`, Postgres only); `manifest` needs no database. Every queue verb takes `--json`; otherwise it prints
-//! readable tables. Exit codes: `0` done, `1` refused (the `X_...` code is printed), `2` usage.
+//! readable tables. A verb that changes a job or a queue records who did it (the job's history,
+//! shown by `jobs show`; a queue's pause) under `--actor` (or `JOBS_ACTOR`), by default
+//! `cli:$USER`. Exit codes: `0` done, `1` refused (the `X_...` code is printed), `2` usage.
 
 mod render;
 
@@ -61,6 +63,10 @@ struct Cli {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
+    /// Who the changes are recorded under, in each job's history and on a queue's pause
+    /// (default `cli:$USER`).
+    #[arg(long, env = "JOBS_ACTOR", global = true)]
+    actor: Option<String>,
     #[command(subcommand)]
     verb: Option<Verb>,
 }
@@ -385,8 +391,18 @@ fn parse_state(state: Option<&str>) -> Result<Option<JobState>, JobError> {
         .transpose()
 }
 
+/// The actor the queue verbs act as: `--actor`, or `cli:` and the login name.
+fn actor(cli: &Cli) -> String {
+    cli.actor.clone().unwrap_or_else(|| {
+        let user = ["USER", "LOGNAME", "USERNAME"]
+            .iter()
+            .find_map(|name| std::env::var(name).ok().filter(|u| !u.is_empty()));
+        format!("cli:{}", user.as_deref().unwrap_or("unknown"))
+    })
+}
+
 async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), JobError> {
-    let jobs = connect(&cli).await?;
+    let jobs = connect(&cli).await?.acting_as(actor(&cli));
     let json = cli.json;
     let text = match verb {
         QueueVerb::Ls(args) => ls(&jobs, args, json).await?,

@@ -173,6 +173,20 @@ pub(super) fn show(detail: &JobDetail, now: Timestamp) -> String {
         &["STEP", "STATUS", "RUNS", "WRITTEN", "ERROR"],
         &rows,
     ));
+    text.push_str("\nhistory\n");
+    let rows: Vec<Vec<String>> = detail
+        .history
+        .iter()
+        .map(|h| {
+            vec![
+                time(h.at),
+                h.actor.clone().unwrap_or_else(|| "-".into()),
+                h.verb.clone(),
+                h.detail.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    text.push_str(&table(&["WHEN", "WHO", "WHAT", "DETAIL"], &rows));
     text
 }
 

@@ -253,16 +253,30 @@ pub async fn job_remove_deletes_the_row_and_its_steps(driver: Arc<dyn JobDriver>
         .await
         .unwrap());
     assert_refused(
-        p.job_remove(&JobRemoveParams { id }).await,
+        p.job_remove(&JobRemoveParams {
+            id,
+            actor: None,
+            now: at(99),
+        })
+        .await,
         ErrorCode::JobNotRemovable,
     );
     assert_refused(
-        p.job_remove(&JobRemoveParams { id: Uuid::now_v7() }).await,
+        p.job_remove(&JobRemoveParams {
+            id: Uuid::now_v7(),
+            actor: None,
+            now: at(99),
+        })
+        .await,
         ErrorCode::JobNotFound,
     );
     assert!(ack(d, id, &job.by, at(2)).await);
     let removed = p
-        .job_remove(&JobRemoveParams { id })
+        .job_remove(&JobRemoveParams {
+            id,
+            actor: None,
+            now: at(99),
+        })
         .await
         .expect("a done job is removable");
     assert_eq!(removed.state, JobState::Done);
@@ -273,7 +287,12 @@ pub async fn job_remove_deletes_the_row_and_its_steps(driver: Arc<dyn JobDriver>
         .unwrap()
         .is_empty());
     assert_refused(
-        p.job_remove(&JobRemoveParams { id }).await,
+        p.job_remove(&JobRemoveParams {
+            id,
+            actor: None,
+            now: at(99),
+        })
+        .await,
         ErrorCode::JobNotFound,
     );
 }
@@ -288,6 +307,7 @@ pub async fn job_requeue_refuses_live_unknown_and_held_keys(driver: Arc<dyn JobD
         id,
         from_step: None,
         now,
+        actor: None,
     };
     let id = enqueue_key(d, "k").await;
     assert_refused(
@@ -312,6 +332,7 @@ pub async fn job_requeue_refuses_live_unknown_and_held_keys(driver: Arc<dyn JobD
     d.job_cancel(&JobCancelParams {
         id: holder.id,
         now: at(4),
+        actor: None,
     })
     .await
     .unwrap();
@@ -355,6 +376,7 @@ pub async fn job_requeue_from_step_forgets_it_and_later_steps(driver: Arc<dyn Jo
             id,
             from_step: Some("nope".into()),
             now: at(6),
+            actor: None,
         })
         .await,
         ErrorCode::Invariant,
@@ -371,6 +393,7 @@ pub async fn job_requeue_from_step_forgets_it_and_later_steps(driver: Arc<dyn Jo
         id,
         from_step: Some("email".into()),
         now: at(6),
+        actor: None,
     })
     .await
     .expect("requeued from a step");
@@ -396,6 +419,7 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
         .job_promote(&JobPromoteParams {
             id: delayed,
             now: at(1),
+            actor: None,
         })
         .await
         .expect("promoted");
@@ -404,6 +428,7 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
         p.job_promote(&JobPromoteParams {
             id: delayed,
             now: at(2),
+            actor: None,
         })
         .await,
         ErrorCode::JobNotPromotable,
@@ -414,6 +439,7 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
         p.job_promote(&JobPromoteParams {
             id: delayed,
             now: at(3),
+            actor: None,
         })
         .await,
         ErrorCode::JobNotPromotable,
@@ -426,6 +452,7 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
     p.job_promote(&JobPromoteParams {
         id: delayed,
         now: at(4),
+        actor: None,
     })
     .await
     .expect("backing off");
@@ -435,6 +462,7 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
         p.job_promote(&JobPromoteParams {
             id: delayed,
             now: at(6),
+            actor: None,
         })
         .await,
         ErrorCode::JobNotPromotable,
@@ -443,6 +471,7 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
         p.job_promote(&JobPromoteParams {
             id: Uuid::now_v7(),
             now: at(6),
+            actor: None,
         })
         .await,
         ErrorCode::JobNotFound,
@@ -459,6 +488,7 @@ pub async fn job_bulk_verbs_refuse_states_they_cannot_move(driver: Arc<dyn JobDr
         name: None,
         tenant_id: None,
         now: t0(),
+        actor: None,
     };
     for live in [JobState::Ready, JobState::Running, JobState::Suspended] {
         assert_refused(
@@ -497,6 +527,7 @@ pub async fn job_bulk_verbs_move_at_most_a_thousand_rows(driver: Arc<dyn JobDriv
         name: Some("bulk.job".into()),
         tenant_id: None,
         now,
+        actor: None,
     };
     let first = p
         .job_promote_many(&bulk(JobState::Delayed, at(1)))
@@ -589,6 +620,7 @@ pub async fn job_requeue_many_leaves_held_keys_and_takes_the_oldest(driver: Arc<
         name: None,
         tenant_id: None,
         now: at(60),
+        actor: None,
     };
     let moved = p.job_requeue_many(&bulk).await.unwrap();
     assert_eq!(
@@ -619,19 +651,21 @@ pub async fn job_requeue_many_leaves_held_keys_and_takes_the_oldest(driver: Arc<
     );
 }
 
-/// A paused queue is claimed by no one from the next claim on; enqueues still land; resume
-/// answers whether it was paused.
+/// A paused queue is claimed by no one from the next claim on; enqueues still land; the pause
+/// keeps who paused it; resume answers whether it was paused.
 pub async fn queue_pause_stops_the_next_claim(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     let p = port(d);
     p.queue_pause(&QueuePauseParams {
         queue: QUEUE,
+        actor: Some("ops@example.com"),
         now: at(1),
     })
     .await
     .unwrap();
     p.queue_pause(&QueuePauseParams {
         queue: QUEUE,
+        actor: Some("someone-else"),
         now: at(2),
     })
     .await
@@ -642,8 +676,10 @@ pub async fn queue_pause_stops_the_next_claim(driver: Arc<dyn JobDriver>) {
         p.queue_paused().await.unwrap(),
         [QueuePause {
             queue: QUEUE.into(),
-            paused_at: at(1)
-        }]
+            paused_at: at(1),
+            paused_by: Some("ops@example.com".into()),
+        }],
+        "the first pause's time and actor stay"
     );
     assert!(p
         .queue_resume(&QueueResumeParams {
@@ -753,6 +789,7 @@ pub async fn counters_move_with_the_settle(driver: Arc<dyn JobDriver>) {
     d.job_cancel(&JobCancelParams {
         id: cancelled,
         now: at(62),
+        actor: None,
     })
     .await
     .unwrap();

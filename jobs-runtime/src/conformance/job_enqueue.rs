@@ -109,6 +109,7 @@ pub async fn job_enqueue_frees_the_key_once_finished(driver: Arc<dyn JobDriver>)
                 d.job_cancel(&JobCancelParams {
                     id: holder,
                     now: t0(),
+                    actor: None,
                 })
                 .await
                 .unwrap();

@@ -236,7 +236,11 @@ pub async fn job_cancel_cancels_a_queued_job_and_frees_its_key(driver: Arc<dyn J
     enqueue(d, &later).await;
     for id in [ready, later.id] {
         let row = d
-            .job_cancel(&JobCancelParams { id, now: at(1) })
+            .job_cancel(&JobCancelParams {
+                id,
+                now: at(1),
+                actor: None,
+            })
             .await
             .unwrap();
         assert_eq!(row.id, id);
@@ -256,7 +260,11 @@ pub async fn job_cancel_stops_a_running_job_at_its_next_heartbeat(driver: Arc<dy
     let id = enqueue_key(d, "k").await;
     let job = claim_one(d, "w1", t0()).await;
     let row = d
-        .job_cancel(&JobCancelParams { id, now: at(1) })
+        .job_cancel(&JobCancelParams {
+            id,
+            now: at(1),
+            actor: None,
+        })
         .await
         .unwrap();
     assert_eq!(row.state, JobState::Cancelled);
@@ -311,7 +319,12 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
     let job = claim_one(d, "w1", t0()).await;
     assert!(ack(d, id, &job.by, at(1)).await);
     assert_refused(
-        d.job_cancel(&JobCancelParams { id, now: at(2) }).await,
+        d.job_cancel(&JobCancelParams {
+            id,
+            now: at(2),
+            actor: None,
+        })
+        .await,
         ErrorCode::JobNotCancellable,
     );
     assert_eq!(get(d, id).await.state, JobState::Done);
@@ -320,6 +333,7 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
     d.job_cancel(&JobCancelParams {
         id: other,
         now: at(2),
+        actor: None,
     })
     .await
     .unwrap();
@@ -327,6 +341,7 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
         d.job_cancel(&JobCancelParams {
             id: other,
             now: at(3),
+            actor: None,
         })
         .await,
         ErrorCode::JobNotCancellable,
@@ -335,6 +350,7 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
         d.job_cancel(&JobCancelParams {
             id: Uuid::now_v7(),
             now: at(3),
+            actor: None,
         })
         .await,
         ErrorCode::JobNotCancellable,
@@ -402,6 +418,7 @@ pub async fn queue_stats_counts_each_queue_per_state(driver: Arc<dyn JobDriver>)
     d.job_cancel(&JobCancelParams {
         id: cancelled,
         now: t0(),
+        actor: None,
     })
     .await
     .unwrap();

@@ -5,7 +5,7 @@
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
 //! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
 //! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`webhook_ledger`],
-//! [`introspect`], [`limits`],
+//! [`introspect`], [`job_history`], [`limits`],
 //! [`worker`]), named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
 //! `job_ack_is_fenced_on_the_claim`). Port cases call the driver directly with explicit `now`
 //! values, so no clock is needed; worker cases drive a [`Worker`](crate::Worker) with
@@ -34,6 +34,7 @@ pub mod event_purge;
 pub mod introspect;
 pub mod job_claim;
 pub mod job_enqueue;
+pub mod job_history;
 pub mod job_purge;
 pub mod job_settle;
 pub mod lease;
@@ -174,6 +175,11 @@ macro_rules! __conformance_cases {
             introspect::counters_move_with_the_settle,
             introspect::counters_count_a_batched_ack_and_a_burial,
             introspect::counters_rollup_folds_buckets_into_the_next_tier,
+            job_history::job_history_records_each_verb_with_its_actor,
+            job_history::job_history_records_one_row_per_job_a_bulk_verb_moves,
+            job_history::job_history_of_a_tenant_scoped_operator_shows_only_its_tenant,
+            job_history::job_purge_deletes_the_history_of_the_jobs_it_purges,
+            job_history::job_history_refuses_an_actor_out_of_bounds_before_any_write,
             scheduler::scheduler_leader_names_the_holder_since_it_took_the_lease,
             backfill_store::backfill_begin_adopts_its_run_and_skips_after_a_completed_pass,
             ledger_book::posting_write_stores_a_key_once_per_tenant,

@@ -1,6 +1,11 @@
 //! The operator's verbs, on the [`Operator`] handle [`Jobs::operator`] gives: what the `jobs` command-line tool, an MCP server and an
 //! admin screen call. Each returns plain data that serializes to the `--json` shape.
 //!
+//! Every verb that acts on a job records who did it: the client's actor ([`Jobs::acting_as`]:
+//! an operator's identity) goes into the job's history with the verb, in the same statement or
+//! transaction as the act, and [`Operator::history`] reads it back (also part of
+//! [`Operator::inspect_job`]'s answer).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
 //! use jobs::driver::introspect::JobListParams;
@@ -23,14 +28,20 @@ use crate::driver::introspect::{
 };
 use crate::driver::{JobId, JobRecord, StepListParams, StepRecord};
 use crate::error::{ErrorCode, JobError};
+use crate::limits::checked_operator_actor as checked_actor;
 
-/// One job as `jobs show` prints it: the row with its input redacted, and its step trace.
+/// One job as `jobs show` prints it: the row with its input redacted, its step trace and its
+/// history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobDetail {
     /// The row; `input` keeps its shape with every value redacted.
     pub job: JobRecord,
     /// Every step of the run, oldest write first; outputs redacted the same way.
     pub steps: Vec<StepRecord>,
+    /// Who did what to the job, newest first ([`Operator::history`]); empty on a store
+    /// without an operator surface.
+    #[serde(default)]
+    pub history: Vec<JobHistoryEntry>,
 }
 
 /// A payload's shape without its values: every string, number and boolean becomes the name of
@@ -60,6 +71,11 @@ impl Jobs {
     /// The operator's verbs: list, inspect, retry, delete and promote jobs, pause and resume
     /// queues, list workers. What the `jobs` tool, the MCP server and an admin page call.
     ///
+    /// The client's actor ([`Jobs::acting_as`]) is recorded with every act on a job, in the
+    /// job's history ([`Operator::history`]), and on a queue's pause; an actor over
+    /// [`MAX_ACTOR_BYTES`](crate::limits::MAX_ACTOR_BYTES) is refused with `X_LIMIT_EXCEEDED`,
+    /// one holding a control character with `X_VALUE_UNSTORABLE`, before anything is written.
+    ///
     /// On a client scoped to a tenant ([`Jobs::for_tenant`]) the job verbs never see nor
     /// touch another tenant's rows: a list or bulk verb covers only that tenant (naming another
     /// is `X_JOB_TENANT_MISMATCH`), and another tenant's job id is refused as an unknown id is
@@ -72,6 +88,15 @@ impl Jobs {
     /// let acme = jobs.for_tenant("acme");
     /// let page = acme.operator().list_jobs(&JobListParams::default()).await?;
     /// assert!(page.jobs.is_empty());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
+    /// let ops = jobs::Jobs::memory().acting_as("ops@example.com");
+    /// ops.operator().pause_queue("email").await?;
+    /// let paused = ops.operator().introspect()?.queue_paused().await?;
+    /// assert_eq!(paused[0].paused_by.as_deref(), Some("ops@example.com"));
     /// # Ok(()) }
     /// ```
     pub fn operator(&self) -> Operator<'_> {
@@ -102,7 +127,8 @@ impl Operator<'_> {
     }
 
     /// Re-queues up to [`MAX_BULK_ROWS`] finished rows matching `params` (see
-    /// [`JobIntrospection::job_requeue_many`]).
+    /// [`JobIntrospection::job_requeue_many`]), recording one history row per job moved under
+    /// `params.actor`, or the client's actor when it names none.
     pub async fn requeue_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError> {
         let params = self.scoped_bulk(params)?;
         let result = self.introspect()?.job_requeue_many(&params).await?;
@@ -126,9 +152,40 @@ impl Operator<'_> {
         Ok(result)
     }
 
-    /// Cancels a live job (see [`Jobs::cancel`]).
+    /// Cancels a live job (see [`Jobs::cancel`]), recording the client's actor in its history.
     pub async fn cancel(&self, id: JobId) -> Result<JobRecord, JobError> {
         self.jobs.cancel(id).await
+    }
+
+    /// One job's history, newest first: who requeued, cancelled, promoted or removed it, and
+    /// when (at most [`DEFAULT_HISTORY_PAGE`] rows). While the job is stored, its enqueue ends
+    /// the list: the job's own `created_at` and `actor` (the enqueue writes no history row), when
+    /// the list has room. A removed job's rows stay until the purge of finished jobs takes them.
+    /// On a client scoped to a tenant, only rows written while the job was that tenant's.
+    pub async fn history(&self, id: JobId) -> Result<Vec<JobHistoryEntry>, JobError> {
+        let params = JobHistoryParams {
+            id,
+            tenant_id: self.jobs.tenant().map(str::to_string),
+            limit: Some(DEFAULT_HISTORY_PAGE),
+        };
+        let mut rows = self.introspect()?.job_history(&params).await?;
+        if rows.len() < DEFAULT_HISTORY_PAGE as usize {
+            if let Some(job) = self.jobs.job(id).await? {
+                rows.push(JobHistoryEntry {
+                    job_id: id,
+                    at: job.created_at,
+                    actor: job.actor,
+                    verb: JobVerb::Enqueue.as_str().to_string(),
+                    detail: None,
+                });
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The client's actor, checked: within its limit and printable.
+    fn actor(&self) -> Result<Option<String>, JobError> {
+        checked_actor(self.jobs.actor())
     }
 
     /// The tenant a list or bulk verb filters on: the one it names, on an unscoped client; the
@@ -147,8 +204,13 @@ impl Operator<'_> {
     }
 
     fn scoped_bulk(&self, params: &JobBulkParams) -> Result<JobBulkParams, JobError> {
+        let actor = match &params.actor {
+            Some(actor) => checked_actor(Some(actor))?,
+            None => self.actor()?,
+        };
         Ok(JobBulkParams {
             tenant_id: self.tenant_filter(params.tenant_id.as_deref())?,
+            actor,
             ..params.clone()
         })
     }
@@ -176,7 +238,16 @@ impl Operator<'_> {
         for step in &mut steps {
             step.output = step.output.as_ref().map(redact);
         }
-        Ok(JobDetail { job, steps })
+        let history = match self.history(id).await {
+            Ok(history) => history,
+            Err(e) if e.is(ErrorCode::NotImplemented) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(JobDetail {
+            job,
+            steps,
+            history,
+        })
     }
 
     /// Re-queues one finished job, optionally from a step (see [`JobIntrospection::job_requeue`]).
@@ -184,6 +255,7 @@ impl Operator<'_> {
         let params = JobRequeueParams {
             id,
             from_step: from_step.map(str::to_string),
+            actor: self.actor()?,
             now: self.jobs.now(),
         };
         self.visible(id).await?;
@@ -192,31 +264,39 @@ impl Operator<'_> {
         Ok(row)
     }
 
-    /// Deletes one job that is not running, and its steps.
+    /// Deletes one job that is not running, and its steps; its history (with this `remove`)
+    /// stays until the purge of finished jobs takes it.
     pub async fn remove(&self, id: JobId) -> Result<JobRecord, JobError> {
+        let params = JobRemoveParams {
+            id,
+            actor: self.actor()?,
+            now: self.jobs.now(),
+        };
         self.visible(id).await?;
-        self.introspect()?.job_remove(&JobRemoveParams { id }).await
+        self.introspect()?.job_remove(&params).await
     }
 
     /// Makes a job waiting on its run time due now.
     pub async fn promote(&self, id: JobId) -> Result<JobRecord, JobError> {
+        let params = JobPromoteParams {
+            id,
+            actor: self.actor()?,
+            now: self.jobs.now(),
+        };
         self.visible(id).await?;
-        let row = self
-            .introspect()?
-            .job_promote(&JobPromoteParams {
-                id,
-                now: self.jobs.now(),
-            })
-            .await?;
+        let row = self.introspect()?.job_promote(&params).await?;
         self.jobs.local_wake().notify_waiters();
         Ok(row)
     }
 
-    /// Pauses a queue: no worker claims from it from its next claim on.
+    /// Pauses a queue: no worker claims from it from its next claim on. The pause keeps the
+    /// client's actor (`paused_by`); a second pause keeps the first's.
     pub async fn pause_queue(&self, queue: &str) -> Result<(), JobError> {
+        let actor = self.actor()?;
         self.introspect()?
             .queue_pause(&QueuePauseParams {
                 queue,
+                actor: actor.as_deref(),
                 now: self.jobs.now(),
             })
             .await

@@ -101,6 +101,7 @@ pub(crate) fn next_after(d: &crate::task::TaskDescriptor, from: Timestamp) -> Op
 
 /// Fires task `T` now, by hand: its entries for the occurrence "now", enqueued with each job's
 /// plain idempotency key (a scheduled fire scopes them to the occurrence). One answer per entry.
+/// The client's actor ([`Jobs::acting_as`]) is each job's actor: who fired it.
 pub async fn fire_now<T: Task>(jobs: &Jobs) -> Result<Vec<Enqueued>, JobError> {
     fire_entry_now(jobs, &TaskEntry::of::<T>()).await
 }
@@ -114,7 +115,11 @@ pub(crate) async fn fire_entry_now(
     let d = entry.descriptor();
     let tz = cron::parse_tz(d.name, d.tz)?;
     let now = jobs.now();
-    let requests = fire::requests(entry, &Occurrence::new(now, tz), Keys::Plain, now)?;
+    let mut requests = fire::requests(entry, &Occurrence::new(now, tz), Keys::Plain, now)?;
+    let actor = crate::limits::checked_operator_actor(jobs.actor())?;
+    for request in &mut requests {
+        request.actor = request.actor.take().or_else(|| actor.clone());
+    }
     if requests.is_empty() {
         return Ok(Vec::new());
     }

@@ -8,10 +8,11 @@ use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{audit, back, field, form, page, Page};
+use super::{acting, audit, back, field, form, page, Page};
 use crate::dashboard::access::Ctx;
 use crate::dashboard::error::{bad_parameter, Refusal};
 use crate::dashboard::Shared;
+use crate::driver::introspect::{JobHistoryEntry, JobVerb, BULK_DETAIL};
 use crate::driver::JobState;
 use crate::error::{ErrorCode, JobError};
 use crate::registry::Registry;
@@ -64,6 +65,7 @@ pub(super) async fn show(
         _ => detail.job.input.clone(),
     };
     let state = detail.job.state;
+    let history: Vec<_> = detail.history.iter().map(history_row).collect();
     page(
         &dash,
         &ctx,
@@ -72,6 +74,7 @@ pub(super) async fn show(
         json!({
             "job": detail.job,
             "steps": detail.steps,
+            "history": history,
             "input": input,
             "revealed": reveal,
             "concurrency_key": concurrency_key,
@@ -94,7 +97,8 @@ pub(super) async fn act(
 ) -> Page {
     let id = job_id(&id)?;
     let form = form(&body)?;
-    let operator = dash.jobs.operator();
+    let jobs = acting(&dash, &ctx);
+    let operator = jobs.operator();
     let path = format!("/jobs/{id}");
     let note = match action.as_str() {
         "retry" => {
@@ -124,4 +128,26 @@ pub(super) async fn act(
     };
     audit(&ctx, &action, &id.to_string());
     Ok(back(&ctx, &path, note))
+}
+
+/// One row of the History section: when, who, and what in words (the step a retry started
+/// from, and whether a bulk action did it, apart, so the template escapes each).
+fn history_row(entry: &JobHistoryEntry) -> serde_json::Value {
+    let what = match JobVerb::parse(&entry.verb) {
+        Some(JobVerb::Enqueue) => "enqueued",
+        Some(JobVerb::Requeue) => "retried",
+        Some(JobVerb::RequeueFromStep) => "retried from step",
+        Some(JobVerb::Cancel) => "cancelled",
+        Some(JobVerb::Promote) => "made due now",
+        Some(JobVerb::Remove) => "deleted",
+        None => entry.verb.as_str(),
+    };
+    let bulk = entry.detail.as_deref() == Some(BULK_DETAIL);
+    json!({
+        "at": entry.at,
+        "actor": entry.actor,
+        "what": what,
+        "step": entry.detail.as_deref().filter(|_| !bulk),
+        "bulk": bulk,
+    })
 }

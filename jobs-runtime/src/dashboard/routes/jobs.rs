@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{audit, field, form, page, Page};
+use super::{acting, audit, field, form, page, Page};
 use crate::dashboard::access::Ctx;
 use crate::dashboard::error::bad_parameter;
 use crate::dashboard::Shared;
@@ -176,7 +176,8 @@ pub(super) async fn bulk(
             "select at most one page of jobs",
         ));
     }
-    let operator = dash.jobs.operator();
+    let jobs = acting(&dash, &ctx);
+    let operator = jobs.operator();
     let (mut ok, mut refused) = (0u32, 0u32);
     for id in ids {
         let done = match action.as_str() {
@@ -213,6 +214,7 @@ pub(super) async fn retry_dead(
         queue: field(&form, "queue").map(str::to_string),
         name: field(&form, "name").map(str::to_string),
         tenant_id: None,
+        actor: Some(ctx.identity.clone()),
         now: dash.jobs.now(),
     };
     let moved = dash.jobs.operator().requeue_many(&params).await?;

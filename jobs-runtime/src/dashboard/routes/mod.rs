@@ -1,6 +1,7 @@
 //! The dashboard's routes, one module per page, and what they share: the page context, the
-//! notes a redirect carries, the audit line of an action, and the refusal of what spans every
-//! tenant on a tenant's dashboard.
+//! notes a redirect carries, the client an action runs on (acting as the viewer, so the store
+//! records who did it), the audit line of an action, and the refusal of what spans every tenant
+//! on a tenant's dashboard.
 
 mod assets;
 mod books;
@@ -22,6 +23,7 @@ use super::access::{guard, Ctx};
 use super::error::Refusal;
 use super::pages::pages;
 use super::Shared;
+use crate::client::Jobs;
 use crate::driver::QueueStats;
 use crate::error::{ErrorCode, JobError};
 use crate::registry::Registry;
@@ -121,9 +123,16 @@ fn back(ctx: &Ctx, path: &str, note: &str) -> Response {
     Redirect::to(&format!("{}{path}{sep}note={note}", ctx.base)).into_response()
 }
 
-/// The audit line of an action: who did what to which job or queue. The operator API keeps no
-/// actor for a requeue, cancel, delete, promote or pause, so this log line is its record; an
-/// enqueue from the dashboard stores the viewer as the job's actor.
+/// The client an action runs on: the dashboard's, acting as the viewer, so the store records
+/// the viewer's identity with the act (the job's history, a queue's `paused_by`, an enqueued
+/// job's actor).
+fn acting(dash: &Shared, ctx: &Ctx) -> Jobs {
+    dash.jobs.acting_as(ctx.identity.clone())
+}
+
+/// The audit line of an action: who did what to which job, queue or task. The store keeps the
+/// durable record of the acts on jobs (their history) and of a queue's pause; this log line is
+/// also the only record of a queue's resume and a task's pause and resume.
 fn audit(ctx: &Ctx, verb: &str, target: &str) {
     tracing::info!(target: "jobs::dashboard", actor = %ctx.identity, verb, target, "dashboard action");
 }

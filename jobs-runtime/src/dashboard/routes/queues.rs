@@ -4,7 +4,7 @@ use axum::extract::{Path, Query, State};
 use axum::Extension;
 use serde_json::json;
 
-use super::{audit, back, fleet_wide, page, Note, Page};
+use super::{acting, audit, back, fleet_wide, page, Note, Page};
 use crate::dashboard::access::Ctx;
 use crate::dashboard::error::bad_parameter;
 use crate::dashboard::Shared;
@@ -24,14 +24,24 @@ pub(super) async fn list(
         .iter()
         .map(|q| {
             let pause = paused.iter().find(|p| p.queue == q.queue);
-            json!({ "queue": q.queue, "stats": q, "paused_at": pause.map(|p| p.paused_at) })
+            json!({
+                "queue": q.queue,
+                "stats": q,
+                "paused_at": pause.map(|p| p.paused_at),
+                "paused_by": pause.and_then(|p| p.paused_by.as_deref()),
+            })
         })
         .collect();
     for p in paused
         .iter()
         .filter(|p| !queues.iter().any(|q| q.queue == p.queue))
     {
-        rows.push(json!({ "queue": p.queue, "stats": null, "paused_at": p.paused_at }));
+        rows.push(json!({
+            "queue": p.queue,
+            "stats": null,
+            "paused_at": p.paused_at,
+            "paused_by": p.paused_by,
+        }));
     }
     page(
         &dash,
@@ -49,7 +59,8 @@ pub(super) async fn act(
     Path((queue, action)): Path<(String, String)>,
 ) -> Page {
     fleet_wide(&dash, "queues")?;
-    let operator = dash.jobs.operator();
+    let jobs = acting(&dash, &ctx);
+    let operator = jobs.operator();
     let note = match action.as_str() {
         "pause" => {
             operator.pause_queue(&queue).await?;

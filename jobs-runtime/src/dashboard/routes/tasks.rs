@@ -5,7 +5,7 @@ use axum::extract::{Path, Query, State};
 use axum::Extension;
 use serde_json::json;
 
-use super::{audit, back, fleet_wide, offered, page, Note, Page};
+use super::{acting, audit, back, fleet_wide, offered, page, Note, Page};
 use crate::dashboard::access::Ctx;
 use crate::dashboard::cron_words::describe;
 use crate::dashboard::error::{bad_parameter, Refusal};
@@ -87,7 +87,8 @@ pub(super) async fn act(
                     .with_fix("run a task the binary serving the dashboard links"),
                 )
             })?;
-            crate::scheduler::fire_entry_now(&dash.jobs, entry).await?;
+            // The fired jobs carry the viewer as their actor: who ran the task.
+            crate::scheduler::fire_entry_now(&acting(&dash, &ctx), entry).await?;
             "fired"
         }
         _ => return Err(bad_parameter("the task action", "use pause, resume or run")),

@@ -2,7 +2,7 @@
 //! queue's own maps. The counters move inside [`MemoryState::update`], the one place a row
 //! changes state, as Postgres moves them in the statement that settles the row.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use async_trait::async_trait;
 
@@ -19,12 +19,35 @@ use crate::error::JobError;
 /// What the operator surface keeps beside the queue.
 #[derive(Debug, Default)]
 pub(super) struct OperatorState {
-    paused: BTreeMap<String, Timestamp>,
+    /// Paused queues: since when, and by whom.
+    paused: BTreeMap<String, (Timestamp, Option<String>)>,
+    /// Each job's history, oldest first, at most [`MAX_HISTORY_PAGE`] rows per job (the oldest
+    /// go first). Kept apart from the job, so a removed job's rows stay until the purge.
+    history: HashMap<JobId, VecDeque<HistoryRow>>,
+    /// The insertion order of history rows (ties on `at` read newest first by it).
+    history_seq: u64,
     workers: BTreeMap<String, WorkerRow>,
     /// `(name, width, bucket)` -> counts.
     counters: BTreeMap<(String, u32, Timestamp), CounterBucket>,
     /// When each running job's current attempt started (its claim), for the durations.
     started: HashMap<JobId, Timestamp>,
+}
+
+/// One stored history row: the entry, the tenant its job had, and its insertion order.
+#[derive(Debug, Clone)]
+struct HistoryRow {
+    seq: u64,
+    tenant_id: Option<String>,
+    entry: JobHistoryEntry,
+}
+
+/// One act to record in a job's history.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Act<'a> {
+    pub verb: JobVerb,
+    pub detail: Option<&'a str>,
+    pub actor: Option<&'a str>,
+    pub at: Timestamp,
 }
 
 /// A row's state before a change, for the counters.
@@ -46,6 +69,56 @@ impl Before {
 }
 
 impl OperatorState {
+    /// Appends `act` to the history of `record`'s job (in the same lock as the act itself).
+    pub(super) fn record(&mut self, record: &JobRecord, act: Act<'_>) {
+        self.history_seq += 1;
+        let rows = self.history.entry(record.id).or_default();
+        if rows.len() >= MAX_HISTORY_PAGE as usize {
+            rows.pop_front();
+        }
+        rows.push_back(HistoryRow {
+            seq: self.history_seq,
+            tenant_id: record.tenant_id.clone(),
+            entry: JobHistoryEntry {
+                job_id: record.id,
+                at: act.at,
+                actor: act.actor.map(str::to_string),
+                verb: act.verb.as_str().to_string(),
+                detail: act.detail.map(str::to_string),
+            },
+        });
+    }
+
+    /// The purge's share: up to `limit` history rows of jobs `stored` no longer answers for,
+    /// written before `before`, oldest first.
+    pub(super) fn purge_history(
+        &mut self,
+        stored: impl Fn(&JobId) -> bool,
+        before: Timestamp,
+        limit: u32,
+    ) {
+        let mut doomed: Vec<(Timestamp, u64, JobId)> = self
+            .history
+            .iter()
+            .filter(|(id, _)| !stored(id))
+            .flat_map(|(id, rows)| {
+                rows.iter()
+                    .filter(|r| r.entry.at < before)
+                    .map(|r| (r.entry.at, r.seq, *id))
+            })
+            .collect();
+        doomed.sort();
+        doomed.truncate(limit as usize);
+        for (_, seq, id) in doomed {
+            if let Some(rows) = self.history.get_mut(&id) {
+                rows.retain(|r| r.seq != seq);
+                if rows.is_empty() {
+                    self.history.remove(&id);
+                }
+            }
+        }
+    }
+
     /// Whether a claim must skip `queue`.
     pub(super) fn paused(&self, queue: &str) -> bool {
         self.paused.contains_key(queue)
@@ -85,6 +158,21 @@ impl OperatorState {
             CounterOutcome::Dead => counts.dead += 1,
         }
         counts.duration_ms += elapsed;
+    }
+}
+
+/// An act at `at` by `actor`.
+pub(super) fn act<'a>(
+    verb: JobVerb,
+    detail: Option<&'a str>,
+    actor: &'a Option<String>,
+    at: Timestamp,
+) -> Act<'a> {
+    Act {
+        verb,
+        detail,
+        actor: actor.as_deref(),
+        at,
     }
 }
 
@@ -210,12 +298,15 @@ impl JobIntrospection for MemoryDriver {
     }
 
     async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError> {
-        let JobRemoveParams { id } = *params;
+        let id = params.id;
         let mut state = self.lock();
         let row = state.jobs.get(&id).map(|j| j.record.clone());
         match &row {
             Some(r) if r.state != JobState::Running => {
                 state.remove_with_steps(id);
+                state
+                    .operator
+                    .record(r, act(JobVerb::Remove, None, &params.actor, params.now));
                 Ok(r.clone())
             }
             _ => Err(refusal(Bulk::Remove, row.as_ref(), id)),
@@ -245,11 +336,18 @@ impl JobIntrospection for MemoryDriver {
         if let Some(step) = &params.from_step {
             state.forget_steps_from(row.run_id, step);
         }
-        Ok(state.jobs[&id].record.clone())
+        let verb = match params.from_step {
+            Some(_) => JobVerb::RequeueFromStep,
+            None => JobVerb::Requeue,
+        };
+        let requeued = state.jobs[&id].record.clone();
+        let done = act(verb, params.from_step.as_deref(), &params.actor, params.now);
+        state.operator.record(&requeued, done);
+        Ok(requeued)
     }
 
     async fn job_promote(&self, params: &JobPromoteParams) -> Result<JobRecord, JobError> {
-        let JobPromoteParams { id, now } = *params;
+        let (id, now) = (params.id, params.now);
         let mut state = self.lock();
         let row = state.jobs.get(&id).map(|j| j.record.clone());
         match &row {
@@ -259,7 +357,10 @@ impl JobIntrospection for MemoryDriver {
                     r.run_at = now;
                     r.updated_at = now;
                 });
-                Ok(state.jobs[&id].record.clone())
+                let promoted = state.jobs[&id].record.clone();
+                let done = act(JobVerb::Promote, None, &params.actor, now);
+                state.operator.record(&promoted, done);
+                Ok(promoted)
             }
             _ => Err(refusal(Bulk::Promote, row.as_ref(), id)),
         }
@@ -286,6 +387,14 @@ impl JobIntrospection for MemoryDriver {
             }
             if state.requeue_row(id, params.now).is_ok() {
                 result.affected += 1;
+                let requeued = state.jobs[&id].record.clone();
+                let done = act(
+                    JobVerb::Requeue,
+                    Some(BULK_DETAIL),
+                    &params.actor,
+                    params.now,
+                );
+                state.operator.record(&requeued, done);
             }
         }
         // Rows still to move whose keys collide with one another count once.
@@ -316,7 +425,15 @@ impl JobIntrospection for MemoryDriver {
         let total = ids.len() as u64;
         let take = total.min(u64::from(MAX_BULK_ROWS));
         for id in oldest_first(&state, ids).into_iter().take(take as usize) {
+            let removed = state.jobs[&id].record.clone();
             state.remove_with_steps(id);
+            let done = act(
+                JobVerb::Remove,
+                Some(BULK_DETAIL),
+                &params.actor,
+                params.now,
+            );
+            state.operator.record(&removed, done);
         }
         Ok(BulkResult {
             affected: take,
@@ -342,6 +459,9 @@ impl JobIntrospection for MemoryDriver {
                 r.run_at = now;
                 r.updated_at = now;
             });
+            let promoted = state.jobs[&id].record.clone();
+            let done = act(JobVerb::Promote, Some(BULK_DETAIL), &params.actor, now);
+            state.operator.record(&promoted, done);
         }
         Ok(BulkResult {
             affected: take,
@@ -349,13 +469,39 @@ impl JobIntrospection for MemoryDriver {
         })
     }
 
+    async fn job_history(
+        &self,
+        params: &JobHistoryParams,
+    ) -> Result<Vec<JobHistoryEntry>, JobError> {
+        let limit = check_history(params)?;
+        let state = self.lock();
+        let Some(rows) = state.operator.history.get(&params.id) else {
+            return Ok(Vec::new());
+        };
+        let mut rows: Vec<&HistoryRow> = rows
+            .iter()
+            .filter(|r| {
+                params
+                    .tenant_id
+                    .as_ref()
+                    .is_none_or(|t| r.tenant_id.as_ref() == Some(t))
+            })
+            .collect();
+        rows.sort_by_key(|r| std::cmp::Reverse((r.entry.at, r.seq)));
+        Ok(rows
+            .into_iter()
+            .take(limit as usize)
+            .map(|r| r.entry.clone())
+            .collect())
+    }
+
     async fn queue_pause(&self, params: &QueuePauseParams<'_>) -> Result<(), JobError> {
-        let QueuePauseParams { queue, now } = *params;
+        let QueuePauseParams { queue, actor, now } = *params;
         self.lock()
             .operator
             .paused
             .entry(queue.to_string())
-            .or_insert(now);
+            .or_insert((now, actor.map(str::to_string)));
         Ok(())
     }
 
@@ -370,9 +516,10 @@ impl JobIntrospection for MemoryDriver {
             .operator
             .paused
             .iter()
-            .map(|(queue, at)| QueuePause {
+            .map(|(queue, (at, by))| QueuePause {
                 queue: queue.clone(),
                 paused_at: *at,
+                paused_by: by.clone(),
             })
             .collect())
     }

@@ -18,6 +18,7 @@ pub use ledger_book::MemoryBook;
 pub use webhook_ledger::{MemoryWebhookLedger, MEMORY_LEDGER_RING};
 
 use crate::clock::{add, Timestamp};
+use crate::driver::introspect::JobVerb;
 use crate::driver::records::*;
 use crate::driver::{
     EventFindParams, JobCancelParams, JobDriver, JobGetParams, QueueStatsParams, StepListParams,
@@ -573,6 +574,9 @@ impl JobDriver for MemoryDriver {
             }
             gone += 1;
         }
+        let before = params.done_before.max(params.finished_before);
+        let MemoryState { jobs, operator, .. } = &mut *state;
+        operator.purge_history(|id| jobs.contains_key(id), before, params.limit);
         Ok(gone)
     }
 
@@ -607,7 +611,7 @@ impl JobDriver for MemoryDriver {
     }
 
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
-        let JobCancelParams { id, now } = *params;
+        let (id, now) = (params.id, params.now);
         let mut state = self.lock();
         match state.jobs.get(&id) {
             Some(job) if job.record.state.is_live() => {}
@@ -629,7 +633,10 @@ impl JobDriver for MemoryDriver {
             r.visible_at = None;
             r.updated_at = now;
         });
-        Ok(state.jobs[&id].record.clone())
+        let cancelled = state.jobs[&id].record.clone();
+        let done = introspect::act(JobVerb::Cancel, None, &params.actor, now);
+        state.operator.record(&cancelled, done);
+        Ok(cancelled)
     }
 
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {

@@ -151,7 +151,10 @@ pub trait JobDriver: Send + Sync + 'static {
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError>;
 
     /// Deletes one batch of finished rows past their retention window (and their runs' steps);
-    /// answers how many rows went. Live rows are never touched.
+    /// answers how many rows went. Live rows are never touched. The same transaction deletes up
+    /// to `limit` history rows of jobs no longer stored that were written before the later of
+    /// the two cutoffs: every row of the jobs this batch deleted, and a removed job's rows once
+    /// they are that old.
     async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError>;
 
     /// Extends a running job's invisibility. `false`: the run no longer holds the row
@@ -164,8 +167,10 @@ pub trait JobDriver: Send + Sync + 'static {
     /// Reads one job.
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError>;
 
-    /// Cancels a live job: a queued one at once, a running one at its next heartbeat.
-    /// `X_JOB_NOT_CANCELLABLE` for a finished or unknown job.
+    /// Cancels a live job: a queued one at once, a running one at its next heartbeat. The
+    /// same transaction appends `cancel` (with [`JobCancelParams::actor`]) to the job's history
+    /// ([`introspect::JobIntrospection::job_history`]). `X_JOB_NOT_CANCELLABLE` for a finished
+    /// or unknown job.
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError>;
 
     /// Counts per queue.

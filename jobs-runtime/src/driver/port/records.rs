@@ -619,10 +619,12 @@ pub struct JobGetParams {
 }
 
 /// Cancel a live job.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct JobCancelParams {
     /// The job.
     pub id: JobId,
+    /// Who asks, recorded in the job's history (`cancel`) by the same transaction.
+    pub actor: Option<String>,
     /// Now, on the injected clock.
     pub now: Timestamp,
 }

@@ -107,9 +107,11 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError> {
-        let JobRemoveParams { id } = *params;
+        let id = params.id;
         let row = sqlx::query(self.sql.introspect_job_remove.clone())
             .bind(id)
+            .bind(params.now)
+            .bind(&params.actor)
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| classify(Op::IntrospectJobRemove, e))?;
@@ -125,6 +127,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(&params.from_step)
             .bind(params.now)
             .bind(&*self.wake_channel)
+            .bind(&params.actor)
             .fetch_optional(&self.pool)
             .await;
         let id = params.id;
@@ -150,11 +153,12 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn job_promote(&self, params: &JobPromoteParams) -> Result<JobRecord, JobError> {
-        let JobPromoteParams { id, now } = *params;
+        let (id, now) = (params.id, params.now);
         let row = sqlx::query(self.sql.introspect_job_promote.clone())
             .bind(id)
             .bind(now)
             .bind(&*self.wake_channel)
+            .bind(&params.actor)
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| classify(Op::IntrospectJobPromote, e))?;
@@ -174,6 +178,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(p.now)
             .bind(i64::from(MAX_BULK_ROWS))
             .bind(&*self.wake_channel)
+            .bind(&p.actor)
             .fetch_one(&self.pool)
             .await;
         match result {
@@ -194,6 +199,8 @@ impl JobIntrospection for PostgresDriver {
             .bind(&p.name)
             .bind(&p.tenant_id)
             .bind(i64::from(MAX_BULK_ROWS))
+            .bind(p.now)
+            .bind(&p.actor)
             .fetch_one(&self.pool)
             .await
             .map_err(|e| classify(Op::IntrospectJobRemoveMany, e))?;
@@ -210,17 +217,37 @@ impl JobIntrospection for PostgresDriver {
             .bind(p.now)
             .bind(i64::from(MAX_BULK_ROWS))
             .bind(&*self.wake_channel)
+            .bind(&p.actor)
             .fetch_one(&self.pool)
             .await
             .map_err(|e| classify(Op::IntrospectJobPromoteMany, e))?;
         bulk(&row, Op::IntrospectJobPromoteMany)
     }
 
+    async fn job_history(
+        &self,
+        params: &JobHistoryParams,
+    ) -> Result<Vec<JobHistoryEntry>, JobError> {
+        let limit = check_history(params)?;
+        let failed = |e| classify(Op::IntrospectJobHistory, e);
+        let rows = sqlx::query(self.sql.introspect_job_history.clone())
+            .bind(params.id)
+            .bind(&params.tenant_id)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed)?;
+        rows.iter()
+            .map(|row| JobHistoryEntry::from_row(row).map_err(failed))
+            .collect()
+    }
+
     async fn queue_pause(&self, params: &QueuePauseParams<'_>) -> Result<(), JobError> {
-        let QueuePauseParams { queue, now } = *params;
+        let QueuePauseParams { queue, actor, now } = *params;
         sqlx::query(self.sql.introspect_queue_pause.clone())
             .bind(queue)
             .bind(now)
+            .bind(actor)
             .execute(&self.pool)
             .await
             .map_err(|e| classify(Op::IntrospectQueuePause, e))?;
@@ -250,6 +277,7 @@ impl JobIntrospection for PostgresDriver {
                 Ok(QueuePause {
                     queue: row.try_get("queue").map_err(d)?,
                     paused_at: row.try_get("paused_at").map_err(d)?,
+                    paused_by: row.try_get("paused_by").map_err(d)?,
                 })
             })
             .collect()

@@ -52,6 +52,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     16 => "0016_events_expiry_index.sql",
     17 => "0017_webhook_ledger.sql",
     18 => "0018_depth_index_only.sql",
+    19 => "0019_job_history.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

@@ -47,6 +47,7 @@ use self::sql::Statements;
 use super::records::*;
 use super::{JobDriver, WakeReceiver};
 use crate::clock::{add, Timestamp};
+use crate::driver::introspect::JobVerb;
 use crate::driver::{
     EventFindParams, JobCancelParams, JobGetParams, QueueStatsParams, StepListParams, StepPutParams,
 };
@@ -836,13 +837,24 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {
+        let purge = |e| classify(Op::JobPurge, e);
+        // The jobs, then the history of the jobs gone, in one transaction: job_purge.sql
+        // answers only a count, so history_purge.sql finds the gone jobs' rows by their absence.
+        let mut tx = self.pool.begin().await.map_err(purge)?;
         let gone: i64 = sqlx::query_scalar(self.sql.job_purge.clone())
             .bind(params.done_before)
             .bind(params.finished_before)
             .bind(i64::from(params.limit))
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *tx)
             .await
-            .map_err(|e| classify(Op::JobPurge, e))?;
+            .map_err(purge)?;
+        sqlx::query(self.sql.history_purge.clone())
+            .bind(params.done_before.max(params.finished_before))
+            .bind(i64::from(params.limit))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| classify(Op::HistoryPurge, e))?;
+        tx.commit().await.map_err(purge)?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
 
@@ -888,16 +900,32 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
-        let JobCancelParams { id, now } = *params;
+        let (id, now) = (params.id, params.now);
+        let cancel = |e| classify(Op::JobCancel, e);
+        // The cancel and its history row commit together.
+        let mut tx = self.pool.begin().await.map_err(cancel)?;
         let row = sqlx::query(self.sql.job_cancel.clone())
             .bind(id)
             .bind(now)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *tx)
             .await
-            .map_err(|e| classify(Op::JobCancel, e))?;
+            .map_err(cancel)?;
         if let Some(row) = row {
-            return rows::job_record(&row);
+            let cancelled = rows::job_record(&row)?;
+            sqlx::query(self.sql.history_append.clone())
+                .bind(cancelled.id)
+                .bind(&cancelled.tenant_id)
+                .bind(now)
+                .bind(&params.actor)
+                .bind(JobVerb::Cancel.as_str())
+                .bind(None::<&str>)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| classify(Op::HistoryAppend, e))?;
+            tx.commit().await.map_err(cancel)?;
+            return Ok(cancelled);
         }
+        drop(tx);
         let message = match self.job_get(&JobGetParams { id }).await? {
             Some(job) => format!("job {id} is {}, not live", job.state),
             None => format!("no job with id {id}"),

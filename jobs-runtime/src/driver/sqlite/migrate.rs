@@ -35,6 +35,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0003_webhook_ledger.sql",
         sql: include_str!("../../../migrations/sqlite/0003_webhook_ledger.sql"),
     },
+    SqliteMigration {
+        version: 4,
+        name: "0004_job_history.sql",
+        sql: include_str!("../../../migrations/sqlite/0004_job_history.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.

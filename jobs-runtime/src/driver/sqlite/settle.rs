@@ -10,9 +10,11 @@ use sqlx::sqlite::SqlitePool;
 use sqlx::{Connection, FromRow, Row};
 
 use super::classify::classify;
+use super::introspect::history;
 use super::job_columns;
 use super::time::ts;
 use crate::clock::{add, Timestamp};
+use crate::driver::introspect::JobVerb;
 use crate::driver::records::*;
 use crate::error::{ErrorCode, JobError};
 
@@ -152,6 +154,9 @@ pub(crate) async fn cancel(
     p: &JobCancelParams,
 ) -> Result<JobRecord, JobError> {
     let failed = |e| classify("job_cancel", e);
+    // The cancel and its history row commit together.
+    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let row = sqlx::query(concat!(
         "update x_jobs set state = 'cancelled', visible_at = null, updated_at = ?2
          where id = ?1 and state in ('ready', 'delayed', 'running', 'suspended')
@@ -160,12 +165,27 @@ pub(crate) async fn cancel(
     ))
     .bind(p.id)
     .bind(ts(p.now))
-    .fetch_optional(writer)
+    .fetch_optional(&mut *tx)
     .await
     .map_err(failed)?;
     if let Some(row) = row {
-        return JobRecord::from_row(&row).map_err(failed);
+        let cancelled = JobRecord::from_row(&row).map_err(failed)?;
+        let actor = p.actor.as_deref();
+        history::append(
+            &mut tx,
+            &cancelled,
+            JobVerb::Cancel,
+            None,
+            actor,
+            p.now,
+            "job_cancel",
+        )
+        .await?;
+        tx.commit().await.map_err(failed)?;
+        return Ok(cancelled);
     }
+    drop(tx);
+    drop(conn);
     let message = match get(writer, p.id).await? {
         Some(job) => format!("job {} is {}, not live", p.id, job.state),
         None => format!("no job with id {}", p.id),
@@ -278,6 +298,8 @@ pub(crate) async fn purge(writer: &SqlitePool, p: &JobPurgeParams) -> Result<u64
         .execute(&mut *tx)
         .await
         .map_err(failed)?;
+    let before = p.done_before.max(p.finished_before);
+    history::purge(&mut tx, before, p.limit).await?;
     tx.commit().await.map_err(failed)?;
     Ok(gone)
 }

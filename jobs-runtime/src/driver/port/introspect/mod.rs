@@ -5,8 +5,11 @@
 //!
 //! It lists jobs page by page (keyset, newest first), removes, requeues and promotes them one by
 //! one or in bounded bulk, pauses queues, lists live workers, and keeps per-job counters in
-//! three tiers. Both drivers implement it with the same answers: the `introspect` area of the
-//! conformance suite runs its fixtures on memory and Postgres alike.
+//! three tiers. Every verb that acts on a job appends a row to that job's history (who, when,
+//! what: [`JobHistoryEntry`]) in the same statement or transaction as the act, so no act lands
+//! without its row; [`JobIntrospection::job_history`] reads it back. Every driver implements it
+//! with the same answers: the `introspect` area of the conformance suite runs its fixtures on
+//! memory, Postgres and SQLite alike.
 
 mod cursor;
 
@@ -32,6 +35,11 @@ pub const MAX_BULK_ROWS: u32 = 1_000;
 pub const MAX_WORKER_IN_FLIGHT: usize = 100;
 /// A run's progress is written at most once per this interval (plus once before it settles).
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+/// The most rows one [`JobIntrospection::job_history`] read answers; a larger `limit` is
+/// refused (`X_JOB_PAGE_INVALID`). The memory driver keeps this many rows per job.
+pub const MAX_HISTORY_PAGE: u32 = 200;
+/// The history rows a read answers when no limit is asked for.
+pub const DEFAULT_HISTORY_PAGE: u32 = 50;
 
 /// One counter tier: buckets of `bucket` kept for `keep`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,6 +170,9 @@ pub struct JobRequeueParams {
     /// Run again from this step: it and every step written after it are forgotten, so they run
     /// again; the steps before it replay from the store. `None`: every stored step replays.
     pub from_step: Option<String>,
+    /// Who asks (an operator's identity, e.g. `ops@example.com` or `cli:alice`), recorded in
+    /// the job's history; `None`: no one named.
+    pub actor: Option<String>,
     /// Now.
     pub now: Timestamp,
 }
@@ -178,6 +189,9 @@ pub struct JobBulkParams {
     pub name: Option<String>,
     /// Only this tenant.
     pub tenant_id: Option<String>,
+    /// Who asks, recorded in the history of every job the verb moves (one row each).
+    #[serde(default)]
+    pub actor: Option<String>,
     /// Now.
     pub now: Timestamp,
 }
@@ -202,6 +216,91 @@ pub struct QueuePause {
     pub queue: String,
     /// Since when.
     pub paused_at: Timestamp,
+    /// Who paused it, when the pause named an actor.
+    #[serde(default)]
+    pub paused_by: Option<String>,
+}
+
+/// What an operator did to a job: the verbs its history records
+/// ([`JobHistoryEntry::verb`] holds [`JobVerb::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobVerb {
+    /// Enqueued: not a history row, but the job's own `created_at` and `actor`, which
+    /// [`Operator::history`](crate::operator::Operator::history) lists as the oldest entry.
+    Enqueue,
+    /// Requeued (retried), every stored step replaying; a bulk requeue's rows carry the detail
+    /// `bulk`.
+    Requeue,
+    /// Requeued from a step: the detail names the step.
+    RequeueFromStep,
+    /// Cancelled.
+    Cancel,
+    /// Made due now.
+    Promote,
+    /// Deleted, with its steps: the row stays in the history until the purge takes it.
+    Remove,
+}
+
+impl JobVerb {
+    /// Every verb.
+    pub const ALL: [JobVerb; 6] = [
+        JobVerb::Enqueue,
+        JobVerb::Requeue,
+        JobVerb::RequeueFromStep,
+        JobVerb::Cancel,
+        JobVerb::Promote,
+        JobVerb::Remove,
+    ];
+
+    /// The stored spelling: `enqueue`, `requeue`, `requeue_from_step`, `cancel`, `promote`,
+    /// `remove`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobVerb::Enqueue => "enqueue",
+            JobVerb::Requeue => "requeue",
+            JobVerb::RequeueFromStep => "requeue_from_step",
+            JobVerb::Cancel => "cancel",
+            JobVerb::Promote => "promote",
+            JobVerb::Remove => "remove",
+        }
+    }
+
+    /// The verb a stored spelling names (`None` for one this build does not know).
+    pub fn parse(text: &str) -> Option<JobVerb> {
+        JobVerb::ALL.into_iter().find(|v| v.as_str() == text)
+    }
+}
+
+/// The detail a bulk verb writes on each row it records.
+pub const BULK_DETAIL: &str = "bulk";
+
+/// One row of a job's history: who did what to it, when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
+pub struct JobHistoryEntry {
+    /// The job.
+    pub job_id: JobId,
+    /// When (the `now` of the act).
+    pub at: Timestamp,
+    /// Who: the actor the act named (an operator's identity), if any.
+    pub actor: Option<String>,
+    /// What: a [`JobVerb`]'s stored spelling (a newer build may write one this build does not
+    /// know, so it is kept as text).
+    pub verb: String,
+    /// The step a `requeue_from_step` names; `bulk` for a row a bulk verb wrote.
+    pub detail: Option<String>,
+}
+
+/// Read one job's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobHistoryParams {
+    /// The job (a removed job's rows are kept until the purge takes them).
+    pub id: JobId,
+    /// Only rows written while the job belonged to this tenant (a tenant-scoped operator's
+    /// read); `None`: every row.
+    pub tenant_id: Option<String>,
+    /// Rows: [`DEFAULT_HISTORY_PAGE`] when `None`, at most [`MAX_HISTORY_PAGE`].
+    pub limit: Option<u32>,
 }
 
 /// What a worker announces (and re-announces at every registry heartbeat).
@@ -347,33 +446,46 @@ pub trait JobIntrospection: Send + Sync {
     /// `after` or `before`); `X_INVARIANT` for both cursors at once.
     async fn job_list(&self, params: &JobListParams) -> Result<JobPage, JobError>;
 
-    /// Deletes one job and its steps. `X_JOB_NOT_REMOVABLE` while it runs, `X_JOB_NOT_FOUND`
-    /// for an unknown id. Answers the row as it was.
+    /// Deletes one job and its steps, and records `remove` in its history (which stays until
+    /// the purge takes it). `X_JOB_NOT_REMOVABLE` while it runs, `X_JOB_NOT_FOUND` for an
+    /// unknown id. Answers the row as it was.
     async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError>;
 
     /// Re-queues ONE finished job (done, failed, dead or cancelled), in one statement: due now,
-    /// attempts from zero, same run (its stored steps replay, except from `from_step` on).
+    /// attempts from zero, same run (its stored steps replay, except from `from_step` on);
+    /// records `requeue` (or `requeue_from_step` with the step) in its history.
     /// `X_JOB_NOT_REQUEUEABLE` for a live job, `X_JOB_DUPLICATE` when a live job holds its key,
     /// `X_JOB_NOT_FOUND` for an unknown id, `X_INVARIANT` for a step the run does not have.
     async fn job_requeue(&self, params: &JobRequeueParams) -> Result<JobRecord, JobError>;
 
-    /// Makes a job waiting on its run time (delayed, or ready and backing off) due now.
-    /// `X_JOB_NOT_PROMOTABLE` when it is not waiting, `X_JOB_NOT_FOUND` for an unknown id.
+    /// Makes a job waiting on its run time (delayed, or ready and backing off) due now, and
+    /// records `promote` in its history. `X_JOB_NOT_PROMOTABLE` when it is not waiting, `X_JOB_NOT_FOUND` for an unknown id.
     async fn job_promote(&self, params: &JobPromoteParams) -> Result<JobRecord, JobError>;
 
     /// Re-queues up to [`MAX_BULK_ROWS`] finished rows. A row whose key a live job holds stays
-    /// put; of several finished rows sharing one key, the oldest is requeued.
+    /// put; of several finished rows sharing one key, the oldest is requeued. Each row moved
+    /// records `requeue` (detail `bulk`) in its history.
     async fn job_requeue_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError>;
 
     /// Deletes up to [`MAX_BULK_ROWS`] rows (any state but `running`, which is refused with
-    /// `X_JOB_NOT_REMOVABLE`) and their steps.
+    /// `X_JOB_NOT_REMOVABLE`) and their steps; each records `remove` (detail `bulk`).
     async fn job_remove_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError>;
 
     /// Makes up to [`MAX_BULK_ROWS`] waiting rows due now (`state` delayed or ready; another
-    /// state is refused with `X_JOB_NOT_PROMOTABLE`). `remaining`: rows still waiting.
+    /// state is refused with `X_JOB_NOT_PROMOTABLE`). `remaining`: rows still waiting. Each
+    /// row moved records `promote` (detail `bulk`).
     async fn job_promote_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError>;
 
+    /// One job's history, newest first by `(at, insertion)`, at most `limit` rows:
+    /// `X_JOB_PAGE_INVALID` for a limit over [`MAX_HISTORY_PAGE`] (or zero). An id with no
+    /// history (or none of `tenant_id`'s) answers no rows.
+    async fn job_history(
+        &self,
+        params: &JobHistoryParams,
+    ) -> Result<Vec<JobHistoryEntry>, JobError>;
+
     /// Pauses a queue: no worker claims from it from its next claim on; enqueues still land.
+    /// The pause row keeps the actor (`paused_by`); a second pause keeps the first's row.
     async fn queue_pause(&self, params: &QueuePauseParams<'_>) -> Result<(), JobError>;
 
     /// Resumes a queue (and announces it to idle workers): `true` when it was paused.
@@ -403,6 +515,18 @@ pub trait JobIntrospection: Send + Sync {
     /// Folds buckets past their tier into the next (and drops those past the last).
     /// Idempotent; answers the rows it rewrote.
     async fn counters_rollup(&self, params: &CountersRollupParams) -> Result<u64, JobError>;
+}
+
+/// Checks a history read's bound: the limit to use.
+pub(crate) fn check_history(params: &JobHistoryParams) -> Result<u32, JobError> {
+    let limit = params.limit.unwrap_or(DEFAULT_HISTORY_PAGE);
+    if limit == 0 || limit > MAX_HISTORY_PAGE {
+        return Err(JobError::new(
+            ErrorCode::JobPageInvalid,
+            format!("a history read holds 1 to {MAX_HISTORY_PAGE} rows, not {limit}"),
+        ));
+    }
+    Ok(limit)
 }
 
 /// Checks a list's bounds and cursors: the limit to use and the decoded cursor.
@@ -534,17 +658,23 @@ pub(crate) fn unknown_step(id: JobId, step: &str) -> JobError {
 }
 
 /// Delete a job that is not running, and its steps.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct JobRemoveParams {
     /// The job.
     pub id: JobId,
+    /// Who asks, recorded in the job's history.
+    pub actor: Option<String>,
+    /// Now, on the injected clock (the history row's time).
+    pub now: Timestamp,
 }
 
 /// Make a waiting job due now.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct JobPromoteParams {
     /// The job.
     pub id: JobId,
+    /// Who asks, recorded in the job's history.
+    pub actor: Option<String>,
     /// Now, on the injected clock.
     pub now: Timestamp,
 }
@@ -554,6 +684,8 @@ pub struct JobPromoteParams {
 pub struct QueuePauseParams<'a> {
     /// The queue.
     pub queue: &'a str,
+    /// Who asks, kept on the pause row (`paused_by`).
+    pub actor: Option<&'a str>,
     /// Now, on the injected clock.
     pub now: Timestamp,
 }

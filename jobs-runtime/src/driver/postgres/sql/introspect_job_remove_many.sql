@@ -1,5 +1,6 @@
 -- introspect_job_remove_many: deletes up to $5 rows in state $1 (never running; filters: $2
--- queue, $3 name, $4 tenant), oldest first, and their steps.
+-- queue, $3 name, $4 tenant), oldest first, and their steps; records `remove` (detail `bulk`)
+-- at $6 by actor $7 in the history of each row deleted.
 with matched as (
     select j.id, j.run_id, j.created_at
     from {schema}.x_jobs j
@@ -24,7 +25,12 @@ removed as (
     delete from {schema}.x_jobs j
     using picked p
     where j.id = p.id and j.state = $1
-    returning j.id
+    returning j.id, j.tenant_id
+),
+history as (
+    insert into {schema}.x_job_history (job_id, tenant_id, at, actor, verb, detail)
+    select r.id, r.tenant_id, $6::timestamptz, $7::text, 'remove', 'bulk'
+    from removed r
 )
 select (select count(*) from removed) as affected,
        (select count(*) from matched) - (select count(*) from removed) as remaining

@@ -2,7 +2,8 @@
 -- from zero, on the same run: its stored steps replay, except step $2 and every step written
 -- after it, which are forgotten so they run again. A live job, an unknown one, or a step the
 -- run does not have: no row. A live job holding the key: the unique live-key index refuses
--- (sqlstate 23505), and nothing changes. Announces the queue on channel $4.
+-- (sqlstate 23505), and nothing changes. Records `requeue` (or `requeue_from_step`, detail $2)
+-- by actor $5 in the job's history. Announces the queue on channel $4.
 with target as (
     select j.id, j.run_id
     from {schema}.x_jobs j
@@ -33,6 +34,12 @@ requeued as (
     from target t
     where j.id = t.id
     returning {j_job_columns}
+),
+history as (
+    insert into {schema}.x_job_history (job_id, tenant_id, at, actor, verb, detail)
+    select r.id, r.tenant_id, $3::timestamptz, $5::text,
+           case when $2::text is null then 'requeue' else 'requeue_from_step' end, $2
+    from requeued r
 )
 select {job_columns}, (select true from pg_notify($4, r.queue)) as woke
 from requeued r

@@ -1,7 +1,8 @@
 -- introspect_job_requeue_many: re-queues up to $6 finished rows in state $1 (filters: $2 queue,
 -- $3 name, $4 tenant), oldest first, due at $5. A row whose key a live job holds stays put; of
 -- several rows sharing one key, the oldest goes. remaining = rows a second call could move.
--- Announces each queue it filled on channel $7.
+-- Records `requeue` (detail `bulk`) by actor $8 in the history of each row moved. Announces
+-- each queue it filled on channel $7.
 with candidates as (
     select j.id, j.queue, j.created_at,
            row_number() over (
@@ -38,7 +39,12 @@ moved as (
         updated_at = $5
     from picked p
     where j.id = p.id and j.state = $1
-    returning j.queue
+    returning j.id, j.tenant_id, j.queue
+),
+history as (
+    insert into {schema}.x_job_history (job_id, tenant_id, at, actor, verb, detail)
+    select m.id, m.tenant_id, $5::timestamptz, $8::text, 'requeue', 'bulk'
+    from moved m
 )
 select (select count(*) from moved) as affected,
        (select count(*) from movable) - (select count(*) from moved) as remaining,

@@ -1,2 +1,2 @@
--- introspect_queue_paused: the paused queues, sorted.
-select queue, paused_at from {schema}.x_job_pauses order by queue
+-- introspect_queue_paused: the paused queues, sorted, with who paused each.
+select queue, paused_at, paused_by from {schema}.x_job_pauses order by queue

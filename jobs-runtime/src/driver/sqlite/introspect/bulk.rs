@@ -3,9 +3,11 @@
 //! one `BEGIN IMMEDIATE` transaction: the count of the rows it could move, then the moves, each
 //! re-reading the same `picked` rows (a deterministic order, under the write lock, so every
 //! statement sees the same ones). `remaining` is the count less what moved, as on Postgres.
+//! Before a verb moves its rows, an `insert ... select` over the same picked rows appends one
+//! history row per job (`bulk` detail), so the history and the move commit together.
 //!
 //! Every statement takes the same parameters: ?1 state, ?2 queue, ?3 name, ?4 tenant (each
-//! filter optional), ?5 now, ?6 rows; a statement binds only the ones it names.
+//! filter optional), ?5 now, ?6 rows, ?7 the actor; a statement binds only the ones it names.
 
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqlitePool};
 use sqlx::{Connection, Row};
@@ -53,6 +55,14 @@ macro_rules! movable {
 
 const REQUEUE_COUNT: &str = concat!(movable!(), "select count(*) from movable");
 
+/// The history of the rows [`REQUEUE`] moves, written just before it.
+const REQUEUE_HISTORY: &str = concat!(
+    movable!(),
+    "insert into x_job_history (job_id, tenant_id, at, actor, verb, detail)
+     select j.id, j.tenant_id, ?5, ?7, 'requeue', 'bulk' from x_jobs j
+     where j.id in (select id from movable order by created_at, id limit ?6)"
+);
+
 const REQUEUE: &str = concat!(
     movable!(),
     "update x_jobs
@@ -85,6 +95,14 @@ const REMOVE_STEPS: &str = concat!(
        )"
 );
 
+/// The history of the rows [`REMOVE`] deletes, written just before it.
+const REMOVE_HISTORY: &str = concat!(
+    picked!(),
+    "insert into x_job_history (job_id, tenant_id, at, actor, verb, detail)
+     select j.id, j.tenant_id, ?5, ?7, 'remove', 'bulk' from x_jobs j
+     where j.id in (select id from picked)"
+);
+
 const REMOVE: &str = concat!(
     picked!(),
     "delete from x_jobs where id in (select id from picked)"
@@ -92,6 +110,15 @@ const REMOVE: &str = concat!(
 
 /// Waiting rows: in state ?1 (delayed or ready) with a run time after now.
 const PROMOTE_COUNT: &str = concat!("select count(*)", matched!(), " and j.run_at > ?5");
+
+/// The history of the rows [`PROMOTE`] moves, written just before it.
+const PROMOTE_HISTORY: &str = concat!(
+    "insert into x_job_history (job_id, tenant_id, at, actor, verb, detail)
+     select w.id, w.tenant_id, ?5, ?7, 'promote', 'bulk' from x_jobs w
+     where w.id in (select j.id",
+    matched!(),
+    " and j.run_at > ?5 order by j.created_at, j.id limit ?6)"
+);
 
 const PROMOTE: &str = concat!(
     "update x_jobs set state = 'ready', run_at = ?5, updated_at = ?5
@@ -112,6 +139,7 @@ fn bound<'q>(
         .bind(p.tenant_id.as_deref())
         .bind(ts(p.now))
         .bind(i64::from(MAX_BULK_ROWS))
+        .bind(p.actor.as_deref())
 }
 
 async fn count(
@@ -159,7 +187,8 @@ pub(super) async fn requeue_many(
     p: &JobBulkParams,
 ) -> Result<BulkResult, JobError> {
     check_bulk_state(Bulk::Requeue, p.state)?;
-    run(writer, p, REQUEUE_COUNT, &[REQUEUE], "job_requeue_many").await
+    let moves = [REQUEUE_HISTORY, REQUEUE];
+    run(writer, p, REQUEUE_COUNT, &moves, "job_requeue_many").await
 }
 
 pub(super) async fn remove_many(
@@ -171,7 +200,7 @@ pub(super) async fn remove_many(
         writer,
         p,
         REMOVE_COUNT,
-        &[REMOVE_STEPS, REMOVE],
+        &[REMOVE_HISTORY, REMOVE_STEPS, REMOVE],
         "job_remove_many",
     )
     .await
@@ -182,5 +211,6 @@ pub(super) async fn promote_many(
     p: &JobBulkParams,
 ) -> Result<BulkResult, JobError> {
     check_bulk_state(Bulk::Promote, p.state)?;
-    run(writer, p, PROMOTE_COUNT, &[PROMOTE], "job_promote_many").await
+    let moves = [PROMOTE_HISTORY, PROMOTE];
+    run(writer, p, PROMOTE_COUNT, &moves, "job_promote_many").await
 }

@@ -13,6 +13,7 @@
 
 mod bulk;
 mod counters;
+pub(super) mod history;
 mod list;
 mod registry;
 mod verbs;
@@ -56,6 +57,13 @@ impl JobIntrospection for SqliteDriver {
 
     async fn job_promote_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError> {
         bulk::promote_many(&self.writer, params).await
+    }
+
+    async fn job_history(
+        &self,
+        params: &JobHistoryParams,
+    ) -> Result<Vec<JobHistoryEntry>, JobError> {
+        history::list(&self.reader, params).await
     }
 
     async fn queue_pause(&self, params: &QueuePauseParams<'_>) -> Result<(), JobError> {

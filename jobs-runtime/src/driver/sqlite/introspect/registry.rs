@@ -15,14 +15,15 @@ use crate::driver::introspect::{
 use crate::driver::records::JobId;
 use crate::error::JobError;
 
-/// Pauses a queue; a second pause keeps the first pause's time. The claim reads this row.
+/// Pauses a queue; a second pause keeps the first pause's time and actor. The claim reads this row.
 pub(super) async fn pause(writer: &SqlitePool, p: &QueuePauseParams<'_>) -> Result<(), JobError> {
     sqlx::query(
-        "insert into x_job_pauses (queue, paused_at) values (?1, ?2)
+        "insert into x_job_pauses (queue, paused_at, paused_by) values (?1, ?2, ?3)
          on conflict (queue) do nothing",
     )
     .bind(p.queue)
     .bind(ts(p.now))
+    .bind(p.actor)
     .execute(writer)
     .await
     .map_err(|e| classify("queue_pause", e))?;
@@ -45,7 +46,7 @@ pub(super) async fn resume(
 /// The paused queues, sorted (binary collation: byte order, as Postgres' `collate "C"`).
 pub(super) async fn paused(reader: &SqlitePool) -> Result<Vec<QueuePause>, JobError> {
     let failed = |e| classify("queue_paused", e);
-    let rows = sqlx::query("select queue, paused_at from x_job_pauses order by queue")
+    let rows = sqlx::query("select queue, paused_at, paused_by from x_job_pauses order by queue")
         .fetch_all(reader)
         .await
         .map_err(failed)?;
@@ -54,6 +55,7 @@ pub(super) async fn paused(reader: &SqlitePool) -> Result<Vec<QueuePause>, JobEr
             Ok(QueuePause {
                 queue: row.try_get("queue").map_err(failed)?,
                 paused_at: row.try_get("paused_at").map_err(failed)?,
+                paused_by: row.try_get("paused_by").map_err(failed)?,
             })
         })
         .collect()

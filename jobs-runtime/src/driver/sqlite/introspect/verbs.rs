@@ -2,7 +2,7 @@
 //! `BEGIN IMMEDIATE` transaction on the writer: it holds the database's write lock from its
 //! first read, so the row it reads is the row it changes (Postgres takes `FOR UPDATE` for
 //! that), and a refusal is decided on the same row. The refusals are Postgres' own, code and
-//! message.
+//! message. Each appends its row to the job's history in that same transaction.
 
 use sqlx::sqlite::{SqliteConnection, SqlitePool};
 use sqlx::{Connection, FromRow};
@@ -10,6 +10,7 @@ use sqlx::{Connection, FromRow};
 use super::super::classify::classify;
 use super::super::job_columns;
 use super::super::time::ts;
+use super::history;
 use crate::driver::introspect::*;
 use crate::driver::introspect::{JobPromoteParams, JobRemoveParams};
 use crate::driver::records::*;
@@ -41,7 +42,7 @@ pub(super) async fn remove(
     writer: &SqlitePool,
     params: &JobRemoveParams,
 ) -> Result<JobRecord, JobError> {
-    let JobRemoveParams { id } = *params;
+    let id = params.id;
     let failed = |e| classify("job_remove", e);
     let mut conn = writer.acquire().await.map_err(failed)?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
@@ -67,6 +68,17 @@ pub(super) async fn remove(
     .execute(&mut *tx)
     .await
     .map_err(failed)?;
+    let actor = params.actor.as_deref();
+    history::append(
+        &mut tx,
+        &removed,
+        JobVerb::Remove,
+        None,
+        actor,
+        params.now,
+        "job_remove",
+    )
+    .await?;
     tx.commit().await.map_err(failed)?;
     Ok(removed)
 }
@@ -137,6 +149,21 @@ pub(super) async fn requeue(
     .await
     .map_err(failed)?;
     let requeued = JobRecord::from_row(&requeued).map_err(failed)?;
+    let verb = match params.from_step {
+        Some(_) => JobVerb::RequeueFromStep,
+        None => JobVerb::Requeue,
+    };
+    let (step, actor) = (params.from_step.as_deref(), params.actor.as_deref());
+    history::append(
+        &mut tx,
+        &requeued,
+        verb,
+        step,
+        actor,
+        params.now,
+        "job_requeue",
+    )
+    .await?;
     tx.commit().await.map_err(failed)?;
     Ok(requeued)
 }
@@ -146,7 +173,7 @@ pub(super) async fn promote(
     writer: &SqlitePool,
     params: &JobPromoteParams,
 ) -> Result<JobRecord, JobError> {
-    let JobPromoteParams { id, now } = *params;
+    let (id, now) = (params.id, params.now);
     let failed = |e| classify("job_promote", e);
     let mut conn = writer.acquire().await.map_err(failed)?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
@@ -166,6 +193,17 @@ pub(super) async fn promote(
         return Err(refusal(Bulk::Promote, row.as_ref(), id));
     };
     let promoted = JobRecord::from_row(&promoted).map_err(failed)?;
+    let actor = params.actor.as_deref();
+    history::append(
+        &mut tx,
+        &promoted,
+        JobVerb::Promote,
+        None,
+        actor,
+        now,
+        "job_promote",
+    )
+    .await?;
     tx.commit().await.map_err(failed)?;
     Ok(promoted)
 }
