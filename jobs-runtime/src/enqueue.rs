@@ -223,9 +223,12 @@ impl Prepared {
         now: Timestamp,
     ) -> Result<EnqueueRequest, JobError> {
         let tenant_id = options.filed_tenant(self.name, self.tenant_id)?;
+        let id = options.job_id.unwrap_or_else(Uuid::now_v7);
+        // A run is its first job's: its id is the job's unless one is named, so a store keeps
+        // an index of run ids only for the rows whose run began elsewhere.
         let run_id = match &options.run_id {
             Some(text) => parse_run_id(text)?,
-            None => Uuid::now_v7(),
+            None => id,
         };
         let run_at = match (options.run_at, options.delay) {
             (Some(at), _) => at,
@@ -233,7 +236,7 @@ impl Prepared {
             (None, None) => now,
         };
         let request = EnqueueRequest {
-            id: options.job_id.unwrap_or_else(Uuid::now_v7),
+            id,
             run_id,
             name: self.name.to_string(),
             queue: options

@@ -228,7 +228,7 @@ impl ClaimFloors {
     /// After a floor claim of `queues` at `now` that probed `heads`: each tenant reads from its
     /// head (or `now - MARGIN`, if earlier; from `now - MARGIN` when it had none), and a queue
     /// whose gaps were searched to the end looks for new tenants from `now - MARGIN`; each
-    /// queue's lapsed leases are read from the earliest found (or `now - MARGIN`).
+    /// queue's lapsed leases are read from the earliest found (or `now`).
     pub(crate) fn after_from(
         &self,
         queues: &[&str],
@@ -242,9 +242,11 @@ impl ClaimFloors {
         for queue in queues {
             let floors = state.queues.entry(queue.to_string()).or_default();
             if let Some(lapse) = lapses.iter().find(|l| l.queue == *queue) {
+                // No margin: a lease is written at least a visibility timeout ahead of the
+                // clock that writes it, so none can appear behind `now`.
                 let floor = match lapse.at {
-                    Some(at) => at.min(limit.at),
-                    None => limit.at,
+                    Some(at) => at.min(now),
+                    None => now,
                 };
                 floors.lapse = Some(floors.lapse.map_or(floor, |old| old.max(floor)));
             }

@@ -53,6 +53,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     17 => "0017_webhook_ledger.sql",
     18 => "0018_depth_index_only.sql",
     19 => "0019_job_history.sql",
+    20 => "0020_run_index_shared_only.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

@@ -12,7 +12,12 @@ steps as (
     using target t
     where s.run_id = t.run_id
       and not exists (
-          select 1 from {schema}.x_jobs o where o.run_id = t.run_id and o.id <> t.id
+          select 1 from {schema}.x_jobs o
+          where o.id = t.run_id and o.run_id = t.run_id and o.id <> t.id
+      )
+      and not exists (
+          select 1 from {schema}.x_jobs o
+          where o.run_id = t.run_id and o.run_id <> o.id and o.id <> t.id
       )
 ),
 removed as (

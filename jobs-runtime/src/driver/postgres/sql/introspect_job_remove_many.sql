@@ -18,7 +18,13 @@ steps as (
     where s.run_id = p.run_id
       and not exists (
           select 1 from {schema}.x_jobs o
-          where o.run_id = p.run_id and o.id not in (select id from picked)
+          where o.id = p.run_id and o.run_id = p.run_id
+            and o.id not in (select id from picked)
+      )
+      and not exists (
+          select 1 from {schema}.x_jobs o
+          where o.run_id = p.run_id and o.run_id <> o.id
+            and o.id not in (select id from picked)
       )
 ),
 removed as (

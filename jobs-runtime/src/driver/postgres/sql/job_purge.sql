@@ -28,7 +28,12 @@ steps as (
     using doomed d
     where s.run_id = d.run_id
       and not exists (
-          select 1 from {schema}.x_jobs j where j.run_id = d.run_id and j.id <> d.id
+          select 1 from {schema}.x_jobs j
+          where j.id = d.run_id and j.run_id = d.run_id and j.id <> d.id
+      )
+      and not exists (
+          select 1 from {schema}.x_jobs j
+          where j.run_id = d.run_id and j.run_id <> j.id and j.id <> d.id
       )
 ),
 gone as (
