@@ -84,7 +84,7 @@ async fn an_mcp_client_lists_the_tools_and_reads_the_queue() {
         .await;
     kit.run_until_idle().await;
     assert_eq!(kit.job(dead.id).await.state, JobState::Dead);
-    let ready = kit.enqueue::<Receipt>(ReceiptInput { payment_id: 1 }).await;
+    kit.enqueue::<Receipt>(ReceiptInput { payment_id: 1 }).await;
 
     let client = connect(JobsMcp::new(manifest(), kit.jobs().clone())).await;
     let info = client.peer_info().expect("the server introduced itself");
@@ -162,10 +162,11 @@ async fn an_mcp_client_lists_the_tools_and_reads_the_queue() {
     let (error, refusal) = call(&client, "job.show", json!({ "id": "not-a-uuid" })).await;
     assert!(error);
     assert_eq!(refusal["code"], "X_ID_INVALID");
+    // An id no job has.
     let (error, refusal) = call(
         &client,
         "job.show",
-        json!({ "id": ready.run_id.to_string() }),
+        json!({ "id": uuid::Uuid::now_v7().to_string() }),
     )
     .await;
     assert!(error);

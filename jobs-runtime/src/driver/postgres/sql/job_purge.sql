@@ -1,6 +1,6 @@
 -- job_purge: deletes up to $3 done rows settled before $1, and up to $3 failed, dead or
 -- cancelled rows settled before $2, oldest first, on their partial indexes (x_jobs_done_idx,
--- x_jobs_finished_idx), with the steps of their runs. Rows another sweeper holds are skipped.
+-- x_jobs_failed_idx), with the steps of their runs. Rows another sweeper holds are skipped.
 -- A run whose id another job still carries keeps its steps.
 with done as (
     select id, run_id
