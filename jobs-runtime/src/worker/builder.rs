@@ -283,6 +283,7 @@ impl WorkerBuilder {
                 limiter: Default::default(),
                 presence: Default::default(),
                 completer: Default::default(),
+                keeper: Default::default(),
                 retention: self.retention,
             }),
         })

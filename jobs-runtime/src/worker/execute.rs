@@ -3,16 +3,16 @@
 //! run's own progress: the settle stage writes the verdict.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::admit::{self, Admitted, Declared};
+use super::admit::{Admitted, Declared};
 use super::claim::Claimed;
+use super::keeper;
 use super::WorkerShared;
-use crate::clock::{add, Timestamp};
+use crate::clock::Timestamp;
 use crate::driver::lease::HeldLease;
-use crate::driver::{ClaimedJob, HeartbeatParams, StepFence};
+use crate::driver::{ClaimedJob, StepFence};
 use crate::error::{ErrorCode, JobError};
 use crate::registry::{ErasedBody, ErasedOutput, JobEntry};
 use crate::run::{Run, RunSeed};
@@ -53,7 +53,7 @@ pub(crate) enum StopReason {
 }
 
 /// Runs an admitted claim's body to a verdict.
-pub(crate) async fn execute(shared: &WorkerShared, admitted: Admitted) -> Executed {
+pub(crate) async fn execute(shared: &Arc<WorkerShared>, admitted: Admitted) -> Executed {
     let Admitted {
         claimed,
         declared: Declared { entry, tenant },
@@ -81,7 +81,7 @@ pub(crate) async fn execute(shared: &WorkerShared, admitted: Admitted) -> Execut
 /// Loads the run, then races the body against its timeout, the drain and the claim's loss
 /// while a heartbeat keeps the claim and its fleet slots alive.
 async fn run_body(
-    shared: &WorkerShared,
+    shared: &Arc<WorkerShared>,
     job: &ClaimedJob,
     entry: &JobEntry,
     tenant: Option<String>,
@@ -114,18 +114,17 @@ async fn run_body(
         Err(error) => return Verdict::Failed(error),
     };
 
-    let heartbeat = tokio::spawn(keep_claim(
-        shared.jobs.clone(),
+    // Renewed by the worker's keeper until this attempt's verdict is in.
+    let kept = keeper::keep(
+        shared,
         StepFence {
             job_id: job.id,
             by: job.by.clone(),
         },
         held.to_vec(),
-        shared.visibility_timeout,
-        shared.heartbeat_interval,
         cancel.clone(),
         stop.clone(),
-    ));
+    );
     let clock = shared.jobs.clock().clone();
     let timeout = async {
         match descriptor.timeout {
@@ -159,7 +158,7 @@ async fn run_body(
         }
         _ = cancel.cancelled() => None,
     };
-    heartbeat.abort();
+    drop(kept);
     let stop_reason = *stop.lock().unwrap_or_else(|e| e.into_inner());
 
     if let Err(error) = run.flush_progress().await {
@@ -196,80 +195,4 @@ async fn run_body(
         (None, None) => Verdict::LeaseLost,
     };
     verdict
-}
-
-/// Renews the claim, and the fleet slots it holds, every `interval`. A renewal answering
-/// `false` (cancelled, re-claimed, slot taken), or a whole window with no renewal landing,
-/// cancels the run.
-async fn keep_claim(
-    jobs: crate::client::Jobs,
-    fence: StepFence,
-    mut held: Vec<HeldLease>,
-    window: Duration,
-    interval: Duration,
-    cancel: CancellationToken,
-    stop: Arc<Mutex<Option<StopReason>>>,
-) {
-    let clock = jobs.clock().clone();
-    let mut landed = clock.now();
-    loop {
-        clock.sleep(interval).await;
-        let now = clock.now();
-        let renewal = jobs
-            .driver()
-            .job_heartbeat(&HeartbeatParams {
-                job_id: fence.job_id,
-                by: fence.by.clone(),
-                visibility_timeout: window,
-                now,
-            })
-            .await;
-        match renewal {
-            Ok(true) => {
-                landed = now;
-                let store = jobs.driver().lease_store();
-                match admit::renew(store, &mut held, window, now).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!(target: "jobs.worker.slot-lost", job_id = %fence.job_id, "a fleet concurrency slot is no longer held; stopping the run");
-                        let mut stop = stop.lock().unwrap_or_else(|e| e.into_inner());
-                        stop.get_or_insert(StopReason::SlotLost);
-                        break;
-                    }
-                    Err(error) => tracing::warn!(
-                        target: "jobs.heartbeat.failed",
-                        job_id = %fence.job_id,
-                        code = error.code().map(|c| c.as_str()),
-                        "a slot renewal failed; retrying within the window"
-                    ),
-                }
-            }
-            Ok(false) => {
-                tracing::warn!(target: "jobs.lease.lost", job_id = %fence.job_id, "the claim is no longer held; stopping the run");
-                break;
-            }
-            Err(error) if clock.now() >= add(landed, window) => {
-                tracing::error!(
-                    target: "jobs.lease.lost",
-                    job_id = %fence.job_id,
-                    code = error.code().map(|c| c.as_str()),
-                    "no renewal landed for a whole visibility window; stopping the run"
-                );
-                break;
-            }
-            Err(error) => {
-                tracing::warn!(
-                    target: "jobs.heartbeat.failed",
-                    job_id = %fence.job_id,
-                    code = error.code().map(|c| c.as_str()),
-                    "a renewal failed; retrying within the window"
-                );
-            }
-        }
-    }
-    {
-        let mut stop = stop.lock().unwrap_or_else(|e| e.into_inner());
-        stop.get_or_insert(StopReason::LeaseLost);
-    }
-    cancel.cancel();
 }

@@ -2,7 +2,9 @@
 //! queue's own maps. The counters move inside [`MemoryState::update`], the one place a row
 //! changes state, as Postgres moves them in the statement that settles the row.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use async_trait::async_trait;
 

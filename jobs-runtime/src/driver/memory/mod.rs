@@ -1,7 +1,11 @@
 //! The in-memory driver: the same claim, fence and settle rules as Postgres, in one process.
 //! For tests, demos and the quickstart; nothing survives a restart.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+// Fx hashing: the maps are keyed by ids and names this process made, and SipHash was a tenth
+// of an end-to-end run's instructions.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -420,7 +424,7 @@ impl JobDriver for MemoryDriver {
         let mut exhausted: Vec<JobId> = Vec::new();
         let mut chosen: Vec<JobId> = Vec::new();
         {
-            let mut turns: HashMap<(&str, &str), u32> = HashMap::new();
+            let mut turns: HashMap<(&str, &str), u32> = HashMap::default();
             let mut candidates: Vec<(&str, u32, usize, JobId)> = Vec::new();
             for (order, id) in due.into_iter().enumerate() {
                 let job = &state.jobs[&id].record;
@@ -442,7 +446,7 @@ impl JobDriver for MemoryDriver {
                 }
             }
             candidates.sort();
-            let mut taken: HashMap<&str, u32> = HashMap::new();
+            let mut taken: HashMap<&str, u32> = HashMap::default();
             for (queue, _turn, _order, id) in candidates {
                 let used = taken.entry(queue).or_insert(0);
                 if *used < slots[queue] {
