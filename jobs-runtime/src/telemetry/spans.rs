@@ -60,13 +60,13 @@ impl EnqueueTrace {
             jobs.deduped = Empty,
             jobs.error.code = Empty,
             jobs.actor = actor,
-            trace_id = %context.trace_id(),
-            span_id = %context.span_id(),
+            trace_id = %context.trace_hex(),
+            span_id = %context.span_hex(),
             parent_id = Empty,
             traceparent = %stamp,
         );
         if let Some(parent) = parent {
-            span.record("parent_id", parent.span_id());
+            span.record("parent_id", tracing::field::display(parent.span_hex()));
         }
         if requests.len() > 1 {
             span.record("messaging.batch.message_count", requests.len());
@@ -151,13 +151,13 @@ impl RunTrace {
             jobs.outcome = Empty,
             jobs.error.code = Empty,
             jobs.actor = job.actor.as_deref(),
-            trace_id = %context.trace_id(),
-            span_id = %context.span_id(),
+            trace_id = %context.trace_hex(),
+            span_id = %context.span_hex(),
             parent_id = Empty,
             traceparent = Empty,
         );
         if let Some(parent) = parent {
-            span.record("parent_id", parent.span_id());
+            span.record("parent_id", tracing::field::display(parent.span_hex()));
             span.record("traceparent", tracing::field::display(parent));
         }
         RunTrace { span, context }
@@ -193,12 +193,12 @@ where
         jobs.step.name = %name,
         jobs.step.attempt = attempt,
         jobs.step.status = Empty,
-        trace_id = %context.trace_id(),
-        span_id = %context.span_id(),
+        trace_id = %context.trace_hex(),
+        span_id = %context.span_hex(),
         parent_id = Empty,
     );
     if let Some(parent) = parent {
-        span.record("parent_id", parent.span_id());
+        span.record("parent_id", tracing::field::display(parent.span_hex()));
     }
     let result = CURRENT.scope(context, work.instrument(span.clone())).await;
     span.record(

@@ -48,6 +48,9 @@ impl TraceContext {
     /// Reads a `traceparent` value. `None` when it is not a valid version-00 header (a future
     /// version's longer value is read by its first four fields, as the spec asks).
     pub fn parse(text: &str) -> Option<Self> {
+        if let Some(canonical) = Self::parse_canonical(text) {
+            return Some(canonical);
+        }
         let text = text.trim();
         let mut parts = text.split('-');
         let version = parts.next()?;
@@ -81,6 +84,33 @@ impl TraceContext {
         })
     }
 
+    /// The common case read without splitting: exactly `00-<32 hex>-<16 hex>-<2 hex>`, as this
+    /// crate writes it. Anything else goes the general way (and may still be valid).
+    fn parse_canonical(text: &str) -> Option<Self> {
+        let b = text.as_bytes();
+        if b.len() != 55 || &b[..3] != b"00-" || b[35] != b'-' || b[52] != b'-' {
+            return None;
+        }
+        fn hex(digits: &[u8]) -> Option<u128> {
+            digits.iter().try_fold(0u128, |n, &d| {
+                let v = match d {
+                    b'0'..=b'9' => d - b'0',
+                    b'a'..=b'f' => d - b'a' + 10,
+                    _ => return None,
+                };
+                Some(n << 4 | u128::from(v))
+            })
+        }
+        let trace_id = hex(&b[3..35])?;
+        let span_id = u64::try_from(hex(&b[36..52])?).ok()?;
+        let flags = u8::try_from(hex(&b[53..55])?).ok()?;
+        (trace_id != 0 && span_id != 0).then_some(TraceContext {
+            trace_id,
+            span_id,
+            flags,
+        })
+    }
+
     /// The trace id, 32 lowercase hex digits.
     pub fn trace_id(&self) -> String {
         format!("{:032x}", self.trace_id)
@@ -89,6 +119,18 @@ impl TraceContext {
     /// The span id, 16 lowercase hex digits.
     pub fn span_id(&self) -> String {
         format!("{:016x}", self.span_id)
+    }
+
+    /// [`TraceContext::trace_id`] written only when displayed: a span's field costs nothing
+    /// when no subscriber reads it (tracing's `log` fallback evaluates every field
+    /// expression).
+    pub(crate) fn trace_hex(&self) -> impl fmt::Display {
+        Hex32(self.trace_id)
+    }
+
+    /// [`TraceContext::span_id`], written only when displayed.
+    pub(crate) fn span_hex(&self) -> impl fmt::Display {
+        Hex16(self.span_id)
     }
 
     /// Whether the `sampled` flag is set.
@@ -100,6 +142,22 @@ impl TraceContext {
     /// an outgoing call from a job body should propagate. `None` outside of one.
     pub fn current() -> Option<Self> {
         super::current()
+    }
+}
+
+struct Hex32(u128);
+
+impl fmt::Display for Hex32 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+struct Hex16(u64);
+
+impl fmt::Display for Hex16 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
     }
 }
 

@@ -117,7 +117,7 @@ pub(crate) async fn admit(shared: &WorkerShared, claimed: Claimed) -> Admission 
 
 /// Refuses a claim that took a per-process place: the place is given back first.
 fn deny(shared: &WorkerShared, claimed: Claimed, refusal: Refusal) -> Admission {
-    shared.limiter.leave(&claimed.job);
+    shared.limiter.leave(&shared.limits, &claimed.job);
     Admission::Refused(Refused { claimed, refusal })
 }
 
@@ -257,7 +257,7 @@ pub(crate) async fn leave(shared: &WorkerShared, job: &ClaimedJob, held: &[HeldL
             }
         }
     }
-    shared.limiter.leave(job);
+    shared.limiter.leave(&shared.limits, job);
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ impl Completer {
         driver: &Arc<dyn JobDriver>,
         params: AckParams,
     ) -> Result<bool, JobError> {
+        if !driver.batches_acks() {
+            return driver.job_ack(&params).await;
+        }
         let (reply, answer) = oneshot::channel();
         let pending = Pending { params, reply };
         let sent = self.sender(driver).send(pending);

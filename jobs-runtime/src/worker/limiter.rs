@@ -56,6 +56,11 @@ impl Limits {
         self
     }
 
+    /// No limit at all: nothing to count.
+    fn is_unlimited(&self) -> bool {
+        *self == Limits::default()
+    }
+
     /// Refuses a rate that is negative or not finite (`X_INVARIANT`).
     pub(crate) fn check(&self) -> Result<(), JobError> {
         match self.tenant_rate {
@@ -94,6 +99,9 @@ impl Limiter {
         job: &ClaimedJob,
         now: Timestamp,
     ) -> Result<(), &'static str> {
+        if limits.is_unlimited() {
+            return Ok(());
+        }
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let tenant = job.tenant_id.as_deref().unwrap_or(NO_TENANT).to_string();
         let over = |limit: Option<u32>, used: u32| limit.is_some_and(|l| used >= l);
@@ -129,7 +137,10 @@ impl Limiter {
     }
 
     /// Gives the place back once the run settles (or was shed after entering).
-    pub(crate) fn leave(&self, job: &ClaimedJob) {
+    pub(crate) fn leave(&self, limits: &Limits, job: &ClaimedJob) {
+        if limits.is_unlimited() {
+            return;
+        }
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let tenant = job.tenant_id.as_deref().unwrap_or(NO_TENANT);
         s.global = s.global.saturating_sub(1);

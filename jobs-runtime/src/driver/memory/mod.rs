@@ -56,12 +56,9 @@ struct MemoryState {
     jobs: HashMap<JobId, StoredJob>,
     /// `(name, tenant or "", key)` -> the live job holding it: the partial unique index.
     live_keys: HashMap<(String, String, String), JobId>,
-    /// Claim order: `(due, insertion, id)` for every claimable row. A queued row is due at its
-    /// `run_at`, a running row when its lease lapses.
-    due: BTreeSet<(Timestamp, u64, JobId)>,
-    /// The claim's own indexes: queued rows per queue and tenant in due order (the fair claim
-    /// reads each tenant's head without walking another tenant's backlog), and running rows
-    /// by lease expiry.
+    /// The claim's indexes, in claim order `(due, insertion, id)`: queued rows per queue and
+    /// tenant, due at their `run_at` (the fair claim reads each tenant's head without walking
+    /// another tenant's backlog), and running rows, due when their lease lapses.
     queued: HashMap<String, BTreeMap<String, DueSet>>,
     running: DueSet,
     steps: HashMap<RunId, BTreeMap<String, StepRecord>>,
@@ -132,7 +129,15 @@ impl MemoryDriver {
     /// row's lease expiry). The test kit advances its clock to it.
     pub fn next_due(&self) -> Option<Timestamp> {
         let state = self.lock();
-        state.due.iter().next().map(|(at, _, _)| *at)
+        // The earliest lease to lapse, or the earliest head of any queue and tenant.
+        let running = state.running.first().map(|(at, _, _)| *at);
+        let queued = state
+            .queued
+            .values()
+            .flat_map(|tenants| tenants.values())
+            .filter_map(|rows| rows.first().map(|(at, _, _)| *at))
+            .min();
+        running.into_iter().chain(queued).min()
     }
 
     /// How many jobs are live (ready, delayed, running or suspended).
@@ -190,7 +195,6 @@ impl MemoryState {
             return;
         };
         let entry = (at, job.seq, id);
-        self.due.insert(entry);
         if job.record.state == JobState::Running {
             self.running.insert(entry);
         } else {
@@ -224,8 +228,10 @@ impl MemoryState {
             return;
         };
         let entry = (at, job.seq, id);
-        self.due.remove(&entry);
-        self.running.remove(&entry);
+        if job.record.state == JobState::Running {
+            self.running.remove(&entry);
+            return;
+        }
         if let Some(tenants) = self.queued.get_mut(&job.record.queue) {
             let tenant = job.record.tenant_id.as_deref().unwrap_or("");
             if let Some(rows) = tenants.get_mut(tenant) {
@@ -519,6 +525,10 @@ impl JobDriver for MemoryDriver {
             r.updated_at = params.now;
         });
         Ok(true)
+    }
+
+    fn batches_acks(&self) -> bool {
+        false
     }
 
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError> {

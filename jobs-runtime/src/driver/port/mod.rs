@@ -147,6 +147,14 @@ pub trait JobDriver: Send + Sync + 'static {
         Ok(landed)
     }
 
+    /// Whether the worker should gather acks into [`JobDriver::job_ack_many`] batches (a
+    /// round trip saved per job on a store across a network). An in-process store answers
+    /// `false`: its acks cost no round trip, and a hand-off to a batching task would cost two
+    /// task wake-ups per job.
+    fn batches_acks(&self) -> bool {
+        true
+    }
+
     /// Settles a running job into the state [`NackParams::target`] names. Fenced.
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError>;
 
