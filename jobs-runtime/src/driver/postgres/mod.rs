@@ -332,17 +332,16 @@ impl PostgresDriver {
         row.try_get("id").map_err(|e| classify(Op::EventPublish, e))
     }
 
-    /// One statement for a whole batch (`UNNEST` arrays); a row whose key holder committed
-    /// while the statement ran goes through the single-row statement afterwards.
-    async fn enqueue_batch(
+    /// `statement` (job_enqueue_many or its dedupe form) bound to a whole batch (`UNNEST`
+    /// arrays).
+    fn bind_batch<'q>(
         &self,
-        conn: &mut PgConnection,
-        batch: &[EnqueueRequest],
+        statement: &sqlx::SqlStr,
+        batch: &'q [EnqueueRequest],
         now: Timestamp,
-    ) -> Result<Vec<EnqueueResult>, JobError> {
-        let failed = |e| classify(Op::JobEnqueueMany, e);
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
         let column = |f: fn(&EnqueueRequest) -> String| batch.iter().map(f).collect::<Vec<_>>();
-        let rows = sqlx::query(self.sql.job_enqueue_many.clone())
+        sqlx::query(statement.clone())
             .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
             .bind(batch.iter().map(|r| r.run_id).collect::<Vec<_>>())
             .bind(column(|r| r.name.clone()))
@@ -371,20 +370,44 @@ impl PostgresDriver {
             .bind(now)
             .bind(&*self.wake_channel)
             .bind(batch.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
+    }
+
+    /// Inserts a batch of jobs none of which is held, in one plain statement; `Ok(false)` when
+    /// one was held after all (a unique violation: the transaction is then aborted).
+    async fn enqueue_batch_new(
+        &self,
+        conn: &mut PgConnection,
+        batch: &[EnqueueRequest],
+        now: Timestamp,
+    ) -> Result<bool, JobError> {
+        let inserted = self
+            .bind_batch(&self.sql.job_enqueue_many, batch, now)
+            .fetch_one(&mut *conn)
+            .await;
+        match inserted {
+            Ok(_) => Ok(true),
+            Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some(UNIQUE_VIOLATION) => {
+                Ok(false)
+            }
+            Err(e) => Err(classify(Op::JobEnqueueMany, e)),
+        }
+    }
+
+    /// One statement for a whole batch that may hold jobs already (`UNNEST` arrays); a row
+    /// whose key holder committed while the statement ran goes through the single-row
+    /// statement afterwards.
+    async fn enqueue_batch(
+        &self,
+        conn: &mut PgConnection,
+        batch: &[EnqueueRequest],
+        now: Timestamp,
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        let failed = |e| classify(Op::JobEnqueueMany, e);
+        let rows = self
+            .bind_batch(&self.sql.job_enqueue_many_dedupe, batch, now)
             .fetch_all(&mut *conn)
             .await
             .map_err(failed)?;
-        // A deduped row lowers a floor for nothing, which costs nothing.
-        self.floors.lower_all(batch.iter().map(|r| {
-            (
-                r.queue.as_str(),
-                r.tenant_id.as_deref(),
-                floors::Position {
-                    at: r.run_at,
-                    id: r.id,
-                },
-            )
-        }));
         // Every job answers as inserted unless a row after the summary row names it.
         let mut out: Vec<EnqueueResult> = batch
             .iter()
@@ -457,16 +480,58 @@ impl PostgresDriver {
         let Some(now) = requests.iter().map(|r| r.now).max() else {
             return Ok(Vec::new());
         };
+        // A deduped row lowers a floor for nothing, which costs nothing.
+        self.floors.lower_all(requests.iter().map(|r| {
+            (
+                r.queue.as_str(),
+                r.tenant_id.as_deref(),
+                floors::Position {
+                    at: r.run_at,
+                    id: r.id,
+                },
+            )
+        }));
+        let refuse_duplicates = requests
+            .iter()
+            .any(|r| r.on_conflict == ConflictPolicy::Error);
+        if !refuse_duplicates {
+            // First as plain inserts, in one transaction: all of them or none. A job held
+            // already aborts it, and the batch is done again below, answering each held one.
+            let mut tx = conn
+                .begin()
+                .await
+                .map_err(|e| classify(Op::JobEnqueueMany, e))?;
+            let mut all_new = true;
+            for chunk in requests.chunks(ENQUEUE_BATCH) {
+                if !self.enqueue_batch_new(&mut tx, chunk, now).await? {
+                    all_new = false;
+                    break;
+                }
+            }
+            if all_new {
+                tx.commit()
+                    .await
+                    .map_err(|e| classify(Op::JobEnqueueMany, e))?;
+                return Ok(requests
+                    .iter()
+                    .map(|r| EnqueueResult {
+                        id: r.id,
+                        run_id: r.run_id,
+                        deduped: false,
+                    })
+                    .collect());
+            }
+            tx.rollback()
+                .await
+                .map_err(|e| classify(Op::JobEnqueueMany, e))?;
+        }
         // One transaction: all of them or none.
         let mut tx = conn
             .begin()
             .await
             .map_err(|e| classify(Op::JobEnqueueMany, e))?;
         let mut out = Vec::with_capacity(requests.len());
-        if requests
-            .iter()
-            .any(|r| r.on_conflict == ConflictPolicy::Error)
-        {
+        if refuse_duplicates {
             // Refusing a duplicate must name it: one statement per job.
             for request in requests {
                 out.push(

@@ -73,6 +73,7 @@ statements!(
     job_enqueue_in,
     job_enqueue_holder,
     job_enqueue_many,
+    job_enqueue_many_dedupe,
     job_ack_many,
     job_purge,
     job_claim,

@@ -1,15 +1,11 @@
--- job_enqueue_many: inserts a batch in ONE statement, with job_enqueue's rules. $1..$10 and $13
--- are arrays with one element per job, in the batch's order; $11 is now; $12 the wake channel.
--- A row whose id names a row, or whose (name, tenant, key) a live row holds, inserts nothing
--- and answers that row (deduped); a key repeated inside the batch answers its first
--- occurrence. A row whose holder committed after the statement began answers nulls, and the
--- caller enqueues it again on its own. Each queue that received a row due within a second is
--- announced once on the wake channel.
---
--- The answer is one summary row (ord null, carrying the announcement) and then one row per job
--- that was NOT inserted: the caller already knows the ids of the rows it inserted, so a batch
--- of new jobs reads back one row, not a thousand. The holder lookups are lateral with a limit,
--- so they run per missing row on an index and are never planned as a join over the whole table.
+-- job_enqueue_many: inserts a batch in ONE plain statement, taking for granted that no job of
+-- it is held already: $1..$10 and $13 are arrays with one element per job, in the batch's
+-- order; $11 is now; $12 the wake channel. A row whose id names a row, or whose (name, tenant,
+-- key) a live row or an earlier row of the batch holds, is a unique violation that aborts the
+-- batch's transaction; the driver then redoes the whole batch with job_enqueue_many_dedupe,
+-- which answers each held job. No speculative insertion and nothing read back for the common
+-- case of a batch of new jobs: one row answers how many went in, and announces, once, each
+-- queue that received a row due within a second.
 with input as (
     select *
     from unnest(
@@ -30,15 +26,9 @@ inserted as (
            max_attempts, run_at, $11, $11, traceparent, actor
     from input
     order by ord
-    on conflict do nothing
-    returning id, run_id, name, queue, tenant_id, idempotency_key, run_at
-),
-missing as (
-    select r.*
-    from input r
-    where not exists (select 1 from inserted i where i.id = r.id)
+    returning queue, run_at
 )
-select null::bigint as ord, null::uuid as id, null::uuid as run_id,
+select (select count(*) from inserted) as inserted,
        (
            select count(*)
            from (
@@ -46,36 +36,3 @@ select null::bigint as ord, null::uuid as id, null::uuid as run_id,
                from (select distinct queue from inserted where run_at <= $11 + interval '1 second') q
            ) n
        ) as announced
-union all
-(
-    select m.ord,
-           coalesce(dup.id, by_id.id, live.id) as id,
-           coalesce(dup.run_id, by_id.run_id, live.run_id) as run_id,
-           null::bigint as announced
-    from missing m
-    left join lateral (
-        select i.id, i.run_id
-        from inserted i
-        where i.name = m.name
-          and coalesce(i.tenant_id, '') = coalesce(m.tenant_id, '')
-          and i.idempotency_key = m.idempotency_key
-        limit 1
-    ) dup on true
-    left join lateral (
-        select j.id, j.run_id
-        from {schema}.x_jobs j
-        where dup.id is null and j.id = m.id
-        limit 1
-    ) by_id on true
-    left join lateral (
-        select j.id, j.run_id
-        from {schema}.x_jobs j
-        where dup.id is null and by_id.id is null
-          and j.name = m.name
-          and coalesce(j.tenant_id, '') = coalesce(m.tenant_id, '')
-          and j.idempotency_key = m.idempotency_key
-          and j.state in ('ready', 'delayed', 'running', 'suspended')
-        limit 1
-    ) live on true
-    order by m.ord
-)
