@@ -53,22 +53,38 @@ pub(crate) async fn claim(
     let mut chosen: Vec<JobId> = Vec::new();
     let mut exhausted: Vec<JobId> = Vec::new();
     for demand in &params.demand {
-        let paused: Option<i64> = sqlx::query_scalar("select 1 from x_job_pauses where queue = ?")
-            .bind(&demand.queue)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(failed)?;
-        if paused.is_some() {
+        let survey = survey(
+            &mut tx,
+            &demand.queue,
+            demand.limit,
+            &params.fair_after,
+            params.now,
+        )
+        .await?;
+        if survey.paused {
             continue;
         }
-        exhausted.extend(lapsed_final_attempts(&mut tx, &demand.queue, params.now).await?);
+        exhausted.extend(survey.exhausted);
         if demand.limit == 0 {
             continue;
         }
         let slots = i64::from(demand.limit);
-        let mut candidates = lapsed(&mut tx, &demand.queue, slots, params.now).await?;
-        for tenant in tenants(&mut tx, &demand.queue, &params.fair_after, params.now).await? {
-            candidates.extend(queued(&mut tx, &demand.queue, tenant, slots, params.now).await?);
+        let mut candidates = survey.lapsed;
+        let seeded = tenants(
+            &mut tx,
+            &demand.queue,
+            &params.fair_after,
+            params.now,
+            survey.past_cursor,
+            survey.from_start,
+        )
+        .await?;
+        for (tenant, rows) in seeded {
+            match rows {
+                Some(rows) => candidates.extend(rows),
+                None => candidates
+                    .extend(queued(&mut tx, &demand.queue, tenant, slots, params.now).await?),
+            }
         }
         chosen.extend(take_turns(candidates, demand.limit as usize));
     }
@@ -103,43 +119,39 @@ pub(crate) async fn claim(
             .push(JobRecord::from_row(&row).map_err(failed)?);
     }
     let visible_at = add(params.now, params.visibility_timeout);
-    for id in chosen {
-        let row = sqlx::query(concat!(
-            "update x_jobs
-             set state = 'running', attempt = attempt + 1, claims = claims + 1,
-                 claimed_by = ?2, visible_at = ?3, updated_at = ?4, started_at = ?4
-             where id = ?1
-             returning ",
-            job_columns!(),
-            ", exists (select 1 from x_job_steps s where s.run_id = x_jobs.run_id) as has_steps"
-        ))
-        .bind(id)
-        .bind(&params.worker_id)
-        .bind(ts(visible_at))
-        .bind(ts(params.now))
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(failed)?;
-        let record = JobRecord::from_row(&row).map_err(failed)?;
-        let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
-        result.jobs.push(ClaimedJob {
-            id: record.id,
-            run_id: record.run_id,
-            name: record.name,
-            queue: record.queue,
-            input: record.input,
-            attempt: record.attempt,
-            max_attempts: record.max_attempts,
-            tenant_id: record.tenant_id,
-            by: ClaimIdentity {
-                worker_id: params.worker_id.clone(),
-                claim: record.claims,
-            },
-            visible_at,
-            traceparent: record.traceparent,
-            actor: record.actor,
-            has_steps,
-        });
+    if !chosen.is_empty() {
+        let ids: Vec<String> = chosen.iter().map(|id| id.simple().to_string()).collect();
+        let ids = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+        let rows = sqlx::query(MARK)
+            .bind(ids)
+            .bind(&params.worker_id)
+            .bind(ts(visible_at))
+            .bind(ts(params.now))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(failed)?;
+        for row in &rows {
+            let record = JobRecord::from_row(row).map_err(failed)?;
+            let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
+            result.jobs.push(ClaimedJob {
+                id: record.id,
+                run_id: record.run_id,
+                name: record.name,
+                queue: record.queue,
+                input: record.input,
+                attempt: record.attempt,
+                max_attempts: record.max_attempts,
+                tenant_id: record.tenant_id,
+                by: ClaimIdentity {
+                    worker_id: params.worker_id.clone(),
+                    claim: record.claims,
+                },
+                visible_at,
+                traceparent: record.traceparent,
+                actor: record.actor,
+                has_steps,
+            });
+        }
     }
     tx.commit().await.map_err(failed)?;
     result.jobs.sort_by_key(|j| j.id);
@@ -167,46 +179,124 @@ fn take_turns(mut candidates: Vec<Candidate>, slots: usize) -> Vec<JobId> {
         .collect()
 }
 
-async fn lapsed_final_attempts(
-    tx: &mut SqliteConnection,
-    queue: &str,
-    now: Timestamp,
-) -> Result<Vec<JobId>, JobError> {
-    sqlx::query_scalar(
-        "select id from x_jobs
-         where queue = ?1 and state = 'running' and visible_at <= ?2
-           and attempt >= max_attempts
-         order by visible_at, id
-         limit ?3",
+/// The claim's statements over one queue: whether it is paused, its lapsed final attempts to
+/// bury (at most [`BURIALS_PER_CLAIM`]), its lapsed rows with attempts left, and the due rows
+/// of the first tenant past the fairness cursor and of the first tenant from the start up to
+/// it (each at most `slots`). One statement, so a queue with one tenant is surveyed in one
+/// round trip to the connection's thread; every part is an index seek (`x_job_pauses`' key,
+/// `x_jobs_lapsed_idx`, `x_jobs_fair_idx`).
+const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenant
+        from x_job_pauses where queue = ?1
+    union all
+    select * from (
+        select 'x', id, visible_at, coalesce(tenant_id, '') from x_jobs
+        where queue = ?1 and state = 'running' and visible_at <= ?2
+          and attempt >= max_attempts
+        order by visible_at, id
+        limit ?3
     )
-    .bind(queue)
-    .bind(ts(now))
-    .bind(BURIALS_PER_CLAIM)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(|e| classify("job_claim", e))
+    union all
+    select * from (
+        select 'l', id, visible_at, coalesce(tenant_id, '') from x_jobs
+        where queue = ?1 and state = 'running' and visible_at <= ?2
+          and attempt < max_attempts
+        order by visible_at, id
+        limit ?4
+    )
+    union all
+    select * from (
+        select 'a', id, run_at, coalesce(tenant_id, '') from x_jobs
+        where queue = ?1
+          and coalesce(tenant_id, '') = (
+              select coalesce(tenant_id, '') from x_jobs
+              where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+                and coalesce(tenant_id, '') > ?5
+              order by coalesce(tenant_id, '')
+              limit 1
+          )
+          and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+        order by run_at, id
+        limit ?4
+    )
+    union all
+    select * from (
+        select 'b', id, run_at, coalesce(tenant_id, '') from x_jobs
+        where queue = ?1
+          and coalesce(tenant_id, '') = (
+              select coalesce(tenant_id, '') from x_jobs
+              where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+                and coalesce(tenant_id, '') <= ?5
+              order by coalesce(tenant_id, '')
+              limit 1
+          )
+          and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+        order by run_at, id
+        limit ?4
+    )";
+
+/// The claim marks its chosen rows, given as a JSON array of hex ids, in one statement.
+const MARK: &str = concat!(
+    "update x_jobs
+     set state = 'running', attempt = attempt + 1, claims = claims + 1,
+         claimed_by = ?2, visible_at = ?3, updated_at = ?4, started_at = ?4
+     from (select unhex(value) as chosen_id from json_each(?1)) chosen
+     where x_jobs.id = chosen.chosen_id
+     returning ",
+    job_columns!(),
+    ", exists (select 1 from x_job_steps s where s.run_id = x_jobs.run_id) as has_steps"
+);
+
+/// What [`SURVEY`] read of one queue.
+#[derive(Default)]
+struct Survey {
+    paused: bool,
+    exhausted: Vec<JobId>,
+    lapsed: Vec<Candidate>,
+    /// The first tenant past the cursor with due rows, and those rows.
+    past_cursor: Option<(String, Vec<Candidate>)>,
+    /// The first tenant from the start, up to the cursor, with due rows, and those rows.
+    from_start: Option<(String, Vec<Candidate>)>,
 }
 
-async fn lapsed(
+async fn survey(
     tx: &mut SqliteConnection,
     queue: &str,
-    slots: i64,
+    limit: u32,
+    cursor: &str,
     now: Timestamp,
-) -> Result<Vec<Candidate>, JobError> {
-    let rows = sqlx::query(
-        "select id, visible_at as due, coalesce(tenant_id, '') as tenant from x_jobs
-         where queue = ?1 and state = 'running' and visible_at <= ?2
-           and attempt < max_attempts
-         order by visible_at, id
-         limit ?3",
-    )
-    .bind(queue)
-    .bind(ts(now))
-    .bind(slots)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(|e| classify("job_claim", e))?;
-    rows.iter().map(candidate).collect()
+) -> Result<Survey, JobError> {
+    let failed = |e| classify("job_claim", e);
+    let rows = sqlx::query(SURVEY)
+        .bind(queue)
+        .bind(ts(now))
+        .bind(BURIALS_PER_CLAIM)
+        .bind(i64::from(limit))
+        .bind(cursor)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(failed)?;
+    let mut survey = Survey::default();
+    for row in &rows {
+        let kind: String = row.try_get("kind").map_err(failed)?;
+        match kind.as_str() {
+            "p" => survey.paused = true,
+            "x" => survey.exhausted.push(row.try_get("id").map_err(failed)?),
+            "l" => survey.lapsed.push(candidate(row)?),
+            "a" | "b" => {
+                let c = candidate(row)?;
+                let seed = if kind == "a" {
+                    &mut survey.past_cursor
+                } else {
+                    &mut survey.from_start
+                };
+                seed.get_or_insert_with(|| (c.tenant.clone(), Vec::new()))
+                    .1
+                    .push(c);
+            }
+            _ => {}
+        }
+    }
+    Ok(survey)
 }
 
 async fn queued(
@@ -243,34 +333,43 @@ fn candidate(row: &sqlx::sqlite::SqliteRow) -> Result<Candidate, JobError> {
 }
 
 /// The tenants with due rows in `queue`, at most [`TENANTS_PER_CLAIM`], in tenant order from
-/// just after `cursor`, wrapping around to the start and up to `cursor` itself. Each probe is
-/// one seek of `x_jobs_fair_idx` by (queue, tenant range): the bounds are plain comparisons,
-/// never `? is null or ...`, which would turn the seek into a walk of the queue.
+/// just after `cursor`, wrapping around to the start and up to `cursor` itself, each with its
+/// due rows when the survey read them already (the first tenant of each side). Each further
+/// probe is one seek of `x_jobs_fair_idx` by (queue, tenant range): the bounds are plain
+/// comparisons, never `? is null or ...`, which would turn the seek into a walk of the queue.
 async fn tenants(
     tx: &mut SqliteConnection,
     queue: &str,
     cursor: &str,
     now: Timestamp,
-) -> Result<Vec<String>, JobError> {
-    let mut found: Vec<String> = Vec::new();
-    // Past the cursor.
-    while found.len() < TENANTS_PER_CLAIM {
-        let after = found.last().map_or(cursor, String::as_str);
-        let Some(next) = probe(tx, NEXT_AFTER, queue, now, &[after]).await? else {
-            break;
-        };
-        found.push(next);
+    past_cursor: Option<(String, Vec<Candidate>)>,
+    from_start: Option<(String, Vec<Candidate>)>,
+) -> Result<Vec<(String, Option<Vec<Candidate>>)>, JobError> {
+    let mut found: Vec<(String, Option<Vec<Candidate>>)> = Vec::new();
+    // Past the cursor (the survey found the first, or there is none).
+    if let Some((tenant, rows)) = past_cursor {
+        found.push((tenant, Some(rows)));
+        while found.len() < TENANTS_PER_CLAIM {
+            let after = found.last().map_or(cursor, |(t, _)| t.as_str());
+            let Some(next) = probe(tx, NEXT_AFTER, queue, now, &[after]).await? else {
+                break;
+            };
+            found.push((next, None));
+        }
     }
-    // From the start, up to the cursor.
-    let mut after: Option<String> = None;
-    while found.len() < TENANTS_PER_CLAIM {
-        let next = match &after {
-            None => probe(tx, FIRST_UPTO, queue, now, &[cursor]).await?,
-            Some(a) => probe(tx, NEXT_AFTER_UPTO, queue, now, &[a, cursor]).await?,
-        };
-        let Some(next) = next else { break };
-        after = Some(next.clone());
-        found.push(next);
+    // From the start, up to the cursor (the survey found the first, or there is none).
+    if found.len() < TENANTS_PER_CLAIM {
+        if let Some((first, rows)) = from_start {
+            let mut after = first.clone();
+            found.push((first, Some(rows)));
+            // Past the cursor itself the range (after, cursor] is empty.
+            while found.len() < TENANTS_PER_CLAIM && after.as_str() < cursor {
+                let next = probe(tx, NEXT_AFTER_UPTO, queue, now, &[&after, cursor]).await?;
+                let Some(next) = next else { break };
+                after = next.clone();
+                found.push((next, None));
+            }
+        }
     }
     Ok(found)
 }
@@ -278,12 +377,6 @@ async fn tenants(
 const NEXT_AFTER: &str = "select coalesce(tenant_id, '') from x_jobs
      where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
        and coalesce(tenant_id, '') > ?3
-     order by coalesce(tenant_id, '')
-     limit 1";
-
-const FIRST_UPTO: &str = "select coalesce(tenant_id, '') from x_jobs
-     where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-       and coalesce(tenant_id, '') <= ?3
      order by coalesce(tenant_id, '')
      limit 1";
 
