@@ -40,6 +40,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0004_job_history.sql",
         sql: include_str!("../../../migrations/sqlite/0004_job_history.sql"),
     },
+    SqliteMigration {
+        version: 5,
+        name: "0005_run_index_shared_only.sql",
+        sql: include_str!("../../../migrations/sqlite/0005_run_index_shared_only.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.

@@ -282,7 +282,12 @@ pub(crate) async fn purge(writer: &SqlitePool, p: &JobPurgeParams) -> Result<u64
          where run_id in (
              select d.run_id from temp.x_jobs_doomed d
              where not exists (
-                 select 1 from x_jobs j where j.run_id = d.run_id and j.id <> d.id
+                 select 1 from x_jobs j
+                 where j.id = d.run_id and j.run_id = d.run_id and j.id <> d.id
+             )
+             and not exists (
+                 select 1 from x_jobs j
+                 where j.run_id = d.run_id and j.run_id <> j.id and j.id <> d.id
              )
          )",
     )

@@ -91,7 +91,13 @@ const REMOVE_STEPS: &str = concat!(
      where run_id in (select run_id from picked)
        and not exists (
            select 1 from x_jobs o
-           where o.run_id = x_job_steps.run_id and o.id not in (select id from picked)
+           where o.id = x_job_steps.run_id and o.run_id = x_job_steps.run_id
+             and o.id not in (select id from picked)
+       )
+       and not exists (
+           select 1 from x_jobs o
+           where o.run_id = x_job_steps.run_id and o.run_id <> o.id
+             and o.id not in (select id from picked)
        )"
 );
 

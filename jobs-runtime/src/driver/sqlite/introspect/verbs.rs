@@ -62,7 +62,9 @@ pub(super) async fn remove(
     // The row is gone: any job still on the run shares it, and keeps its steps.
     sqlx::query(
         "delete from x_job_steps
-         where run_id = ?1 and not exists (select 1 from x_jobs o where o.run_id = ?1)",
+         where run_id = ?1
+           and not exists (select 1 from x_jobs o where o.id = ?1 and o.run_id = ?1)
+           and not exists (select 1 from x_jobs o where o.run_id = ?1 and o.run_id <> o.id)",
     )
     .bind(removed.run_id)
     .execute(&mut *tx)
