@@ -163,7 +163,7 @@ impl BackfillStore for SqliteDriver {
                and (?2 is null or status = ?2)
                and (?3 is null or run_id = ?3)
              order by started_at desc, id desc
-             limit ?4",
+             limit ?4 + 0",
         )
         .bind(&p.name)
         .bind(p.status.map(PassStatus::as_str))

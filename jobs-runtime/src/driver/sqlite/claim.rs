@@ -193,7 +193,7 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
         where queue = ?1 and state = 'running' and visible_at <= ?2
           and attempt >= max_attempts
         order by visible_at, id
-        limit ?3
+        limit ?3 + 0
     )
     union all
     select * from (
@@ -201,7 +201,7 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
         where queue = ?1 and state = 'running' and visible_at <= ?2
           and attempt < max_attempts
         order by visible_at, id
-        limit ?4
+        limit ?4 + 0
     )
     union all
     select * from (
@@ -216,7 +216,7 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
           )
           and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
         order by run_at, id
-        limit ?4
+        limit ?4 + 0
     )
     union all
     select * from (
@@ -231,7 +231,7 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
           )
           and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
         order by run_at, id
-        limit ?4
+        limit ?4 + 0
     )";
 
 /// The claim marks its chosen rows, given as a JSON array of hex ids, in one statement.
@@ -311,7 +311,7 @@ async fn queued(
          where queue = ?1 and coalesce(tenant_id, '') = ?2
            and state in ('ready', 'delayed', 'suspended') and run_at <= ?3
          order by run_at, id
-         limit ?4",
+         limit ?4 + 0",
     )
     .bind(queue)
     .bind(tenant)

@@ -40,7 +40,7 @@ pub(crate) async fn publish_on(
 pub(crate) async fn purge(writer: &SqlitePool, params: &EventPurgeParams) -> Result<u64, JobError> {
     let gone = sqlx::query(
         "delete from x_job_events where seq in (
-             select seq from x_job_events where expires_at <= ?1 order by expires_at limit ?2
+             select seq from x_job_events where expires_at <= ?1 order by expires_at limit ?2 + 0
          )",
     )
     .bind(ts(params.now))

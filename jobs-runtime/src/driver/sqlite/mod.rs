@@ -6,6 +6,10 @@
 //! writer can interleave, and every settling write is fenced on the claim as on Postgres.
 //! Timestamps are stored in one fixed-width text form ([`time`]), ids as 16-byte blobs.
 //!
+//! Every bound `LIMIT` is written `limit ?N + 0`: SQLite (3.4x and later) reads a bare `limit ?N`
+//! as a hint to the planner and marks the statement stale whenever `?N` is bound again, so a
+//! cached statement would be parsed and planned anew on every execution.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), jobs::JobError> {
 //! use jobs::{driver::SqliteDriver, Jobs};

@@ -195,7 +195,7 @@ impl SchedulerStore for SqliteDriver {
              from x_scheduler_state
              where last_occurrence is not null
              order by task
-             limit ?1",
+             limit ?1 + 0",
         )
         .bind(MAX_TASK_FIRES as i64)
         .fetch_all(&self.reader)

@@ -262,13 +262,13 @@ pub(crate) async fn purge(writer: &SqlitePool, p: &JobPurgeParams) -> Result<u64
          select id, run_id from (
              select id, run_id from x_jobs
              where state = 'done' and updated_at < ?1
-             order by updated_at limit ?3
+             order by updated_at limit ?3 + 0
          )
          union all
          select id, run_id from (
              select id, run_id from x_jobs
              where state in ('failed', 'dead', 'cancelled') and updated_at < ?2
-             order by updated_at limit ?3
+             order by updated_at limit ?3 + 0
          )",
     )
     .bind(ts(p.done_before))

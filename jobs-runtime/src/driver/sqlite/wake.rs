@@ -90,7 +90,7 @@ async fn queues_since(
         "select queue, state, created_at from x_jobs
          where created_at > ?1
          order by created_at desc, id desc
-         limit ?2",
+         limit ?2 + 0",
     )
     // A plain bound (every stored time sorts after ''), so the index is sought, not walked.
     .bind(since.unwrap_or(""))

@@ -128,7 +128,7 @@ impl WebhookLedger for SqliteDriver {
         let rows = sqlx::query(
             "select endpoint_id, event_id, topic, at, status, delivered, error_code
              from x_webhook_attempts where endpoint_id = ?1
-             order by id desc limit ?2",
+             order by id desc limit ?2 + 0",
         )
         .bind(endpoint_id)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
@@ -141,7 +141,7 @@ impl WebhookLedger for SqliteDriver {
     async fn attempts_purge(&self, params: &AttemptsPurgeParams) -> Result<u64, JobError> {
         let done = sqlx::query(
             "delete from x_webhook_attempts where id in (
-                 select id from x_webhook_attempts where at < ?1 order by at limit ?2
+                 select id from x_webhook_attempts where at < ?1 order by at limit ?2 + 0
              )",
         )
         .bind(ts(params.before))

@@ -60,7 +60,7 @@ const REQUEUE_HISTORY: &str = concat!(
     movable!(),
     "insert into x_job_history (job_id, tenant_id, at, actor, verb, detail)
      select j.id, j.tenant_id, ?5, ?7, 'requeue', 'bulk' from x_jobs j
-     where j.id in (select id from movable order by created_at, id limit ?6)"
+     where j.id in (select id from movable order by created_at, id limit ?6 + 0)"
 );
 
 const REQUEUE: &str = concat!(
@@ -68,7 +68,7 @@ const REQUEUE: &str = concat!(
     "update x_jobs
      set state = 'ready', attempt = 0, run_at = ?5, visible_at = null, claimed_by = null,
          progress = null, updated_at = ?5
-     where id in (select id from movable order by created_at, id limit ?6)"
+     where id in (select id from movable order by created_at, id limit ?6 + 0)"
 );
 
 const REMOVE_COUNT: &str = concat!("select count(*)", matched!());
@@ -79,7 +79,7 @@ macro_rules! picked {
         concat!(
             "with picked as (select j.id, j.run_id",
             matched!(),
-            " order by j.created_at, j.id limit ?6) "
+            " order by j.created_at, j.id limit ?6 + 0) "
         )
     };
 }
@@ -123,14 +123,14 @@ const PROMOTE_HISTORY: &str = concat!(
      select w.id, w.tenant_id, ?5, ?7, 'promote', 'bulk' from x_jobs w
      where w.id in (select j.id",
     matched!(),
-    " and j.run_at > ?5 order by j.created_at, j.id limit ?6)"
+    " and j.run_at > ?5 order by j.created_at, j.id limit ?6 + 0)"
 );
 
 const PROMOTE: &str = concat!(
     "update x_jobs set state = 'ready', run_at = ?5, updated_at = ?5
      where id in (select j.id",
     matched!(),
-    " and j.run_at > ?5 order by j.created_at, j.id limit ?6)"
+    " and j.run_at > ?5 order by j.created_at, j.id limit ?6 + 0)"
 );
 
 /// One statement with every bulk parameter bound.

@@ -50,7 +50,7 @@ pub(super) async fn list(
         "select job_id, at, actor, verb, detail from x_job_history
          where job_id = ?1 and (?2 is null or tenant_id = ?2)
          order by at desc, seq desc
-         limit ?3",
+         limit ?3 + 0",
     )
     .bind(params.id)
     .bind(params.tenant_id.as_deref())
@@ -76,7 +76,7 @@ pub(crate) async fn purge(
              where h.at < ?1
                and not exists (select 1 from x_jobs j where j.id = h.job_id)
              order by h.at
-             limit ?2
+             limit ?2 + 0
          )",
     )
     .bind(ts(before))

@@ -42,7 +42,7 @@ const OLDER: &str = concat!(
     filters!(),
     " and (?8 is null or (j.created_at, j.id) < (?8, ?9))
       order by j.created_at desc, j.id desc
-      limit ?10"
+      limit ?10 + 0"
 );
 
 /// The previous (newer) page before a cursor, read oldest first (turned around after).
@@ -52,7 +52,7 @@ const NEWER: &str = concat!(
     filters!(),
     " and (j.created_at, j.id) > (?8, ?9)
       order by j.created_at asc, j.id asc
-      limit ?10"
+      limit ?10 + 0"
 );
 
 /// Where the dashes of a printed UUID stand.
