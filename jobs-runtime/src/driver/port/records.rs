@@ -270,6 +270,37 @@ pub struct ClaimedJob {
     pub has_steps: bool,
 }
 
+impl ClaimedJob {
+    /// The job a claim just marked running, read back from its row: `visible_at` is the lease
+    /// the claim set, `has_steps` whether the run has step records yet.
+    #[cfg(feature = "sql")]
+    pub(crate) fn from_claimed_row(
+        record: JobRecord,
+        has_steps: bool,
+        params: &ClaimParams,
+        visible_at: Timestamp,
+    ) -> Self {
+        ClaimedJob {
+            id: record.id,
+            run_id: record.run_id,
+            name: record.name,
+            queue: record.queue,
+            input: record.input,
+            attempt: record.attempt,
+            max_attempts: record.max_attempts,
+            tenant_id: record.tenant_id,
+            by: ClaimIdentity {
+                worker_id: params.worker_id.clone(),
+                claim: record.claims,
+            },
+            visible_at,
+            traceparent: record.traceparent,
+            actor: record.actor,
+            has_steps,
+        }
+    }
+}
+
 /// What a claim answers.
 #[derive(Debug, Clone, Default)]
 pub struct ClaimResult {

@@ -598,9 +598,9 @@ impl PostgresDriver {
                             id: record.id,
                         },
                     });
-                    result
-                        .jobs
-                        .push(claimed_job(record, has_steps, params, visible_at));
+                    result.jobs.push(ClaimedJob::from_claimed_row(
+                        record, has_steps, params, visible_at,
+                    ));
                 }
                 self.floors
                     .after_full(&queues, params.now, &taken, started, took);
@@ -644,9 +644,9 @@ impl PostgresDriver {
                         _ => {
                             let record = rows::job_record(row)?;
                             let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
-                            result
-                                .jobs
-                                .push(claimed_job(record, has_steps, params, visible_at));
+                            result.jobs.push(ClaimedJob::from_claimed_row(
+                                record, has_steps, params, visible_at,
+                            ));
                         }
                     }
                 }
@@ -707,33 +707,6 @@ fn wake_slot(now: Timestamp) -> Timestamp {
     let ms = now.timestamp_millis();
     let start = ms - ms.rem_euclid(WAKE_SLOT_MS);
     chrono::DateTime::from_timestamp_millis(start).unwrap_or(now)
-}
-
-/// A claimed row as the worker runs it.
-fn claimed_job(
-    record: JobRecord,
-    has_steps: bool,
-    params: &ClaimParams,
-    visible_at: Timestamp,
-) -> ClaimedJob {
-    ClaimedJob {
-        id: record.id,
-        run_id: record.run_id,
-        name: record.name,
-        queue: record.queue,
-        input: record.input,
-        attempt: record.attempt,
-        max_attempts: record.max_attempts,
-        tenant_id: record.tenant_id,
-        by: ClaimIdentity {
-            worker_id: params.worker_id.clone(),
-            claim: record.claims,
-        },
-        visible_at,
-        traceparent: record.traceparent,
-        actor: record.actor,
-        has_steps,
-    }
 }
 
 fn claim_slots(limit: u32) -> i32 {

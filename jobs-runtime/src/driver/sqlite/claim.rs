@@ -133,24 +133,9 @@ pub(crate) async fn claim(
         for row in &rows {
             let record = JobRecord::from_row(row).map_err(failed)?;
             let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
-            result.jobs.push(ClaimedJob {
-                id: record.id,
-                run_id: record.run_id,
-                name: record.name,
-                queue: record.queue,
-                input: record.input,
-                attempt: record.attempt,
-                max_attempts: record.max_attempts,
-                tenant_id: record.tenant_id,
-                by: ClaimIdentity {
-                    worker_id: params.worker_id.clone(),
-                    claim: record.claims,
-                },
-                visible_at,
-                traceparent: record.traceparent,
-                actor: record.actor,
-                has_steps,
-            });
+            result.jobs.push(ClaimedJob::from_claimed_row(
+                record, has_steps, params, visible_at,
+            ));
         }
     }
     tx.commit().await.map_err(failed)?;
