@@ -48,62 +48,20 @@ impl TraceContext {
     /// Reads a `traceparent` value. `None` when it is not a valid version-00 header (a future
     /// version's longer value is read by its first four fields, as the spec asks).
     pub fn parse(text: &str) -> Option<Self> {
-        if let Some(canonical) = Self::parse_canonical(text) {
-            return Some(canonical);
-        }
-        let text = text.trim();
-        let mut parts = text.split('-');
-        let version = parts.next()?;
-        let trace = parts.next()?;
-        let span = parts.next()?;
-        let flags = parts.next()?;
-        let rest = parts.next();
-        if version.len() != 2 || trace.len() != 32 || span.len() != 16 || flags.len() != 2 {
+        // Every field has a fixed width: `vv-<32 hex>-<16 hex>-<2 hex>`, then, for a later
+        // version only, `-` and fields of its own.
+        let b = text.trim().as_bytes();
+        if b.len() < 55 || b[2] != b'-' || b[35] != b'-' || b[52] != b'-' {
             return None;
         }
-        if ![version, trace, span, flags]
-            .iter()
-            .all(|p| is_lower_hex(p))
-        {
+        let version = lower_hex(&b[..2])?;
+        // `ff` is forbidden; version 00 has exactly four fields.
+        if version == 0xff || (b.len() > 55 && (version == 0 || b[55] != b'-')) {
             return None;
         }
-        // Version 00 has exactly four fields; `ff` is forbidden.
-        if version == "ff" || (version == "00" && rest.is_some()) {
-            return None;
-        }
-        let trace_id = u128::from_str_radix(trace, 16).ok()?;
-        let span_id = u64::from_str_radix(span, 16).ok()?;
-        let flags = u8::from_str_radix(flags, 16).ok()?;
-        if trace_id == 0 || span_id == 0 {
-            return None;
-        }
-        Some(TraceContext {
-            trace_id,
-            span_id,
-            flags,
-        })
-    }
-
-    /// The common case read without splitting: exactly `00-<32 hex>-<16 hex>-<2 hex>`, as this
-    /// crate writes it. Anything else goes the general way (and may still be valid).
-    fn parse_canonical(text: &str) -> Option<Self> {
-        let b = text.as_bytes();
-        if b.len() != 55 || &b[..3] != b"00-" || b[35] != b'-' || b[52] != b'-' {
-            return None;
-        }
-        fn hex(digits: &[u8]) -> Option<u128> {
-            digits.iter().try_fold(0u128, |n, &d| {
-                let v = match d {
-                    b'0'..=b'9' => d - b'0',
-                    b'a'..=b'f' => d - b'a' + 10,
-                    _ => return None,
-                };
-                Some(n << 4 | u128::from(v))
-            })
-        }
-        let trace_id = hex(&b[3..35])?;
-        let span_id = u64::try_from(hex(&b[36..52])?).ok()?;
-        let flags = u8::try_from(hex(&b[53..55])?).ok()?;
+        let trace_id = lower_hex(&b[3..35])?;
+        let span_id = u64::try_from(lower_hex(&b[36..52])?).ok()?;
+        let flags = u8::try_from(lower_hex(&b[53..55])?).ok()?;
         (trace_id != 0 && span_id != 0).then_some(TraceContext {
             trace_id,
             span_id,
@@ -178,9 +136,16 @@ impl fmt::Debug for TraceContext {
     }
 }
 
-fn is_lower_hex(text: &str) -> bool {
-    text.bytes()
-        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+/// The value of up to 32 lowercase hex digits; `None` on any other byte.
+fn lower_hex(digits: &[u8]) -> Option<u128> {
+    digits.iter().try_fold(0u128, |n, &d| {
+        let v = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            _ => return None,
+        };
+        Some(n << 4 | u128::from(v))
+    })
 }
 
 fn nonzero_u128() -> u128 {
