@@ -48,7 +48,7 @@ async fn a_process_killed_mid_batch_leaves_an_intact_file_and_none_of_the_batch(
         crash::TwoSteps::enqueue(&jobs, crash::Work { n: 0 })
             .await
             .expect("enqueue");
-        driver.pool().close().await;
+        driver.close().await;
     }
     for (round, after) in KILL_AFTER_WAL_BYTES.into_iter().enumerate() {
         let wal_at_start = wal_size(&wal);
@@ -88,7 +88,7 @@ async fn a_process_killed_mid_batch_leaves_an_intact_file_and_none_of_the_batch(
             jobs, 1,
             "round {round}: the batch left nothing (the kill landed mid-write), the job before it stayed"
         );
-        driver.pool().close().await;
+        driver.close().await;
         println!(
             "round {round}: killed with the write lock held and {grown} bytes of WAL written by \
              the batch; integrity ok, no row of the batch"

@@ -244,3 +244,87 @@ async fn a_commit_on_another_connection_announces_its_queue() {
     let quiet = tokio::time::timeout(Duration::from_millis(200), wakes.recv()).await;
     assert!(quiet.is_err(), "a delayed job is not announced: {quiet:?}");
 }
+
+/// A worker over `jobs` that runs `SendWelcome`.
+fn welcome_worker(jobs: &Jobs) -> jobs::Worker {
+    let mut registry = jobs::Registry::new();
+    registry.register::<SendWelcome>().expect("register");
+    jobs.worker().registry(registry).build().expect("worker")
+}
+
+#[tokio::test]
+async fn an_in_memory_database_is_one_database_for_the_drivers_writes_reads_and_the_callers_pool() {
+    let driver = SqliteDriver::connect("sqlite::memory:")
+        .await
+        .expect("opens");
+    driver.migrate().await.expect("migrates");
+    let jobs = Jobs::new(driver.clone());
+    let queued = SendWelcome::enqueue(&jobs, Signup { user_id: 11 })
+        .await
+        .expect("enqueue");
+    let row = jobs.job(queued.id).await.expect("read").expect("seen");
+    assert_eq!(
+        row.state,
+        JobState::Ready,
+        "reads see the writer's database"
+    );
+    assert_eq!(rows(driver.pool(), "x_jobs").await, 1, "so does the pool");
+    let mut tx = driver.pool().begin().await.expect("begin");
+    SendWelcome::enqueue_in(&jobs, &mut tx, Signup { user_id: 12 })
+        .await
+        .expect("enqueue in the caller's transaction");
+    tx.commit().await.expect("commit");
+    let pass = welcome_worker(&jobs).tick().await.expect("tick");
+    assert_eq!(pass.len(), 2, "both jobs are in the one database");
+    assert!(pass
+        .iter()
+        .all(|run| run.outcome == jobs::ExecutionOutcome::Completed));
+}
+
+#[tokio::test]
+async fn a_callers_transaction_on_the_drivers_pool_and_the_drivers_own_writes_take_turns() {
+    let dir = TempDir::new("caller_pool");
+    let driver = driver_in(&dir).await;
+    let jobs = Jobs::new(driver.clone());
+    let mut tx = driver
+        .pool()
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .expect("the caller takes the write lock");
+    SendWelcome::enqueue_in(&jobs, &mut tx, Signup { user_id: 21 })
+        .await
+        .expect("enqueue in the caller's transaction");
+    // The driver writes through a connection of its own: this enqueue waits in SQLite's busy
+    // handler for the caller's commit, then lands, with no error.
+    let meanwhile = tokio::spawn({
+        let jobs = jobs.clone();
+        async move { SendWelcome::enqueue(&jobs, Signup { user_id: 22 }).await }
+    });
+    tx.commit().await.expect("commit");
+    meanwhile
+        .await
+        .expect("join")
+        .expect("the driver's enqueue lands after the caller's commit");
+    assert_eq!(rows(driver.pool(), "x_jobs").await, 2);
+    let pass = welcome_worker(&jobs).tick().await.expect("tick");
+    assert_eq!(pass.len(), 2);
+}
+
+#[tokio::test]
+async fn a_closed_driver_refuses_writes_as_unavailable_and_its_file_keeps_what_it_wrote() {
+    let dir = TempDir::new("close");
+    let driver = driver_in(&dir).await;
+    let jobs = Jobs::new(driver.clone());
+    let queued = SendWelcome::enqueue(&jobs, Signup { user_id: 31 })
+        .await
+        .expect("enqueue");
+    driver.close().await;
+    let refused = SendWelcome::enqueue(&jobs, Signup { user_id: 32 })
+        .await
+        .expect_err("the driver is closed");
+    assert_eq!(refused.code(), Some(ErrorCode::DriverUnavailable));
+    assert_eq!(refused.class(), jobs::ErrorClass::Retryable);
+    let again = Jobs::new(driver_in(&dir).await);
+    let row = again.job(queued.id).await.expect("read").expect("kept");
+    assert_eq!(row.state, JobState::Ready);
+}

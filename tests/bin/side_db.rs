@@ -90,7 +90,10 @@ pub async fn open_sqlite(url: &str, session: Option<String>) -> Result<(Jobs, Si
     let driver = SqliteDriver::connect(url).await?;
     let pool = driver.pool().clone();
     if let Some(session) = session {
-        sqlx::raw_sql(AssertSqlSafe(session)).execute(&pool).await?;
+        let mut writer = driver.writer().await?;
+        sqlx::raw_sql(AssertSqlSafe(session))
+            .execute(&mut *writer)
+            .await?;
     }
     Ok((Jobs::new(driver), SideDb::Sqlite(pool)))
 }

@@ -43,7 +43,7 @@ pub async fn driver_as(store: &Store, app: &str) -> Arc<dyn JobDriver> {
         Store::Sqlite { .. } => {
             let driver = SqliteDriver::connect(&store.url()).await.expect("open");
             sqlx::raw_sql(AssertSqlSafe(SQLITE_SESSION.replace("{app}", app)))
-                .execute(driver.pool())
+                .execute(&mut *driver.writer().await.expect("the writer"))
                 .await
                 .expect("the audit triggers");
             Arc::new(driver)

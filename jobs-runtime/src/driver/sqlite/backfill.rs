@@ -7,7 +7,7 @@
 //! and the write happen under the database's write lock, which no other writer interleaves.
 
 use async_trait::async_trait;
-use sqlx::sqlite::{SqlitePool, SqliteRow};
+use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
 use sqlx::{Connection, Row};
 
 use super::classify::classify;
@@ -129,7 +129,13 @@ impl BackfillStore for SqliteDriver {
         .bind(to_i64(p.rows))
         .bind(&p.last_cursor)
         .bind(ts(p.now))
-        .execute(&self.writer)
+        .execute(
+            &mut *self
+                .writer
+                .acquire()
+                .await
+                .map_err(|e| classify("backfill_progress", e))?,
+        )
         .await
         .map_err(|e| classify("backfill_progress", e))?;
         Ok(())
@@ -148,7 +154,13 @@ impl BackfillStore for SqliteDriver {
         .bind(to_i64(p.rows))
         .bind(&p.last_cursor)
         .bind(ts(p.now))
-        .execute(&self.writer)
+        .execute(
+            &mut *self
+                .writer
+                .acquire()
+                .await
+                .map_err(|e| classify("backfill_finish", e))?,
+        )
         .await
         .map_err(|e| classify("backfill_finish", e))?;
         Ok(())
@@ -198,10 +210,12 @@ const LINES: &str = "select line, account, minor, currency, scale
 /// One transaction: each line `insert ... on conflict do nothing`, then the read-back. Lines
 /// that differ from the stored ones roll the inserts back and answer
 /// `X_LEDGER_POSTING_CONFLICT`.
-async fn posting_write(writer: &SqlitePool, w: &PostingWrite) -> Result<PostingWritten, JobError> {
+async fn posting_write(
+    conn: &mut SqliteConnection,
+    w: &PostingWrite,
+) -> Result<PostingWritten, JobError> {
     let tenant = tenant_column(w.tenant.as_deref());
     let failed = |e| classify("ledger_insert", e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let mut inserted = 0_u64;
     for l in &w.lines {
@@ -274,7 +288,12 @@ async fn posting_lines(
 #[async_trait]
 impl LedgerBook for SqliteDriver {
     async fn posting_write(&self, write: &PostingWrite) -> Result<PostingWritten, JobError> {
-        posting_write(&self.writer, write).await
+        let mut conn = self
+            .writer
+            .acquire()
+            .await
+            .map_err(|e| classify("ledger_insert", e))?;
+        posting_write(&mut conn, write).await
     }
 
     async fn posting_lines(&self, p: &PostingLinesParams) -> Result<Vec<LedgerLine>, JobError> {
@@ -312,7 +331,12 @@ impl SqliteBook {
 #[async_trait]
 impl LedgerBook for SqliteBook {
     async fn posting_write(&self, write: &PostingWrite) -> Result<PostingWritten, JobError> {
-        posting_write(&self.pool, write).await
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| classify("ledger_insert", e))?;
+        posting_write(&mut conn, write).await
     }
 
     async fn posting_lines(&self, p: &PostingLinesParams) -> Result<Vec<LedgerLine>, JobError> {

@@ -12,9 +12,10 @@
 //! A paused queue yields nothing. Every read is an index walk of `x_jobs_fair_idx` or
 //! `x_jobs_lapsed_idx` bounded by the slots.
 
+use super::writer::Writer;
 use std::collections::HashMap;
 
-use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, FromRow, Row};
 
 use super::classify::classify;
@@ -37,10 +38,7 @@ struct Candidate {
     id: JobId,
 }
 
-pub(crate) async fn claim(
-    writer: &SqlitePool,
-    params: &ClaimParams,
-) -> Result<ClaimResult, JobError> {
+pub(crate) async fn claim(writer: &Writer, params: &ClaimParams) -> Result<ClaimResult, JobError> {
     if params.demand.is_empty() {
         return Err(JobError::new(
             ErrorCode::JobClaimQueuesEmpty,

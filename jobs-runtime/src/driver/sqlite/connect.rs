@@ -1,8 +1,9 @@
 //! How the SQLite driver opens a file: WAL journal (readers never block the writer), a busy
 //! timeout (a writer in another process is waited for, not failed on), `synchronous = NORMAL`
 //! (a commit survives the process crashing; only a power loss can drop the last commits before
-//! a checkpoint), and two pools: one connection that writes, so writers of this process queue
-//! in the pool instead of in SQLite's busy handler, and a few that read.
+//! a checkpoint), one connection that writes ([`Writer`]), so writers of this process queue
+//! for it instead of in SQLite's busy handler, a pool of a few that read, and a pool of one for
+//! callers' own transactions.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -10,8 +11,10 @@ use std::time::Duration;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use sqlx::{ConnectOptions, Connection};
 
 use super::classify::classify;
+use super::writer::Writer;
 use crate::error::JobError;
 
 /// How long a write waits for another process's write lock before `X_DRIVER_UNAVAILABLE`.
@@ -20,10 +23,12 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections that read; writes have their own one.
 const READERS: u32 = 4;
 
-/// The writer and reader pools over one database.
+/// How the driver reaches one database: the connection that writes, the connections that
+/// read, and the pool handed to callers for transactions of their own.
 pub(crate) struct Pools {
-    pub writer: SqlitePool,
+    pub writer: Writer,
     pub reader: SqlitePool,
+    pub caller: SqlitePool,
 }
 
 /// The options the driver opens `url` with.
@@ -42,32 +47,44 @@ pub(crate) fn tune(options: SqliteConnectOptions) -> SqliteConnectOptions {
         .foreign_keys(false)
 }
 
-/// Opens both pools; the writer's first connection is made here, so a file that cannot be
-/// opened or created fails now, with the path's problem named.
+/// Opens the writer now, so a file that cannot be opened or created fails here, with the
+/// path's problem named; the pools connect when first used.
 pub(crate) async fn pools(options: SqliteConnectOptions) -> Result<Pools, JobError> {
-    let in_memory = options.get_filename().as_os_str() == ":memory:"
-        || options.get_filename().as_os_str().is_empty();
+    let failed = |e| classify("connect", e);
+    let mut writer = options.connect().await.map_err(failed)?;
+    // An in-memory database (whatever the URL called it) has no file: it lives in its
+    // connections, so one pooled connection does everything.
+    let file: String =
+        sqlx::query_scalar("select file from pragma_database_list where name = 'main'")
+            .fetch_one(&mut writer)
+            .await
+            .map_err(failed)?;
     // No ping before each checkout: a SQLite connection is a handle on a local file, not a
-    // socket that can die idle, and the ping is a round trip to the connection's worker thread
-    // on every statement.
-    let writer = SqlitePoolOptions::new()
-        .test_before_acquire(false)
-        .max_connections(1)
-        .min_connections(1)
-        // An in-memory database lives as long as its one connection.
-        .idle_timeout(None)
-        .max_lifetime(None)
-        .connect_with(options.clone())
-        .await
-        .map_err(|e| classify("connect", e))?;
-    // An in-memory database is private to its connection: the writer reads too.
-    let reader = if in_memory {
-        writer.clone()
-    } else {
+    // socket that can die idle, and the ping is a round trip to the connection's worker thread.
+    let pool = |connections: u32| {
         SqlitePoolOptions::new()
             .test_before_acquire(false)
-            .max_connections(READERS)
-            .connect_lazy_with(options)
+            .max_connections(connections)
+            .idle_timeout(None)
+            .max_lifetime(None)
     };
-    Ok(Pools { writer, reader })
+    if file.is_empty() {
+        let only = pool(1)
+            .min_connections(1)
+            .connect_with(options)
+            .await
+            .map_err(failed)?;
+        let _ = writer.close().await;
+        return Ok(Pools {
+            writer: Writer::Pooled(only.clone()),
+            reader: only.clone(),
+            caller: only,
+        });
+    }
+    Ok(Pools {
+        writer: Writer::own(writer),
+        reader: pool(READERS).connect_lazy_with(options.clone()),
+        // One connection: a caller's transactions queue here instead of in the busy handler.
+        caller: pool(1).connect_lazy_with(options),
+    })
 }

@@ -3,7 +3,8 @@
 //! another process can intervene (a holder finishing): the lookup then finds nothing and the
 //! insert runs again, three rounds at most, as on Postgres.
 
-use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use super::writer::Writer;
+use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, Row};
 
 use super::classify::classify;
@@ -89,7 +90,7 @@ pub(crate) async fn enqueue_on(
 /// Many jobs in one transaction, all stored at the batch's one `now` (the latest of its
 /// requests'): all of them or none.
 pub(crate) async fn enqueue_many(
-    writer: &SqlitePool,
+    writer: &Writer,
     requests: &[EnqueueRequest],
 ) -> Result<Vec<EnqueueResult>, JobError> {
     let Some(now) = requests.iter().map(|r| r.now).max() else {

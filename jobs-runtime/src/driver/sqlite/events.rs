@@ -3,6 +3,7 @@
 //! a caller's transaction that rolls back leaves no row (and no wake: the
 //! `x_job_events_wake` trigger's update rolls back with it).
 
+use super::writer::Writer;
 use sqlx::sqlite::{SqliteConnection, SqlitePool};
 use sqlx::FromRow;
 
@@ -37,7 +38,7 @@ pub(crate) async fn publish_on(
 
 /// Deletes up to `limit` events expired at `now`, oldest expiry first, on
 /// `x_job_events_expiry_idx`; answers how many went.
-pub(crate) async fn purge(writer: &SqlitePool, params: &EventPurgeParams) -> Result<u64, JobError> {
+pub(crate) async fn purge(writer: &Writer, params: &EventPurgeParams) -> Result<u64, JobError> {
     let gone = sqlx::query(
         "delete from x_job_events where seq in (
              select seq from x_job_events where expires_at <= ?1 order by expires_at limit ?2 + 0
@@ -45,7 +46,12 @@ pub(crate) async fn purge(writer: &SqlitePool, params: &EventPurgeParams) -> Res
     )
     .bind(ts(params.now))
     .bind(i64::from(params.limit))
-    .execute(writer)
+    .execute(
+        &mut *writer
+            .acquire()
+            .await
+            .map_err(|e| classify("event_purge", e))?,
+    )
     .await
     .map_err(|e| classify("event_purge", e))?;
     Ok(gone.rows_affected())

@@ -108,7 +108,13 @@ impl LeaseStore for SqliteDriver {
         .bind(slot(lease))
         .bind(lease.fence)
         .bind(ts(add(now, ttl)))
-        .fetch_optional(&self.writer)
+        .fetch_optional(
+            &mut *self
+                .writer
+                .acquire()
+                .await
+                .map_err(|e| classify("lease_renew", e))?,
+        )
         .await
         .map_err(|e| classify("lease_renew", e))?;
         row.as_ref().map(held).transpose()
@@ -121,7 +127,13 @@ impl LeaseStore for SqliteDriver {
         .bind(&lease.key)
         .bind(slot(lease))
         .bind(lease.fence)
-        .execute(&self.writer)
+        .execute(
+            &mut *self
+                .writer
+                .acquire()
+                .await
+                .map_err(|e| classify("lease_release", e))?,
+        )
         .await
         .map_err(|e| classify("lease_release", e))?;
         Ok(done.rows_affected() == 1)

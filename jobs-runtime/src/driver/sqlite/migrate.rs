@@ -3,9 +3,10 @@
 //! transaction: the write lock it takes makes concurrent starters (threads or processes on one
 //! file) take turns, and a migration that fails leaves nothing behind.
 
-use sqlx::SqlitePool;
+use sqlx::Connection;
 
 use super::classify::classify;
+use super::writer::Writer;
 use crate::error::JobError;
 
 /// One embedded SQLite migration.
@@ -49,9 +50,10 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
 /// Answers the versions it applied.
-pub(crate) async fn migrate(writer: &SqlitePool) -> Result<Vec<i32>, JobError> {
+pub(crate) async fn migrate(writer: &Writer) -> Result<Vec<i32>, JobError> {
     let failed = |e| classify("migrate", e);
-    let mut tx = writer.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     sqlx::raw_sql(
         "create table if not exists x_jobs_migrations (
              version    integer primary key,

@@ -35,6 +35,7 @@ mod steps;
 mod time;
 mod wake;
 mod webhook_ledger;
+mod writer;
 
 pub use backfill::SqliteBook;
 pub use connect::DEFAULT_BUSY_TIMEOUT;
@@ -44,6 +45,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool};
 
 use self::classify::classify;
+use self::writer::Writer;
 use super::records::*;
 use super::{JobDriver, WakeReceiver};
 use crate::driver::{
@@ -65,10 +67,12 @@ pub(crate) use job_columns;
 /// The SQLite [`JobDriver`].
 #[derive(Debug, Clone)]
 pub struct SqliteDriver {
-    /// One connection: every write of this process goes through it, in turn.
-    writer: SqlitePool,
+    /// One connection: every write of the driver goes through it, in turn.
+    writer: Writer,
     /// Connections that only read (the writer's own, for an in-memory database).
     reader: SqlitePool,
+    /// One connection for callers' own transactions ([`SqliteDriver::pool`]).
+    caller: SqlitePool,
 }
 
 impl SqliteDriver {
@@ -89,13 +93,54 @@ impl SqliteDriver {
         Ok(SqliteDriver {
             writer: pools.writer,
             reader: pools.reader,
+            caller: pools.caller,
         })
     }
 
-    /// The pool that writes (one connection). A transaction of your own on it, or on any
-    /// connection to the same file, can enqueue with [`SqliteDriver::enqueue_in`].
+    /// A pool of one connection to the driver's database, for transactions of your own: one on
+    /// it, or on any connection to the same file, can enqueue with
+    /// [`SqliteDriver::enqueue_in`]. The driver writes through a connection of its own, so a
+    /// long transaction here holds the driver's writes back (SQLite has one writer at a time)
+    /// up to the busy timeout. For an in-memory database this is the driver's one connection.
     pub fn pool(&self) -> &SqlitePool {
-        &self.writer
+        &self.caller
+    }
+
+    /// The driver's own writing connection, once the writes queued before this call are done;
+    /// the driver's writes wait while you hold it. For what must live on the connection that
+    /// writes (temporary triggers, a loaded extension), or a transaction of yours that takes its
+    /// turn with the driver's writes in this process rather than in SQLite's busy handler.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use jobs::sqlx::{self, Connection};
+    ///
+    /// let driver = jobs::driver::SqliteDriver::connect("sqlite://jobs.db").await?;
+    /// let mut writer = driver.writer().await?;
+    /// let mut tx = writer.begin().await?;
+    /// sqlx::query("insert into orders (id) values (1)").execute(&mut *tx).await?;
+    /// // ... jobs.enqueue_in::<ShipOrder>(&mut tx, input) ...
+    /// tx.commit().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// `X_DRIVER_UNAVAILABLE` after [`SqliteDriver::close`].
+    pub async fn writer(
+        &self,
+    ) -> Result<impl std::ops::DerefMut<Target = SqliteConnection> + Send, JobError> {
+        self.writer
+            .acquire()
+            .await
+            .map_err(|e| classify("writer", e))
+    }
+
+    /// Closes the driver's connections, after the writes already under way; every clone of
+    /// this driver is closed with it. Dropping the last clone closes them too, but without
+    /// waiting.
+    pub async fn close(&self) {
+        self.writer.close().await;
+        self.caller.close().await;
+        self.reader.close().await;
     }
 
     /// Creates or upgrades the tables; idempotent, safe from several processes at once.

@@ -73,7 +73,13 @@ impl SchedulerStore for SqliteDriver {
             .bind(&p.holder)
             .bind(ts(p.now))
             .bind(ts(add(p.now, p.ttl)))
-            .fetch_optional(&self.writer)
+            .fetch_optional(
+                &mut *self
+                    .writer
+                    .acquire()
+                    .await
+                    .map_err(|e| classify("scheduler_lead", e))?,
+            )
             .await
             .map_err(|e| classify("scheduler_lead", e))?;
         Ok(row.is_some())
@@ -82,7 +88,13 @@ impl SchedulerStore for SqliteDriver {
     async fn scheduler_resign(&self, p: &SchedulerResignParams) -> Result<(), JobError> {
         sqlx::query("delete from x_scheduler_leader where name = 'scheduler' and holder = ?1")
             .bind(&p.holder)
-            .execute(&self.writer)
+            .execute(
+                &mut *self
+                    .writer
+                    .acquire()
+                    .await
+                    .map_err(|e| classify("scheduler_resign", e))?,
+            )
             .await
             .map_err(|e| classify("scheduler_resign", e))?;
         Ok(())
@@ -163,7 +175,13 @@ impl SchedulerStore for SqliteDriver {
         )
         .bind(&p.task)
         .bind(ts(p.now))
-        .execute(&self.writer)
+        .execute(
+            &mut *self
+                .writer
+                .acquire()
+                .await
+                .map_err(|e| classify("task_pause", e))?,
+        )
         .await
         .map_err(|e| classify("task_pause", e))?;
         Ok(())
@@ -172,7 +190,13 @@ impl SchedulerStore for SqliteDriver {
     async fn task_resume(&self, p: &TaskResumeParams) -> Result<bool, JobError> {
         let row = sqlx::query("delete from x_task_pauses where task = ?1 returning task")
             .bind(&p.task)
-            .fetch_optional(&self.writer)
+            .fetch_optional(
+                &mut *self
+                    .writer
+                    .acquire()
+                    .await
+                    .map_err(|e| classify("task_resume", e))?,
+            )
             .await
             .map_err(|e| classify("task_resume", e))?;
         Ok(row.is_some())

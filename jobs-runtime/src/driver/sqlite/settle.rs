@@ -4,9 +4,10 @@
 //! `x_job_counters_count` trigger. Also the plain reads and writes beside them: get, cancel,
 //! queue counts and the retention purge.
 
+use super::writer::Writer;
 use std::collections::BTreeMap;
 
-use sqlx::sqlite::SqlitePool;
+use sqlx::sqlite::{SqliteConnection, SqlitePool};
 use sqlx::{Connection, FromRow, Row};
 
 use super::classify::classify;
@@ -23,13 +24,13 @@ const ACK: &str = "update x_jobs
         last_error = null, last_error_code = null
     where id = ?1 and state = 'running' and claimed_by = ?2 and claims = ?3";
 
-pub(crate) async fn ack(writer: &SqlitePool, p: &AckParams) -> Result<bool, JobError> {
+pub(crate) async fn ack(writer: &Writer, p: &AckParams) -> Result<bool, JobError> {
     let done = sqlx::query(ACK)
         .bind(p.job_id)
         .bind(&p.by.worker_id)
         .bind(p.by.claim)
         .bind(ts(p.now))
-        .execute(writer)
+        .execute(&mut *writer.acquire().await.map_err(|e| classify("job_ack", e))?)
         .await
         .map_err(|e| classify("job_ack", e))?;
     Ok(done.rows_affected() == 1)
@@ -50,10 +51,7 @@ const ACK_MANY: &str = "with acks(id, worker, claims) as (
 
 /// Many acks in one statement, each fenced on its own claim, all stored at the batch's one
 /// `now` (the latest of its acks').
-pub(crate) async fn ack_many(
-    writer: &SqlitePool,
-    params: &[AckParams],
-) -> Result<Vec<bool>, JobError> {
+pub(crate) async fn ack_many(writer: &Writer, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
     let Some(now) = params.iter().map(|p| p.now).max() else {
         return Ok(Vec::new());
     };
@@ -65,7 +63,12 @@ pub(crate) async fn ack_many(
     let landed: std::collections::HashSet<JobId> = sqlx::query_scalar(ACK_MANY)
         .bind(batch)
         .bind(ts(now))
-        .fetch_all(writer)
+        .fetch_all(
+            &mut *writer
+                .acquire()
+                .await
+                .map_err(|e| classify("job_ack_many", e))?,
+        )
         .await
         .map_err(|e| classify("job_ack_many", e))?
         .into_iter()
@@ -73,7 +76,7 @@ pub(crate) async fn ack_many(
     Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
 }
 
-pub(crate) async fn nack(writer: &SqlitePool, p: &NackParams) -> Result<bool, JobError> {
+pub(crate) async fn nack(writer: &Writer, p: &NackParams) -> Result<bool, JobError> {
     let done = sqlx::query(
         "update x_jobs
          set state = ?4,
@@ -94,13 +97,18 @@ pub(crate) async fn nack(writer: &SqlitePool, p: &NackParams) -> Result<bool, Jo
     .bind(&p.error)
     .bind(&p.error_code)
     .bind(ts(p.now))
-    .execute(writer)
+    .execute(
+        &mut *writer
+            .acquire()
+            .await
+            .map_err(|e| classify("job_nack", e))?,
+    )
     .await
     .map_err(|e| classify("job_nack", e))?;
     Ok(done.rows_affected() == 1)
 }
 
-pub(crate) async fn heartbeat(writer: &SqlitePool, p: &HeartbeatParams) -> Result<bool, JobError> {
+pub(crate) async fn heartbeat(writer: &Writer, p: &HeartbeatParams) -> Result<bool, JobError> {
     let done = sqlx::query(
         "update x_jobs set visible_at = ?4, updated_at = ?5
          where id = ?1 and state = 'running' and claimed_by = ?2 and claims = ?3",
@@ -110,13 +118,18 @@ pub(crate) async fn heartbeat(writer: &SqlitePool, p: &HeartbeatParams) -> Resul
     .bind(p.by.claim)
     .bind(ts(add(p.now, p.visibility_timeout)))
     .bind(ts(p.now))
-    .execute(writer)
+    .execute(
+        &mut *writer
+            .acquire()
+            .await
+            .map_err(|e| classify("job_heartbeat", e))?,
+    )
     .await
     .map_err(|e| classify("job_heartbeat", e))?;
     Ok(done.rows_affected() == 1)
 }
 
-pub(crate) async fn progress(writer: &SqlitePool, p: &ProgressParams) -> Result<bool, JobError> {
+pub(crate) async fn progress(writer: &Writer, p: &ProgressParams) -> Result<bool, JobError> {
     let progress = serde_json::to_value(&p.progress).unwrap_or_default();
     let done = sqlx::query(
         "update x_jobs set progress = ?4, updated_at = ?5
@@ -127,13 +140,23 @@ pub(crate) async fn progress(writer: &SqlitePool, p: &ProgressParams) -> Result<
     .bind(p.by.claim)
     .bind(progress)
     .bind(ts(p.now))
-    .execute(writer)
+    .execute(
+        &mut *writer
+            .acquire()
+            .await
+            .map_err(|e| classify("job_progress", e))?,
+    )
     .await
     .map_err(|e| classify("job_progress", e))?;
     Ok(done.rows_affected() == 1)
 }
 
 pub(crate) async fn get(reader: &SqlitePool, id: JobId) -> Result<Option<JobRecord>, JobError> {
+    let mut conn = reader.acquire().await.map_err(|e| classify("job_get", e))?;
+    get_on(&mut conn, id).await
+}
+
+async fn get_on(conn: &mut SqliteConnection, id: JobId) -> Result<Option<JobRecord>, JobError> {
     let failed = |e| classify("job_get", e);
     let row = sqlx::query(concat!(
         "select ",
@@ -141,7 +164,7 @@ pub(crate) async fn get(reader: &SqlitePool, id: JobId) -> Result<Option<JobReco
         " from x_jobs where id = ?1"
     ))
     .bind(id)
-    .fetch_optional(reader)
+    .fetch_optional(conn)
     .await
     .map_err(failed)?;
     row.as_ref()
@@ -149,10 +172,7 @@ pub(crate) async fn get(reader: &SqlitePool, id: JobId) -> Result<Option<JobReco
         .transpose()
 }
 
-pub(crate) async fn cancel(
-    writer: &SqlitePool,
-    p: &JobCancelParams,
-) -> Result<JobRecord, JobError> {
+pub(crate) async fn cancel(writer: &Writer, p: &JobCancelParams) -> Result<JobRecord, JobError> {
     let failed = |e| classify("job_cancel", e);
     // The cancel and its history row commit together.
     let mut conn = writer.acquire().await.map_err(failed)?;
@@ -185,8 +205,7 @@ pub(crate) async fn cancel(
         return Ok(cancelled);
     }
     drop(tx);
-    drop(conn);
-    let message = match get(writer, p.id).await? {
+    let message = match get_on(&mut conn, p.id).await? {
         Some(job) => format!("job {} is {}, not live", p.id, job.state),
         None => format!("no job with id {}", p.id),
     };
@@ -243,7 +262,7 @@ pub(crate) async fn queue_stats(
 
 /// One bounded batch of finished rows past their windows, with the steps of runs no other row
 /// shares, in one transaction.
-pub(crate) async fn purge(writer: &SqlitePool, p: &JobPurgeParams) -> Result<u64, JobError> {
+pub(crate) async fn purge(writer: &Writer, p: &JobPurgeParams) -> Result<u64, JobError> {
     let failed = |e| classify("job_purge", e);
     let mut conn = writer.acquire().await.map_err(failed)?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;

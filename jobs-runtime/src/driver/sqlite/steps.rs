@@ -1,5 +1,6 @@
 //! Step records: one read per attempt, and fenced writes.
 
+use super::writer::Writer;
 use sqlx::sqlite::SqlitePool;
 use sqlx::FromRow;
 
@@ -25,7 +26,7 @@ pub(crate) async fn list(reader: &SqlitePool, run_id: RunId) -> Result<Vec<StepR
 }
 
 /// Writes the record only while the fence's claim still holds the job; `false` otherwise.
-pub(crate) async fn put(writer: &SqlitePool, params: &StepPutParams<'_>) -> Result<bool, JobError> {
+pub(crate) async fn put(writer: &Writer, params: &StepPutParams<'_>) -> Result<bool, JobError> {
     let StepPutParams { record, fence } = *params;
     let wait = record
         .wait
@@ -61,7 +62,7 @@ pub(crate) async fn put(writer: &SqlitePool, params: &StepPutParams<'_>) -> Resu
     .bind(fence.job_id)
     .bind(&fence.by.worker_id)
     .bind(fence.by.claim)
-    .execute(writer)
+    .execute(&mut *writer.acquire().await.map_err(|e| classify("step_put", e))?)
     .await
     .map_err(|e| classify("step_put", e))?;
     Ok(done.rows_affected() == 1)

@@ -102,7 +102,13 @@ impl WebhookLedger for SqliteDriver {
         )
         .bind(endpoint_id)
         .bind(ts(at))
-        .execute(&self.writer)
+        .execute(
+            &mut *self
+                .writer
+                .acquire()
+                .await
+                .map_err(|e| classify("webhook_disable", e))?,
+        )
         .await
         .map_err(|e| classify("webhook_disable", e))?;
         Ok(())
@@ -114,7 +120,13 @@ impl WebhookLedger for SqliteDriver {
              where endpoint_id = ?1",
         )
         .bind(endpoint_id)
-        .execute(&self.writer)
+        .execute(
+            &mut *self
+                .writer
+                .acquire()
+                .await
+                .map_err(|e| classify("webhook_enable", e))?,
+        )
         .await
         .map_err(|e| classify("webhook_enable", e))?;
         Ok(())
@@ -146,7 +158,13 @@ impl WebhookLedger for SqliteDriver {
         )
         .bind(ts(params.before))
         .bind(i64::from(params.limit))
-        .execute(&self.writer)
+        .execute(
+            &mut *self
+                .writer
+                .acquire()
+                .await
+                .map_err(|e| classify("webhook_attempts_purge", e))?,
+        )
         .await
         .map_err(|e| classify("webhook_attempts_purge", e))?;
         Ok(done.rows_affected())

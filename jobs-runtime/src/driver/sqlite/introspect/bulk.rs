@@ -9,7 +9,8 @@
 //! Every statement takes the same parameters: ?1 state, ?2 queue, ?3 name, ?4 tenant (each
 //! filter optional), ?5 now, ?6 rows, ?7 the actor; a statement binds only the ones it names.
 
-use sqlx::sqlite::{Sqlite, SqliteConnection, SqlitePool};
+use crate::driver::sqlite::writer::Writer;
+use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::{Connection, Row};
 
 use super::super::classify::classify;
@@ -163,7 +164,7 @@ async fn count(
 /// Runs `count_sql`, then `moves` (the last one's rows are the ones moved), in one
 /// transaction.
 async fn run(
-    writer: &SqlitePool,
+    writer: &Writer,
     p: &JobBulkParams,
     count_sql: &'static str,
     moves: &[&'static str],
@@ -189,7 +190,7 @@ async fn run(
 }
 
 pub(super) async fn requeue_many(
-    writer: &SqlitePool,
+    writer: &Writer,
     p: &JobBulkParams,
 ) -> Result<BulkResult, JobError> {
     check_bulk_state(Bulk::Requeue, p.state)?;
@@ -198,7 +199,7 @@ pub(super) async fn requeue_many(
 }
 
 pub(super) async fn remove_many(
-    writer: &SqlitePool,
+    writer: &Writer,
     p: &JobBulkParams,
 ) -> Result<BulkResult, JobError> {
     check_bulk_state(Bulk::Remove, p.state)?;
@@ -213,7 +214,7 @@ pub(super) async fn remove_many(
 }
 
 pub(super) async fn promote_many(
-    writer: &SqlitePool,
+    writer: &Writer,
     p: &JobBulkParams,
 ) -> Result<BulkResult, JobError> {
     check_bulk_state(Bulk::Promote, p.state)?;

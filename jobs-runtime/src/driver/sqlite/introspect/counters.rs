@@ -6,6 +6,7 @@
 //! now, in a temporary table; the noted rows are summed into their new buckets and inserted,
 //! then deleted by rowid, so no row is counted twice and the new rows are never touched.
 
+use crate::driver::sqlite::writer::Writer;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqlitePool, SqliteRow};
@@ -146,7 +147,7 @@ fn oldest_kept(now: Timestamp, keep: Duration) -> Timestamp {
 
 /// Folds buckets past their tier into the next, drops those past the last; answers the rows
 /// rewritten.
-pub(super) async fn rollup(writer: &SqlitePool, p: &CountersRollupParams) -> Result<u64, JobError> {
+pub(super) async fn rollup(writer: &Writer, p: &CountersRollupParams) -> Result<u64, JobError> {
     let failed = |e| classify("counters_rollup", e);
     let mut conn = writer.acquire().await.map_err(failed)?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;

@@ -1,6 +1,7 @@
 //! Queue pauses and the worker registry. A worker's queues and in-flight ids are JSON arrays
 //! (SQLite has no array type), written and read through sqlx's `Json`.
 
+use crate::driver::sqlite::writer::Writer;
 use sqlx::sqlite::SqlitePool;
 use sqlx::types::Json;
 use sqlx::{Connection, Row};
@@ -16,7 +17,7 @@ use crate::driver::records::JobId;
 use crate::error::JobError;
 
 /// Pauses a queue; a second pause keeps the first pause's time and actor. The claim reads this row.
-pub(super) async fn pause(writer: &SqlitePool, p: &QueuePauseParams<'_>) -> Result<(), JobError> {
+pub(super) async fn pause(writer: &Writer, p: &QueuePauseParams<'_>) -> Result<(), JobError> {
     sqlx::query(
         "insert into x_job_pauses (queue, paused_at, paused_by) values (?1, ?2, ?3)
          on conflict (queue) do nothing",
@@ -24,20 +25,27 @@ pub(super) async fn pause(writer: &SqlitePool, p: &QueuePauseParams<'_>) -> Resu
     .bind(p.queue)
     .bind(ts(p.now))
     .bind(p.actor)
-    .execute(writer)
+    .execute(
+        &mut *writer
+            .acquire()
+            .await
+            .map_err(|e| classify("queue_pause", e))?,
+    )
     .await
     .map_err(|e| classify("queue_pause", e))?;
     Ok(())
 }
 
 /// Resumes a queue: whether it was paused.
-pub(super) async fn resume(
-    writer: &SqlitePool,
-    p: &QueueResumeParams<'_>,
-) -> Result<bool, JobError> {
+pub(super) async fn resume(writer: &Writer, p: &QueueResumeParams<'_>) -> Result<bool, JobError> {
     let done = sqlx::query("delete from x_job_pauses where queue = ?1")
         .bind(p.queue)
-        .execute(writer)
+        .execute(
+            &mut *writer
+                .acquire()
+                .await
+                .map_err(|e| classify("queue_resume", e))?,
+        )
         .await
         .map_err(|e| classify("queue_resume", e))?;
     Ok(done.rows_affected() > 0)
@@ -62,7 +70,7 @@ pub(super) async fn paused(reader: &SqlitePool) -> Result<Vec<QueuePause>, JobEr
 }
 
 /// Writes or refreshes a worker's row, and sweeps the rows of other workers that expired.
-pub(super) async fn announce(writer: &SqlitePool, a: &WorkerAnnounce) -> Result<(), JobError> {
+pub(super) async fn announce(writer: &Writer, a: &WorkerAnnounce) -> Result<(), JobError> {
     let failed = |e| classify("worker_announce", e);
     let in_flight: Vec<JobId> = a
         .in_flight
@@ -110,13 +118,15 @@ pub(super) async fn announce(writer: &SqlitePool, a: &WorkerAnnounce) -> Result<
 }
 
 /// Deletes a worker's row (a graceful stop).
-pub(super) async fn forget(
-    writer: &SqlitePool,
-    p: &WorkerForgetParams<'_>,
-) -> Result<(), JobError> {
+pub(super) async fn forget(writer: &Writer, p: &WorkerForgetParams<'_>) -> Result<(), JobError> {
     sqlx::query("delete from x_job_workers where id = ?1")
         .bind(p.id)
-        .execute(writer)
+        .execute(
+            &mut *writer
+                .acquire()
+                .await
+                .map_err(|e| classify("worker_forget", e))?,
+        )
         .await
         .map_err(|e| classify("worker_forget", e))?;
     Ok(())

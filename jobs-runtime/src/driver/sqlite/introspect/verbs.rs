@@ -4,7 +4,8 @@
 //! that), and a refusal is decided on the same row. The refusals are Postgres' own, code and
 //! message. Each appends its row to the job's history in that same transaction.
 
-use sqlx::sqlite::{SqliteConnection, SqlitePool};
+use crate::driver::sqlite::writer::Writer;
+use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, FromRow};
 
 use super::super::classify::classify;
@@ -39,7 +40,7 @@ async fn current(
 
 /// Deletes the job unless it runs, and its run's steps unless another job shares the run.
 pub(super) async fn remove(
-    writer: &SqlitePool,
+    writer: &Writer,
     params: &JobRemoveParams,
 ) -> Result<JobRecord, JobError> {
     let id = params.id;
@@ -88,7 +89,7 @@ pub(super) async fn remove(
 /// Puts one finished job back in its queue, due now, attempts from zero, on the same run: its
 /// stored steps replay, except `from_step` and every step written after it.
 pub(super) async fn requeue(
-    writer: &SqlitePool,
+    writer: &Writer,
     params: &JobRequeueParams,
 ) -> Result<JobRecord, JobError> {
     let id = params.id;
@@ -172,7 +173,7 @@ pub(super) async fn requeue(
 
 /// Makes a job waiting on its run time (delayed, or ready and backing off) due now.
 pub(super) async fn promote(
-    writer: &SqlitePool,
+    writer: &Writer,
     params: &JobPromoteParams,
 ) -> Result<JobRecord, JobError> {
     let (id, now) = (params.id, params.now);
