@@ -70,14 +70,7 @@ async fn driver(path: &Path) -> Result<SqliteDriver, JobError> {
 /// A plain connection with the driver's settings and a fresh `bench_bare` table (the id and
 /// the JSON payload come from the client, as a job's do).
 async fn bare(path: &Path) -> SqliteConnection {
-    let mut conn = SqliteConnectOptions::from_str(&url(path))
-        .expect("url")
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
-        .connect()
-        .await
-        .expect("connect");
+    let mut conn = plain(path).await;
     sqlx::query(
         "create table bench_bare (id blob primary key, payload text not null, at text not null)",
     )
@@ -145,19 +138,64 @@ impl Compared {
     }
 }
 
+/// A plain connection with the driver's settings (WAL, `synchronous = NORMAL`).
+async fn plain(path: &Path) -> SqliteConnection {
+    SqliteConnectOptions::from_str(&url(path))
+        .expect("url")
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(false)
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// A job's row written straight into the driver's `x_jobs`, no dedupe and nothing read back:
+/// what the schema itself costs a commit (the row and its primary key, fair-claim, live-key and
+/// created-order index entries).
+async fn job_row_insert(conn: &mut SqliteConnection, bench: &str, n: u64) {
+    let id = uuid::Uuid::now_v7();
+    let at = chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    sqlx::query(
+        "insert into x_jobs (id, run_id, name, queue, input, idempotency_key, state,
+             max_attempts, run_at, created_at, updated_at)
+         values (?1, ?1, 'noop', 'default', ?2, ?3, 'ready', 25, ?4, ?4, ?4)",
+    )
+    .bind(id)
+    .bind(serde_json::json!({ "bench": bench, "n": n }))
+    .bind(format!("noop:{bench}:{n}"))
+    .bind(at)
+    .execute(conn)
+    .await
+    .expect("insert");
+}
+
 async fn single_enqueue(dir: &Path, table: &mut Table) -> Result<(), JobError> {
     let mut compared = Compared::default();
+    let mut schema = Compared::default();
     for _ in 0..RUNS {
         let jobs = Jobs::new(driver(&file(dir, "enqueue")).await?);
         let mut conn = bare(&file(dir, "bare")).await;
+        let schema_file = file(dir, "schema");
+        driver(&schema_file).await?.close().await;
+        let mut job_rows = plain(&schema_file).await;
         let bench = bench_id();
-        let (mut bare_took, mut ours_took) = (Duration::ZERO, Duration::ZERO);
+        let (mut bare_took, mut rows_took, mut ours_took) =
+            (Duration::ZERO, Duration::ZERO, Duration::ZERO);
         for block in 0..20_u64 {
             let started = Instant::now();
             for i in 0..100 {
                 bare_insert(&mut conn, block * 100 + i).await;
             }
             bare_took += started.elapsed();
+            let started = Instant::now();
+            for i in 0..100 {
+                job_row_insert(&mut job_rows, &bench, block * 100 + i).await;
+            }
+            rows_took += started.elapsed();
             let started = Instant::now();
             for i in 0..100 {
                 let item = Item {
@@ -169,11 +207,16 @@ async fn single_enqueue(dir: &Path, table: &mut Table) -> Result<(), JobError> {
             ours_took += started.elapsed();
         }
         compared.push(2_000, bare_took, ours_took);
+        schema.push(2_000, bare_took, rows_took);
     }
     compared.report(
         table,
         "bare single-row INSERT commit /s",
         "single enqueue /s (x the bare INSERT, interleaved)",
+    );
+    table.add(
+        "job row INSERT commit into the driver's x_jobs /s (x the bare INSERT): the schema's floor",
+        format!("{:.0} ({:.2}x)", median(schema.ours), median(schema.ratios)),
     );
     Ok(())
 }

@@ -58,10 +58,11 @@ pub(crate) async fn enqueue_on(
             .bind(ts(now))
             .bind(&request.traceparent)
             .bind(&request.actor)
-            .fetch_optional(&mut *conn)
+            // Stepped to its end: see the module's note on auto-checkpoints.
+            .fetch_all(&mut *conn)
             .await
             .map_err(failed)?;
-        if let Some(row) = inserted {
+        if let Some(row) = inserted.first() {
             return Ok(EnqueueResult {
                 id: row.try_get("id").map_err(failed)?,
                 run_id: row.try_get("run_id").map_err(failed)?,

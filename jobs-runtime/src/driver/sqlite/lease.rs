@@ -99,7 +99,7 @@ impl LeaseStore for SqliteDriver {
         params: &LeaseRenewParams<'_>,
     ) -> Result<Option<HeldLease>, JobError> {
         let LeaseRenewParams { lease, ttl, now } = *params;
-        let row = sqlx::query(
+        let rows = sqlx::query(
             "update x_job_leases set expires_at = ?4
              where lease_key = ?1 and slot = ?2 and fence = ?3
              returning lease_key, slot, holder, fence, expires_at",
@@ -108,7 +108,7 @@ impl LeaseStore for SqliteDriver {
         .bind(slot(lease))
         .bind(lease.fence)
         .bind(ts(add(now, ttl)))
-        .fetch_optional(
+        .fetch_all(
             &mut *self
                 .writer
                 .acquire()
@@ -117,7 +117,7 @@ impl LeaseStore for SqliteDriver {
         )
         .await
         .map_err(|e| classify("lease_renew", e))?;
-        row.as_ref().map(held).transpose()
+        rows.first().map(held).transpose()
     }
 
     async fn lease_release(&self, lease: &HeldLease) -> Result<bool, JobError> {

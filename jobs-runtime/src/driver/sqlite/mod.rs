@@ -10,6 +10,12 @@
 //! as a hint to the planner and marks the statement stale whenever `?N` is bound again, so a
 //! cached statement would be parsed and planned anew on every execution.
 //!
+//! A write that commits on its own is stepped to its end (`execute`, `fetch_all`), never left
+//! after its first row (`fetch_optional`, `fetch_one`): SQLite runs its auto-checkpoint when a
+//! statement's step finishes it, and a statement that is reset early commits without one. A
+//! process that only enqueued with `insert ... returning` read by `fetch_optional` grew its WAL
+//! without bound (53 MB after 2,000 jobs, with every frame already copied to the database).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), jobs::JobError> {
 //! use jobs::{driver::SqliteDriver, Jobs};

@@ -69,11 +69,11 @@ const HOLDER: &str = "select id, run_id from (
 #[async_trait]
 impl SchedulerStore for SqliteDriver {
     async fn scheduler_lead(&self, p: &SchedulerLeadParams) -> Result<bool, JobError> {
-        let row = sqlx::query(LEAD)
+        let rows = sqlx::query(LEAD)
             .bind(&p.holder)
             .bind(ts(p.now))
             .bind(ts(add(p.now, p.ttl)))
-            .fetch_optional(
+            .fetch_all(
                 &mut *self
                     .writer
                     .acquire()
@@ -82,7 +82,7 @@ impl SchedulerStore for SqliteDriver {
             )
             .await
             .map_err(|e| classify("scheduler_lead", e))?;
-        Ok(row.is_some())
+        Ok(!rows.is_empty())
     }
 
     async fn scheduler_resign(&self, p: &SchedulerResignParams) -> Result<(), JobError> {
@@ -188,9 +188,9 @@ impl SchedulerStore for SqliteDriver {
     }
 
     async fn task_resume(&self, p: &TaskResumeParams) -> Result<bool, JobError> {
-        let row = sqlx::query("delete from x_task_pauses where task = ?1 returning task")
+        let rows = sqlx::query("delete from x_task_pauses where task = ?1 returning task")
             .bind(&p.task)
-            .fetch_optional(
+            .fetch_all(
                 &mut *self
                     .writer
                     .acquire()
@@ -199,7 +199,7 @@ impl SchedulerStore for SqliteDriver {
             )
             .await
             .map_err(|e| classify("task_resume", e))?;
-        Ok(row.is_some())
+        Ok(!rows.is_empty())
     }
 
     async fn task_paused(&self, p: &TaskPausedParams) -> Result<Vec<String>, JobError> {
