@@ -3,12 +3,14 @@
 //! another process can intervene (a holder finishing): the lookup then finds nothing and the
 //! insert runs again, three rounds at most, as on Postgres.
 
-use super::writer::Writer;
+use std::collections::HashSet;
+
 use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, Row};
 
 use super::classify::classify;
-use super::time::ts;
+use super::time::{self, ts};
+use super::writer::Writer;
 use crate::clock::Timestamp;
 use crate::driver::records::*;
 use crate::error::JobError;
@@ -88,8 +90,29 @@ pub(crate) async fn enqueue_on(
     Err(EnqueueResult::key_kept_moving(request))
 }
 
+/// A batch in one statement: each request is an element of a JSON array (`[id hex, run id
+/// hex, name, queue, input as JSON text, key, tenant, max attempts, run at, traceparent,
+/// actor]`), inserted in the array's order (`json_each` yields it in order), so a key that two
+/// requests share goes to the first, as one insert after another would. Rows that meet a
+/// holder insert nothing and are not returned. (`where true` lets SQLite's parser read the
+/// `on conflict` as the upsert clause.)
+const INSERT_MANY: &str = "insert into x_jobs (
+        id, run_id, name, queue, input, idempotency_key, tenant_id, state,
+        max_attempts, run_at, created_at, updated_at, traceparent, actor
+    )
+    select unhex(value ->> 0), unhex(value ->> 1), value ->> 2, value ->> 3, value ->> 4,
+        value ->> 5, value ->> 6,
+        case when value ->> 8 <= ?2 then 'ready' else 'delayed' end,
+        value ->> 7, value ->> 8, ?2, ?2, value ->> 9, value ->> 10
+    from json_each(?1)
+    where true
+    on conflict do nothing
+    returning id";
+
 /// Many jobs in one transaction, all stored at the batch's one `now` (the latest of its
-/// requests'): all of them or none.
+/// requests'): all of them or none. One statement inserts every row that meets no holder;
+/// each of the others then takes the single enqueue's path (the holder lookup), in the same
+/// transaction.
 pub(crate) async fn enqueue_many(
     writer: &Writer,
     requests: &[EnqueueRequest],
@@ -98,11 +121,47 @@ pub(crate) async fn enqueue_many(
         return Ok(Vec::new());
     };
     let failed = |e| classify("job_enqueue_many", e);
+    let batch: Vec<serde_json::Value> = requests
+        .iter()
+        .map(|r| {
+            serde_json::json!([
+                r.id.simple().to_string(),
+                r.run_id.simple().to_string(),
+                r.name,
+                r.queue,
+                r.input.to_string(),
+                r.idempotency_key,
+                r.tenant_id,
+                r.max_attempts,
+                time::format(r.run_at),
+                r.traceparent,
+                r.actor,
+            ])
+        })
+        .collect();
+    let batch = serde_json::Value::Array(batch).to_string();
     let mut conn = writer.acquire().await.map_err(failed)?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+    let mut inserted: HashSet<JobId> = sqlx::query_scalar(INSERT_MANY)
+        .bind(batch)
+        .bind(ts(now))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(failed)?
+        .into_iter()
+        .collect();
     let mut out = Vec::with_capacity(requests.len());
     for request in requests {
-        out.push(enqueue_on(&mut tx, request, now).await?);
+        // `remove`: a second request with the same id is the first one's re-publish.
+        if inserted.remove(&request.id) {
+            out.push(EnqueueResult {
+                id: request.id,
+                run_id: request.run_id,
+                deduped: false,
+            });
+        } else {
+            out.push(enqueue_on(&mut tx, request, now).await?);
+        }
     }
     tx.commit().await.map_err(failed)?;
     Ok(out)
