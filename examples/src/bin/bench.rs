@@ -117,6 +117,18 @@ async fn bare_insert(conn: &mut PgConnection, n: u64) {
         .expect("insert");
 }
 
+/// A job's row written straight into the driver's `x_jobs` in `schema` (no dedupe, no wake,
+/// nothing read back): what the table and its indexes cost one commit, the schema's own floor.
+async fn job_row_insert(conn: &mut PgConnection, sql: &str, bench: &str, n: u64) {
+    sqlx::query(AssertSqlSafe(sql.to_string()))
+        .bind(uuid::Uuid::now_v7())
+        .bind(serde_json::json!({ "bench": bench, "n": n }))
+        .bind(format!("row:{bench}:{n}"))
+        .execute(conn)
+        .await
+        .expect("insert");
+}
+
 /// One 1,000-row INSERT whose ids and JSON payloads come from the client, as a job's do.
 async fn bare_insert_1000(conn: &mut PgConnection, batch: u64) {
     let ids: Vec<uuid::Uuid> = (0..1_000).map(|_| uuid::Uuid::now_v7()).collect();
@@ -215,13 +227,34 @@ impl Compared {
     }
 }
 
-/// Sequential single enqueues, interleaved with the bare single-row INSERT in blocks of 100.
+/// Sequential single enqueues, interleaved with the bare single-row INSERT in blocks of 100;
+/// then a job's row inserted straight into the same `x_jobs`, interleaved with the bare INSERT
+/// the same way.
 async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
     let mut compared = Compared::new();
+    let mut floor = Compared::new();
+    let schema = "bench_enqueue";
+    let job_row = format!(
+        "insert into {schema}.x_jobs (id, run_id, name, queue, input, idempotency_key, state,
+             max_attempts, run_at, created_at, updated_at)
+         values ($1, $1, 'noop', 'default', $2, $3, 'ready', 25, now(), now(), now())"
+    );
     for _ in 0..RUNS {
-        let jobs = Jobs::new(fresh("bench_enqueue").await?);
+        let jobs = Jobs::new(fresh(schema).await?);
         let mut conn = bare_table().await;
+        let mut rows = PgConnection::connect(&url()).await.expect("connect");
         let bench = bench_id();
+        let took = interleave(
+            20,
+            100,
+            async |n| bare_insert(&mut conn, n).await,
+            async |n| {
+                job_row_insert(&mut rows, &job_row, &bench, n).await;
+                Ok(())
+            },
+        )
+        .await?;
+        floor.push(2_000, took);
         let took = interleave(
             20,
             100,
@@ -241,6 +274,10 @@ async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
         table,
         "bare single-row INSERT /s",
         "single enqueue /s (x the bare INSERT, interleaved)",
+    );
+    table.add(
+        "job row INSERT into the driver's x_jobs /s (x the bare INSERT): the schema's floor",
+        format!("{:.0} ({:.2}x)", median(floor.ours), median(floor.ratios)),
     );
     Ok(())
 }
