@@ -14,6 +14,7 @@ mod backfill;
 mod introspect;
 mod lease;
 mod ledger_book;
+mod live_keys;
 mod scheduler;
 mod webhook_ledger;
 
@@ -29,6 +30,7 @@ use crate::driver::{
     StepPutParams,
 };
 use crate::error::{ErrorCode, JobError};
+use live_keys::{LiveKey, LiveKeys};
 
 /// The memory bus keeps at most this many events; the oldest are evicted first.
 pub const MAX_MEMORY_EVENTS: usize = 10_000;
@@ -55,7 +57,7 @@ pub struct MemoryDriver {
 struct MemoryState {
     jobs: HashMap<JobId, StoredJob>,
     /// `(name, tenant or "", key)` -> the live job holding it: the partial unique index.
-    live_keys: HashMap<(String, String, String), JobId>,
+    live_keys: LiveKeys,
     /// The claim's indexes, in claim order `(due, insertion, id)`: queued rows per queue and
     /// tenant, due at their `run_at` (the fair claim reads each tenant's head without walking
     /// another tenant's backlog), and running rows, due when their lease lapses.
@@ -99,14 +101,6 @@ impl StoredJob {
             && self.record.claimed_by.as_deref() == Some(by.worker_id.as_str())
             && self.record.claims == by.claim
     }
-}
-
-fn live_key(record: &JobRecord) -> (String, String, String) {
-    (
-        record.name.clone(),
-        record.tenant_id.clone().unwrap_or_default(),
-        record.idempotency_key.clone(),
-    )
 }
 
 impl MemoryDriver {
@@ -176,14 +170,10 @@ impl MemoryState {
         change(&mut job.record);
         self.operator.observe(before, &job.record);
         let now_live = job.record.state.is_live();
-        // The key is built only when the row leaves the live states: most updates keep it.
-        let freed = (was_live && !now_live).then(|| live_key(&job.record));
-        self.index(id);
-        if let Some(key) = freed {
-            if self.live_keys.get(&key) == Some(&id) {
-                self.live_keys.remove(&key);
-            }
+        if was_live && !now_live {
+            self.live_keys.release(LiveKey::of(&job.record), id);
         }
+        self.index(id);
     }
 
     /// Files a job in the claim indexes its state puts it in.
@@ -249,10 +239,12 @@ impl MemoryState {
         let Some(job) = self.jobs.remove(&id) else {
             return;
         };
-        let key = live_key(&job.record);
-        if self.live_keys.get(&key) == Some(&id) {
-            self.live_keys.remove(&key);
-        }
+        self.live_keys.release(LiveKey::of(&job.record), id);
+    }
+
+    /// The row of a stored job, for the live-key index.
+    fn record(&self, id: &JobId) -> Option<&JobRecord> {
+        self.jobs.get(id).map(|j| &j.record)
     }
 
     fn fenced(&self, id: JobId, by: &ClaimIdentity) -> bool {
@@ -265,18 +257,19 @@ impl MemoryState {
         request: &EnqueueRequest,
         now: Timestamp,
     ) -> Result<EnqueueResult, JobError> {
-        let key = (
-            request.name.clone(),
-            request.tenant_id.clone().unwrap_or_default(),
-            request.idempotency_key.clone(),
-        );
+        let key = LiveKey {
+            name: &request.name,
+            tenant: request.tenant_id.as_deref().unwrap_or(""),
+            key: &request.idempotency_key,
+        };
         // An id that already names a row (an outbox re-publish) inserts nothing and
         // answers that row, whatever the conflict policy.
         if let Some(existing) = self.jobs.get(&request.id) {
             let r = &existing.record;
             return EnqueueResult::held(request, r.id, r.run_id, true);
         }
-        if let Some(existing) = self.live_keys.get(&key).and_then(|id| self.jobs.get(id)) {
+        let holder = self.live_keys.holder(key, |id| self.record(id));
+        if let Some(existing) = holder.and_then(|id| self.jobs.get(&id)) {
             let r = &existing.record;
             return EnqueueResult::held(request, r.id, r.run_id, false);
         }
@@ -315,7 +308,9 @@ impl MemoryState {
         };
         self.jobs.insert(request.id, job);
         self.index(request.id);
-        self.live_keys.insert(key, request.id);
+        let jobs = &self.jobs;
+        self.live_keys
+            .insert(key, request.id, |id| jobs.get(id).map(|j| &j.record));
         Ok(EnqueueResult {
             id: request.id,
             run_id: request.run_id,
