@@ -91,7 +91,13 @@ pub(crate) async fn claim(shared: &WorkerShared) -> Result<Claims, JobError> {
     {
         let mut in_flight = shared.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         for job in &result.jobs {
-            *in_flight.entry(job.queue.clone()).or_insert(0) += 1;
+            // The queue's entry is made once: later claims count in place.
+            match in_flight.get_mut(&*job.queue) {
+                Some(used) => *used += 1,
+                None => {
+                    in_flight.insert(job.queue.to_string(), 1);
+                }
+            }
         }
     }
     shared

@@ -63,7 +63,7 @@ pub struct Worker {
 pub(crate) struct WorkerShared {
     pub jobs: Jobs,
     pub registry: Registry,
-    pub id: String,
+    pub id: Arc<str>,
     pub queues: Vec<String>,
     pub slots: BTreeMap<String, u32>,
     pub visibility_timeout: Duration,

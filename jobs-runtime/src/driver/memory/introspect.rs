@@ -312,7 +312,7 @@ impl JobIntrospection for MemoryDriver {
     async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError> {
         let id = params.id;
         let mut state = self.lock();
-        let row = state.jobs.get(&id).map(|j| j.record.clone());
+        let row = state.jobs.get(&id).map(|j| j.row());
         match &row {
             Some(r) if r.state != JobState::Running => {
                 state.remove_with_steps(id);
@@ -328,7 +328,7 @@ impl JobIntrospection for MemoryDriver {
     async fn job_requeue(&self, params: &JobRequeueParams) -> Result<JobRecord, JobError> {
         let mut state = self.lock();
         let id = params.id;
-        let row = state.jobs.get(&id).map(|j| j.record.clone());
+        let row = state.jobs.get(&id).map(|j| j.row());
         let row = match row {
             Some(r) if !r.state.is_live() => r,
             other => return Err(refusal(Bulk::Requeue, other.as_ref(), id)),
@@ -352,7 +352,7 @@ impl JobIntrospection for MemoryDriver {
             Some(_) => JobVerb::RequeueFromStep,
             None => JobVerb::Requeue,
         };
-        let requeued = state.jobs[&id].record.clone();
+        let requeued = state.jobs[&id].row();
         let done = act(verb, params.from_step.as_deref(), &params.actor, params.now);
         state.operator.record(&requeued, done);
         Ok(requeued)
@@ -361,7 +361,7 @@ impl JobIntrospection for MemoryDriver {
     async fn job_promote(&self, params: &JobPromoteParams) -> Result<JobRecord, JobError> {
         let (id, now) = (params.id, params.now);
         let mut state = self.lock();
-        let row = state.jobs.get(&id).map(|j| j.record.clone());
+        let row = state.jobs.get(&id).map(|j| j.row());
         match &row {
             Some(r) if matches!(r.state, JobState::Delayed | JobState::Ready) && r.run_at > now => {
                 state.update(id, |r| {
@@ -369,7 +369,7 @@ impl JobIntrospection for MemoryDriver {
                     r.run_at = now;
                     r.updated_at = now;
                 });
-                let promoted = state.jobs[&id].record.clone();
+                let promoted = state.jobs[&id].row();
                 let done = act(JobVerb::Promote, None, &params.actor, now);
                 state.operator.record(&promoted, done);
                 Ok(promoted)
@@ -399,7 +399,7 @@ impl JobIntrospection for MemoryDriver {
             }
             if state.requeue_row(id, params.now).is_ok() {
                 result.affected += 1;
-                let requeued = state.jobs[&id].record.clone();
+                let requeued = state.jobs[&id].row();
                 let done = act(
                     JobVerb::Requeue,
                     Some(BULK_DETAIL),
@@ -442,7 +442,7 @@ impl JobIntrospection for MemoryDriver {
         let total = ids.len() as u64;
         let take = total.min(u64::from(MAX_BULK_ROWS));
         for id in oldest_first(&state, ids).into_iter().take(take as usize) {
-            let removed = state.jobs[&id].record.clone();
+            let removed = state.jobs[&id].row();
             state.remove_with_steps(id);
             let done = act(
                 JobVerb::Remove,
@@ -476,7 +476,7 @@ impl JobIntrospection for MemoryDriver {
                 r.run_at = now;
                 r.updated_at = now;
             });
-            let promoted = state.jobs[&id].record.clone();
+            let promoted = state.jobs[&id].row();
             let done = act(JobVerb::Promote, Some(BULK_DETAIL), &params.actor, now);
             state.operator.record(&promoted, done);
         }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 // Fx hashing: the maps are keyed by ids and names this process made, and SipHash was a tenth
 // of an end-to-end run's instructions.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
@@ -15,6 +15,7 @@ mod introspect;
 mod lease;
 mod ledger_book;
 mod live_keys;
+mod names;
 mod scheduler;
 mod webhook_ledger;
 
@@ -69,6 +70,8 @@ struct MemoryState {
     seq: u64,
     /// Queue pauses, worker rows and counters (the operator surface).
     operator: introspect::OperatorState,
+    /// The shared job and queue names the stored jobs hand to their claims.
+    names: names::Names,
 }
 
 /// Rows in claim order: `(due, insertion, id)`.
@@ -76,8 +79,13 @@ type DueSet = BTreeSet<(Timestamp, u64, JobId)>;
 
 #[derive(Debug)]
 struct StoredJob {
+    /// The row, but for its input (always `Null` here: read rows out with [`StoredJob::row`]).
     record: JobRecord,
     seq: u64,
+    /// What a claim hands over without a copy: the input, the name and the queue.
+    input: Arc<serde_json::Value>,
+    name: Arc<str>,
+    queue: Arc<str>,
 }
 
 #[derive(Debug)]
@@ -88,6 +96,14 @@ struct StoredEvent {
 }
 
 impl StoredJob {
+    /// The whole row, its input included.
+    fn row(&self) -> JobRecord {
+        JobRecord {
+            input: (*self.input).clone(),
+            ..self.record.clone()
+        }
+    }
+
     fn due_at(&self) -> Option<Timestamp> {
         match self.record.state {
             JobState::Ready | JobState::Delayed | JobState::Suspended => Some(self.record.run_at),
@@ -98,7 +114,7 @@ impl StoredJob {
 
     fn held_by(&self, by: &ClaimIdentity) -> bool {
         self.record.state == JobState::Running
-            && self.record.claimed_by.as_deref() == Some(by.worker_id.as_str())
+            && self.record.claimed_by.as_deref() == Some(&*by.worker_id)
             && self.record.claims == by.claim
     }
 }
@@ -148,7 +164,7 @@ impl MemoryDriver {
         let state = self.lock();
         let mut jobs: Vec<_> = state.jobs.values().collect();
         jobs.sort_by_key(|j| j.seq);
-        jobs.into_iter().map(|j| j.record.clone()).collect()
+        jobs.into_iter().map(|j| j.row()).collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, MemoryState> {
@@ -283,7 +299,8 @@ impl MemoryState {
             run_id: request.run_id,
             name: request.name.clone(),
             queue: request.queue.clone(),
-            input: request.input.clone(),
+            // Kept beside the row, shared with its claims.
+            input: serde_json::Value::Null,
             idempotency_key: request.idempotency_key.clone(),
             tenant_id: request.tenant_id.clone(),
             state,
@@ -305,6 +322,9 @@ impl MemoryState {
         let job = StoredJob {
             record,
             seq: self.seq,
+            input: Arc::new(request.input.clone()),
+            name: self.names.get(&request.name),
+            queue: self.names.get(&request.queue),
         };
         self.jobs.insert(request.id, job);
         self.index(request.id);
@@ -472,7 +492,7 @@ impl JobDriver for MemoryDriver {
                 r.last_error_code = None;
                 r.updated_at = params.now;
             });
-            result.exhausted.push(state.jobs[&id].record.clone());
+            result.exhausted.push(state.jobs[&id].row());
         }
         for id in chosen {
             let visible_at = add(params.now, params.visibility_timeout);
@@ -480,17 +500,18 @@ impl JobDriver for MemoryDriver {
                 r.state = JobState::Running;
                 r.attempt += 1;
                 r.claims += 1;
-                r.claimed_by = Some(params.worker_id.clone());
+                r.claimed_by = Some(params.worker_id.to_string());
                 r.visible_at = Some(visible_at);
                 r.updated_at = params.now;
             });
-            let r = &state.jobs[&id].record;
+            let stored = &state.jobs[&id];
+            let r = &stored.record;
             result.jobs.push(ClaimedJob {
                 id,
                 run_id: r.run_id,
-                name: r.name.clone(),
-                queue: r.queue.clone(),
-                input: r.input.clone(),
+                name: stored.name.clone(),
+                queue: stored.queue.clone(),
+                input: stored.input.clone(),
                 attempt: r.attempt,
                 max_attempts: r.max_attempts,
                 tenant_id: r.tenant_id.clone(),
@@ -616,7 +637,7 @@ impl JobDriver for MemoryDriver {
 
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
         let JobGetParams { id } = *params;
-        Ok(self.lock().jobs.get(&id).map(|j| j.record.clone()))
+        Ok(self.lock().jobs.get(&id).map(|j| j.row()))
     }
 
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
@@ -642,7 +663,7 @@ impl JobDriver for MemoryDriver {
             r.visible_at = None;
             r.updated_at = now;
         });
-        let cancelled = state.jobs[&id].record.clone();
+        let cancelled = state.jobs[&id].row();
         let done = introspect::act(JobVerb::Cancel, None, &params.actor, now);
         state.operator.record(&cancelled, done);
         Ok(cancelled)
