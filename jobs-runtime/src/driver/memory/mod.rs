@@ -409,20 +409,28 @@ impl JobDriver for MemoryDriver {
                 "a claim named no queue",
             ));
         }
-        let slots: HashMap<&str, u32> = params
+        // Each demanded queue once, with its last limit (a worker names each once; a map of
+        // them was built per claim before).
+        let slots: Vec<(&str, u32)> = params
             .demand
             .iter()
-            .map(|d| (d.queue.as_str(), d.limit))
+            .enumerate()
+            .filter(|(i, d)| !params.demand[i + 1..].iter().any(|e| e.queue == d.queue))
+            .map(|(_, d)| (d.queue.as_str(), d.limit))
             .collect();
+        let slot_of = |queue: &str| slots.iter().position(|(q, _)| *q == queue);
+        let wanted: usize = slots.iter().map(|(_, limit)| *limit as usize).sum();
         let mut state = self.lock();
         // Lapsed running rows, then each demanded queue's tenants' heads (at most a queue's
         // slots per tenant): never a walk through one tenant's backlog.
-        let mut due: Vec<(Timestamp, u64, JobId)> = state
-            .running
-            .iter()
-            .take_while(|(at, _, _)| *at <= params.now)
-            .copied()
-            .collect();
+        let mut due: Vec<(Timestamp, u64, JobId)> = Vec::with_capacity(wanted);
+        due.extend(
+            state
+                .running
+                .iter()
+                .take_while(|(at, _, _)| *at <= params.now)
+                .copied(),
+        );
         for (queue, limit) in &slots {
             let Some(tenants) = state.queued.get(*queue) else {
                 continue;
@@ -436,22 +444,26 @@ impl JobDriver for MemoryDriver {
                 );
             }
         }
-        due.sort();
-        let due: Vec<JobId> = due.into_iter().map(|(_, _, id)| id).collect();
-        let mut result = ClaimResult::default();
+        due.sort_unstable();
+        let mut result = ClaimResult {
+            jobs: Vec::with_capacity(due.len().min(wanted)),
+            exhausted: Vec::new(),
+        };
         // Each tenant's due rows, in due order, make its turns (at most a queue's slots of
         // them); the queue then takes turn 1 of every tenant, turn 2, ... as Postgres does.
         // The choice only reads the rows (names are borrowed, never copied); the writes follow.
         let mut exhausted: Vec<JobId> = Vec::new();
-        let mut chosen: Vec<JobId> = Vec::new();
+        let mut chosen: Vec<JobId> = Vec::with_capacity(result.jobs.capacity());
         {
-            let mut turns: HashMap<(&str, &str), u32> = HashMap::default();
-            let mut candidates: Vec<(&str, u32, usize, JobId)> = Vec::new();
-            for (order, id) in due.into_iter().enumerate() {
+            let mut turns: HashMap<(usize, &str), u32> = HashMap::default();
+            // `(queue, turn, due order, id)`.
+            let mut candidates: Vec<(&str, u32, usize, JobId)> = Vec::with_capacity(due.len());
+            for (order, (_, _, id)) in due.into_iter().enumerate() {
                 let job = &state.jobs[&id].record;
-                let Some((queue, limit)) = slots.get_key_value(job.queue.as_str()) else {
+                let Some(slot) = slot_of(&job.queue) else {
                     continue;
                 };
+                let (queue, limit) = slots[slot];
                 if state.operator.paused(queue) {
                     continue;
                 }
@@ -460,18 +472,18 @@ impl JobDriver for MemoryDriver {
                     continue;
                 }
                 let tenant = job.tenant_id.as_deref().unwrap_or("");
-                let turn = turns.entry((*queue, tenant)).or_insert(0);
-                if *turn < *limit {
+                let turn = turns.entry((slot, tenant)).or_insert(0);
+                if *turn < limit {
                     *turn += 1;
-                    candidates.push((*queue, *turn, order, id));
+                    candidates.push((queue, *turn, order, id));
                 }
             }
-            candidates.sort();
-            let mut taken: HashMap<&str, u32> = HashMap::default();
+            candidates.sort_unstable();
+            let mut taken = vec![0u32; slots.len()];
             for (queue, _turn, _order, id) in candidates {
-                let used = taken.entry(queue).or_insert(0);
-                if *used < slots[queue] {
-                    *used += 1;
+                let slot = slot_of(queue).expect("a candidate's queue is demanded");
+                if taken[slot] < slots[slot].1 {
+                    taken[slot] += 1;
                     chosen.push(id);
                 }
             }
@@ -500,7 +512,7 @@ impl JobDriver for MemoryDriver {
                 r.state = JobState::Running;
                 r.attempt += 1;
                 r.claims += 1;
-                r.claimed_by = Some(params.worker_id.to_string());
+                r.claimed_by = Some(String::from(&*params.worker_id));
                 r.visible_at = Some(visible_at);
                 r.updated_at = params.now;
             });

@@ -221,14 +221,21 @@ pub struct ClaimParams {
 /// tenant the walk served, i.e. the largest served tenant past the cursor, or, when the walk
 /// wrapped around, the largest at or before it. Unchanged when nothing was claimed.
 pub fn fair_cursor_after(cursor: &str, claimed: &[ClaimedJob]) -> String {
-    let served = claimed.iter().map(|j| j.tenant_id.as_deref().unwrap_or(""));
-    let (wrapped, ahead): (Vec<&str>, Vec<&str>) = served.partition(|t| *t <= cursor);
-    wrapped
-        .into_iter()
-        .max()
-        .or_else(|| ahead.into_iter().max())
-        .unwrap_or(cursor)
-        .to_string()
+    fair_cursor_next(cursor, claimed).to_string()
+}
+
+/// [`fair_cursor_after`], borrowed: the worker copies it only when it moved.
+pub(crate) fn fair_cursor_next<'a>(cursor: &'a str, claimed: &'a [ClaimedJob]) -> &'a str {
+    let (mut wrapped, mut ahead): (Option<&str>, Option<&str>) = (None, None);
+    for tenant in claimed.iter().map(|j| j.tenant_id.as_deref().unwrap_or("")) {
+        let side = if tenant <= cursor {
+            &mut wrapped
+        } else {
+            &mut ahead
+        };
+        *side = (*side).max(Some(tenant));
+    }
+    wrapped.or(ahead).unwrap_or(cursor)
 }
 
 /// Who holds a claim: the fence every settling write is checked against.
