@@ -220,9 +220,11 @@ impl MemoryState {
             r.updated_at = now;
         });
         let jobs = &self.jobs;
-        let key = LiveKey::of(&jobs[&id].record);
-        self.live_keys
-            .insert(key, id, |id| jobs.get(id).map(|j| &j.record));
+        let stored = &jobs[&id];
+        let key = LiveKey::of(&stored.record);
+        self.live_keys.insert(stored.live_hash, key, id, |id| {
+            jobs.get(id).map(|j| &j.record)
+        });
         Ok(())
     }
 

@@ -30,7 +30,9 @@ impl<'a> LiveKey<'a> {
         }
     }
 
-    fn hash(&self) -> u64 {
+    /// The index's hash of the key: a row keeps it, so freeing its key reads none of its
+    /// strings (they are rarely in cache by the time the row settles).
+    pub(super) fn hash(&self) -> u64 {
         let mut hasher = FxBuildHasher.build_hasher();
         self.hash_into(&mut hasher);
         hasher.finish()
@@ -73,7 +75,17 @@ impl LiveKeys {
         key: LiveKey<'_>,
         record: impl Fn(&JobId) -> Option<&'r JobRecord>,
     ) -> Option<JobId> {
-        let holders = self.by_hash.get(&key.hash())?;
+        self.holder_at(key.hash(), key, record)
+    }
+
+    /// [`LiveKeys::holder`], given `key`'s hash.
+    pub(super) fn holder_at<'r>(
+        &self,
+        hash: u64,
+        key: LiveKey<'_>,
+        record: impl Fn(&JobId) -> Option<&'r JobRecord>,
+    ) -> Option<JobId> {
+        let holders = self.by_hash.get(&hash)?;
         holders
             .ids()
             .iter()
@@ -81,14 +93,14 @@ impl LiveKeys {
             .copied()
     }
 
-    /// Files `id` as the holder of `key`, in place of any job that held it.
+    /// Files `id` as the holder of `key` (of hash `hash`), in place of any job that held it.
     pub(super) fn insert<'r>(
         &mut self,
+        hash: u64,
         key: LiveKey<'_>,
         id: JobId,
         record: impl Fn(&JobId) -> Option<&'r JobRecord>,
     ) {
-        let hash = key.hash();
         let Some(holders) = self.by_hash.get_mut(&hash) else {
             self.by_hash.insert(hash, Holders::One(id));
             return;
@@ -104,9 +116,9 @@ impl LiveKeys {
         }
     }
 
-    /// Frees `key` if `id` holds it (a row leaving the live states, or removed).
-    pub(super) fn release(&mut self, key: LiveKey<'_>, id: JobId) {
-        let hash = key.hash();
+    /// Frees the key of hash `hash` ([`LiveKey::hash`]) if `id` holds it (a row leaving the
+    /// live states, or removed).
+    pub(super) fn release(&mut self, hash: u64, id: JobId) {
         let Some(holders) = self.by_hash.get_mut(&hash) else {
             return;
         };

@@ -82,10 +82,13 @@ struct StoredJob {
     /// The row, but for its input (always `Null` here: read rows out with [`StoredJob::row`]).
     record: JobRecord,
     seq: u64,
-    /// What a claim hands over without a copy: the input, the name and the queue.
+    /// What a claim hands over without a copy: the input, the name and the queue (the queue is
+    /// also what the claim indexes are read by: one copy per queue, warm in cache).
     input: Arc<serde_json::Value>,
     name: Arc<str>,
     queue: Arc<str>,
+    /// [`LiveKey::hash`] of its live key, to free it.
+    live_hash: u64,
 }
 
 #[derive(Debug)]
@@ -187,7 +190,7 @@ impl MemoryState {
         self.operator.observe(before, &job.record);
         let now_live = job.record.state.is_live();
         if was_live && !now_live {
-            self.live_keys.release(LiveKey::of(&job.record), id);
+            self.live_keys.release(job.live_hash, id);
         }
         self.index(id);
     }
@@ -206,14 +209,10 @@ impl MemoryState {
         } else {
             // The queue's and tenant's names are copied only the first time they are filed.
             let tenant = job.record.tenant_id.as_deref().unwrap_or("");
-            if !self.queued.contains_key(&job.record.queue) {
-                self.queued
-                    .insert(job.record.queue.clone(), BTreeMap::new());
+            if !self.queued.contains_key(&*job.queue) {
+                self.queued.insert(job.queue.to_string(), BTreeMap::new());
             }
-            let tenants = self
-                .queued
-                .get_mut(&job.record.queue)
-                .expect("filed just above");
+            let tenants = self.queued.get_mut(&*job.queue).expect("filed just above");
             match tenants.get_mut(tenant) {
                 Some(rows) => {
                     rows.insert(entry);
@@ -238,7 +237,7 @@ impl MemoryState {
             self.running.remove(&entry);
             return;
         }
-        if let Some(tenants) = self.queued.get_mut(&job.record.queue) {
+        if let Some(tenants) = self.queued.get_mut(&*job.queue) {
             let tenant = job.record.tenant_id.as_deref().unwrap_or("");
             if let Some(rows) = tenants.get_mut(tenant) {
                 rows.remove(&entry);
@@ -255,7 +254,7 @@ impl MemoryState {
         let Some(job) = self.jobs.remove(&id) else {
             return;
         };
-        self.live_keys.release(LiveKey::of(&job.record), id);
+        self.live_keys.release(job.live_hash, id);
     }
 
     /// The row of a stored job, for the live-key index.
@@ -284,7 +283,10 @@ impl MemoryState {
             let r = &existing.record;
             return EnqueueResult::held(request, r.id, r.run_id, true);
         }
-        let holder = self.live_keys.holder(key, |id| self.record(id));
+        let live_hash = key.hash();
+        let holder = self
+            .live_keys
+            .holder_at(live_hash, key, |id| self.record(id));
         if let Some(existing) = holder.and_then(|id| self.jobs.get(&id)) {
             let r = &existing.record;
             return EnqueueResult::held(request, r.id, r.run_id, false);
@@ -325,12 +327,14 @@ impl MemoryState {
             input: Arc::new(request.input.clone()),
             name: self.names.get(&request.name),
             queue: self.names.get(&request.queue),
+            live_hash,
         };
         self.jobs.insert(request.id, job);
         self.index(request.id);
         let jobs = &self.jobs;
-        self.live_keys
-            .insert(key, request.id, |id| jobs.get(id).map(|j| &j.record));
+        self.live_keys.insert(live_hash, key, request.id, |id| {
+            jobs.get(id).map(|j| &j.record)
+        });
         Ok(EnqueueResult {
             id: request.id,
             run_id: request.run_id,
@@ -459,8 +463,9 @@ impl JobDriver for MemoryDriver {
             // `(queue, turn, due order, id)`.
             let mut candidates: Vec<(&str, u32, usize, JobId)> = Vec::with_capacity(due.len());
             for (order, (_, _, id)) in due.into_iter().enumerate() {
-                let job = &state.jobs[&id].record;
-                let Some(slot) = slot_of(&job.queue) else {
+                let stored = &state.jobs[&id];
+                let job = &stored.record;
+                let Some(slot) = slot_of(&stored.queue) else {
                     continue;
                 };
                 let (queue, limit) = slots[slot];
