@@ -79,7 +79,8 @@ type DueSet = BTreeSet<(Timestamp, u64, JobId)>;
 
 #[derive(Debug)]
 struct StoredJob {
-    /// The row, but for its input (always `Null` here: read rows out with [`StoredJob::row`]).
+    /// The row, but for its input and traceparent (always `Null` and `None` here: they are
+    /// kept below; read rows out with [`StoredJob::row`]).
     record: JobRecord,
     seq: u64,
     /// What a claim hands over without a copy: the input, the name and the queue (the queue is
@@ -87,6 +88,7 @@ struct StoredJob {
     input: Arc<serde_json::Value>,
     name: Arc<str>,
     queue: Arc<str>,
+    traceparent: Option<Arc<str>>,
     /// [`LiveKey::hash`] of its live key, to free it.
     live_hash: u64,
 }
@@ -103,6 +105,7 @@ impl StoredJob {
     fn row(&self) -> JobRecord {
         JobRecord {
             input: (*self.input).clone(),
+            traceparent: self.traceparent.as_deref().map(String::from),
             ..self.record.clone()
         }
     }
@@ -317,7 +320,8 @@ impl MemoryState {
             claims: 0,
             visible_at: None,
             progress: None,
-            traceparent: request.traceparent.clone(),
+            // Kept beside the row, shared with its claims.
+            traceparent: None,
             actor: request.actor.clone(),
         };
         self.seq += 1;
@@ -327,6 +331,7 @@ impl MemoryState {
             input: Arc::new(request.input.clone()),
             name: self.names.get(&request.name),
             queue: self.names.get(&request.queue),
+            traceparent: request.traceparent.as_deref().map(Arc::from),
             live_hash,
         };
         self.jobs.insert(request.id, job);
@@ -537,7 +542,7 @@ impl JobDriver for MemoryDriver {
                     claim: r.claims,
                 },
                 visible_at,
-                traceparent: r.traceparent.clone(),
+                traceparent: stored.traceparent.clone(),
                 actor: r.actor.clone(),
                 has_steps: state.steps.get(&r.run_id).is_some_and(|s| !s.is_empty()),
             });

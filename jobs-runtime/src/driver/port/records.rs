@@ -274,8 +274,8 @@ pub struct ClaimedJob {
     pub by: ClaimIdentity,
     /// Until when the claim holds without a heartbeat.
     pub visible_at: Timestamp,
-    /// The enqueue's W3C traceparent.
-    pub traceparent: Option<String>,
+    /// The enqueue's W3C traceparent (shared, as the name).
+    pub traceparent: Option<Arc<str>>,
     /// Who asked for the job, when its enqueue named one (a span field of the run).
     pub actor: Option<String>,
     /// Whether the run has step records (a first attempt has none, and skips reading them).
@@ -306,7 +306,7 @@ impl ClaimedJob {
                 claim: record.claims,
             },
             visible_at,
-            traceparent: record.traceparent,
+            traceparent: record.traceparent.map(Arc::from),
             actor: record.actor,
             has_steps,
         }
