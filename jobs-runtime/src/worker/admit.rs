@@ -9,6 +9,7 @@
 //! The stored input is parsed here, once for the whole attempt: the typed body, the run's
 //! tenant and the concurrency key all come out of that one parse.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::claim::Claimed;
@@ -53,7 +54,7 @@ pub(crate) struct Refused {
 /// The declared job a claim runs as, and the run's tenant (what `on_settled` is told).
 pub(crate) struct Declared {
     /// The registry's entry.
-    pub entry: JobEntry,
+    pub entry: Arc<JobEntry>,
     /// The run's tenant, from the one parse of the input.
     pub tenant: Option<String>,
 }
@@ -102,7 +103,7 @@ struct Capped {
 
 /// The registry, the per-process limits and the parse.
 fn admit_here(shared: &WorkerShared, claimed: Claimed) -> Here {
-    let Some(entry) = shared.registry.get(&claimed.job.name).copied() else {
+    let Some(entry) = shared.registry.get_shared(&claimed.job.name) else {
         return Here::Decided(Admission::Refused(Refused {
             claimed,
             refusal: Refusal::Unknown,
@@ -117,8 +118,9 @@ fn admit_here(shared: &WorkerShared, claimed: Claimed) -> Here {
     }
     let job = &claimed.job;
     let ParsedInput { tenant, typed } = entry.parse(&job.input, job.tenant_id.as_ref());
+    let capped = entry.descriptor().concurrency;
     let declared = Declared { entry, tenant };
-    let keyed = entry.descriptor().concurrency.is_some_and(|cap| cap.keyed);
+    let keyed = capped.is_some_and(|cap| cap.keyed);
     let (body, key) = match typed {
         Ok(Typed { body, key }) => (Ok(body), key),
         // A keyed cap cannot be decided without its key (the payload no longer parses, or the
@@ -131,7 +133,7 @@ fn admit_here(shared: &WorkerShared, claimed: Claimed) -> Here {
         // The attempt fails with it as the body would.
         Err(error) => (Err(error), None),
     };
-    if entry.descriptor().concurrency.is_some() {
+    if capped.is_some() {
         return Here::Capped(Capped {
             claimed,
             declared,
@@ -157,8 +159,7 @@ async fn admit_capped(shared: &WorkerShared, capped: Capped) -> Admission {
         key,
         now,
     } = capped;
-    let entry = declared.entry;
-    match take_fleet_slots(shared, &entry, &claimed.job, key, now).await {
+    match take_fleet_slots(shared, &declared.entry, &claimed.job, key, now).await {
         Ok(held) => Admission::Admitted(Admitted {
             claimed,
             declared,
