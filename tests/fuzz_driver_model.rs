@@ -189,7 +189,7 @@ async fn run(
                             limit,
                         })
                         .collect(),
-                    worker_id: format!("w{worker}"),
+                    worker_id: format!("w{worker}").into(),
                     visibility_timeout: Duration::from_secs(u64::from(*visibility_s)),
                     drop_exhausted: if *drop_exhausted {
                         vec!["model".into()]

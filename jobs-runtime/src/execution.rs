@@ -58,7 +58,7 @@ impl JobExecution {
         JobExecution {
             job_id: job.id,
             run_id: job.run_id,
-            name: job.name.clone(),
+            name: job.name.to_string(),
             attempt: job.attempt,
             outcome,
             error: None,

@@ -4,7 +4,7 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -228,7 +228,9 @@ fn on_settled<J: Job>(settled: ErasedSettled<'_>) -> BoxFuture<'static, Result<(
 /// and a task never share a name.
 #[derive(Clone, Default)]
 pub struct Registry {
-    jobs: BTreeMap<&'static str, JobEntry>,
+    /// Shared: a worker's attempt holds its job's entry (a couple of hundred bytes) by
+    /// reference count, not by copy, through every stage.
+    jobs: BTreeMap<&'static str, Arc<JobEntry>>,
     tasks: BTreeMap<&'static str, TaskEntry>,
 }
 
@@ -342,18 +344,23 @@ impl Registry {
             )
             .with_fix("give one of them its own `#[job(name = \"..\")]`"));
         }
-        self.jobs.insert(name, entry);
+        self.jobs.insert(name, Arc::new(entry));
         Ok(())
     }
 
     /// The job declared under `name`.
     pub fn get(&self, name: &str) -> Option<&JobEntry> {
-        self.jobs.get(name)
+        self.jobs.get(name).map(|entry| &**entry)
+    }
+
+    /// [`Registry::get`], shared.
+    pub(crate) fn get_shared(&self, name: &str) -> Option<Arc<JobEntry>> {
+        self.jobs.get(name).cloned()
     }
 
     /// Every job, sorted by name (byte order).
     pub fn entries(&self) -> impl Iterator<Item = &JobEntry> {
-        self.jobs.values()
+        self.jobs.values().map(|entry| &**entry)
     }
 
     /// How many jobs (tasks are counted apart: `tasks().count()`).

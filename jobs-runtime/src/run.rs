@@ -102,21 +102,26 @@ pub(crate) struct RunSeed {
 
 impl Run {
     /// Builds the run and loads its steps with one read.
-    pub(crate) async fn load(seed: RunSeed, has_steps: bool) -> Result<Run, JobError> {
-        // A run with no step records (every first attempt) skips the read.
-        let stored = if has_steps {
-            seed.driver
-                .step_list(&StepListParams {
-                    run_id: seed.run_id,
-                })
-                .await?
-                .into_iter()
-                .map(|r| (r.name.clone(), r))
-                .collect()
-        } else {
-            HashMap::new()
-        };
-        Ok(Run {
+    pub(crate) async fn load(seed: RunSeed) -> Result<Run, JobError> {
+        let stored = seed
+            .driver
+            .step_list(&StepListParams {
+                run_id: seed.run_id,
+            })
+            .await?
+            .into_iter()
+            .map(|r| (r.name.clone(), r))
+            .collect();
+        Ok(Run::with_steps(seed, stored))
+    }
+
+    /// A run with no step records yet (every first attempt): nothing to read.
+    pub(crate) fn fresh(seed: RunSeed) -> Run {
+        Run::with_steps(seed, HashMap::new())
+    }
+
+    fn with_steps(seed: RunSeed, stored: HashMap<String, StepRecord>) -> Run {
+        Run {
             inner: Arc::new(RunInner {
                 seed,
                 state: Mutex::new(RunState {
@@ -124,7 +129,7 @@ impl Run {
                     ..RunState::default()
                 }),
             }),
-        })
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, RunState> {

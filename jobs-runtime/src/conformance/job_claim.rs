@@ -31,9 +31,9 @@ pub async fn job_claim_marks_rows_running_under_the_claim(driver: Arc<dyn JobDri
     let job = claim_one(d, "w1", at(5)).await;
     assert_eq!(job.id, req.id);
     assert_eq!(job.run_id, req.run_id);
-    assert_eq!(job.name, "conformance.job");
-    assert_eq!(job.queue, QUEUE);
-    assert_eq!(job.input, req.input);
+    assert_eq!(&*job.name, "conformance.job");
+    assert_eq!(&*job.queue, QUEUE);
+    assert_eq!(*job.input, req.input);
     assert_eq!(job.attempt, 1);
     assert_eq!(job.max_attempts, 4);
     assert_eq!(job.tenant_id.as_deref(), Some("acme"));
@@ -149,7 +149,7 @@ pub async fn job_claim_respects_each_queue_limit(driver: Arc<dyn JobDriver>) {
         },
     ];
     let result = claim(d, &params).await;
-    let count = |q: &str| result.jobs.iter().filter(|j| j.queue == q).count();
+    let count = |q: &str| result.jobs.iter().filter(|j| &*j.queue == q).count();
     assert_eq!((count("a"), count("b"), count("c")), (2, 3, 0));
     assert_eq!(result.jobs.len(), 5);
     assert_eq!(stats_of(d, "a", t0()).await.ready, 3);

@@ -286,7 +286,7 @@ pub(crate) fn claim_params(worker: &str, limit: u32, now: Timestamp) -> ClaimPar
             queue: QUEUE.to_string(),
             limit,
         }],
-        worker_id: worker.to_string(),
+        worker_id: worker.into(),
         visibility_timeout: VISIBILITY,
         drop_exhausted: Vec::new(),
         fair_after: String::new(),

@@ -59,8 +59,8 @@ impl TraceContext {
         if version == 0xff || (b.len() > 55 && (version == 0 || b[55] != b'-')) {
             return None;
         }
-        let trace_id = lower_hex(&b[3..35])?;
-        let span_id = u64::try_from(lower_hex(&b[36..52])?).ok()?;
+        let trace_id = u128::from(lower_hex(&b[3..19])?) << 64 | u128::from(lower_hex(&b[19..35])?);
+        let span_id = lower_hex(&b[36..52])?;
         let flags = u8::try_from(lower_hex(&b[53..55])?).ok()?;
         (trace_id != 0 && span_id != 0).then_some(TraceContext {
             trace_id,
@@ -136,17 +136,32 @@ impl fmt::Debug for TraceContext {
     }
 }
 
-/// The value of up to 32 lowercase hex digits; `None` on any other byte.
-fn lower_hex(digits: &[u8]) -> Option<u128> {
-    digits.iter().try_fold(0u128, |n, &d| {
-        let v = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            _ => return None,
-        };
-        Some(n << 4 | u128::from(v))
+/// The value of up to 16 lowercase hex digits; `None` on any other byte. Read through a table
+/// into a u64 (every run parses its job's traceparent: a trace id is read as two halves).
+fn lower_hex(digits: &[u8]) -> Option<u64> {
+    digits.iter().try_fold(0u64, |n, &d| {
+        let v = HEX_DIGIT[usize::from(d)];
+        (v != NOT_HEX).then_some(n << 4 | u64::from(v))
     })
 }
+
+/// A lowercase hex digit's value, or [`NOT_HEX`], for each byte.
+static HEX_DIGIT: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut d = 0;
+    while d < 10 {
+        table[b'0' as usize + d] = d as u8;
+        d += 1;
+    }
+    let mut d = 0;
+    while d < 6 {
+        table[b'a' as usize + d] = 10 + d as u8;
+        d += 1;
+    }
+    table
+};
+
+const NOT_HEX: u8 = 0xff;
 
 fn nonzero_u128() -> u128 {
     loop {

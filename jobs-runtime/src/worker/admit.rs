@@ -9,6 +9,7 @@
 //! The stored input is parsed here, once for the whole attempt: the typed body, the run's
 //! tenant and the concurrency key all come out of that one parse.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::claim::Claimed;
@@ -53,7 +54,7 @@ pub(crate) struct Refused {
 /// The declared job a claim runs as, and the run's tenant (what `on_settled` is told).
 pub(crate) struct Declared {
     /// The registry's entry.
-    pub entry: JobEntry,
+    pub entry: Arc<JobEntry>,
     /// The run's tenant, from the one parse of the input.
     pub tenant: Option<String>,
 }
@@ -74,33 +75,91 @@ pub(crate) enum Refusal {
 /// (cheap, in memory), then the one parse of its input, then the fleet slots. A place or a
 /// slot taken for a run that does not start is given back at once.
 pub(crate) async fn admit(shared: &WorkerShared, claimed: Claimed) -> Admission {
-    let Some(entry) = shared.registry.get(&claimed.job.name).copied() else {
-        return Admission::Refused(Refused {
+    match admit_here(shared, claimed) {
+        Here::Decided(admission) => admission,
+        // Boxed: only a capped job waits on the lease store, and every attempt's future
+        // carried (and moved) what that wait holds.
+        Here::Capped(capped) => {
+            let taking = Box::pin(admit_capped(shared, capped));
+            taking.await
+        }
+    }
+}
+
+/// What admission decides in process, before any fleet slot.
+enum Here {
+    Decided(Admission),
+    /// A capped job, admitted here, that still needs its fleet slot.
+    Capped(Capped),
+}
+
+struct Capped {
+    claimed: Claimed,
+    declared: Declared,
+    body: Result<ErasedBody, JobError>,
+    key: Option<String>,
+    now: Timestamp,
+}
+
+/// The registry, the per-process limits and the parse.
+fn admit_here(shared: &WorkerShared, claimed: Claimed) -> Here {
+    let Some(entry) = shared.registry.get_shared(&claimed.job.name) else {
+        return Here::Decided(Admission::Refused(Refused {
             claimed,
             refusal: Refusal::Unknown,
-        });
+        }));
     };
     let now = shared.jobs.now();
     if let Err(limit) = shared.limiter.enter(&shared.limits, &claimed.job, now) {
-        return Admission::Refused(Refused {
+        return Here::Decided(Admission::Refused(Refused {
             claimed,
             refusal: Refusal::Shed(limit),
-        });
+        }));
     }
     let job = &claimed.job;
     let ParsedInput { tenant, typed } = entry.parse(&job.input, job.tenant_id.as_ref());
+    let capped = entry.descriptor().concurrency;
     let declared = Declared { entry, tenant };
-    let keyed = entry.descriptor().concurrency.is_some_and(|cap| cap.keyed);
+    let keyed = capped.is_some_and(|cap| cap.keyed);
     let (body, key) = match typed {
         Ok(Typed { body, key }) => (Ok(body), key),
         // A keyed cap cannot be decided without its key (the payload no longer parses, or the
         // key is refused): this attempt fails. (A capped job never runs on a driver with no
         // lease store: the worker refuses to start.)
-        Err(error) if keyed => return deny(shared, claimed, Refusal::Undecidable(declared, error)),
+        Err(error) if keyed => {
+            let refusal = Refusal::Undecidable(declared, error);
+            return Here::Decided(deny(shared, claimed, refusal));
+        }
         // The attempt fails with it as the body would.
         Err(error) => (Err(error), None),
     };
-    match take_fleet_slots(shared, &entry, job, key, now).await {
+    if capped.is_some() {
+        return Here::Capped(Capped {
+            claimed,
+            declared,
+            body,
+            key,
+            now,
+        });
+    }
+    Here::Decided(Admission::Admitted(Admitted {
+        claimed,
+        declared,
+        body,
+        held: Vec::new(),
+    }))
+}
+
+/// A capped job's fleet slot: admitted with it, or turned away.
+async fn admit_capped(shared: &WorkerShared, capped: Capped) -> Admission {
+    let Capped {
+        claimed,
+        declared,
+        body,
+        key,
+        now,
+    } = capped;
+    match take_fleet_slots(shared, &declared.entry, &claimed.job, key, now).await {
         Ok(held) => Admission::Admitted(Admitted {
             claimed,
             declared,
@@ -244,6 +303,15 @@ pub(crate) async fn renew(
 /// Gives back what admission took for a run that started: its fleet slots, then its
 /// per-process place. Called by the settle stage, once the ending is written.
 pub(crate) async fn leave(shared: &WorkerShared, job: &ClaimedJob, held: &[HeldLease]) {
+    if !held.is_empty() {
+        // Boxed: only a capped job holds slots; every settle's future carried this one.
+        Box::pin(release_fleet_slots(shared, held)).await;
+    }
+    shared.limiter.leave(&shared.limits, job);
+}
+
+/// Gives back the fleet slots a run held.
+async fn release_fleet_slots(shared: &WorkerShared, held: &[HeldLease]) {
     if let Some(store) = shared.jobs.driver().lease_store() {
         for lease in held {
             if let Err(error) = store.lease_release(lease).await {
@@ -257,7 +325,6 @@ pub(crate) async fn leave(shared: &WorkerShared, job: &ClaimedJob, held: &[HeldL
             }
         }
     }
-    shared.limiter.leave(&shared.limits, job);
 }
 
 #[cfg(test)]

@@ -261,7 +261,7 @@ impl WorkerBuilder {
             shared: Arc::new(WorkerShared {
                 jobs: self.jobs,
                 registry,
-                id: self.id.unwrap_or_else(|| Uuid::now_v7().to_string()),
+                id: self.id.unwrap_or_else(|| Uuid::now_v7().to_string()).into(),
                 queues,
                 slots,
                 visibility_timeout: self.visibility_timeout,

@@ -4,7 +4,8 @@
 use std::sync::atomic::Ordering;
 
 use super::WorkerShared;
-use crate::driver::{fair_cursor_after, ClaimParams, ClaimedJob, JobRecord, QueueDemand};
+use crate::driver::records::fair_cursor_next;
+use crate::driver::{ClaimParams, ClaimedJob, JobRecord, QueueDemand};
 use crate::error::JobError;
 
 /// A claimed job and the worker slot reserved for it.
@@ -86,17 +87,27 @@ pub(crate) async fn claim(shared: &WorkerShared) -> Result<Claims, JobError> {
     };
     shared.stats.claims.fetch_add(1, Ordering::Relaxed);
     let result = shared.jobs.driver().job_claim(&params).await?;
-    *shared.fair_cursor.lock().unwrap_or_else(|e| e.into_inner()) =
-        fair_cursor_after(&params.fair_after, &result.jobs);
+    {
+        // Copied only when it moved (one tenant, or none: it never does).
+        let next = fair_cursor_next(&params.fair_after, &result.jobs);
+        let mut cursor = shared.fair_cursor.lock().unwrap_or_else(|e| e.into_inner());
+        if *cursor != next {
+            *cursor = next.to_string();
+        }
+    }
     {
         let mut in_flight = shared.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         for job in &result.jobs {
-            *in_flight.entry(job.queue.clone()).or_insert(0) += 1;
+            // The queue's entry is made once: later claims count in place.
+            match in_flight.get_mut(&*job.queue) {
+                Some(used) => *used += 1,
+                None => {
+                    in_flight.insert(job.queue.to_string(), 1);
+                }
+            }
         }
     }
-    shared
-        .in_flight_total
-        .send_modify(|total| *total += result.jobs.len());
+    super::count_in_flight(shared, |total| *total += result.jobs.len());
     let claimed = result
         .jobs
         .into_iter()

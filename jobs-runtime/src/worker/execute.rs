@@ -2,6 +2,7 @@
 //! the drain and the claim's loss, and come to a verdict. Nothing is written here but the
 //! run's own progress: the settle stage writes the verdict.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
@@ -53,7 +54,13 @@ pub(crate) enum StopReason {
 }
 
 /// Runs an admitted claim's body to a verdict.
-pub(crate) async fn execute(shared: &Arc<WorkerShared>, admitted: Admitted) -> Executed {
+///
+/// The admission is taken apart before the future is made, so the future holds its parts once
+/// (an async fn keeps its argument and the parts moved out of it side by side).
+pub(crate) fn execute(
+    shared: &Arc<WorkerShared>,
+    admitted: Admitted,
+) -> impl Future<Output = Executed> + Send + '_ {
     let Admitted {
         claimed,
         declared: Declared { entry, tenant },
@@ -66,15 +73,17 @@ pub(crate) async fn execute(shared: &Arc<WorkerShared>, admitted: Admitted) -> E
     } else {
         None
     };
-    let verdict = run_body(shared, &claimed.job, &entry, tenant, body, &held).await;
-    Executed {
-        claimed,
-        declared: Declared {
-            entry,
-            tenant: hook_tenant,
-        },
-        verdict,
-        held,
+    async move {
+        let verdict = run_body(shared, &claimed.job, &entry, tenant, body, &held).await;
+        Executed {
+            claimed,
+            declared: Declared {
+                entry,
+                tenant: hook_tenant,
+            },
+            verdict,
+            held,
+        }
     }
 }
 
@@ -108,10 +117,17 @@ async fn run_body(
         context: shared.context.clone(),
         observer: shared.observer.clone(),
     };
-    let run = match Run::load(seed, job.has_steps).await {
-        Ok(run) => run,
-        // The steps could not be read: an ordinary failed attempt, retried with backoff.
-        Err(error) => return Verdict::Failed(error),
+    // A run with no step records (every first attempt) skips the read; the read's future is
+    // boxed, so an attempt's future does not carry it.
+    let run = if job.has_steps {
+        let load = Box::pin(Run::load(seed));
+        match load.await {
+            Ok(run) => run,
+            // The steps could not be read: an ordinary failed attempt, retried with backoff.
+            Err(error) => return Verdict::Failed(error),
+        }
+    } else {
+        Run::fresh(seed)
     };
 
     // Renewed by the worker's keeper until this attempt's verdict is in.

@@ -7,12 +7,13 @@
 //! renewal is due, and a task spawned and aborted per attempt was a measurable share of a
 //! short job's cost. The renewals still run concurrently, so a slow one holds back no other.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::stream::{FuturesUnordered, StreamExt};
+// Fx: the keys are this keeper's own counters, and every attempt files and drops one.
+use rustc_hash::FxHashMap as HashMap;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 

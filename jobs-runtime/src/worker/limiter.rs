@@ -110,7 +110,7 @@ impl Limiter {
         }
         if over(
             limits.per_queue,
-            s.queues.get(&job.queue).copied().unwrap_or(0),
+            s.queues.get(&*job.queue).copied().unwrap_or(0),
         ) {
             return Err("per-queue");
         }
@@ -131,7 +131,7 @@ impl Limiter {
             s.buckets.insert(tenant.clone(), (tokens - 1.0, now));
         }
         s.global += 1;
-        *s.queues.entry(job.queue.clone()).or_insert(0) += 1;
+        *s.queues.entry(job.queue.to_string()).or_insert(0) += 1;
         *s.tenants.entry(tenant).or_insert(0) += 1;
         Ok(())
     }
@@ -144,7 +144,7 @@ impl Limiter {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let tenant = job.tenant_id.as_deref().unwrap_or(NO_TENANT);
         s.global = s.global.saturating_sub(1);
-        if let Some(n) = s.queues.get_mut(&job.queue) {
+        if let Some(n) = s.queues.get_mut(&*job.queue) {
             *n = n.saturating_sub(1);
         }
         if let Some(n) = s.tenants.get_mut(tenant) {

@@ -63,7 +63,7 @@ pub struct Worker {
 pub(crate) struct WorkerShared {
     pub jobs: Jobs,
     pub registry: Registry,
-    pub id: String,
+    pub id: Arc<str>,
     pub queues: Vec<String>,
     pub slots: BTreeMap<String, u32>,
     pub visibility_timeout: Duration,
@@ -392,14 +392,23 @@ impl Worker {
         // otherwise carry them by value twice over (an attempt's future was about 10 KB).
         let execution = trace.scope(Box::pin(pipeline)).await;
         // A shutdown waits for this: the execution, settle included, is over.
-        shared
-            .in_flight_total
-            .send_modify(|total| *total = total.saturating_sub(1));
+        count_in_flight(shared, |total| *total = total.saturating_sub(1));
         shared.presence.end(id);
         shared.stats.record(execution.outcome);
         shared.jobs.metrics().record_execution(&queue, &execution);
         execution
     }
+}
+
+/// Changes the in-flight total. Only a shutdown watches it, so with no one subscribed the change
+/// notifies no one: a watch's send wakes every shard of its notifier, twice per job. A receiver
+/// subscribed later reads the current value before it waits, so it misses nothing.
+fn count_in_flight(shared: &WorkerShared, change: impl FnOnce(&mut usize)) {
+    let total = &shared.in_flight_total;
+    total.send_if_modified(|n| {
+        change(n);
+        total.receiver_count() > 0
+    });
 }
 
 /// A running worker loop.

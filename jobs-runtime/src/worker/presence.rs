@@ -66,7 +66,7 @@ pub(crate) async fn beat(shared: &WorkerShared) {
         (ids, running.len())
     };
     let announce = WorkerAnnounce {
-        id: shared.id.clone(),
+        id: shared.id.to_string(),
         host: host(),
         started_at,
         queues: shared.queues.clone(),

@@ -3,6 +3,8 @@
 //! `on_settled` about an ending, and gives back what admission took. Settlement is not part of
 //! the retry decision: the verdict is decided first, then written.
 
+use std::future::Future;
+
 use super::admit::{self, Refusal, Refused};
 use super::claim::Claimed;
 use super::execute::{Executed, Verdict};
@@ -45,7 +47,13 @@ struct Plan {
 
 /// Settles one claim: frees its slot, writes its ending, tells its hook, frees what admission
 /// took.
-pub(crate) async fn settle(shared: &WorkerShared, ending: Ending) -> JobExecution {
+///
+/// The slot is freed and the write decided when the future is made (it is awaited at once): the
+/// future holds only what the writes need, not the ending it was handed as well.
+pub(crate) fn settle(
+    shared: &WorkerShared,
+    ending: Ending,
+) -> impl Future<Output = JobExecution> + Send + '_ {
     let (claimed, declared, decided, held) = match ending {
         Ending::Refused(Refused { claimed, refusal }) => match refusal {
             Refusal::Unknown => (claimed, None, Decided::Unknown, None),
@@ -72,24 +80,31 @@ pub(crate) async fn settle(shared: &WorkerShared, ending: Ending) -> JobExecutio
     slot.release(shared, &job.queue);
     let now = shared.jobs.now();
     let mut plan = plan(shared, &job, decided, now);
-    if let Some(write) = plan.write.take() {
-        let landed = match write {
-            Write::Ack(params) => shared.completer.ack(shared.jobs.driver(), params).await,
-            Write::Nack(params) => shared.jobs.driver().job_nack(&params).await,
-        };
-        if plan.must_land && !has_landed(&job, landed) {
-            plan.execution.outcome = ExecutionOutcome::LeaseLost;
-            plan.execution.resume_at = None;
-            plan.hook = None;
+    async move {
+        if let Some(write) = plan.write.take() {
+            let landed = match write {
+                Write::Ack(params) => shared.completer.ack(shared.jobs.driver(), params).await,
+                Write::Nack(params) => shared.jobs.driver().job_nack(&params).await,
+            };
+            if plan.must_land && !has_landed(&job, landed) {
+                plan.execution.outcome = ExecutionOutcome::LeaseLost;
+                plan.execution.resume_at = None;
+                plan.hook = None;
+            }
         }
+        if let (Some(ending), Some(declared)) = (plan.hook, declared) {
+            // Only a job that declares `on_settled` has a hook to tell. Boxed: the telling's
+            // future is most of a kilobyte, and every settle's future carried it.
+            if declared.entry.descriptor().on_settled {
+                let telling = Box::pin(hook::tell(&job, declared, ending));
+                plan.execution.on_settled_failed = !telling.await;
+            }
+        }
+        if let Some(held) = held {
+            admit::leave(shared, &job, &held).await;
+        }
+        plan.execution
     }
-    if let (Some(ending), Some(declared)) = (plan.hook, declared) {
-        plan.execution.on_settled_failed = !hook::tell(&job, declared, ending).await;
-    }
-    if let Some(held) = held {
-        admit::leave(shared, &job, &held).await;
-    }
-    plan.execution
 }
 
 /// What a claim came to, from either stage.

@@ -8,7 +8,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use async_trait::async_trait;
 
-use super::{live_key, MemoryDriver, MemoryState};
+use super::live_keys::LiveKey;
+use super::{MemoryDriver, MemoryState};
 use crate::clock::{add, Timestamp};
 use crate::driver::introspect::*;
 use crate::driver::introspect::{
@@ -29,8 +30,9 @@ pub(super) struct OperatorState {
     /// The insertion order of history rows (ties on `at` read newest first by it).
     history_seq: u64,
     workers: BTreeMap<String, WorkerRow>,
-    /// `(name, width, bucket)` -> counts.
-    counters: BTreeMap<(String, u32, Timestamp), CounterBucket>,
+    /// `name` -> `(width, bucket)` -> counts. Nested so that a settle finds its name's buckets
+    /// by the borrowed name, with no copy of it per settle.
+    counters: BTreeMap<String, BTreeMap<(u32, Timestamp), CounterBucket>>,
     /// When each running job's current attempt started (its claim), for the durations.
     started: HashMap<JobId, Timestamp>,
 }
@@ -145,9 +147,14 @@ impl OperatorState {
         let started = self.started.remove(&record.id).unwrap_or(now);
         let elapsed = (now - started).num_milliseconds().max(0) as u64;
         let bucket = bucket_start(now, 60);
+        if !self.counters.contains_key(record.name.as_str()) {
+            self.counters.insert(record.name.clone(), BTreeMap::new());
+        }
         let counts = self
             .counters
-            .entry((record.name.clone(), 60, bucket))
+            .get_mut(record.name.as_str())
+            .expect("filed just above")
+            .entry((60, bucket))
             .or_insert_with(|| CounterBucket {
                 bucket: Some(bucket),
                 width_secs: 60,
@@ -199,9 +206,9 @@ fn oldest_first(state: &MemoryState, mut ids: Vec<JobId>) -> Vec<JobId> {
 impl MemoryState {
     /// Puts a finished row back in the queue, due now, if no live row holds its key.
     fn requeue_row(&mut self, id: JobId, now: Timestamp) -> Result<(), Option<JobId>> {
-        let key = live_key(&self.jobs[&id].record);
-        if let Some(holder) = self.live_keys.get(&key) {
-            return Err(Some(*holder));
+        let key = LiveKey::of(&self.jobs[&id].record);
+        if let Some(holder) = self.live_keys.holder(key, |id| self.record(id)) {
+            return Err(Some(holder));
         }
         self.update(id, |r| {
             r.state = JobState::Ready;
@@ -212,7 +219,12 @@ impl MemoryState {
             r.progress = None;
             r.updated_at = now;
         });
-        self.live_keys.insert(key, id);
+        let jobs = &self.jobs;
+        let stored = &jobs[&id];
+        let key = LiveKey::of(&stored.record);
+        self.live_keys.insert(stored.live_hash, key, id, |id| {
+            jobs.get(id).map(|j| &j.record)
+        });
         Ok(())
     }
 
@@ -302,7 +314,7 @@ impl JobIntrospection for MemoryDriver {
     async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError> {
         let id = params.id;
         let mut state = self.lock();
-        let row = state.jobs.get(&id).map(|j| j.record.clone());
+        let row = state.jobs.get(&id).map(|j| j.row());
         match &row {
             Some(r) if r.state != JobState::Running => {
                 state.remove_with_steps(id);
@@ -318,7 +330,7 @@ impl JobIntrospection for MemoryDriver {
     async fn job_requeue(&self, params: &JobRequeueParams) -> Result<JobRecord, JobError> {
         let mut state = self.lock();
         let id = params.id;
-        let row = state.jobs.get(&id).map(|j| j.record.clone());
+        let row = state.jobs.get(&id).map(|j| j.row());
         let row = match row {
             Some(r) if !r.state.is_live() => r,
             other => return Err(refusal(Bulk::Requeue, other.as_ref(), id)),
@@ -342,7 +354,7 @@ impl JobIntrospection for MemoryDriver {
             Some(_) => JobVerb::RequeueFromStep,
             None => JobVerb::Requeue,
         };
-        let requeued = state.jobs[&id].record.clone();
+        let requeued = state.jobs[&id].row();
         let done = act(verb, params.from_step.as_deref(), &params.actor, params.now);
         state.operator.record(&requeued, done);
         Ok(requeued)
@@ -351,7 +363,7 @@ impl JobIntrospection for MemoryDriver {
     async fn job_promote(&self, params: &JobPromoteParams) -> Result<JobRecord, JobError> {
         let (id, now) = (params.id, params.now);
         let mut state = self.lock();
-        let row = state.jobs.get(&id).map(|j| j.record.clone());
+        let row = state.jobs.get(&id).map(|j| j.row());
         match &row {
             Some(r) if matches!(r.state, JobState::Delayed | JobState::Ready) && r.run_at > now => {
                 state.update(id, |r| {
@@ -359,7 +371,7 @@ impl JobIntrospection for MemoryDriver {
                     r.run_at = now;
                     r.updated_at = now;
                 });
-                let promoted = state.jobs[&id].record.clone();
+                let promoted = state.jobs[&id].row();
                 let done = act(JobVerb::Promote, None, &params.actor, now);
                 state.operator.record(&promoted, done);
                 Ok(promoted)
@@ -381,15 +393,15 @@ impl JobIntrospection for MemoryDriver {
         for id in oldest_first(&state, ids) {
             if result.affected >= u64::from(MAX_BULK_ROWS) {
                 // Movable unless a live row (perhaps one just requeued) holds its key.
-                let key = live_key(&state.jobs[&id].record);
-                if !state.live_keys.contains_key(&key) {
+                let key = LiveKey::of(&state.jobs[&id].record);
+                if state.live_keys.holder(key, |id| state.record(id)).is_none() {
                     result.remaining += 1;
                 }
                 continue;
             }
             if state.requeue_row(id, params.now).is_ok() {
                 result.affected += 1;
-                let requeued = state.jobs[&id].record.clone();
+                let requeued = state.jobs[&id].row();
                 let done = act(
                     JobVerb::Requeue,
                     Some(BULK_DETAIL),
@@ -405,8 +417,13 @@ impl JobIntrospection for MemoryDriver {
                 .jobs
                 .values()
                 .filter(|j| matches(&j.record, params))
-                .map(|j| live_key(&j.record))
-                .filter(|k| !state.live_keys.contains_key(k))
+                .map(|j| LiveKey::of(&j.record))
+                .filter(|key| {
+                    state
+                        .live_keys
+                        .holder(*key, |id| state.record(id))
+                        .is_none()
+                })
                 .collect();
             keys.sort();
             keys.dedup();
@@ -427,7 +444,7 @@ impl JobIntrospection for MemoryDriver {
         let total = ids.len() as u64;
         let take = total.min(u64::from(MAX_BULK_ROWS));
         for id in oldest_first(&state, ids).into_iter().take(take as usize) {
-            let removed = state.jobs[&id].record.clone();
+            let removed = state.jobs[&id].row();
             state.remove_with_steps(id);
             let done = act(
                 JobVerb::Remove,
@@ -461,7 +478,7 @@ impl JobIntrospection for MemoryDriver {
                 r.run_at = now;
                 r.updated_at = now;
             });
-            let promoted = state.jobs[&id].record.clone();
+            let promoted = state.jobs[&id].row();
             let done = act(JobVerb::Promote, Some(BULK_DETAIL), &params.actor, now);
             state.operator.record(&promoted, done);
         }
@@ -574,8 +591,10 @@ impl JobIntrospection for MemoryDriver {
         let mut rows: Vec<CounterBucket> = state
             .operator
             .counters
-            .iter()
-            .filter(|((n, _, bucket), _)| n == name && *bucket >= since)
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter(|((_, bucket), _)| *bucket >= since)
             .map(|(_, c)| c.clone())
             .collect();
         rows.sort_by_key(|c| (c.bucket, c.width_secs));
@@ -589,7 +608,12 @@ impl JobIntrospection for MemoryDriver {
         let CounterTotalsParams { since } = *params;
         let state = self.lock();
         let mut totals: BTreeMap<&str, CounterTotals> = BTreeMap::new();
-        for ((name, _, bucket), c) in &state.operator.counters {
+        let buckets = state
+            .operator
+            .counters
+            .iter()
+            .flat_map(|(name, buckets)| buckets.iter().map(move |(key, c)| (name, key, c)));
+        for (name, (_, bucket), c) in buckets {
             if *bucket < since {
                 continue;
             }
@@ -612,32 +636,35 @@ impl JobIntrospection for MemoryDriver {
         let CountersRollupParams { now } = *params;
         let mut state = self.lock();
         let counters = &mut state.operator.counters;
-        let moving: Vec<(String, u32, Timestamp)> = counters
-            .keys()
-            .filter(|(_, width, bucket)| tier_width_at(*bucket, now) != Some(*width))
-            .cloned()
-            .collect();
-        let moved = moving.len() as u64;
-        for key in moving {
-            let Some(c) = counters.remove(&key) else {
-                continue;
-            };
-            let Some(width) = tier_width_at(key.2, now) else {
-                continue;
-            };
-            let bucket = bucket_start(key.2, width);
-            let into = counters
-                .entry((key.0, width, bucket))
-                .or_insert_with(|| CounterBucket {
-                    bucket: Some(bucket),
-                    width_secs: width,
-                    ..CounterBucket::default()
-                });
-            into.done += c.done;
-            into.retried += c.retried;
-            into.failed += c.failed;
-            into.dead += c.dead;
-            into.duration_ms += c.duration_ms;
+        let mut moved = 0u64;
+        for buckets in counters.values_mut() {
+            let moving: Vec<(u32, Timestamp)> = buckets
+                .keys()
+                .filter(|(width, bucket)| tier_width_at(*bucket, now) != Some(*width))
+                .copied()
+                .collect();
+            moved += moving.len() as u64;
+            for key in moving {
+                let Some(c) = buckets.remove(&key) else {
+                    continue;
+                };
+                let Some(width) = tier_width_at(key.1, now) else {
+                    continue;
+                };
+                let bucket = bucket_start(key.1, width);
+                let into = buckets
+                    .entry((width, bucket))
+                    .or_insert_with(|| CounterBucket {
+                        bucket: Some(bucket),
+                        width_secs: width,
+                        ..CounterBucket::default()
+                    });
+                into.done += c.done;
+                into.retried += c.retried;
+                into.failed += c.failed;
+                into.dead += c.dead;
+                into.duration_ms += c.duration_ms;
+            }
         }
         Ok(moved)
     }

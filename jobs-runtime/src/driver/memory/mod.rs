@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 // Fx hashing: the maps are keyed by ids and names this process made, and SipHash was a tenth
 // of an end-to-end run's instructions.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
@@ -14,6 +14,8 @@ mod backfill;
 mod introspect;
 mod lease;
 mod ledger_book;
+mod live_keys;
+mod names;
 mod scheduler;
 mod webhook_ledger;
 
@@ -29,6 +31,7 @@ use crate::driver::{
     StepPutParams,
 };
 use crate::error::{ErrorCode, JobError};
+use live_keys::{LiveKey, LiveKeys};
 
 /// The memory bus keeps at most this many events; the oldest are evicted first.
 pub const MAX_MEMORY_EVENTS: usize = 10_000;
@@ -55,7 +58,7 @@ pub struct MemoryDriver {
 struct MemoryState {
     jobs: HashMap<JobId, StoredJob>,
     /// `(name, tenant or "", key)` -> the live job holding it: the partial unique index.
-    live_keys: HashMap<(String, String, String), JobId>,
+    live_keys: LiveKeys,
     /// The claim's indexes, in claim order `(due, insertion, id)`: queued rows per queue and
     /// tenant, due at their `run_at` (the fair claim reads each tenant's head without walking
     /// another tenant's backlog), and running rows, due when their lease lapses.
@@ -67,6 +70,8 @@ struct MemoryState {
     seq: u64,
     /// Queue pauses, worker rows and counters (the operator surface).
     operator: introspect::OperatorState,
+    /// The shared job and queue names the stored jobs hand to their claims.
+    names: names::Names,
 }
 
 /// Rows in claim order: `(due, insertion, id)`.
@@ -74,8 +79,18 @@ type DueSet = BTreeSet<(Timestamp, u64, JobId)>;
 
 #[derive(Debug)]
 struct StoredJob {
+    /// The row, but for its input and traceparent (always `Null` and `None` here: they are
+    /// kept below; read rows out with [`StoredJob::row`]).
     record: JobRecord,
     seq: u64,
+    /// What a claim hands over without a copy: the input, the name and the queue (the queue is
+    /// also what the claim indexes are read by: one copy per queue, warm in cache).
+    input: Arc<serde_json::Value>,
+    name: Arc<str>,
+    queue: Arc<str>,
+    traceparent: Option<Arc<str>>,
+    /// [`LiveKey::hash`] of its live key, to free it.
+    live_hash: u64,
 }
 
 #[derive(Debug)]
@@ -86,6 +101,15 @@ struct StoredEvent {
 }
 
 impl StoredJob {
+    /// The whole row, its input included.
+    fn row(&self) -> JobRecord {
+        JobRecord {
+            input: (*self.input).clone(),
+            traceparent: self.traceparent.as_deref().map(String::from),
+            ..self.record.clone()
+        }
+    }
+
     fn due_at(&self) -> Option<Timestamp> {
         match self.record.state {
             JobState::Ready | JobState::Delayed | JobState::Suspended => Some(self.record.run_at),
@@ -96,17 +120,9 @@ impl StoredJob {
 
     fn held_by(&self, by: &ClaimIdentity) -> bool {
         self.record.state == JobState::Running
-            && self.record.claimed_by.as_deref() == Some(by.worker_id.as_str())
+            && self.record.claimed_by.as_deref() == Some(&*by.worker_id)
             && self.record.claims == by.claim
     }
-}
-
-fn live_key(record: &JobRecord) -> (String, String, String) {
-    (
-        record.name.clone(),
-        record.tenant_id.clone().unwrap_or_default(),
-        record.idempotency_key.clone(),
-    )
 }
 
 impl MemoryDriver {
@@ -154,7 +170,7 @@ impl MemoryDriver {
         let state = self.lock();
         let mut jobs: Vec<_> = state.jobs.values().collect();
         jobs.sort_by_key(|j| j.seq);
-        jobs.into_iter().map(|j| j.record.clone()).collect()
+        jobs.into_iter().map(|j| j.row()).collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, MemoryState> {
@@ -176,14 +192,10 @@ impl MemoryState {
         change(&mut job.record);
         self.operator.observe(before, &job.record);
         let now_live = job.record.state.is_live();
-        // The key is built only when the row leaves the live states: most updates keep it.
-        let freed = (was_live && !now_live).then(|| live_key(&job.record));
-        self.index(id);
-        if let Some(key) = freed {
-            if self.live_keys.get(&key) == Some(&id) {
-                self.live_keys.remove(&key);
-            }
+        if was_live && !now_live {
+            self.live_keys.release(job.live_hash, id);
         }
+        self.index(id);
     }
 
     /// Files a job in the claim indexes its state puts it in.
@@ -200,14 +212,10 @@ impl MemoryState {
         } else {
             // The queue's and tenant's names are copied only the first time they are filed.
             let tenant = job.record.tenant_id.as_deref().unwrap_or("");
-            if !self.queued.contains_key(&job.record.queue) {
-                self.queued
-                    .insert(job.record.queue.clone(), BTreeMap::new());
+            if !self.queued.contains_key(&*job.queue) {
+                self.queued.insert(job.queue.to_string(), BTreeMap::new());
             }
-            let tenants = self
-                .queued
-                .get_mut(&job.record.queue)
-                .expect("filed just above");
+            let tenants = self.queued.get_mut(&*job.queue).expect("filed just above");
             match tenants.get_mut(tenant) {
                 Some(rows) => {
                     rows.insert(entry);
@@ -232,7 +240,7 @@ impl MemoryState {
             self.running.remove(&entry);
             return;
         }
-        if let Some(tenants) = self.queued.get_mut(&job.record.queue) {
+        if let Some(tenants) = self.queued.get_mut(&*job.queue) {
             let tenant = job.record.tenant_id.as_deref().unwrap_or("");
             if let Some(rows) = tenants.get_mut(tenant) {
                 rows.remove(&entry);
@@ -249,10 +257,12 @@ impl MemoryState {
         let Some(job) = self.jobs.remove(&id) else {
             return;
         };
-        let key = live_key(&job.record);
-        if self.live_keys.get(&key) == Some(&id) {
-            self.live_keys.remove(&key);
-        }
+        self.live_keys.release(job.live_hash, id);
+    }
+
+    /// The row of a stored job, for the live-key index.
+    fn record(&self, id: &JobId) -> Option<&JobRecord> {
+        self.jobs.get(id).map(|j| &j.record)
     }
 
     fn fenced(&self, id: JobId, by: &ClaimIdentity) -> bool {
@@ -265,18 +275,22 @@ impl MemoryState {
         request: &EnqueueRequest,
         now: Timestamp,
     ) -> Result<EnqueueResult, JobError> {
-        let key = (
-            request.name.clone(),
-            request.tenant_id.clone().unwrap_or_default(),
-            request.idempotency_key.clone(),
-        );
+        let key = LiveKey {
+            name: &request.name,
+            tenant: request.tenant_id.as_deref().unwrap_or(""),
+            key: &request.idempotency_key,
+        };
         // An id that already names a row (an outbox re-publish) inserts nothing and
         // answers that row, whatever the conflict policy.
         if let Some(existing) = self.jobs.get(&request.id) {
             let r = &existing.record;
             return EnqueueResult::held(request, r.id, r.run_id, true);
         }
-        if let Some(existing) = self.live_keys.get(&key).and_then(|id| self.jobs.get(id)) {
+        let live_hash = key.hash();
+        let holder = self
+            .live_keys
+            .holder_at(live_hash, key, |id| self.record(id));
+        if let Some(existing) = holder.and_then(|id| self.jobs.get(&id)) {
             let r = &existing.record;
             return EnqueueResult::held(request, r.id, r.run_id, false);
         }
@@ -290,7 +304,8 @@ impl MemoryState {
             run_id: request.run_id,
             name: request.name.clone(),
             queue: request.queue.clone(),
-            input: request.input.clone(),
+            // Kept beside the row, shared with its claims.
+            input: serde_json::Value::Null,
             idempotency_key: request.idempotency_key.clone(),
             tenant_id: request.tenant_id.clone(),
             state,
@@ -305,17 +320,26 @@ impl MemoryState {
             claims: 0,
             visible_at: None,
             progress: None,
-            traceparent: request.traceparent.clone(),
+            // Kept beside the row, shared with its claims.
+            traceparent: None,
             actor: request.actor.clone(),
         };
         self.seq += 1;
         let job = StoredJob {
             record,
             seq: self.seq,
+            input: Arc::new(request.input.clone()),
+            name: self.names.get(&request.name),
+            queue: self.names.get(&request.queue),
+            traceparent: request.traceparent.as_deref().map(Arc::from),
+            live_hash,
         };
         self.jobs.insert(request.id, job);
         self.index(request.id);
-        self.live_keys.insert(key, request.id);
+        let jobs = &self.jobs;
+        self.live_keys.insert(live_hash, key, request.id, |id| {
+            jobs.get(id).map(|j| &j.record)
+        });
         Ok(EnqueueResult {
             id: request.id,
             run_id: request.run_id,
@@ -394,20 +418,28 @@ impl JobDriver for MemoryDriver {
                 "a claim named no queue",
             ));
         }
-        let slots: HashMap<&str, u32> = params
+        // Each demanded queue once, with its last limit (a worker names each once; a map of
+        // them was built per claim before).
+        let slots: Vec<(&str, u32)> = params
             .demand
             .iter()
-            .map(|d| (d.queue.as_str(), d.limit))
+            .enumerate()
+            .filter(|(i, d)| !params.demand[i + 1..].iter().any(|e| e.queue == d.queue))
+            .map(|(_, d)| (d.queue.as_str(), d.limit))
             .collect();
+        let slot_of = |queue: &str| slots.iter().position(|(q, _)| *q == queue);
+        let wanted: usize = slots.iter().map(|(_, limit)| *limit as usize).sum();
         let mut state = self.lock();
         // Lapsed running rows, then each demanded queue's tenants' heads (at most a queue's
         // slots per tenant): never a walk through one tenant's backlog.
-        let mut due: Vec<(Timestamp, u64, JobId)> = state
-            .running
-            .iter()
-            .take_while(|(at, _, _)| *at <= params.now)
-            .copied()
-            .collect();
+        let mut due: Vec<(Timestamp, u64, JobId)> = Vec::with_capacity(wanted);
+        due.extend(
+            state
+                .running
+                .iter()
+                .take_while(|(at, _, _)| *at <= params.now)
+                .copied(),
+        );
         for (queue, limit) in &slots {
             let Some(tenants) = state.queued.get(*queue) else {
                 continue;
@@ -421,22 +453,27 @@ impl JobDriver for MemoryDriver {
                 );
             }
         }
-        due.sort();
-        let due: Vec<JobId> = due.into_iter().map(|(_, _, id)| id).collect();
-        let mut result = ClaimResult::default();
+        due.sort_unstable();
+        let mut result = ClaimResult {
+            jobs: Vec::with_capacity(due.len().min(wanted)),
+            exhausted: Vec::new(),
+        };
         // Each tenant's due rows, in due order, make its turns (at most a queue's slots of
         // them); the queue then takes turn 1 of every tenant, turn 2, ... as Postgres does.
         // The choice only reads the rows (names are borrowed, never copied); the writes follow.
         let mut exhausted: Vec<JobId> = Vec::new();
-        let mut chosen: Vec<JobId> = Vec::new();
+        let mut chosen: Vec<JobId> = Vec::with_capacity(result.jobs.capacity());
         {
-            let mut turns: HashMap<(&str, &str), u32> = HashMap::default();
-            let mut candidates: Vec<(&str, u32, usize, JobId)> = Vec::new();
-            for (order, id) in due.into_iter().enumerate() {
-                let job = &state.jobs[&id].record;
-                let Some((queue, limit)) = slots.get_key_value(job.queue.as_str()) else {
+            let mut turns: HashMap<(usize, &str), u32> = HashMap::default();
+            // `(queue, turn, due order, id)`.
+            let mut candidates: Vec<(&str, u32, usize, JobId)> = Vec::with_capacity(due.len());
+            for (order, (_, _, id)) in due.into_iter().enumerate() {
+                let stored = &state.jobs[&id];
+                let job = &stored.record;
+                let Some(slot) = slot_of(&stored.queue) else {
                     continue;
                 };
+                let (queue, limit) = slots[slot];
                 if state.operator.paused(queue) {
                     continue;
                 }
@@ -445,18 +482,18 @@ impl JobDriver for MemoryDriver {
                     continue;
                 }
                 let tenant = job.tenant_id.as_deref().unwrap_or("");
-                let turn = turns.entry((*queue, tenant)).or_insert(0);
-                if *turn < *limit {
+                let turn = turns.entry((slot, tenant)).or_insert(0);
+                if *turn < limit {
                     *turn += 1;
-                    candidates.push((*queue, *turn, order, id));
+                    candidates.push((queue, *turn, order, id));
                 }
             }
-            candidates.sort();
-            let mut taken: HashMap<&str, u32> = HashMap::default();
+            candidates.sort_unstable();
+            let mut taken = vec![0u32; slots.len()];
             for (queue, _turn, _order, id) in candidates {
-                let used = taken.entry(queue).or_insert(0);
-                if *used < slots[queue] {
-                    *used += 1;
+                let slot = slot_of(queue).expect("a candidate's queue is demanded");
+                if taken[slot] < slots[slot].1 {
+                    taken[slot] += 1;
                     chosen.push(id);
                 }
             }
@@ -477,7 +514,7 @@ impl JobDriver for MemoryDriver {
                 r.last_error_code = None;
                 r.updated_at = params.now;
             });
-            result.exhausted.push(state.jobs[&id].record.clone());
+            result.exhausted.push(state.jobs[&id].row());
         }
         for id in chosen {
             let visible_at = add(params.now, params.visibility_timeout);
@@ -485,17 +522,18 @@ impl JobDriver for MemoryDriver {
                 r.state = JobState::Running;
                 r.attempt += 1;
                 r.claims += 1;
-                r.claimed_by = Some(params.worker_id.clone());
+                r.claimed_by = Some(String::from(&*params.worker_id));
                 r.visible_at = Some(visible_at);
                 r.updated_at = params.now;
             });
-            let r = &state.jobs[&id].record;
+            let stored = &state.jobs[&id];
+            let r = &stored.record;
             result.jobs.push(ClaimedJob {
                 id,
                 run_id: r.run_id,
-                name: r.name.clone(),
-                queue: r.queue.clone(),
-                input: r.input.clone(),
+                name: stored.name.clone(),
+                queue: stored.queue.clone(),
+                input: stored.input.clone(),
                 attempt: r.attempt,
                 max_attempts: r.max_attempts,
                 tenant_id: r.tenant_id.clone(),
@@ -504,7 +542,7 @@ impl JobDriver for MemoryDriver {
                     claim: r.claims,
                 },
                 visible_at,
-                traceparent: r.traceparent.clone(),
+                traceparent: stored.traceparent.clone(),
                 actor: r.actor.clone(),
                 has_steps: state.steps.get(&r.run_id).is_some_and(|s| !s.is_empty()),
             });
@@ -621,7 +659,7 @@ impl JobDriver for MemoryDriver {
 
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
         let JobGetParams { id } = *params;
-        Ok(self.lock().jobs.get(&id).map(|j| j.record.clone()))
+        Ok(self.lock().jobs.get(&id).map(|j| j.row()))
     }
 
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
@@ -647,7 +685,7 @@ impl JobDriver for MemoryDriver {
             r.visible_at = None;
             r.updated_at = now;
         });
-        let cancelled = state.jobs[&id].record.clone();
+        let cancelled = state.jobs[&id].row();
         let done = introspect::act(JobVerb::Cancel, None, &params.actor, now);
         state.operator.record(&cancelled, done);
         Ok(cancelled)

@@ -1,6 +1,7 @@
 //! The rows and parameters that cross the [`JobDriver`](super::JobDriver) port.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -201,8 +202,8 @@ pub struct QueueDemand {
 pub struct ClaimParams {
     /// Per queue, how many to take. Empty is refused (`X_JOB_CLAIM_QUEUES_EMPTY`).
     pub demand: Vec<QueueDemand>,
-    /// The claiming worker.
-    pub worker_id: String,
+    /// The claiming worker (shared: every claim and fence of a worker names the same one).
+    pub worker_id: Arc<str>,
     /// How long a claimed job stays invisible without a heartbeat.
     pub visibility_timeout: Duration,
     /// Job names whose lapsed final attempts are buried `failed` (they have `dead_letter = false`).
@@ -220,26 +221,37 @@ pub struct ClaimParams {
 /// tenant the walk served, i.e. the largest served tenant past the cursor, or, when the walk
 /// wrapped around, the largest at or before it. Unchanged when nothing was claimed.
 pub fn fair_cursor_after(cursor: &str, claimed: &[ClaimedJob]) -> String {
-    let served = claimed.iter().map(|j| j.tenant_id.as_deref().unwrap_or(""));
-    let (wrapped, ahead): (Vec<&str>, Vec<&str>) = served.partition(|t| *t <= cursor);
-    wrapped
-        .into_iter()
-        .max()
-        .or_else(|| ahead.into_iter().max())
-        .unwrap_or(cursor)
-        .to_string()
+    fair_cursor_next(cursor, claimed).to_string()
+}
+
+/// [`fair_cursor_after`], borrowed: the worker copies it only when it moved.
+pub(crate) fn fair_cursor_next<'a>(cursor: &'a str, claimed: &'a [ClaimedJob]) -> &'a str {
+    let (mut wrapped, mut ahead): (Option<&str>, Option<&str>) = (None, None);
+    for tenant in claimed.iter().map(|j| j.tenant_id.as_deref().unwrap_or("")) {
+        let side = if tenant <= cursor {
+            &mut wrapped
+        } else {
+            &mut ahead
+        };
+        *side = (*side).max(Some(tenant));
+    }
+    wrapped.or(ahead).unwrap_or(cursor)
 }
 
 /// Who holds a claim: the fence every settling write is checked against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClaimIdentity {
-    /// The worker that claimed.
-    pub worker_id: String,
+    /// The worker that claimed (shared with its claim: a fence is copied into every settle,
+    /// heartbeat and step write of an attempt).
+    pub worker_id: Arc<str>,
     /// The row's claim ordinal at that claim (never reset).
     pub claim: i64,
 }
 
 /// A claimed job, handed to the worker.
+///
+/// Its name, queue and input are shared, not owned: a driver that keeps them in memory hands
+/// them over without a copy, and the worker's stages and telemetry take them by reference count.
 #[derive(Debug, Clone)]
 pub struct ClaimedJob {
     /// The job.
@@ -247,11 +259,11 @@ pub struct ClaimedJob {
     /// The run.
     pub run_id: RunId,
     /// Its durable name.
-    pub name: String,
+    pub name: Arc<str>,
     /// Its queue.
-    pub queue: String,
+    pub queue: Arc<str>,
     /// The stored input.
-    pub input: serde_json::Value,
+    pub input: Arc<serde_json::Value>,
     /// This attempt's number, from 1.
     pub attempt: u32,
     /// Attempts allowed.
@@ -262,8 +274,8 @@ pub struct ClaimedJob {
     pub by: ClaimIdentity,
     /// Until when the claim holds without a heartbeat.
     pub visible_at: Timestamp,
-    /// The enqueue's W3C traceparent.
-    pub traceparent: Option<String>,
+    /// The enqueue's W3C traceparent (shared, as the name).
+    pub traceparent: Option<Arc<str>>,
     /// Who asked for the job, when its enqueue named one (a span field of the run).
     pub actor: Option<String>,
     /// Whether the run has step records (a first attempt has none, and skips reading them).
@@ -283,9 +295,9 @@ impl ClaimedJob {
         ClaimedJob {
             id: record.id,
             run_id: record.run_id,
-            name: record.name,
-            queue: record.queue,
-            input: record.input,
+            name: record.name.into(),
+            queue: record.queue.into(),
+            input: Arc::new(record.input),
             attempt: record.attempt,
             max_attempts: record.max_attempts,
             tenant_id: record.tenant_id,
@@ -294,7 +306,7 @@ impl ClaimedJob {
                 claim: record.claims,
             },
             visible_at,
-            traceparent: record.traceparent,
+            traceparent: record.traceparent.map(Arc::from),
             actor: record.actor,
             has_steps,
         }
@@ -708,7 +720,7 @@ mod tests {
                 run_id: uuid::Uuid::nil(),
                 name: "j".into(),
                 queue: "q".into(),
-                input: serde_json::Value::Null,
+                input: Arc::new(serde_json::Value::Null),
                 attempt: 1,
                 max_attempts: 1,
                 tenant_id: Some((*t).to_string()),

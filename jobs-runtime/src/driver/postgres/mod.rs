@@ -671,7 +671,7 @@ impl PostgresDriver {
             .bind(
                 params
                     .iter()
-                    .map(|p| p.by.worker_id.clone())
+                    .map(|p| p.by.worker_id.to_string())
                     .collect::<Vec<_>>(),
             )
             .bind(params.iter().map(|p| p.by.claim).collect::<Vec<_>>())
