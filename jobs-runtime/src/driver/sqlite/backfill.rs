@@ -56,7 +56,7 @@ impl BackfillStore for SqliteDriver {
     async fn backfill_begin(&self, p: &BackfillBeginParams) -> Result<BackfillBegin, JobError> {
         let failed = |e| classify("backfill_begin", e);
         let tenant = tenant_column(p.tenant.as_deref());
-        let mut conn = self.writer.acquire().await.map_err(failed)?;
+        let mut conn = self.writer.acquire("backfill_begin").await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         let adopted = sqlx::query_scalar::<_, i64>("select 1 from x_backfills where run_id = ?1")
             .bind(p.run_id)
@@ -129,13 +129,7 @@ impl BackfillStore for SqliteDriver {
         .bind(to_i64(p.rows))
         .bind(&p.last_cursor)
         .bind(ts(p.now))
-        .execute(
-            &mut *self
-                .writer
-                .acquire()
-                .await
-                .map_err(|e| classify("backfill_progress", e))?,
-        )
+        .execute(&mut *self.writer.acquire("backfill_progress").await?)
         .await
         .map_err(|e| classify("backfill_progress", e))?;
         Ok(())
@@ -154,13 +148,7 @@ impl BackfillStore for SqliteDriver {
         .bind(to_i64(p.rows))
         .bind(&p.last_cursor)
         .bind(ts(p.now))
-        .execute(
-            &mut *self
-                .writer
-                .acquire()
-                .await
-                .map_err(|e| classify("backfill_finish", e))?,
-        )
+        .execute(&mut *self.writer.acquire("backfill_finish").await?)
         .await
         .map_err(|e| classify("backfill_finish", e))?;
         Ok(())
@@ -288,11 +276,7 @@ async fn posting_lines(
 #[async_trait]
 impl LedgerBook for SqliteDriver {
     async fn posting_write(&self, write: &PostingWrite) -> Result<PostingWritten, JobError> {
-        let mut conn = self
-            .writer
-            .acquire()
-            .await
-            .map_err(|e| classify("ledger_insert", e))?;
+        let mut conn = self.writer.acquire("ledger_insert").await?;
         posting_write(&mut conn, write).await
     }
 

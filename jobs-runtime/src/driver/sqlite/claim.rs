@@ -46,7 +46,7 @@ pub(crate) async fn claim(writer: &Writer, params: &ClaimParams) -> Result<Claim
         ));
     }
     let failed = |e| classify("job_claim", e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("job_claim").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let mut chosen: Vec<JobId> = Vec::new();
     let mut exhausted: Vec<JobId> = Vec::new();

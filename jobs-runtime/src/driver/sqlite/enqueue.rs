@@ -140,7 +140,7 @@ pub(crate) async fn enqueue_many(
         })
         .collect();
     let batch = serde_json::Value::Array(batch).to_string();
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("job_enqueue_many").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let mut inserted: HashSet<JobId> = sqlx::query_scalar(INSERT_MANY)
         .bind(batch)

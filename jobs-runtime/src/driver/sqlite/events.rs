@@ -46,12 +46,7 @@ pub(crate) async fn purge(writer: &Writer, params: &EventPurgeParams) -> Result<
     )
     .bind(ts(params.now))
     .bind(i64::from(params.limit))
-    .execute(
-        &mut *writer
-            .acquire()
-            .await
-            .map_err(|e| classify("event_purge", e))?,
-    )
+    .execute(&mut *writer.acquire("event_purge").await?)
     .await
     .map_err(|e| classify("event_purge", e))?;
     Ok(gone.rows_affected())

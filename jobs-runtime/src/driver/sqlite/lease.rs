@@ -42,7 +42,7 @@ fn lowest_free(live: &[i64], limit: u32) -> Option<i64> {
 impl LeaseStore for SqliteDriver {
     async fn lease_acquire(&self, p: &LeaseAcquire) -> Result<Option<HeldLease>, JobError> {
         let failed = |e| classify("lease_acquire", e);
-        let mut conn = self.writer.acquire().await.map_err(failed)?;
+        let mut conn = self.writer.acquire("lease_acquire").await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         // At most `limit` rows: the key's slots below the limit that have not lapsed.
         let live: Vec<i64> = sqlx::query_scalar(
@@ -108,13 +108,7 @@ impl LeaseStore for SqliteDriver {
         .bind(slot(lease))
         .bind(lease.fence)
         .bind(ts(add(now, ttl)))
-        .fetch_all(
-            &mut *self
-                .writer
-                .acquire()
-                .await
-                .map_err(|e| classify("lease_renew", e))?,
-        )
+        .fetch_all(&mut *self.writer.acquire("lease_renew").await?)
         .await
         .map_err(|e| classify("lease_renew", e))?;
         rows.first().map(held).transpose()
@@ -127,13 +121,7 @@ impl LeaseStore for SqliteDriver {
         .bind(&lease.key)
         .bind(slot(lease))
         .bind(lease.fence)
-        .execute(
-            &mut *self
-                .writer
-                .acquire()
-                .await
-                .map_err(|e| classify("lease_release", e))?,
-        )
+        .execute(&mut *self.writer.acquire("lease_release").await?)
         .await
         .map_err(|e| classify("lease_release", e))?;
         Ok(done.rows_affected() == 1)

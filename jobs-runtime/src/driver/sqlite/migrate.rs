@@ -52,7 +52,7 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
 /// Answers the versions it applied.
 pub(crate) async fn migrate(writer: &Writer) -> Result<Vec<i32>, JobError> {
     let failed = |e| classify("migrate", e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("migrate").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     sqlx::raw_sql(
         "create table if not exists x_jobs_migrations (

@@ -50,7 +50,6 @@ pub use migrate::{SqliteMigration, SQLITE_MIGRATIONS};
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool};
 
-use self::classify::classify;
 use self::writer::Writer;
 use super::records::*;
 use super::{JobDriver, WakeReceiver};
@@ -134,10 +133,7 @@ impl SqliteDriver {
     pub async fn writer(
         &self,
     ) -> Result<impl std::ops::DerefMut<Target = SqliteConnection> + Send, JobError> {
-        self.writer
-            .acquire()
-            .await
-            .map_err(|e| classify("writer", e))
+        self.writer.acquire("writer").await
     }
 
     /// Closes the driver's connections, after the writes already under way; every clone of
@@ -215,11 +211,7 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
-        let mut conn = self
-            .writer
-            .acquire()
-            .await
-            .map_err(|e| classify("job_enqueue", e))?;
+        let mut conn = self.writer.acquire("job_enqueue").await?;
         enqueue::enqueue_on(&mut conn, request, request.now).await
     }
 
@@ -279,11 +271,7 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
-        let mut conn = self
-            .writer
-            .acquire()
-            .await
-            .map_err(|e| classify("event_publish", e))?;
+        let mut conn = self.writer.acquire("event_publish").await?;
         events::publish_on(&mut conn, event).await
     }
 

@@ -73,13 +73,7 @@ impl SchedulerStore for SqliteDriver {
             .bind(&p.holder)
             .bind(ts(p.now))
             .bind(ts(add(p.now, p.ttl)))
-            .fetch_all(
-                &mut *self
-                    .writer
-                    .acquire()
-                    .await
-                    .map_err(|e| classify("scheduler_lead", e))?,
-            )
+            .fetch_all(&mut *self.writer.acquire("scheduler_lead").await?)
             .await
             .map_err(|e| classify("scheduler_lead", e))?;
         Ok(!rows.is_empty())
@@ -88,13 +82,7 @@ impl SchedulerStore for SqliteDriver {
     async fn scheduler_resign(&self, p: &SchedulerResignParams) -> Result<(), JobError> {
         sqlx::query("delete from x_scheduler_leader where name = 'scheduler' and holder = ?1")
             .bind(&p.holder)
-            .execute(
-                &mut *self
-                    .writer
-                    .acquire()
-                    .await
-                    .map_err(|e| classify("scheduler_resign", e))?,
-            )
+            .execute(&mut *self.writer.acquire("scheduler_resign").await?)
             .await
             .map_err(|e| classify("scheduler_resign", e))?;
         Ok(())
@@ -145,7 +133,7 @@ impl SchedulerStore for SqliteDriver {
 
     async fn task_fire(&self, p: &TaskFireParams) -> Result<TaskFireResult, JobError> {
         let failed = |e| classify("task_fire", e);
-        let mut conn = self.writer.acquire().await.map_err(failed)?;
+        let mut conn = self.writer.acquire("task_fire").await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         let moved = sqlx::query(MOVE_WATERMARK)
             .bind(&p.task)
@@ -175,13 +163,7 @@ impl SchedulerStore for SqliteDriver {
         )
         .bind(&p.task)
         .bind(ts(p.now))
-        .execute(
-            &mut *self
-                .writer
-                .acquire()
-                .await
-                .map_err(|e| classify("task_pause", e))?,
-        )
+        .execute(&mut *self.writer.acquire("task_pause").await?)
         .await
         .map_err(|e| classify("task_pause", e))?;
         Ok(())
@@ -190,13 +172,7 @@ impl SchedulerStore for SqliteDriver {
     async fn task_resume(&self, p: &TaskResumeParams) -> Result<bool, JobError> {
         let rows = sqlx::query("delete from x_task_pauses where task = ?1 returning task")
             .bind(&p.task)
-            .fetch_all(
-                &mut *self
-                    .writer
-                    .acquire()
-                    .await
-                    .map_err(|e| classify("task_resume", e))?,
-            )
+            .fetch_all(&mut *self.writer.acquire("task_resume").await?)
             .await
             .map_err(|e| classify("task_resume", e))?;
         Ok(!rows.is_empty())

@@ -30,7 +30,7 @@ pub(crate) async fn ack(writer: &Writer, p: &AckParams) -> Result<bool, JobError
         .bind(&p.by.worker_id)
         .bind(p.by.claim)
         .bind(ts(p.now))
-        .execute(&mut *writer.acquire().await.map_err(|e| classify("job_ack", e))?)
+        .execute(&mut *writer.acquire("job_ack").await?)
         .await
         .map_err(|e| classify("job_ack", e))?;
     Ok(done.rows_affected() == 1)
@@ -63,12 +63,7 @@ pub(crate) async fn ack_many(writer: &Writer, params: &[AckParams]) -> Result<Ve
     let landed: std::collections::HashSet<JobId> = sqlx::query_scalar(ACK_MANY)
         .bind(batch)
         .bind(ts(now))
-        .fetch_all(
-            &mut *writer
-                .acquire()
-                .await
-                .map_err(|e| classify("job_ack_many", e))?,
-        )
+        .fetch_all(&mut *writer.acquire("job_ack_many").await?)
         .await
         .map_err(|e| classify("job_ack_many", e))?
         .into_iter()
@@ -97,12 +92,7 @@ pub(crate) async fn nack(writer: &Writer, p: &NackParams) -> Result<bool, JobErr
     .bind(&p.error)
     .bind(&p.error_code)
     .bind(ts(p.now))
-    .execute(
-        &mut *writer
-            .acquire()
-            .await
-            .map_err(|e| classify("job_nack", e))?,
-    )
+    .execute(&mut *writer.acquire("job_nack").await?)
     .await
     .map_err(|e| classify("job_nack", e))?;
     Ok(done.rows_affected() == 1)
@@ -118,12 +108,7 @@ pub(crate) async fn heartbeat(writer: &Writer, p: &HeartbeatParams) -> Result<bo
     .bind(p.by.claim)
     .bind(ts(add(p.now, p.visibility_timeout)))
     .bind(ts(p.now))
-    .execute(
-        &mut *writer
-            .acquire()
-            .await
-            .map_err(|e| classify("job_heartbeat", e))?,
-    )
+    .execute(&mut *writer.acquire("job_heartbeat").await?)
     .await
     .map_err(|e| classify("job_heartbeat", e))?;
     Ok(done.rows_affected() == 1)
@@ -140,12 +125,7 @@ pub(crate) async fn progress(writer: &Writer, p: &ProgressParams) -> Result<bool
     .bind(p.by.claim)
     .bind(progress)
     .bind(ts(p.now))
-    .execute(
-        &mut *writer
-            .acquire()
-            .await
-            .map_err(|e| classify("job_progress", e))?,
-    )
+    .execute(&mut *writer.acquire("job_progress").await?)
     .await
     .map_err(|e| classify("job_progress", e))?;
     Ok(done.rows_affected() == 1)
@@ -175,7 +155,7 @@ async fn get_on(conn: &mut SqliteConnection, id: JobId) -> Result<Option<JobReco
 pub(crate) async fn cancel(writer: &Writer, p: &JobCancelParams) -> Result<JobRecord, JobError> {
     let failed = |e| classify("job_cancel", e);
     // The cancel and its history row commit together.
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("job_cancel").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let row = sqlx::query(concat!(
         "update x_jobs set state = 'cancelled', visible_at = null, updated_at = ?2
@@ -264,7 +244,7 @@ pub(crate) async fn queue_stats(
 /// shares, in one transaction.
 pub(crate) async fn purge(writer: &Writer, p: &JobPurgeParams) -> Result<u64, JobError> {
     let failed = |e| classify("job_purge", e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("job_purge").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     sqlx::query(
         "create temp table if not exists x_jobs_doomed (id blob primary key, run_id blob not null)",

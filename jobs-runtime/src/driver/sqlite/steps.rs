@@ -62,7 +62,7 @@ pub(crate) async fn put(writer: &Writer, params: &StepPutParams<'_>) -> Result<b
     .bind(fence.job_id)
     .bind(&fence.by.worker_id)
     .bind(fence.by.claim)
-    .execute(&mut *writer.acquire().await.map_err(|e| classify("step_put", e))?)
+    .execute(&mut *writer.acquire("step_put").await?)
     .await
     .map_err(|e| classify("step_put", e))?;
     Ok(done.rows_affected() == 1)

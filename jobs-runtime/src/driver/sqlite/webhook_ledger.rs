@@ -55,7 +55,7 @@ impl WebhookLedger for SqliteDriver {
 
     async fn record(&self, a: &WebhookAttempt) -> Result<EndpointStanding, JobError> {
         let failed = |e| classify("webhook_record", e);
-        let mut conn = self.writer.acquire().await.map_err(failed)?;
+        let mut conn = self.writer.acquire("webhook_record").await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         sqlx::query(
             "insert into x_webhook_attempts
@@ -102,13 +102,7 @@ impl WebhookLedger for SqliteDriver {
         )
         .bind(endpoint_id)
         .bind(ts(at))
-        .execute(
-            &mut *self
-                .writer
-                .acquire()
-                .await
-                .map_err(|e| classify("webhook_disable", e))?,
-        )
+        .execute(&mut *self.writer.acquire("webhook_disable").await?)
         .await
         .map_err(|e| classify("webhook_disable", e))?;
         Ok(())
@@ -120,13 +114,7 @@ impl WebhookLedger for SqliteDriver {
              where endpoint_id = ?1",
         )
         .bind(endpoint_id)
-        .execute(
-            &mut *self
-                .writer
-                .acquire()
-                .await
-                .map_err(|e| classify("webhook_enable", e))?,
-        )
+        .execute(&mut *self.writer.acquire("webhook_enable").await?)
         .await
         .map_err(|e| classify("webhook_enable", e))?;
         Ok(())
@@ -158,13 +146,7 @@ impl WebhookLedger for SqliteDriver {
         )
         .bind(ts(params.before))
         .bind(i64::from(params.limit))
-        .execute(
-            &mut *self
-                .writer
-                .acquire()
-                .await
-                .map_err(|e| classify("webhook_attempts_purge", e))?,
-        )
+        .execute(&mut *self.writer.acquire("webhook_attempts_purge").await?)
         .await
         .map_err(|e| classify("webhook_attempts_purge", e))?;
         Ok(done.rows_affected())

@@ -19,6 +19,9 @@ use sqlx::sqlite::{Sqlite, SqliteConnection, SqlitePool};
 use sqlx::Connection;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::classify::classify;
+use crate::error::JobError;
+
 /// Where the driver's writes go.
 #[derive(Debug, Clone)]
 pub(crate) enum Writer {
@@ -40,20 +43,25 @@ impl Writer {
         Writer::Own(Arc::new(Mutex::new(Some(conn))))
     }
 
-    /// Waits for the write connection (this process's earlier writes go first).
+    /// Waits for the write connection (this process's earlier writes go first); a failure is
+    /// classified as `operation`'s.
     ///
-    /// After [`Writer::close`] the driver's own connection is gone: `PoolClosed`, which the
-    /// driver reports as `X_DRIVER_UNAVAILABLE`, as a closed pool is.
-    pub(crate) async fn acquire(&self) -> Result<WriterConn, sqlx::Error> {
+    /// After [`Writer::close`] the driver's own connection is gone: `X_DRIVER_UNAVAILABLE`, as
+    /// for a closed pool.
+    pub(crate) async fn acquire(&self, operation: &'static str) -> Result<WriterConn, JobError> {
         match self {
             Writer::Own(conn) => {
                 let guard = conn.clone().lock_owned().await;
                 if guard.is_none() {
-                    return Err(sqlx::Error::PoolClosed);
+                    return Err(classify(operation, sqlx::Error::PoolClosed));
                 }
                 Ok(WriterConn::Own(guard))
             }
-            Writer::Pooled(pool) => pool.acquire().await.map(WriterConn::Pooled),
+            Writer::Pooled(pool) => pool
+                .acquire()
+                .await
+                .map(WriterConn::Pooled)
+                .map_err(|e| classify(operation, e)),
         }
     }
 

@@ -171,7 +171,7 @@ async fn run(
     operation: &'static str,
 ) -> Result<BulkResult, JobError> {
     let failed = |e| classify(operation, e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire(operation).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let total = count(&mut tx, count_sql, p, operation).await?;
     let mut affected = 0;

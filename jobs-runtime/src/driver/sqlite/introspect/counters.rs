@@ -149,7 +149,7 @@ fn oldest_kept(now: Timestamp, keep: Duration) -> Timestamp {
 /// rewritten.
 pub(super) async fn rollup(writer: &Writer, p: &CountersRollupParams) -> Result<u64, JobError> {
     let failed = |e| classify("counters_rollup", e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("counters_rollup").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     sqlx::query(
         "create temp table if not exists x_job_counters_doomed

@@ -25,12 +25,7 @@ pub(super) async fn pause(writer: &Writer, p: &QueuePauseParams<'_>) -> Result<(
     .bind(p.queue)
     .bind(ts(p.now))
     .bind(p.actor)
-    .execute(
-        &mut *writer
-            .acquire()
-            .await
-            .map_err(|e| classify("queue_pause", e))?,
-    )
+    .execute(&mut *writer.acquire("queue_pause").await?)
     .await
     .map_err(|e| classify("queue_pause", e))?;
     Ok(())
@@ -40,12 +35,7 @@ pub(super) async fn pause(writer: &Writer, p: &QueuePauseParams<'_>) -> Result<(
 pub(super) async fn resume(writer: &Writer, p: &QueueResumeParams<'_>) -> Result<bool, JobError> {
     let done = sqlx::query("delete from x_job_pauses where queue = ?1")
         .bind(p.queue)
-        .execute(
-            &mut *writer
-                .acquire()
-                .await
-                .map_err(|e| classify("queue_resume", e))?,
-        )
+        .execute(&mut *writer.acquire("queue_resume").await?)
         .await
         .map_err(|e| classify("queue_resume", e))?;
     Ok(done.rows_affected() > 0)
@@ -78,7 +68,7 @@ pub(super) async fn announce(writer: &Writer, a: &WorkerAnnounce) -> Result<(), 
         .take(MAX_WORKER_IN_FLIGHT)
         .copied()
         .collect();
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("worker_announce").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     sqlx::query("delete from x_job_workers where expires_at <= ?1 and id <> ?2")
         .bind(ts(a.now))
@@ -121,12 +111,7 @@ pub(super) async fn announce(writer: &Writer, a: &WorkerAnnounce) -> Result<(), 
 pub(super) async fn forget(writer: &Writer, p: &WorkerForgetParams<'_>) -> Result<(), JobError> {
     sqlx::query("delete from x_job_workers where id = ?1")
         .bind(p.id)
-        .execute(
-            &mut *writer
-                .acquire()
-                .await
-                .map_err(|e| classify("worker_forget", e))?,
-        )
+        .execute(&mut *writer.acquire("worker_forget").await?)
         .await
         .map_err(|e| classify("worker_forget", e))?;
     Ok(())

@@ -45,7 +45,7 @@ pub(super) async fn remove(
 ) -> Result<JobRecord, JobError> {
     let id = params.id;
     let failed = |e| classify("job_remove", e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("job_remove").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let removed = sqlx::query(concat!(
         "delete from x_jobs where id = ?1 and state <> 'running' returning ",
@@ -94,7 +94,7 @@ pub(super) async fn requeue(
 ) -> Result<JobRecord, JobError> {
     let id = params.id;
     let failed = |e| classify("job_requeue", e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("job_requeue").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let row = match current(&mut tx, id, "job_requeue").await? {
         Some(row) if !row.state.is_live() => row,
@@ -178,7 +178,7 @@ pub(super) async fn promote(
 ) -> Result<JobRecord, JobError> {
     let (id, now) = (params.id, params.now);
     let failed = |e| classify("job_promote", e);
-    let mut conn = writer.acquire().await.map_err(failed)?;
+    let mut conn = writer.acquire("job_promote").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let promoted = sqlx::query(concat!(
         "update x_jobs set state = 'ready', run_at = ?2, updated_at = ?2
