@@ -179,7 +179,9 @@ fn instants(tz: Tz, wall: NaiveDateTime, interval: bool) -> Vec<DateTime<Utc>> {
 /// clock (within the horizon); and the end of the horizon looked at.
 fn expected(cron: &Cron, tz: Tz, from: DateTime<Utc>) -> (Vec<DateTime<Utc>>, DateTime<Utc>) {
     let first_day = from.with_timezone(&tz).date_naive() - Duration::days(1);
-    let mut found = Vec::new();
+    // A set: the walls of a spring-forward gap all land on the instant after it, and the
+    // count that ends the search must count that instant once.
+    let mut found = std::collections::BTreeSet::new();
     // Walls keep being read for a day past the FIRES-th instant: a fall-back overlap can put
     // a later wall minute at an earlier instant, never by more than a few hours.
     let mut until = None;
@@ -206,8 +208,7 @@ fn expected(cron: &Cron, tz: Tz, from: DateTime<Utc>) -> (Vec<DateTime<Utc>>, Da
             until = Some(day + Duration::days(1));
         }
     }
-    found.sort();
-    found.dedup();
+    let mut found: Vec<DateTime<Utc>> = found.into_iter().collect();
     if found.len() >= FIRES {
         found.truncate(FIRES);
         horizon = *found.last().unwrap();
@@ -301,4 +302,17 @@ fn five_step_two_fires_on_fridays_and_sundays() {
             .collect::<Vec<_>>(),
         fires
     );
+}
+
+/// Found by the property above: a spring-forward gap's walls all land on one instant, which the
+/// brute force once counted as many and so stopped a day short of the runtime's next fire.
+#[test]
+fn a_spring_forward_gap_counts_its_instant_once() {
+    let text = "0-27,*/9 2-14/5 * * 0/2";
+    let tz: Tz = "America/New_York".parse().expect("zone");
+    let from = Utc.with_ymd_and_hms(2030, 3, 10, 6, 0, 0).unwrap();
+    let cron = Cron::parse(text).expect("valid");
+    let (want, until) = expected(&cron, tz, from);
+    assert_eq!(want.len(), FIRES);
+    assert_eq!(fired(text, tz, from, FIRES, until), want);
 }
