@@ -225,6 +225,7 @@ impl Worker {
     async fn run_loop(self, stop: CancellationToken) {
         let shared = &self.shared;
         let clock = shared.jobs.clock().clone();
+        let gathers_claims = shared.jobs.driver().gathers_claims();
         let mut idle_wait = shared.poll_interval;
         let wake_live = Arc::new(AtomicBool::new(false));
         let forwarder = self.forward_wakes(wake_live.clone()).await;
@@ -251,6 +252,12 @@ impl Worker {
                 break;
             }
             presence::beat(shared).await;
+            // The attempts ready to run (those the last pass spawned, those settling) take
+            // their turn first, so this pass sees every slot they free: without it a worker of
+            // short jobs alternated half-full claims (Postgres, 16 slots: 8.2 rows a claim).
+            if gathers_claims {
+                tokio::task::yield_now().await;
+            }
             let claimed = match self.claim().await {
                 Ok(claimed) => claimed,
                 Err(error) => {
