@@ -569,10 +569,6 @@ impl JobDriver for MemoryDriver {
         false
     }
 
-    fn gathers_claims(&self) -> bool {
-        false
-    }
-
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError> {
         let mut state = self.lock();
         if !state.fenced(params.job_id, &params.by) {
