@@ -73,12 +73,22 @@ pub async fn run(store: &Store, run: Run) {
             "chaos run did not finish within {:?}: {left} jobs unfinished",
             run.bound
         );
-        // Keep breaking things while at least a twentieth of the load is left: the tail then runs
-        // on a fleet that recovers.
-        if left * 20 >= n as i64 && last_chaos.elapsed() >= Duration::from_millis(250) {
+        // Keep breaking things while at least a twentieth of the load is left (the tail then runs
+        // on a fleet that recovers), and until both kinds of break have happened: a fast drain
+        // may leave room for only two.
+        let both_done = kills > 0 && breaks > 0;
+        if (left * 20 >= n as i64 || !both_done)
+            && last_chaos.elapsed() >= Duration::from_millis(250)
+        {
             last_chaos = Instant::now();
             let victim = rng.below(workers.len() as u64) as usize;
-            if rng.below(2) == 0 {
+            // The first two events are one of each kind, in a random order; then either.
+            let kill = match (kills, breaks) {
+                (0, b) if b > 0 => true,
+                (k, 0) if k > 0 => false,
+                _ => rng.below(2) == 0,
+            };
+            if kill {
                 let dead = workers.swap_remove(victim);
                 dead.sigkill();
                 kills += 1;
