@@ -1,7 +1,8 @@
 //! Postgres: the hot path's own connections and statements. The enqueue, claim and ack paths
 //! keep a pinned connection out of the pool; a pinned connection that dies is replaced under
 //! the call that meets it, and a second caller never waits on the pin. The single enqueue's plain INSERT
-//! turns a key taken under it into a dedupe, not an error.
+//! turns a key taken under it into a dedupe, not an error. The worker's registry write never
+//! stands in front of a claim.
 
 mod support;
 
@@ -133,4 +134,88 @@ async fn the_driver_s_connections_send_without_nagle_delay() {
         let mut conn = driver.pool().acquire().await.expect("acquire");
         assert_eq!(driver.tcp_nodelay(&mut conn).await, Some(true));
     }
+}
+
+/// The worker writes its registry row beside its loop, never in front of a claim: while
+/// another session holds the registry table locked, so that the write waits, the worker still
+/// claims and runs a job. The row lands once the lock goes, and a graceful stop deletes it.
+#[tokio::test]
+async fn a_registry_write_that_waits_never_holds_up_a_claim() {
+    let (admin, schema) = pg::schema("hot_path_registry_beside").await;
+    // A pool of its own, as large as the driver's default: the pinned connections, the wake's
+    // listener and the waiting write each hold one.
+    let options: PgConnectOptions = pg::database_url().parse().expect("url");
+    let pool = PgPoolOptions::new()
+        .max_connections(10)
+        .connect_with(PostgresDriver::tune(options))
+        .await
+        .expect("connect");
+    let jobs = Jobs::new(PostgresDriver::new(pool, &schema).expect("schema"));
+    let mut locker = admin.begin().await.expect("begin");
+    sqlx::query(AssertSqlSafe(format!(
+        "lock table {schema}.x_job_workers in access exclusive mode"
+    )))
+    .execute(&mut *locker)
+    .await
+    .expect("lock the registry");
+
+    let queued = Ping::enqueue(&jobs, Beat { n: 1 }).await.expect("enqueue");
+    let running = jobs
+        .worker()
+        .poll_interval(std::time::Duration::from_millis(50))
+        .build()
+        .expect("worker")
+        .start();
+    let registry = format!("{schema}.x_job_workers");
+    let write_waits = || {
+        let (admin, registry) = (admin.clone(), registry.clone());
+        async move {
+            let waiting: i64 = sqlx::query_scalar(
+                "select count(*) from pg_locks where not granted and relation = $1::regclass",
+            )
+            .bind(registry)
+            .fetch_one(&admin)
+            .await
+            .expect("pg_locks");
+            waiting == 1
+        }
+    };
+    support::wait::until(
+        std::time::Duration::from_secs(20),
+        "the registry write to wait on the lock",
+        write_waits,
+    )
+    .await;
+    support::wait::until(
+        std::time::Duration::from_secs(20),
+        "the job to run while the registry write waits",
+        || {
+            let jobs = jobs.clone();
+            async move {
+                let row = jobs.job(queued.id).await.expect("read").expect("row");
+                row.state == JobState::Done
+            }
+        },
+    )
+    .await;
+    assert!(
+        write_waits().await,
+        "the write still waits: the lock is held"
+    );
+
+    locker.rollback().await.expect("unlock");
+    support::wait::until(
+        std::time::Duration::from_secs(20),
+        "the registry row once the lock went",
+        || {
+            let jobs = jobs.clone();
+            async move { jobs.operator().workers().await.expect("workers").len() == 1 }
+        },
+    )
+    .await;
+    running.shutdown().await;
+    assert!(
+        jobs.operator().workers().await.expect("workers").is_empty(),
+        "a graceful stop deletes the row"
+    );
 }

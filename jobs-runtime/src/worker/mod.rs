@@ -249,11 +249,12 @@ impl Worker {
             })
         });
         tracing::info!(target: "jobs.worker.started", worker = %shared.id, queues = ?shared.queues);
+        let mut beating = None;
         loop {
             if stop.is_cancelled() {
                 break;
             }
-            presence::beat(shared).await;
+            presence::beat_beside(&self.shared, &mut beating);
             // The attempts ready to run (those the last pass spawned, those settling) take
             // their turn first, so this pass sees every slot they free: without it a worker of
             // short jobs alternated half-full claims (Postgres, 16 slots: 8.2 rows a claim).
@@ -304,6 +305,10 @@ impl Worker {
         }
         if let Some(sweeper) = sweeper {
             sweeper.abort();
+        }
+        // A write still under way lands before the row is deleted, not after it.
+        if let Some(beat) = beating {
+            let _ = beat.await;
         }
         presence::forget(shared).await;
         tracing::info!(target: "jobs.worker.stopped", worker = %shared.id);

@@ -1,9 +1,11 @@
 //! A worker's registry row: announced when its loop starts, refreshed at most once per
-//! heartbeat interval by the loop, forgotten when it stops. The row expires one visibility
+//! heartbeat interval by the loop (in a task beside it), forgotten when it stops. The row expires one visibility
 //! timeout after its last refresh, so a killed worker drops out of `workers()` on its own.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use tokio::task::JoinHandle;
 
 use super::WorkerShared;
 use crate::clock::{add, Timestamp};
@@ -37,25 +39,40 @@ impl Presence {
     }
 }
 
-/// Writes the worker's row when it is due (the first time, then once per heartbeat interval).
-/// A failure is logged and retried at the next pass: the registry is a view, never a gate.
-pub(crate) async fn beat(shared: &WorkerShared) {
-    let Some(port) = shared.jobs.driver().introspect() else {
+/// Starts the row's write in a task of its own when it is due and no earlier one is still under
+/// way, so the loop never waits on it: a pass that a wake asked for claims at once, and the
+/// write's commit (once per heartbeat interval) is never part of a job's pickup.
+pub(crate) fn beat_beside(shared: &Arc<WorkerShared>, under_way: &mut Option<JoinHandle<()>>) {
+    if under_way.as_ref().is_some_and(|beat| !beat.is_finished()) || due(shared).is_none() {
+        return;
+    }
+    let shared = shared.clone();
+    *under_way = Some(tokio::spawn(async move { beat(&shared).await }));
+}
+
+/// When the row is due (the first time, then once per heartbeat interval): the worker's start.
+fn due(shared: &WorkerShared) -> Option<Timestamp> {
+    shared.jobs.driver().introspect()?;
+    let now = shared.jobs.now();
+    let announced = shared
+        .presence
+        .announced
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    match *announced {
+        Some((_, last)) if now < add(last, shared.heartbeat_interval) => None,
+        Some((started, _)) => Some(started),
+        None => Some(now),
+    }
+}
+
+/// Writes the worker's row when it is due. A failure is logged and retried at the next pass:
+/// the registry is a view, never a gate.
+async fn beat(shared: &WorkerShared) {
+    let (Some(port), Some(started_at)) = (shared.jobs.driver().introspect(), due(shared)) else {
         return;
     };
     let now = shared.jobs.now();
-    let started_at = {
-        let announced = shared
-            .presence
-            .announced
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        match *announced {
-            Some((_, last)) if now < add(last, shared.heartbeat_interval) => return,
-            Some((started, _)) => started,
-            None => now,
-        }
-    };
     let (in_flight, count) = {
         let running = shared
             .presence

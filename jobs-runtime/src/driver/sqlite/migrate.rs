@@ -46,6 +46,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0005_run_index_shared_only.sql",
         sql: include_str!("../../../migrations/sqlite/0005_run_index_shared_only.sql"),
     },
+    SqliteMigration {
+        version: 6,
+        name: "0006_created_index_ascending.sql",
+        sql: include_str!("../../../migrations/sqlite/0006_created_index_ascending.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
