@@ -7,6 +7,7 @@
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use jobs::driver::PostgresDriver;
 use jobs::prelude::*;
@@ -142,15 +143,14 @@ async fn the_driver_s_connections_send_without_nagle_delay() {
 #[tokio::test]
 async fn a_registry_write_that_waits_never_holds_up_a_claim() {
     let (admin, schema) = pg::schema("hot_path_registry_beside").await;
-    // A pool of its own, as large as the driver's default: the pinned connections, the wake's
-    // listener and the waiting write each hold one.
-    let options: PgConnectOptions = pg::database_url().parse().expect("url");
-    let pool = PgPoolOptions::new()
-        .max_connections(10)
-        .connect_with(PostgresDriver::tune(options))
+    // The driver's own pool, as a user gets it: the pinned connections and the waiting write
+    // each hold one of its connections.
+    let driver = PostgresDriver::connect(pg::database_url())
         .await
-        .expect("connect");
-    let jobs = Jobs::new(PostgresDriver::new(pool, &schema).expect("schema"));
+        .expect("connect")
+        .with_schema(&schema)
+        .expect("schema");
+    let jobs = Jobs::new(driver);
     let mut locker = admin.begin().await.expect("begin");
     sqlx::query(AssertSqlSafe(format!(
         "lock table {schema}.x_job_workers in access exclusive mode"
@@ -162,7 +162,7 @@ async fn a_registry_write_that_waits_never_holds_up_a_claim() {
     let queued = Ping::enqueue(&jobs, Beat { n: 1 }).await.expect("enqueue");
     let running = jobs
         .worker()
-        .poll_interval(std::time::Duration::from_millis(50))
+        .poll_interval(Duration::from_millis(50))
         .build()
         .expect("worker")
         .start();
@@ -181,13 +181,13 @@ async fn a_registry_write_that_waits_never_holds_up_a_claim() {
         }
     };
     support::wait::until(
-        std::time::Duration::from_secs(20),
+        Duration::from_secs(20),
         "the registry write to wait on the lock",
         write_waits,
     )
     .await;
     support::wait::until(
-        std::time::Duration::from_secs(20),
+        Duration::from_secs(20),
         "the job to run while the registry write waits",
         || {
             let jobs = jobs.clone();
@@ -205,7 +205,7 @@ async fn a_registry_write_that_waits_never_holds_up_a_claim() {
 
     locker.rollback().await.expect("unlock");
     support::wait::until(
-        std::time::Duration::from_secs(20),
+        Duration::from_secs(20),
         "the registry row once the lock went",
         || {
             let jobs = jobs.clone();

@@ -1,6 +1,7 @@
 //! A worker's registry row: announced when its loop starts, refreshed at most once per
-//! heartbeat interval by the loop (in a task beside it), forgotten when it stops. The row expires one visibility
-//! timeout after its last refresh, so a killed worker drops out of `workers()` on its own.
+//! heartbeat interval by the loop (in a task beside it), forgotten when it stops. The row
+//! expires one visibility timeout after its last refresh, so a killed worker drops out of
+//! `workers()` on its own.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -43,11 +44,14 @@ impl Presence {
 /// way, so the loop never waits on it: a pass that a wake asked for claims at once, and the
 /// write's commit (once per heartbeat interval) is never part of a job's pickup.
 pub(crate) fn beat_beside(shared: &Arc<WorkerShared>, under_way: &mut Option<JoinHandle<()>>) {
-    if under_way.as_ref().is_some_and(|beat| !beat.is_finished()) || due(shared).is_none() {
+    if under_way.as_ref().is_some_and(|beat| !beat.is_finished()) {
         return;
     }
+    let Some(started_at) = due(shared) else {
+        return;
+    };
     let shared = shared.clone();
-    *under_way = Some(tokio::spawn(async move { beat(&shared).await }));
+    *under_way = Some(tokio::spawn(async move { beat(&shared, started_at).await }));
 }
 
 /// When the row is due (the first time, then once per heartbeat interval): the worker's start.
@@ -66,10 +70,10 @@ fn due(shared: &WorkerShared) -> Option<Timestamp> {
     }
 }
 
-/// Writes the worker's row when it is due. A failure is logged and retried at the next pass:
-/// the registry is a view, never a gate.
-async fn beat(shared: &WorkerShared) {
-    let (Some(port), Some(started_at)) = (shared.jobs.driver().introspect(), due(shared)) else {
+/// Writes the worker's row, which [`due`] found due. A failure is logged and retried at the
+/// next pass: the registry is a view, never a gate.
+async fn beat(shared: &WorkerShared, started_at: Timestamp) {
+    let Some(port) = shared.jobs.driver().introspect() else {
         return;
     };
     let now = shared.jobs.now();
