@@ -18,6 +18,7 @@ use crate::driver::{
 };
 use crate::duration::IntoDuration;
 use crate::error::{ErrorCode, JobError};
+use crate::worker::claim_window::ClaimWindow;
 
 /// Step names kept per attempt for the operator's trace (oldest dropped).
 pub const MAX_TRACE_NAMES: usize = 200;
@@ -96,6 +97,8 @@ pub(crate) struct RunSeed {
     pub clock: SharedClock,
     pub fence: StepFence,
     pub cancel: CancellationToken,
+    /// The attempt's claim window: no step starts once it has passed.
+    pub claim_window: Arc<ClaimWindow>,
     pub context: Option<Arc<dyn Any + Send + Sync>>,
     pub observer: Option<Arc<dyn StepObserver>>,
 }
@@ -240,6 +243,7 @@ impl Run {
             }
         }
         self.refuse_if_cancelled()?;
+        self.refuse_if_claim_lapsed(name)?;
         let attempts = previous.as_ref().map_or(0, |r| r.attempts) + 1;
         let work = crate::telemetry::step(self.job_name(), name, attempts, work);
         let result = match self.inner.seed.descriptor.step_timeout {
@@ -524,6 +528,21 @@ impl Run {
     fn suspend(&self, until: Timestamp) -> JobError {
         self.state().suspend_until = Some(until);
         suspension_error(until)
+    }
+
+    /// A step does not start once the claim's window has passed by this attempt's clock (a
+    /// paused process wakes with its renewals overdue): another worker may be running it.
+    fn refuse_if_claim_lapsed(&self, name: &str) -> Result<(), JobError> {
+        if self.inner.seed.claim_window.holds(self.now()) {
+            return Ok(());
+        }
+        Err(JobError::new(
+            ErrorCode::JobLeaseLost,
+            format!(
+                "job {} went a whole visibility window without a renewal landing; step `{name}` was not started",
+                self.inner.seed.job_id
+            ),
+        ))
     }
 
     fn refuse_if_cancelled(&self) -> Result<(), JobError> {

@@ -56,9 +56,13 @@ struct Side {
 }
 
 impl Side {
-    /// One execution of a step closure: whether the store already held the step completed,
-    /// then the side effect itself. Answers the token (the step's output).
+    /// One execution of a step closure: when it began (its first poll, before anything it
+    /// awaits), whether the store already held the step completed when it asked, then the side
+    /// effect itself. Answers the token (the step's output).
     async fn execute(&self, run: &Run, step: &str, saw: Option<&str>) -> Result<String, JobError> {
+        let began_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
         let completed = format!(
             "select exists (select 1 from {}.x_job_steps where run_id = $1 and name = $2 and status = 'completed')",
             self.schema
@@ -69,8 +73,8 @@ impl Side {
             .await?;
         let token = uuid::Uuid::new_v4().to_string();
         let insert = format!(
-            "insert into {}.side_effects (run_id, job_id, step, token, saw, already_completed, app, attempt) \
-             values ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "insert into {}.side_effects (run_id, job_id, step, token, saw, already_completed, app, attempt, began_us) \
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             self.schema
         );
         let args = [
@@ -82,6 +86,7 @@ impl Side {
             Arg::Bool(already),
             Arg::Text(Some(&self.app)),
             Arg::Int(run.attempt() as i32),
+            Arg::BigInt(began_us),
         ];
         self.db.execute(insert, &args).await?;
         if self.step_ms > 0 {

@@ -22,6 +22,7 @@ pub enum Arg<'a> {
     Uuid(uuid::Uuid),
     Text(Option<&'a str>),
     Int(i32),
+    BigInt(i64),
     Bool(bool),
 }
 
@@ -41,6 +42,7 @@ macro_rules! bind_all {
                 Arg::Uuid(v) => query.bind(*v),
                 Arg::Text(v) => query.bind(*v),
                 Arg::Int(v) => query.bind(*v),
+                Arg::BigInt(v) => query.bind(*v),
                 Arg::Bool(v) => query.bind(*v),
             };
         }

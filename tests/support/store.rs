@@ -162,6 +162,19 @@ impl Store {
         }
     }
 
+    /// A timestamp column in microseconds since the epoch (SQLite's by its Julian day, to
+    /// within about 50 µs).
+    pub fn epoch_us(&self, column: &str) -> String {
+        match self {
+            Store::Postgres { .. } => {
+                format!("cast(extract(epoch from {column}) * 1000000 as bigint)")
+            }
+            Store::Sqlite { .. } => {
+                format!("cast((julianday({column}) - 2440587.5) * 86400000000.0 as integer)")
+            }
+        }
+    }
+
     /// `id` as a literal comparable with an id column (a uuid, or SQLite's 16-byte blob).
     pub fn uuid_literal(&self, id: uuid::Uuid) -> String {
         match self {

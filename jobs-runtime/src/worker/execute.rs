@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::admit::{Admitted, Declared};
 use super::claim::Claimed;
+use super::claim_window::ClaimWindow;
 use super::keeper;
 use super::WorkerShared;
 use crate::clock::Timestamp;
@@ -100,6 +101,12 @@ async fn run_body(
     let descriptor = *entry.descriptor();
     let cancel = CancellationToken::new();
     let stop: Arc<Mutex<Option<StopReason>>> = Arc::default();
+    let window = ClaimWindow::new(
+        shared.jobs.now(),
+        shared.visibility_timeout,
+        stop.clone(),
+        cancel.clone(),
+    );
     let seed = RunSeed {
         job_id: job.id,
         run_id: job.run_id,
@@ -114,6 +121,7 @@ async fn run_body(
             by: job.by.clone(),
         },
         cancel: cancel.clone(),
+        claim_window: window.clone(),
         context: shared.context.clone(),
         observer: shared.observer.clone(),
     };
@@ -140,6 +148,7 @@ async fn run_body(
         held.to_vec(),
         cancel.clone(),
         stop.clone(),
+        window,
     );
     let clock = shared.jobs.clock().clone();
     let timeout = async {

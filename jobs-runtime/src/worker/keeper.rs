@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::admit;
+use super::claim_window::ClaimWindow;
 use super::execute::StopReason;
 use super::WorkerShared;
 use crate::clock::{add, Timestamp};
@@ -50,6 +51,8 @@ struct Kept {
     held: Option<Vec<HeldLease>>,
     cancel: CancellationToken,
     stop: Arc<Mutex<Option<StopReason>>>,
+    /// The window its run checks before each step; moved on by each renewal that lands.
+    window: Arc<ClaimWindow>,
     /// When its next renewal is due.
     next: Timestamp,
     /// When its last renewal landed (its claim, to begin with).
@@ -95,6 +98,7 @@ pub(crate) fn keep(
     held: Vec<HeldLease>,
     cancel: CancellationToken,
     stop: Arc<Mutex<Option<StopReason>>>,
+    window: Arc<ClaimWindow>,
 ) -> KeepGuard {
     let now = shared.jobs.now();
     let next = add(now, shared.heartbeat_interval);
@@ -109,6 +113,7 @@ pub(crate) fn keep(
                 held: Some(held),
                 cancel,
                 stop,
+                window,
                 next,
                 landed: now,
             },
@@ -248,6 +253,7 @@ fn apply(worker: &WorkerShared, key: u64, at: Timestamp, renewal: Renewal) {
     let lost = match renewal {
         Renewal::Landed(held) => {
             kept.landed = at;
+            kept.window.landed(at);
             kept.held = Some(held);
             None
         }

@@ -19,6 +19,7 @@
 mod admit;
 mod builder;
 mod claim;
+pub(crate) mod claim_window;
 mod complete;
 mod execute;
 mod hook;

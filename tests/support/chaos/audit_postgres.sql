@@ -6,7 +6,7 @@
 create table {s}.side_effects (
     run_id uuid not null, job_id uuid not null, step text not null, token text not null,
     saw text, already_completed bool not null, app text not null, attempt int not null,
-    at timestamptz not null default clock_timestamp()
+    at timestamptz not null default clock_timestamp(), began_us bigint not null default 0
 );
 create table {s}.claim_log (
     job_id uuid not null, claims bigint not null, worker text, app text not null,

@@ -3,7 +3,8 @@
 -- its one writing connection, with its name written in (audit_sqlite_session.sql).
 create table side_effects (
     run_id blob not null, job_id blob not null, step text not null, token text not null,
-    saw text, already_completed integer not null, app text not null, attempt integer not null
+    saw text, already_completed integer not null, app text not null, attempt integer not null,
+    began_us integer not null default 0
 );
 create table claim_log (
     job_id blob not null, claims integer not null, worker text, app text not null,

@@ -1,9 +1,13 @@
 //! What must hold after a chaos run, whatever broke, read from the queue and the audit:
 //!
 //! - every job reaches a final state, and none is lost (every id an enqueue answered is a row);
-//! - no completed step runs again: each step closure asks the store whether its step is already
-//!   completed before its side effect (never), and each later step records the output of the
-//!   step before it, which must equal the stored output (a re-run would have replaced it);
+//! - no completed step runs again: no step closure begins after its step was stored completed
+//!   (each closure records when it began, and whether the store already held its step
+//!   completed when it asked), and each later step records the output of the step before it,
+//!   which must equal the stored output (a re-run would have replaced it). A closure that
+//!   began inside its claim and was paused before it asked (a frozen worker's) asks late and
+//!   finds the step completed by the worker that took the row over: counted apart, as
+//!   `late_asks`, since nothing can stop a closure already under way;
 //! - no row is taken twice: no claim ordinal is handed out twice, and no claim takes a row
 //!   still running under a lease that has not lapsed; every claim is in the audit;
 //! - no settle lands from a worker that no longer holds the row: the claim and the settle of
@@ -47,6 +51,7 @@ pub struct Counts {
     pub step_executions: i64,
     pub interrupted_step_reruns: i64,
     pub completed_step_reruns: i64,
+    pub late_asks: i64,
     pub changed_step_outputs: i64,
     pub done_without_three_steps: i64,
     pub claims: i64,
@@ -67,6 +72,7 @@ pub async fn check(store: &Store, ledger: &Ledger, what: &str) -> Counts {
     let count = |sql: String| async move { store.count(&sql).await };
     let stored = store.job_ids().await;
     let output = store.json_text("p.output");
+    let completed_us = store.epoch_us("t.updated_at");
     let c = Counts {
         jobs: stored.len() as i64,
         done: count(format!(
@@ -93,6 +99,12 @@ pub async fn check(store: &Store, ledger: &Ledger, what: &str) -> Counts {
         ))
         .await,
         completed_step_reruns: count(format!(
+            "select count(*) from {s}.side_effects e where e.already_completed and exists \
+             (select 1 from {s}.x_job_steps t where t.run_id = e.run_id and t.name = e.step \
+              and t.status = 'completed' and {completed_us} < e.began_us)"
+        ))
+        .await,
+        late_asks: count(format!(
             "select count(*) from {s}.side_effects where already_completed"
         ))
         .await,
