@@ -75,6 +75,31 @@ async fn flaky_once(run: Run, _input: Item) -> Result<u32, JobError> {
     Ok(run.attempt())
 }
 
+/// The clock a paused job moves, and how many times its second step's closure ran.
+#[derive(Default)]
+struct Pause {
+    clock: std::sync::OnceLock<jobs::clock::TestClock>,
+    after_ran: AtomicU32,
+}
+
+/// Its first attempt stands still for longer than the visibility window between two steps, as
+/// a process stopped and resumed would: no renewal lands meanwhile.
+#[job(key = "paused:{id}", tenant = none, retry(attempts = 3))]
+async fn paused(run: Run, _input: Item) -> Result<(), JobError> {
+    let pause = run.context::<Pause>()?;
+    run.step("before", async { Ok::<_, JobError>(1) }).await?;
+    if run.attempt() == 1 {
+        let clock = pause.clock.get().ok_or(JobError::retryable("no clock"))?;
+        clock.advance(Duration::from_secs(31));
+    }
+    run.step("after", async {
+        pause.after_ran.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, JobError>(2)
+    })
+    .await?;
+    Ok(())
+}
+
 /// `(job, outcome, error, code)` for every ending the hook heard.
 type Ending = (uuid::Uuid, Outcome, Option<String>, Option<ErrorCode>);
 
@@ -358,6 +383,29 @@ async fn the_heartbeat_keeps_a_long_job_claimed() {
     assert_eq!(row.attempt, 1);
     assert_eq!(row.claims, 1);
     assert!(!gate.cancelled.load(Ordering::SeqCst));
+}
+
+#[tokio::test]
+async fn an_attempt_whose_claim_window_passed_starts_no_further_step() {
+    let pause = Arc::new(Pause::default());
+    let context = pause.clone();
+    let kit = TestKit::with_worker(move |w| w.context(context));
+    let _ = pause.clock.set(kit.clock().clone());
+    let queued = Paused::enqueue(kit.jobs(), Item { id: 1 }).await.unwrap();
+
+    let first = kit.worker().tick().await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].outcome, ExecutionOutcome::LeaseLost);
+    assert_eq!(
+        pause.after_ran.load(Ordering::SeqCst),
+        0,
+        "the step after the pause never started"
+    );
+
+    // The claim lapsed, so the next pass takes the job again and finishes it from its steps.
+    kit.run_until_idle().await;
+    assert_eq!(pause.after_ran.load(Ordering::SeqCst), 1);
+    assert_eq!(kit.job(queued.id).await.state, JobState::Done);
 }
 
 #[tokio::test]
