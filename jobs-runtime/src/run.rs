@@ -536,6 +536,7 @@ impl Run {
         if self.inner.seed.claim_window.holds(self.now()) {
             return Ok(());
         }
+        self.inner.seed.cancel.cancel();
         Err(JobError::new(
             ErrorCode::JobLeaseLost,
             format!(

@@ -9,41 +9,34 @@
 //! already under way when the process was paused still finishes: nothing can stop it.
 //! The check reads the clock only; the keeper's rule for failed renewals is the same one
 //! (`keeper::apply`).
+//!
+//! The window also keeps why the attempt was stopped (the first reason wins), so an attempt
+//! shares one allocation between its run, its keeper and its executor.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use super::execute::StopReason;
 use crate::clock::{add, Timestamp};
 
-/// One attempt's claim window, shared by its run (which checks it) and the keeper (which
-/// moves it on each renewal that lands).
+/// One attempt's claim window and stop reason, shared by its run (which checks the window), its
+/// keeper (which moves it on each renewal that lands) and its executor (which reads the reason).
 #[derive(Debug)]
 pub(crate) struct ClaimWindow {
     /// When the last renewal (or the claim) that landed was stamped, in microseconds.
     landed_us: AtomicI64,
     window: Duration,
-    stop: Arc<Mutex<Option<StopReason>>>,
-    cancel: CancellationToken,
+    stop: Mutex<Option<StopReason>>,
 }
 
 impl ClaimWindow {
-    /// A window of `window` from `landed`; a lapse records `LeaseLost` in `stop` and fires
-    /// `cancel`, as the keeper does for a refused renewal.
-    pub(crate) fn new(
-        landed: Timestamp,
-        window: Duration,
-        stop: Arc<Mutex<Option<StopReason>>>,
-        cancel: CancellationToken,
-    ) -> Arc<Self> {
+    /// A window of `window` from `landed`, with no stop reason yet.
+    pub(crate) fn new(landed: Timestamp, window: Duration) -> Arc<Self> {
         Arc::new(ClaimWindow {
             landed_us: AtomicI64::new(landed.timestamp_micros()),
             window,
-            stop,
-            cancel,
+            stop: Mutex::new(None),
         })
     }
 
@@ -53,20 +46,32 @@ impl ClaimWindow {
             .fetch_max(at.timestamp_micros(), Ordering::Relaxed);
     }
 
-    /// Whether the claim still holds at `now`. When it does not, the attempt is stopped as a
-    /// lost claim.
+    /// When the last renewal (or the claim) that landed was stamped.
+    pub(crate) fn landed_at(&self) -> Timestamp {
+        Timestamp::from_timestamp_micros(self.landed_us.load(Ordering::Relaxed)).unwrap_or_default()
+    }
+
+    /// Whether the claim still holds at `now`. When it does not, the attempt's stop reason
+    /// becomes `LeaseLost` (unless it was stopped already); the caller cancels the run.
     pub(crate) fn holds(&self, now: Timestamp) -> bool {
-        let landed =
-            Timestamp::from_timestamp_micros(self.landed_us.load(Ordering::Relaxed)).unwrap_or(now);
-        if now < add(landed, self.window) {
+        if now < add(self.landed_at(), self.window) {
             return true;
         }
+        self.stop(StopReason::LeaseLost);
+        false
+    }
+
+    /// Records why the attempt stops; the first reason recorded stays.
+    pub(crate) fn stop(&self, reason: StopReason) {
         self.stop
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert(StopReason::LeaseLost);
-        self.cancel.cancel();
-        false
+            .get_or_insert(reason);
+    }
+
+    /// Why the attempt was stopped, if it was.
+    pub(crate) fn stop_reason(&self) -> Option<StopReason> {
+        *self.stop.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -80,22 +85,23 @@ mod tests {
 
     #[test]
     fn the_claim_holds_for_one_window_after_the_last_renewal_that_landed() {
-        let stop = Arc::default();
-        let cancel = CancellationToken::new();
-        let window = ClaimWindow::new(
-            at(0),
-            Duration::from_millis(1_500),
-            Arc::clone(&stop),
-            cancel.clone(),
-        );
+        let window = ClaimWindow::new(at(0), Duration::from_millis(1_500));
         assert!(window.holds(at(1_499)));
         window.landed(at(1_000));
         // An older stamp landing late moves nothing back.
         window.landed(at(500));
+        assert_eq!(window.landed_at(), at(1_000));
         assert!(window.holds(at(2_499)));
-        assert!(!cancel.is_cancelled());
+        assert_eq!(window.stop_reason(), None);
         assert!(!window.holds(at(2_500)));
-        assert!(cancel.is_cancelled());
-        assert_eq!(*stop.lock().expect("stop"), Some(StopReason::LeaseLost));
+        assert_eq!(window.stop_reason(), Some(StopReason::LeaseLost));
+    }
+
+    #[test]
+    fn the_first_stop_reason_stays() {
+        let window = ClaimWindow::new(at(0), Duration::from_millis(1_500));
+        window.stop(StopReason::Timeout);
+        assert!(!window.holds(at(1_500)));
+        assert_eq!(window.stop_reason(), Some(StopReason::Timeout));
     }
 }

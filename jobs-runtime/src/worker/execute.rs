@@ -3,7 +3,7 @@
 //! run's own progress: the settle stage writes the verdict.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
@@ -100,13 +100,7 @@ async fn run_body(
 ) -> Verdict {
     let descriptor = *entry.descriptor();
     let cancel = CancellationToken::new();
-    let stop: Arc<Mutex<Option<StopReason>>> = Arc::default();
-    let window = ClaimWindow::new(
-        shared.jobs.now(),
-        shared.visibility_timeout,
-        stop.clone(),
-        cancel.clone(),
-    );
+    let window = ClaimWindow::new(shared.jobs.now(), shared.visibility_timeout);
     let seed = RunSeed {
         job_id: job.id,
         run_id: job.run_id,
@@ -147,8 +141,7 @@ async fn run_body(
         },
         held.to_vec(),
         cancel.clone(),
-        stop.clone(),
-        window,
+        window.clone(),
     );
     let clock = shared.jobs.clock().clone();
     let timeout = async {
@@ -156,10 +149,6 @@ async fn run_body(
             Some(limit) => clock.sleep(limit).await,
             None => std::future::pending().await,
         }
-    };
-    let set_stop = |reason: StopReason| {
-        let mut stop = stop.lock().unwrap_or_else(|e| e.into_inner());
-        stop.get_or_insert(reason);
     };
     let body = async {
         match body {
@@ -172,19 +161,19 @@ async fn run_body(
         result = body => Some(result),
         _ = timeout => {
             // The run's cancellation fires first, then the attempt fails.
-            set_stop(StopReason::Timeout);
+            window.stop(StopReason::Timeout);
             cancel.cancel();
             None
         }
         _ = shared.drain.cancelled() => {
-            set_stop(StopReason::Draining);
+            window.stop(StopReason::Draining);
             cancel.cancel();
             None
         }
         _ = cancel.cancelled() => None,
     };
     drop(kept);
-    let stop_reason = *stop.lock().unwrap_or_else(|e| e.into_inner());
+    let stop_reason = window.stop_reason();
 
     if let Err(error) = run.flush_progress().await {
         tracing::warn!(

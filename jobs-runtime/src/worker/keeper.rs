@@ -50,13 +50,11 @@ struct Kept {
     /// `None` while its renewal is in flight (the renewal has them).
     held: Option<Vec<HeldLease>>,
     cancel: CancellationToken,
-    stop: Arc<Mutex<Option<StopReason>>>,
-    /// The window its run checks before each step; moved on by each renewal that lands.
+    /// The window its run checks before each step, moved on by each renewal that lands (its
+    /// claim, to begin with), and where a lost claim or slot records its reason.
     window: Arc<ClaimWindow>,
     /// When its next renewal is due.
     next: Timestamp,
-    /// When its last renewal landed (its claim, to begin with).
-    landed: Timestamp,
 }
 
 /// Keeps one attempt alive until dropped.
@@ -91,17 +89,16 @@ impl Keeper {
 }
 
 /// Renews `fence`'s claim and its `held` slots every heartbeat interval until the guard drops;
-/// a lost claim or slot records its reason in `stop` and fires `cancel`.
+/// a lost claim or slot records its reason in `window` and fires `cancel`. The first renewal is
+/// due one heartbeat interval after the window's last landing (the claim).
 pub(crate) fn keep(
     shared: &Arc<WorkerShared>,
     fence: StepFence,
     held: Vec<HeldLease>,
     cancel: CancellationToken,
-    stop: Arc<Mutex<Option<StopReason>>>,
     window: Arc<ClaimWindow>,
 ) -> KeepGuard {
-    let now = shared.jobs.now();
-    let next = add(now, shared.heartbeat_interval);
+    let next = add(window.landed_at(), shared.heartbeat_interval);
     let key = {
         let mut state = shared.keeper.lock();
         let key = state.next_key;
@@ -112,10 +109,8 @@ pub(crate) fn keep(
                 fence,
                 held: Some(held),
                 cancel,
-                stop,
                 window,
                 next,
-                landed: now,
             },
         );
         if state.task.as_ref().is_none_or(|t| t.is_finished()) {
@@ -252,7 +247,6 @@ fn apply(worker: &WorkerShared, key: u64, at: Timestamp, renewal: Renewal) {
     };
     let lost = match renewal {
         Renewal::Landed(held) => {
-            kept.landed = at;
             kept.window.landed(at);
             kept.held = Some(held);
             None
@@ -264,7 +258,7 @@ fn apply(worker: &WorkerShared, key: u64, at: Timestamp, renewal: Renewal) {
         Renewal::Failed(held) => {
             kept.held = Some(held);
             let now = worker.jobs.now();
-            (now >= add(kept.landed, worker.visibility_timeout)).then(|| {
+            (now >= add(kept.window.landed_at(), worker.visibility_timeout)).then(|| {
                 tracing::error!(
                     target: "jobs.lease.lost",
                     job_id = %kept.fence.job_id,
@@ -275,10 +269,7 @@ fn apply(worker: &WorkerShared, key: u64, at: Timestamp, renewal: Renewal) {
         }
     };
     if let Some(reason) = lost {
-        {
-            let mut stop = kept.stop.lock().unwrap_or_else(|e| e.into_inner());
-            stop.get_or_insert(reason);
-        }
+        kept.window.stop(reason);
         kept.cancel.cancel();
         // Kept no longer: no renewal for a run that is stopping.
         state.kept.remove(&key);
