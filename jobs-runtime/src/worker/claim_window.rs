@@ -7,7 +7,7 @@
 //! renewals overdue; without this check its next step could start before the keeper's renewal
 //! came back refused, while the worker that took the row over runs the same step. A closure
 //! already under way when the process was paused still finishes: nothing can stop it.
-//! The check reads the clock only; the keeper's rule for failed renewals is the same one
+//! The check reads the clock only; the keeper applies it too when a renewal fails
 //! (`keeper::apply`).
 //!
 //! The window also keeps why the attempt was stopped (the first reason wins), so an attempt

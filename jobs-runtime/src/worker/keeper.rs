@@ -257,8 +257,8 @@ fn apply(worker: &WorkerShared, key: u64, at: Timestamp, renewal: Renewal) {
         }
         Renewal::Failed(held) => {
             kept.held = Some(held);
-            let now = worker.jobs.now();
-            (now >= add(kept.window.landed_at(), worker.visibility_timeout)).then(|| {
+            // The window's own rule, the one its run checks before each step.
+            (!kept.window.holds(worker.jobs.now())).then(|| {
                 tracing::error!(
                     target: "jobs.lease.lost",
                     job_id = %kept.fence.job_id,
