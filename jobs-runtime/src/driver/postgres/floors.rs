@@ -20,6 +20,15 @@
 //!   every range, with lapsed leases. Its spacing grows with its cost (at most
 //!   1/[`RESCAN_COST_SHARE`] of the time), so under a held snapshot it stays cheap.
 //! - **This driver's own enqueues** lower the floor to the rows they insert, exactly.
+//!
+//! **Known-tenant claims.** Before the claim the [`Plan`] names, the driver may try the lean
+//! `job_claim_known.sql` ([`ClaimFloors::known`]): the known tenants from their floors and
+//! nothing else, no search for new tenants, no lapsed leases, a few plan nodes instead of about
+//! 110. It runs only while what it leaves out can wait a little: after a claim that searched
+//! (for [`KNOWN_RUN`], or once within [`KNOWN_AFTER_IDLE`], as a wake after a quiet spell),
+//! when that search found every tenant and no lapsed lease, and while no enqueue of this driver
+//! named a tenant the floors do not know. An empty answer is never final: the planned claim
+//! runs at once in the same call, so a worker never idles on it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -60,6 +69,12 @@ pub(crate) const RESCAN_COST_SHARE: u32 = 20;
 pub(crate) const MAX_KNOWN_TENANTS: usize = 16;
 /// A skip scan stops after this many tenants in one gap (`job_claim_from.sql`).
 pub(crate) const DISCOVERY_LIMIT: i32 = 64;
+/// Known-tenant claims may follow one another for this long after a claim that searched, so
+/// a new tenant or a lapsed lease waits at most this long behind a busy worker ...
+pub(crate) const KNOWN_RUN: Duration = Duration::from_millis(50);
+/// ... and one known-tenant claim may come first within this long of it (a wake after a quiet
+/// spell), the next claim searching again.
+pub(crate) const KNOWN_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// The floors of one driver, shared by its clones and every claimer on it.
 #[derive(Debug, Default)]
@@ -75,6 +90,16 @@ struct State {
     last_now: Option<Timestamp>,
     /// Set by an operation that may have made a row due behind a floor.
     stale: bool,
+    /// The latest claim that searched (full or from the floors).
+    last_search: Option<Search>,
+    /// Whether a known-tenant claim ran since then.
+    known_since_search: bool,
+}
+
+#[derive(Debug)]
+struct Search {
+    at: Instant,
+    now: Timestamp,
 }
 
 #[derive(Debug)]
@@ -94,6 +119,10 @@ struct QueueFloors {
     lapse: Option<Timestamp>,
     /// More tenants than the floors keep: full claims only, until then.
     crowded_until: Option<Instant>,
+    /// The latest floor claim found a lapsed lease (it may still wait for a slot).
+    lapse_seen: bool,
+    /// This driver enqueued for a tenant the floors did not know, since the last search.
+    unknown_enqueued: bool,
 }
 
 impl QueueFloors {
@@ -102,6 +131,17 @@ impl QueueFloors {
         self.crowded_until = Some(Instant::now() + RESCAN_MAX);
         self.tenants.clear();
         self.discovery = None;
+    }
+
+    /// Whether a claim of the known tenants alone misses nothing the last search knew of.
+    fn known_suffice(&self) -> bool {
+        !self.tenants.is_empty()
+            && self.discovery.is_some()
+            && self
+                .crowded_until
+                .is_none_or(|until| Instant::now() >= until)
+            && !self.lapse_seen
+            && !self.unknown_enqueued
     }
 }
 
@@ -150,6 +190,50 @@ pub(crate) struct Lapse {
 }
 
 impl ClaimFloors {
+    /// The known tenants' floors, when a claim of `queues` at `now` may read only those
+    /// (`job_claim_known.sql`) before the claim [`ClaimFloors::plan`] names; `None`: it may not.
+    pub(crate) fn known(&self, queues: &[&str], now: Timestamp) -> Option<FromFloors> {
+        self.known_at(queues, now, Instant::now())
+    }
+
+    /// [`ClaimFloors::known`] at the instant `instant`.
+    fn known_at(&self, queues: &[&str], now: Timestamp, instant: Instant) -> Option<FromFloors> {
+        let state = self.lock();
+        let search = state.last_search.as_ref()?;
+        if state.stale || state.last_now.is_some_and(|last| now < last) || now < search.now {
+            return None;
+        }
+        let within = |span: Duration| {
+            instant.saturating_duration_since(search.at) < span
+                && now - search.now < chrono_duration(span)
+        };
+        if !(within(KNOWN_RUN) || (!state.known_since_search && within(KNOWN_AFTER_IDLE))) {
+            return None;
+        }
+        let mut from = FromFloors::default();
+        for queue in queues {
+            let floors = state.queues.get(*queue)?;
+            if !floors.known_suffice() {
+                return None;
+            }
+            for (tenant, at) in &floors.tenants {
+                from.queue.push(queue.to_string());
+                from.tenant.push(tenant.clone());
+                from.at.push(at.at);
+                from.id.push(at.id);
+            }
+        }
+        Some(from)
+    }
+
+    /// After a known-tenant claim at `now` that took rows (the floors stay: a row it skipped
+    /// as locked may come back if its claimer rolls back).
+    pub(crate) fn after_known(&self, now: Timestamp) {
+        let mut state = self.lock();
+        state.last_now = Some(now);
+        state.known_since_search = true;
+    }
+
     /// What the claim of `queues` at `now` should read.
     pub(crate) fn plan(&self, queues: &[&str], now: Timestamp) -> Plan {
         let mut state = self.lock();
@@ -209,6 +293,8 @@ impl ClaimFloors {
         });
         state.last_now = Some(now);
         state.stale = false;
+        state.last_search = Some(Search { at: started, now });
+        state.known_since_search = false;
         for queue in queues {
             let floors = state.queues.entry(queue.to_string()).or_default();
             let mut first: BTreeMap<&str, Position> = BTreeMap::new();
@@ -225,23 +311,28 @@ impl ClaimFloors {
         }
     }
 
-    /// After a floor claim of `queues` at `now` that probed `heads`: each tenant reads from its
-    /// head (or `now - MARGIN`, if earlier; from `now - MARGIN` when it had none), and a queue
+    /// After a floor claim of `queues` at `now`, begun at `started`, that probed `heads`: each
+    /// tenant reads from its head (or `now - MARGIN`, if earlier; from `now - MARGIN` when it
+    /// had none), and a queue
     /// whose gaps were searched to the end looks for new tenants from `now - MARGIN`; each
     /// queue's lapsed leases are read from the earliest found (or `now`).
     pub(crate) fn after_from(
         &self,
         queues: &[&str],
         now: Timestamp,
+        started: Instant,
         heads: &[Head],
         lapses: &[Lapse],
     ) {
         let limit = settled_floor(now);
         let mut state = self.lock();
         state.last_now = Some(now);
+        state.last_search = Some(Search { at: started, now });
+        state.known_since_search = false;
         for queue in queues {
             let floors = state.queues.entry(queue.to_string()).or_default();
             if let Some(lapse) = lapses.iter().find(|l| l.queue == *queue) {
+                floors.lapse_seen = lapse.at.is_some();
                 // No margin: a lease is written at least a visibility timeout ahead of the
                 // clock that writes it, so none can appear behind `now`.
                 let floor = match lapse.at {
@@ -267,6 +358,7 @@ impl ClaimFloors {
             // A gap's skip scan that stopped at its limit may have left tenants unseen.
             if discovered < DISCOVERY_LIMIT as usize {
                 floors.discovery = Some(limit.at);
+                floors.unknown_enqueued = false;
             }
             if floors.tenants.len() > MAX_KNOWN_TENANTS {
                 // Keep the tenants that had rows.
@@ -304,6 +396,7 @@ impl ClaimFloors {
             match floors.tenants.get_mut(tenant.unwrap_or("")) {
                 Some(floor) => *floor = (*floor).min(at),
                 None => {
+                    floors.unknown_enqueued = true;
                     if let Some(discovery) = &mut floors.discovery {
                         *discovery = (*discovery).min(at.at);
                     }
@@ -399,6 +492,7 @@ mod tests {
         floors.after_from(
             &["q"],
             at(20_000),
+            Instant::now(),
             &[
                 Head {
                     queue: "q".into(),
@@ -433,7 +527,7 @@ mod tests {
             Instant::now(),
             Duration::ZERO,
         );
-        floors.after_from(&["q"], at(10_000), &[], &[]);
+        floors.after_from(&["q"], at(10_000), Instant::now(), &[], &[]);
         floors.lower("q", None, pos(8_000));
         floors.lower("q", Some("new"), pos(7_000));
         let next = from(floors.plan(&["q"], at(10_000)));
@@ -479,5 +573,120 @@ mod tests {
             .collect();
         floors.after_full(&["q"], at(10_000), &many, Instant::now(), Duration::ZERO);
         assert_eq!(floors.plan(&["q"], at(10_000)), Plan::Full);
+    }
+
+    fn head(tenant: &str, ms: Option<i64>) -> Head {
+        Head {
+            queue: "q".into(),
+            tenant: tenant.into(),
+            at: ms.map(pos),
+        }
+    }
+
+    fn lapse(ms: Option<i64>) -> Lapse {
+        Lapse {
+            queue: "q".into(),
+            at: ms.map(at),
+        }
+    }
+
+    /// Floors after a full claim and a floor claim at 10 s that found tenant "a" and no lapse.
+    fn searched(started: Instant) -> ClaimFloors {
+        let floors = ClaimFloors::default();
+        floors.after_full(&["q"], at(10_000), &[], started, Duration::ZERO);
+        floors.after_from(
+            &["q"],
+            at(10_000),
+            started,
+            &[head("a", Some(9_000))],
+            &[lapse(None)],
+        );
+        floors
+    }
+
+    #[test]
+    fn known_tenant_claims_follow_a_clean_search_for_a_short_run() {
+        let t0 = Instant::now();
+        let floors = searched(t0);
+        let known = floors
+            .known_at(&["q"], at(10_010), t0 + Duration::from_millis(10))
+            .expect("a known-tenant claim");
+        assert_eq!(
+            (known.tenant, known.at),
+            (vec!["a".into()], vec![at(9_000)])
+        );
+        floors.after_known(at(10_010));
+        // Within the run, by both clocks: again.
+        assert!(floors
+            .known_at(&["q"], at(10_040), t0 + Duration::from_millis(40))
+            .is_some());
+        // Past the run, a known claim already ran since the search: the next claim searches.
+        let late = KNOWN_RUN.as_millis() as i64 + 10_000;
+        assert!(floors
+            .known_at(&["q"], at(late), t0 + Duration::from_millis(40))
+            .is_none());
+        assert!(floors
+            .known_at(&["q"], at(10_040), t0 + KNOWN_RUN)
+            .is_none());
+        // Another search: one known claim may come first after a quiet spell, not two.
+        floors.after_from(&["q"], at(10_100), t0, &[head("a", None)], &[lapse(None)]);
+        let quiet = t0 + Duration::from_millis(500);
+        assert!(floors.known_at(&["q"], at(10_600), quiet).is_some());
+        floors.after_known(at(10_600));
+        assert!(floors.known_at(&["q"], at(10_601), quiet).is_none());
+        // Nor after a longer one, nor for a queue the floors do not know.
+        floors.after_from(&["q"], at(10_700), t0, &[head("a", None)], &[lapse(None)]);
+        assert!(floors
+            .known_at(&["q"], at(10_700), t0 + KNOWN_AFTER_IDLE)
+            .is_none());
+        assert!(floors.known_at(&["q", "other"], at(10_700), t0).is_none());
+    }
+
+    #[test]
+    fn what_a_known_tenant_claim_would_miss_makes_the_next_claim_search() {
+        let t0 = Instant::now();
+        let soon = t0 + Duration::from_millis(1);
+        // A lapsed lease seen by the search.
+        let floors = searched(t0);
+        floors.after_from(
+            &["q"],
+            at(10_000),
+            t0,
+            &[head("a", None)],
+            &[lapse(Some(9_500))],
+        );
+        assert!(floors.known_at(&["q"], at(10_001), soon).is_none());
+        floors.after_from(&["q"], at(10_000), t0, &[head("a", None)], &[lapse(None)]);
+        assert!(floors.known_at(&["q"], at(10_001), soon).is_some());
+        // An enqueue of this driver for a tenant the floors do not know, until a search.
+        floors.lower("q", Some("new"), pos(10_000));
+        assert!(floors.known_at(&["q"], at(10_001), soon).is_none());
+        floors.after_from(
+            &["q"],
+            at(10_000),
+            t0,
+            &[head("new", Some(10_000))],
+            &[lapse(None)],
+        );
+        let known = floors.known_at(&["q"], at(10_001), soon).expect("known");
+        assert_eq!(known.tenant, vec!["a".to_string(), "new".to_string()]);
+        // An enqueue for a known tenant lowers its floor and keeps the claim lean.
+        floors.lower("q", Some("a"), pos(8_000));
+        let known = floors.known_at(&["q"], at(10_001), soon).expect("known");
+        assert_eq!(known.at[0], at(8_000));
+        // A publish (or anything that forgets), and a clock gone back.
+        assert!(floors.known_at(&["q"], at(9_999), soon).is_none());
+        floors.forget();
+        assert!(floors.known_at(&["q"], at(10_001), soon).is_none());
+        // A full claim alone never searched the gaps: no discovery floor, no known claim.
+        let fresh = ClaimFloors::default();
+        fresh.after_full(
+            &["q"],
+            at(10_000),
+            &[taken("q", "a", 9_000)],
+            t0,
+            Duration::ZERO,
+        );
+        assert!(fresh.known_at(&["q"], at(10_001), soon).is_none());
     }
 }

@@ -566,6 +566,34 @@ impl PostgresDriver {
         let visible_at = add(params.now, params.visibility_timeout);
         let failed = |e| classify(Op::JobClaim, e);
         let mut result = ClaimResult::default();
+        if let Some(known) = self.floors.known(&queues, params.now) {
+            let rows = sqlx::query(self.sql.job_claim_known.clone())
+                .bind(&queues)
+                .bind(&slots)
+                .bind(&params.worker_id)
+                .bind(params.now)
+                .bind(visible_at)
+                .bind(&known.queue)
+                .bind(&known.tenant)
+                .bind(&known.at)
+                .bind(&known.id)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(failed)?;
+            if !rows.is_empty() {
+                for row in &rows {
+                    let record = rows::job_record(row)?;
+                    let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
+                    result.jobs.push(ClaimedJob::from_claimed_row(
+                        record, has_steps, params, visible_at,
+                    ));
+                }
+                self.floors.after_known(params.now);
+                result.jobs.sort_by_key(|j| j.id);
+                return Ok(result);
+            }
+            // Nothing among the known tenants: the planned claim looks everywhere else.
+        }
         match self.floors.plan(&queues, params.now) {
             floors::Plan::Full => {
                 let started = std::time::Instant::now();
@@ -606,6 +634,7 @@ impl PostgresDriver {
                     .after_full(&queues, params.now, &taken, started, took);
             }
             floors::Plan::From(from) => {
+                let started = std::time::Instant::now();
                 let rows = sqlx::query(self.sql.job_claim_from.clone())
                     .bind(&queues)
                     .bind(&slots)
@@ -650,7 +679,8 @@ impl PostgresDriver {
                         }
                     }
                 }
-                self.floors.after_from(&queues, params.now, &heads, &lapses);
+                self.floors
+                    .after_from(&queues, params.now, started, &heads, &lapses);
             }
         }
         // The statement's order is not the claim order once the queues are merged.
