@@ -166,6 +166,18 @@ pub(crate) struct FromFloors {
     pub lapse: Vec<Option<Timestamp>>,
 }
 
+impl FromFloors {
+    /// Binds `queue`'s known tenants and their floors.
+    fn push_tenants(&mut self, queue: &str, tenants: &BTreeMap<String, Position>) {
+        for (tenant, at) in tenants {
+            self.queue.push(queue.to_string());
+            self.tenant.push(tenant.clone());
+            self.at.push(at.at);
+            self.id.push(at.id);
+        }
+    }
+}
+
 /// One row a claim took, for the floors.
 #[derive(Debug, Clone)]
 pub(crate) struct Taken {
@@ -216,12 +228,7 @@ impl ClaimFloors {
             if !floors.known_suffice() {
                 return None;
             }
-            for (tenant, at) in &floors.tenants {
-                from.queue.push(queue.to_string());
-                from.tenant.push(tenant.clone());
-                from.at.push(at.at);
-                from.id.push(at.id);
-            }
+            from.push_tenants(queue, &floors.tenants);
         }
         Some(from)
     }
@@ -261,12 +268,7 @@ impl ClaimFloors {
             {
                 return Plan::Full;
             }
-            for (tenant, at) in &floors.tenants {
-                from.queue.push(queue.to_string());
-                from.tenant.push(tenant.clone());
-                from.at.push(at.at);
-                from.id.push(at.id);
-            }
+            from.push_tenants(queue, &floors.tenants);
             from.discovery.push(floors.discovery);
             from.lapse.push(floors.lapse);
         }

@@ -580,107 +580,98 @@ impl PostgresDriver {
                 .fetch_all(&mut *conn)
                 .await
                 .map_err(failed)?;
-            if !rows.is_empty() {
-                for row in &rows {
-                    let record = rows::job_record(row)?;
-                    let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
-                    result.jobs.push(ClaimedJob::from_claimed_row(
-                        record, has_steps, params, visible_at,
-                    ));
-                }
-                self.floors.after_known(params.now);
-                result.jobs.sort_by_key(|j| j.id);
-                return Ok(result);
+            for row in &rows {
+                result.jobs.push(claimed_job(row, params, visible_at)?);
             }
-            // Nothing among the known tenants: the planned claim looks everywhere else.
         }
-        match self.floors.plan(&queues, params.now) {
-            floors::Plan::Full => {
-                let started = std::time::Instant::now();
-                let rows = sqlx::query(self.sql.job_claim.clone())
-                    .bind(&queues)
-                    .bind(&slots)
-                    .bind(&params.worker_id)
-                    .bind(params.now)
-                    .bind(visible_at)
-                    .bind(&params.drop_exhausted)
-                    .bind(&params.fair_after)
-                    .fetch_all(&mut *conn)
-                    .await
-                    .map_err(failed)?;
-                let took = started.elapsed();
-                let mut taken = Vec::with_capacity(rows.len());
-                for row in &rows {
-                    let buried: bool = row.try_get("buried").map_err(failed)?;
-                    let record = rows::job_record(row)?;
-                    if buried {
-                        result.exhausted.push(record);
-                        continue;
+        if !result.jobs.is_empty() {
+            self.floors.after_known(params.now);
+        } else {
+            // Nothing among the known tenants (or no known claim): the planned claim looks
+            // everywhere.
+            match self.floors.plan(&queues, params.now) {
+                floors::Plan::Full => {
+                    let started = std::time::Instant::now();
+                    let rows = sqlx::query(self.sql.job_claim.clone())
+                        .bind(&queues)
+                        .bind(&slots)
+                        .bind(&params.worker_id)
+                        .bind(params.now)
+                        .bind(visible_at)
+                        .bind(&params.drop_exhausted)
+                        .bind(&params.fair_after)
+                        .fetch_all(&mut *conn)
+                        .await
+                        .map_err(failed)?;
+                    let took = started.elapsed();
+                    let mut taken = Vec::with_capacity(rows.len());
+                    for row in &rows {
+                        let buried: bool = row.try_get("buried").map_err(failed)?;
+                        let record = rows::job_record(row)?;
+                        if buried {
+                            result.exhausted.push(record);
+                            continue;
+                        }
+                        let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
+                        taken.push(floors::Taken {
+                            queue: record.queue.clone(),
+                            tenant: record.tenant_id.clone().unwrap_or_default(),
+                            at: floors::Position {
+                                at: record.run_at,
+                                id: record.id,
+                            },
+                        });
+                        result.jobs.push(ClaimedJob::from_claimed_row(
+                            record, has_steps, params, visible_at,
+                        ));
                     }
-                    let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
-                    taken.push(floors::Taken {
-                        queue: record.queue.clone(),
-                        tenant: record.tenant_id.clone().unwrap_or_default(),
-                        at: floors::Position {
-                            at: record.run_at,
-                            id: record.id,
-                        },
-                    });
-                    result.jobs.push(ClaimedJob::from_claimed_row(
-                        record, has_steps, params, visible_at,
-                    ));
+                    self.floors
+                        .after_full(&queues, params.now, &taken, started, took);
                 }
-                self.floors
-                    .after_full(&queues, params.now, &taken, started, took);
-            }
-            floors::Plan::From(from) => {
-                let started = std::time::Instant::now();
-                let rows = sqlx::query(self.sql.job_claim_from.clone())
-                    .bind(&queues)
-                    .bind(&slots)
-                    .bind(&params.worker_id)
-                    .bind(params.now)
-                    .bind(visible_at)
-                    .bind(&params.fair_after)
-                    .bind(&from.queue)
-                    .bind(&from.tenant)
-                    .bind(&from.at)
-                    .bind(&from.id)
-                    .bind(&from.discovery)
-                    .bind(&from.lapse)
-                    .bind(&params.drop_exhausted)
-                    .fetch_all(&mut *conn)
-                    .await
-                    .map_err(failed)?;
-                let (mut heads, mut lapses) = (Vec::new(), Vec::new());
-                for row in &rows {
-                    let kind: &str = row.try_get("kind").map_err(failed)?;
-                    match kind {
-                        "head" => {
-                            let at: Option<Timestamp> = row.try_get("run_at").map_err(failed)?;
-                            let id: Option<JobId> = row.try_get("id").map_err(failed)?;
-                            heads.push(floors::Head {
+                floors::Plan::From(from) => {
+                    let started = std::time::Instant::now();
+                    let rows = sqlx::query(self.sql.job_claim_from.clone())
+                        .bind(&queues)
+                        .bind(&slots)
+                        .bind(&params.worker_id)
+                        .bind(params.now)
+                        .bind(visible_at)
+                        .bind(&params.fair_after)
+                        .bind(&from.queue)
+                        .bind(&from.tenant)
+                        .bind(&from.at)
+                        .bind(&from.id)
+                        .bind(&from.discovery)
+                        .bind(&from.lapse)
+                        .bind(&params.drop_exhausted)
+                        .fetch_all(&mut *conn)
+                        .await
+                        .map_err(failed)?;
+                    let (mut heads, mut lapses) = (Vec::new(), Vec::new());
+                    for row in &rows {
+                        let kind: &str = row.try_get("kind").map_err(failed)?;
+                        match kind {
+                            "head" => {
+                                let at: Option<Timestamp> =
+                                    row.try_get("run_at").map_err(failed)?;
+                                let id: Option<JobId> = row.try_get("id").map_err(failed)?;
+                                heads.push(floors::Head {
+                                    queue: row.try_get("queue").map_err(failed)?,
+                                    tenant: row.try_get("tenant_id").map_err(failed)?,
+                                    at: at.zip(id).map(|(at, id)| floors::Position { at, id }),
+                                });
+                            }
+                            "lapse" => lapses.push(floors::Lapse {
                                 queue: row.try_get("queue").map_err(failed)?,
-                                tenant: row.try_get("tenant_id").map_err(failed)?,
-                                at: at.zip(id).map(|(at, id)| floors::Position { at, id }),
-                            });
-                        }
-                        "lapse" => lapses.push(floors::Lapse {
-                            queue: row.try_get("queue").map_err(failed)?,
-                            at: row.try_get("visible_at").map_err(failed)?,
-                        }),
-                        "buried" => result.exhausted.push(rows::job_record(row)?),
-                        _ => {
-                            let record = rows::job_record(row)?;
-                            let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
-                            result.jobs.push(ClaimedJob::from_claimed_row(
-                                record, has_steps, params, visible_at,
-                            ));
+                                at: row.try_get("visible_at").map_err(failed)?,
+                            }),
+                            "buried" => result.exhausted.push(rows::job_record(row)?),
+                            _ => result.jobs.push(claimed_job(row, params, visible_at)?),
                         }
                     }
+                    self.floors
+                        .after_from(&queues, params.now, started, &heads, &lapses);
                 }
-                self.floors
-                    .after_from(&queues, params.now, started, &heads, &lapses);
             }
         }
         // The statement's order is not the claim order once the queues are merged.
@@ -737,6 +728,21 @@ fn wake_slot(now: Timestamp) -> Timestamp {
     let ms = now.timestamp_millis();
     let start = ms - ms.rem_euclid(WAKE_SLOT_MS);
     chrono::DateTime::from_timestamp_millis(start).unwrap_or(now)
+}
+
+/// A claimed job from a claim statement's row (the job's columns and `has_steps`).
+fn claimed_job(
+    row: &sqlx::postgres::PgRow,
+    params: &ClaimParams,
+    visible_at: Timestamp,
+) -> Result<ClaimedJob, JobError> {
+    let record = rows::job_record(row)?;
+    let has_steps: bool = row
+        .try_get("has_steps")
+        .map_err(|e| classify(Op::JobClaim, e))?;
+    Ok(ClaimedJob::from_claimed_row(
+        record, has_steps, params, visible_at,
+    ))
 }
 
 fn claim_slots(limit: u32) -> i32 {
