@@ -87,6 +87,7 @@ fn the_sql_files_splice_only_the_schema_and_fixed_column_lists() {
         "summary_columns",
         "count_settled",
         "wake_unless_waiting",
+        "claim_running",
     ];
     let mut sql = Vec::new();
     files(&runtime_src().join("driver/postgres/sql"), "sql", &mut sql);

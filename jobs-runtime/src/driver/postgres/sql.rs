@@ -48,6 +48,10 @@ const FRAGMENTS: &[(&str, &str)] = &[
         "wake_unless_waiting",
         include_str!("sql/fragment_wake_unless_waiting.sql"),
     ),
+    (
+        "claim_running",
+        include_str!("sql/fragment_claim_running.sql"),
+    ),
 ];
 
 macro_rules! statements {

@@ -50,15 +50,4 @@ ranked as (
     ) r
     join demand d on d.queue = r.queue
 )
-update {schema}.x_jobs j
-set state = 'running',
-    attempt = j.attempt + 1,
-    claims = j.claims + 1,
-    claimed_by = $3,
-    visible_at = $5,
-    updated_at = $4,
-    started_at = $4
-from ranked r
-where r.n <= r.slots and j.id = r.id
-returning {j_job_columns},
-          exists (select 1 from {schema}.x_job_steps s where s.run_id = j.run_id) as has_steps
+{claim_running}
