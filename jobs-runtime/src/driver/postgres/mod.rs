@@ -584,95 +584,96 @@ impl PostgresDriver {
                 result.jobs.push(claimed_job(row, params, visible_at)?);
             }
         }
-        if !result.jobs.is_empty() {
-            self.floors.after_known(params.now);
+        // Rows from the known tenants are this claim; else the planned claim looks everywhere.
+        let plan = if result.jobs.is_empty() {
+            Some(self.floors.plan(&queues, params.now))
         } else {
-            // Nothing among the known tenants (or no known claim): the planned claim looks
-            // everywhere.
-            match self.floors.plan(&queues, params.now) {
-                floors::Plan::Full => {
-                    let started = std::time::Instant::now();
-                    let rows = sqlx::query(self.sql.job_claim.clone())
-                        .bind(&queues)
-                        .bind(&slots)
-                        .bind(&params.worker_id)
-                        .bind(params.now)
-                        .bind(visible_at)
-                        .bind(&params.drop_exhausted)
-                        .bind(&params.fair_after)
-                        .fetch_all(&mut *conn)
-                        .await
-                        .map_err(failed)?;
-                    let took = started.elapsed();
-                    let mut taken = Vec::with_capacity(rows.len());
-                    for row in &rows {
-                        let buried: bool = row.try_get("buried").map_err(failed)?;
-                        let record = rows::job_record(row)?;
-                        if buried {
-                            result.exhausted.push(record);
-                            continue;
-                        }
-                        let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
-                        taken.push(floors::Taken {
-                            queue: record.queue.clone(),
-                            tenant: record.tenant_id.clone().unwrap_or_default(),
-                            at: floors::Position {
-                                at: record.run_at,
-                                id: record.id,
-                            },
-                        });
-                        result.jobs.push(ClaimedJob::from_claimed_row(
-                            record, has_steps, params, visible_at,
-                        ));
+            self.floors.after_known(params.now);
+            None
+        };
+        match plan {
+            Some(floors::Plan::Full) => {
+                let started = std::time::Instant::now();
+                let rows = sqlx::query(self.sql.job_claim.clone())
+                    .bind(&queues)
+                    .bind(&slots)
+                    .bind(&params.worker_id)
+                    .bind(params.now)
+                    .bind(visible_at)
+                    .bind(&params.drop_exhausted)
+                    .bind(&params.fair_after)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .map_err(failed)?;
+                let took = started.elapsed();
+                let mut taken = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    let buried: bool = row.try_get("buried").map_err(failed)?;
+                    let record = rows::job_record(row)?;
+                    if buried {
+                        result.exhausted.push(record);
+                        continue;
                     }
-                    self.floors
-                        .after_full(&queues, params.now, &taken, started, took);
+                    let has_steps: bool = row.try_get("has_steps").map_err(failed)?;
+                    taken.push(floors::Taken {
+                        queue: record.queue.clone(),
+                        tenant: record.tenant_id.clone().unwrap_or_default(),
+                        at: floors::Position {
+                            at: record.run_at,
+                            id: record.id,
+                        },
+                    });
+                    result.jobs.push(ClaimedJob::from_claimed_row(
+                        record, has_steps, params, visible_at,
+                    ));
                 }
-                floors::Plan::From(from) => {
-                    let started = std::time::Instant::now();
-                    let rows = sqlx::query(self.sql.job_claim_from.clone())
-                        .bind(&queues)
-                        .bind(&slots)
-                        .bind(&params.worker_id)
-                        .bind(params.now)
-                        .bind(visible_at)
-                        .bind(&params.fair_after)
-                        .bind(&from.queue)
-                        .bind(&from.tenant)
-                        .bind(&from.at)
-                        .bind(&from.id)
-                        .bind(&from.discovery)
-                        .bind(&from.lapse)
-                        .bind(&params.drop_exhausted)
-                        .fetch_all(&mut *conn)
-                        .await
-                        .map_err(failed)?;
-                    let (mut heads, mut lapses) = (Vec::new(), Vec::new());
-                    for row in &rows {
-                        let kind: &str = row.try_get("kind").map_err(failed)?;
-                        match kind {
-                            "head" => {
-                                let at: Option<Timestamp> =
-                                    row.try_get("run_at").map_err(failed)?;
-                                let id: Option<JobId> = row.try_get("id").map_err(failed)?;
-                                heads.push(floors::Head {
-                                    queue: row.try_get("queue").map_err(failed)?,
-                                    tenant: row.try_get("tenant_id").map_err(failed)?,
-                                    at: at.zip(id).map(|(at, id)| floors::Position { at, id }),
-                                });
-                            }
-                            "lapse" => lapses.push(floors::Lapse {
-                                queue: row.try_get("queue").map_err(failed)?,
-                                at: row.try_get("visible_at").map_err(failed)?,
-                            }),
-                            "buried" => result.exhausted.push(rows::job_record(row)?),
-                            _ => result.jobs.push(claimed_job(row, params, visible_at)?),
-                        }
-                    }
-                    self.floors
-                        .after_from(&queues, params.now, started, &heads, &lapses);
-                }
+                self.floors
+                    .after_full(&queues, params.now, &taken, started, took);
             }
+            Some(floors::Plan::From(from)) => {
+                let started = std::time::Instant::now();
+                let rows = sqlx::query(self.sql.job_claim_from.clone())
+                    .bind(&queues)
+                    .bind(&slots)
+                    .bind(&params.worker_id)
+                    .bind(params.now)
+                    .bind(visible_at)
+                    .bind(&params.fair_after)
+                    .bind(&from.queue)
+                    .bind(&from.tenant)
+                    .bind(&from.at)
+                    .bind(&from.id)
+                    .bind(&from.discovery)
+                    .bind(&from.lapse)
+                    .bind(&params.drop_exhausted)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .map_err(failed)?;
+                let (mut heads, mut lapses) = (Vec::new(), Vec::new());
+                for row in &rows {
+                    let kind: &str = row.try_get("kind").map_err(failed)?;
+                    match kind {
+                        "head" => {
+                            let at: Option<Timestamp> = row.try_get("run_at").map_err(failed)?;
+                            let id: Option<JobId> = row.try_get("id").map_err(failed)?;
+                            heads.push(floors::Head {
+                                queue: row.try_get("queue").map_err(failed)?,
+                                tenant: row.try_get("tenant_id").map_err(failed)?,
+                                at: at.zip(id).map(|(at, id)| floors::Position { at, id }),
+                            });
+                        }
+                        "lapse" => lapses.push(floors::Lapse {
+                            queue: row.try_get("queue").map_err(failed)?,
+                            at: row.try_get("visible_at").map_err(failed)?,
+                        }),
+                        "buried" => result.exhausted.push(rows::job_record(row)?),
+                        _ => result.jobs.push(claimed_job(row, params, visible_at)?),
+                    }
+                }
+                self.floors
+                    .after_from(&queues, params.now, started, &heads, &lapses);
+            }
+            None => {}
         }
         // The statement's order is not the claim order once the queues are merged.
         result.jobs.sort_by_key(|j| j.id);
