@@ -2,14 +2,14 @@
 //! keep a pinned connection out of the pool; a pinned connection that dies is replaced under
 //! the call that meets it, and a second caller never waits on the pin. The single enqueue's plain INSERT
 //! turns a key taken under it into a dedupe, not an error. The worker's registry write never
-//! stands in front of a claim.
+//! stands in front of a claim. The batched ack finds its rows by id.
 
 mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobs::driver::PostgresDriver;
+use jobs::driver::{JobDriver, PostgresDriver};
 use jobs::prelude::*;
 use jobs::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use jobs::sqlx::{self, AssertSqlSafe};
@@ -217,5 +217,94 @@ async fn a_registry_write_that_waits_never_holds_up_a_claim() {
     assert!(
         jobs.operator().workers().await.expect("workers").is_empty(),
         "a graceful stop deletes the row"
+    );
+}
+
+/// The table's update count and the running-rows index's scan count, as the server's
+/// statistics have them (each backend reports its own a little after its statements end).
+async fn ack_statistics(admin: &sqlx::PgPool, schema: &str) -> (i64, i64) {
+    sqlx::query_as(
+        "select t.n_tup_upd, i.idx_scan
+         from pg_stat_user_tables t
+         join pg_stat_user_indexes i on i.relid = t.relid
+         where t.schemaname = $1 and t.relname = 'x_jobs' and i.indexrelname = 'x_jobs_lapsed_idx'",
+    )
+    .bind(schema)
+    .fetch_one(admin)
+    .await
+    .expect("statistics")
+}
+
+/// The batched ack finds each row by its primary key, never by reading every running row from
+/// `x_jobs_lapsed_idx`: while a snapshot is held, that index keeps an entry for every claim
+/// since, and an ack that read them all slowed the whole drain (`examples/held_snapshot.rs`).
+/// The planner picks that index whenever its statistics say few rows run, as they do here.
+#[tokio::test]
+async fn the_batched_ack_reads_its_rows_by_id_not_the_running_rows_index() {
+    let (admin, schema) = pg::schema("hot_path_ack_by_id").await;
+    let marker = format!("jobs-test-{schema}");
+    let driver = marked_driver(&schema, &marker).await;
+    let jobs = Jobs::new(driver.clone());
+    Ping::enqueue_many(&jobs, (0..1_000).map(|n| Beat { n }))
+        .await
+        .expect("enqueue");
+    let claim = |limit: u32| {
+        let driver = driver.clone();
+        async move {
+            let params = jobs::driver::ClaimParams {
+                demand: vec![jobs::driver::QueueDemand {
+                    queue: "default".into(),
+                    limit,
+                }],
+                worker_id: "ack-by-id".into(),
+                visibility_timeout: Duration::from_secs(300),
+                drop_exhausted: Vec::new(),
+                fair_after: String::new(),
+                now: chrono::Utc::now(),
+            };
+            driver.job_claim(&params).await.expect("claim").jobs
+        }
+    };
+    let ack = |job: &jobs::driver::ClaimedJob| jobs::driver::AckParams {
+        job_id: job.id,
+        by: job.by.clone(),
+        now: chrono::Utc::now(),
+    };
+    // 900 jobs run and end one by one, then the statistics are read: few rows run.
+    let mut settled = 0;
+    while settled < 900 {
+        let batch = claim(100).await;
+        assert!(!batch.is_empty(), "queued jobs to claim");
+        for job in batch {
+            assert!(driver.job_ack(&ack(&job)).await.expect("ack"));
+            settled += 1;
+        }
+    }
+    sqlx::query(AssertSqlSafe(format!("analyze {schema}.x_jobs")))
+        .execute(&admin)
+        .await
+        .expect("analyze");
+    let running = claim(100).await;
+    assert_eq!(running.len(), 100);
+    // Every claim and ack so far reported (1,000 claims and 900 acks, each one update).
+    let reported = |updates: i64| {
+        let (admin, schema) = (admin.clone(), schema.clone());
+        async move { ack_statistics(&admin, &schema).await.0 >= updates }
+    };
+    let bound = Duration::from_secs(30);
+    support::wait::until(bound, "the claims' statistics", || reported(1_900)).await;
+    let (_, scans_before) = ack_statistics(&admin, &schema).await;
+
+    let landed = driver
+        .job_ack_many(&running.iter().map(ack).collect::<Vec<_>>())
+        .await
+        .expect("ack many");
+    assert!(landed.iter().all(|landed| *landed));
+    support::wait::until(bound, "the batched ack's statistics", || reported(2_000)).await;
+    let (updates, scans_after) = ack_statistics(&admin, &schema).await;
+    assert_eq!(updates, 2_000, "each row updated once");
+    assert_eq!(
+        scans_after, scans_before,
+        "the batched ack read no running row from x_jobs_lapsed_idx"
     );
 }
