@@ -2,7 +2,8 @@
 //! keep a pinned connection out of the pool; a pinned connection that dies is replaced under
 //! the call that meets it, and a second caller never waits on the pin. The single enqueue's plain INSERT
 //! turns a key taken under it into a dedupe, not an error. The worker's registry write never
-//! stands in front of a claim. The batched ack finds its rows by id.
+//! stands in front of a claim. The batched ack, and every statement that changes one running row
+//! under its claim, finds its rows by id.
 
 mod support;
 
@@ -306,5 +307,130 @@ async fn the_batched_ack_reads_its_rows_by_id_not_the_running_rows_index() {
     assert_eq!(
         scans_after, scans_before,
         "the batched ack read no running row from x_jobs_lapsed_idx"
+    );
+}
+
+/// Rows inserted into the schema's step records so far.
+async fn steps_inserted(admin: &sqlx::PgPool, schema: &str) -> i64 {
+    sqlx::query_scalar(
+        "select n_tup_ins from pg_stat_user_tables where schemaname = $1 and relname = 'x_job_steps'",
+    )
+    .bind(schema)
+    .fetch_one(admin)
+    .await
+    .expect("statistics")
+}
+
+/// The statements that change one running row under its claim (heartbeat, progress note, step
+/// write, nack, ack) find it by its primary key. Each session plans a statement once, at its
+/// first use: here on a small table never analyzed, where a constant `state = 'running'` had
+/// the planner read the whole of `x_jobs_lapsed_idx`, with the id as a filter, on every call.
+#[tokio::test]
+async fn the_fenced_single_row_statements_find_their_row_by_id() {
+    let (admin, schema) = pg::schema("hot_path_fenced_by_id").await;
+    let marker = format!("jobs-test-{schema}");
+    let driver = marked_driver(&schema, &marker).await;
+    let jobs = Jobs::new(driver.clone());
+    Ping::enqueue_many(&jobs, (0..20).map(|n| Beat { n }))
+        .await
+        .expect("enqueue");
+    let params = jobs::driver::ClaimParams {
+        demand: vec![jobs::driver::QueueDemand {
+            queue: "default".into(),
+            limit: 20,
+        }],
+        worker_id: "fenced-by-id".into(),
+        visibility_timeout: Duration::from_secs(300),
+        drop_exhausted: Vec::new(),
+        fair_after: String::new(),
+        now: chrono::Utc::now(),
+    };
+    let running = driver.job_claim(&params).await.expect("claim").jobs;
+    assert_eq!(running.len(), 20);
+    let reported = |updates: i64, steps: i64| {
+        let (admin, schema) = (admin.clone(), schema.clone());
+        async move {
+            ack_statistics(&admin, &schema).await.0 >= updates
+                && steps_inserted(&admin, &schema).await >= steps
+        }
+    };
+    let bound = Duration::from_secs(30);
+    support::wait::until(bound, "the claim's statistics", || reported(20, 0)).await;
+    let (_, scans_before) = ack_statistics(&admin, &schema).await;
+
+    let now = chrono::Utc::now();
+    let (beaten, rest) = running.split_at(5);
+    let (noted, rest) = rest.split_at(5);
+    let (stepped, acked) = rest.split_at(5);
+    for job in beaten {
+        let beat = jobs::driver::HeartbeatParams {
+            job_id: job.id,
+            by: job.by.clone(),
+            visibility_timeout: Duration::from_secs(300),
+            now,
+        };
+        assert!(driver.job_heartbeat(&beat).await.expect("heartbeat"));
+    }
+    for job in noted {
+        let note = jobs::driver::ProgressParams {
+            job_id: job.id,
+            by: job.by.clone(),
+            progress: jobs::driver::Progress {
+                done: 1,
+                total: 2,
+                note: None,
+            },
+            now,
+        };
+        assert!(driver.job_progress(&note).await.expect("progress"));
+    }
+    for job in stepped {
+        let record = jobs::driver::StepRecord {
+            run_id: job.run_id,
+            name: "first".into(),
+            status: jobs::driver::StepStatus::Completed,
+            output: Some(serde_json::json!(1)),
+            error: None,
+            attempts: 1,
+            wake_at: None,
+            wait: None,
+            updated_at: now,
+        };
+        let fence = jobs::driver::StepFence {
+            job_id: job.id,
+            by: job.by.clone(),
+        };
+        let put = jobs::driver::StepPutParams {
+            record: &record,
+            fence: &fence,
+        };
+        assert!(driver.step_put(&put).await.expect("step"));
+        let nack = jobs::driver::NackParams {
+            job_id: job.id,
+            by: job.by.clone(),
+            target: jobs::driver::NackTarget::Retry,
+            run_at: now,
+            counts_as_attempt: true,
+            error: None,
+            error_code: None,
+            now,
+        };
+        assert!(driver.job_nack(&nack).await.expect("nack"));
+    }
+    for job in acked {
+        let ack = jobs::driver::AckParams {
+            job_id: job.id,
+            by: job.by.clone(),
+            now,
+        };
+        assert!(driver.job_ack(&ack).await.expect("ack"));
+    }
+    // 20 claims, then 5 heartbeats, 5 progress notes, 5 nacks and 5 acks; 5 step records.
+    support::wait::until(bound, "the statements' statistics", || reported(40, 5)).await;
+    let (updates, scans_after) = ack_statistics(&admin, &schema).await;
+    assert_eq!(updates, 40, "each statement updated its one row");
+    assert_eq!(
+        scans_after, scans_before,
+        "no fenced statement read x_jobs_lapsed_idx"
     );
 }

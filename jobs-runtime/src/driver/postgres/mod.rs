@@ -717,12 +717,24 @@ impl PostgresDriver {
         Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
     }
 
+    /// Runs a statement that changes one running row under its claim (an ack, a nack, a
+    /// heartbeat, a progress note, a step write), binding the state it must be in,
+    /// `'running'`, as its last parameter: the answer is whether the row matched.
+    ///
+    /// Why a parameter and not the constant: the constant implies the predicate of
+    /// `x_jobs_lapsed_idx` (`where state = 'running'`), and the session's generic plan
+    /// (`SESSION_SETTINGS`) is made once, at the statement's first use. Made while the table was
+    /// small and never analyzed, that plan read the whole running-rows index with `id = $1` as a
+    /// filter, and kept doing so as the table grew (under a held snapshot that index holds an
+    /// entry for every claim since). With the state bound, the primary key is the only index
+    /// that fits.
     async fn execute_fenced(
         &self,
         operation: Op,
         query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
     ) -> Result<bool, JobError> {
         let done = query
+            .bind(JobState::Running.as_str())
             .execute(&self.pool)
             .await
             .map_err(|e| classify(operation, e))?;

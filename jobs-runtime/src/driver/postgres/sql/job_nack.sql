@@ -1,6 +1,7 @@
 -- job_nack: moves a running job to $4 (ready, suspended, failed or dead), fenced on the claim,
 -- and counts it. $5 false hands the attempt back uncounted; $7/$8 replace the last error when
 -- given. The answer is one row when it landed, none otherwise.
+-- $10 is 'running', bound by the driver (`execute_fenced` says why it is not a constant).
 with settled as (
     update {schema}.x_jobs
     set state = $4,
@@ -10,7 +11,7 @@ with settled as (
         last_error = coalesce($7, last_error),
         last_error_code = case when $7 is null then last_error_code else $8 end,
         updated_at = $9
-    where id = $1 and state = 'running' and claimed_by = $2 and claims = $3
+    where id = $1 and state = $10 and claimed_by = $2 and claims = $3
     returning id, name, state, updated_at, started_at, $5::boolean as counted
 ),
 {count_settled}
