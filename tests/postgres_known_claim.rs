@@ -180,3 +180,34 @@ async fn known_claims_take_turns_and_an_own_enqueue_of_a_new_tenant_searches() {
         set(&[a[4], d])
     );
 }
+
+#[tokio::test]
+async fn a_paused_queue_yields_nothing_to_a_known_claim_of_one_tenant() {
+    let (claimer, other) = drivers("known_claim_paused").await;
+    let mut a = Vec::new();
+    for n in 0..3 {
+        a.push(enqueue(&other, "a", &format!("a{n}"), n).await);
+    }
+    assert_eq!(claim(&claimer, 1, 1_000, LEASE).await, vec![a[0]]);
+    assert_eq!(claim(&claimer, 1, 1_010, LEASE).await, vec![a[1]]);
+    let introspect = other.introspect().expect("introspection");
+    introspect
+        .queue_pause(&jobs::driver::introspect::QueuePauseParams {
+            queue: QUEUE,
+            actor: None,
+            now: ms(1_015),
+        })
+        .await
+        .expect("pause");
+    // The claim right after a search reads the one known tenant alone (job_claim_one.sql):
+    // it, and the search that follows its empty answer, take nothing from a paused queue.
+    assert!(claim(&claimer, 1, 1_020, LEASE).await.is_empty());
+    introspect
+        .queue_resume(&jobs::driver::introspect::QueueResumeParams {
+            queue: QUEUE,
+            now: ms(1_025),
+        })
+        .await
+        .expect("resume");
+    assert_eq!(claim(&claimer, 1, 1_030, LEASE).await, vec![a[2]]);
+}

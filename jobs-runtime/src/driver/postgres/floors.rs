@@ -29,6 +29,8 @@
 //! when that search found every tenant and no lapsed lease, and while no enqueue of this driver
 //! named a tenant the floors do not know. An empty answer is never final: the planned claim
 //! runs at once in the same call, so a worker never idles on it.
+//! A claim of one queue whose floors know one tenant (the common case) runs its one-tenant
+//! form, `job_claim_one.sql`: the same rows, without the turns across tenants.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;

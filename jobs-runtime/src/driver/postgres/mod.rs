@@ -569,19 +569,29 @@ impl PostgresDriver {
         let failed = |e| classify(Op::JobClaim, e);
         let mut result = ClaimResult::default();
         if let Some(known) = self.floors.known(&queues, params.now) {
-            let rows = sqlx::query(self.sql.job_claim_known.clone())
-                .bind(&queues)
-                .bind(&slots)
-                .bind(&params.worker_id)
-                .bind(params.now)
-                .bind(visible_at)
-                .bind(&known.queue)
-                .bind(&known.tenant)
-                .bind(&known.at)
-                .bind(&known.id)
-                .fetch_all(&mut *conn)
-                .await
-                .map_err(failed)?;
+            // One queue of one tenant (the common case): the same claim without tenant turns.
+            let query = match (&queues[..], &known.tenant[..]) {
+                ([queue], [tenant]) => sqlx::query(self.sql.job_claim_one.clone())
+                    .bind(*queue)
+                    .bind(slots[0])
+                    .bind(&params.worker_id)
+                    .bind(params.now)
+                    .bind(visible_at)
+                    .bind(tenant)
+                    .bind(known.at[0])
+                    .bind(known.id[0]),
+                _ => sqlx::query(self.sql.job_claim_known.clone())
+                    .bind(&queues)
+                    .bind(&slots)
+                    .bind(&params.worker_id)
+                    .bind(params.now)
+                    .bind(visible_at)
+                    .bind(&known.queue)
+                    .bind(&known.tenant)
+                    .bind(&known.at)
+                    .bind(&known.id),
+            };
+            let rows = query.fetch_all(&mut *conn).await.map_err(failed)?;
             for row in &rows {
                 result.jobs.push(claimed_job(row, params, visible_at)?);
             }

@@ -3,7 +3,8 @@
 -- queue's slots. Each row turns running with one more attempt and one more claim, claimed by
 -- $3, visible to other claimers again at $5 (its lease), started and updated at $4 (now); it
 -- answers the job's columns and whether the run has steps stored. Every claim statement (the
--- full search, the claim from the floors, the known-tenant claim) hands rows over this way.
+-- full search, the claim from the floors, the known-tenant claim and its one-tenant form) hands
+-- rows over this way.
 update {schema}.x_jobs j
 set state = 'running',
     attempt = j.attempt + 1,

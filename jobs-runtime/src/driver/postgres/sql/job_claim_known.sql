@@ -11,6 +11,8 @@
 -- instead of about 110, and an idle worker's pickup waited on that fixed cost (0.2 ms against
 -- 0.6 ms, measured on one ready row).
 --
+-- A claim of one queue with one known tenant runs job_claim_one.sql instead (no turns to take).
+--
 -- Rows are locked FOR UPDATE SKIP LOCKED, and the claim commits without waiting for its WAL
 -- flush, as job_claim does (see there).
 with demand as (
