@@ -434,3 +434,57 @@ async fn the_fenced_single_row_statements_find_their_row_by_id() {
         "no fenced statement read x_jobs_lapsed_idx"
     );
 }
+
+/// `x_jobs`' sequential scans and inserts so far.
+async fn scans_and_inserts(admin: &sqlx::PgPool, schema: &str) -> (i64, i64) {
+    sqlx::query_as(
+        "select seq_scan, n_tup_ins from pg_stat_user_tables where schemaname = $1 and relname = 'x_jobs'",
+    )
+    .bind(schema)
+    .fetch_one(admin)
+    .await
+    .expect("statistics")
+}
+
+/// The pinned connections prepare their statements afresh (`PostgresDriver::replan_every`, here
+/// at every use), so a plan made while the table was nearly empty does not outlive it: the
+/// single enqueue, planned on 20 analyzed rows, scanned the whole table for its key and wake
+/// probes on every later call; planned again on 2,020 rows, it reads them by index.
+#[tokio::test]
+async fn a_pinned_connection_plans_its_statements_afresh() {
+    let (admin, schema) = pg::schema("hot_path_replan").await;
+    let marker = format!("jobs-test-{schema}");
+    let driver = marked_driver(&schema, &marker)
+        .await
+        .replan_every(Duration::ZERO);
+    let jobs = Jobs::new(driver);
+    Ping::enqueue_many(&jobs, (0..20).map(|n| Beat { n }))
+        .await
+        .expect("enqueue");
+    sqlx::query(AssertSqlSafe(format!("analyze {schema}.x_jobs")))
+        .execute(&admin)
+        .await
+        .expect("analyze");
+    // Planned on 20 rows.
+    Ping::enqueue(&jobs, Beat { n: 20 }).await.expect("enqueue");
+    Ping::enqueue_many(&jobs, (21..2_021).map(|n| Beat { n }))
+        .await
+        .expect("enqueue");
+    let inserted = |rows: i64| {
+        let (admin, schema) = (admin.clone(), schema.clone());
+        async move { scans_and_inserts(&admin, &schema).await.1 >= rows }
+    };
+    let bound = Duration::from_secs(30);
+    support::wait::until(bound, "the inserts' statistics", || inserted(2_021)).await;
+    let (scans_before, _) = scans_and_inserts(&admin, &schema).await;
+
+    Ping::enqueue(&jobs, Beat { n: 2_021 })
+        .await
+        .expect("enqueue");
+    support::wait::until(bound, "the enqueue's statistics", || inserted(2_022)).await;
+    let (scans_after, _) = scans_and_inserts(&admin, &schema).await;
+    assert_eq!(
+        scans_after, scans_before,
+        "the enqueue, planned afresh on 2,021 rows, scanned no table"
+    );
+}

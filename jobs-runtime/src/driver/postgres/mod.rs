@@ -33,6 +33,7 @@ mod webhook_ledger;
 pub use backfill::PostgresBook;
 pub use connect::DEFAULT_CONNECT_TIMEOUT;
 pub use migrate::{Migration, MIGRATIONS};
+pub use pinned::REPLAN_EVERY;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,6 +102,16 @@ struct PinnedConnections {
     enqueue: pinned::Pinned,
     claim: pinned::Pinned,
     settle: pinned::Pinned,
+}
+
+impl PinnedConnections {
+    fn replanned_every(every: Duration) -> Self {
+        PinnedConnections {
+            enqueue: pinned::Pinned::replanned_every(every),
+            claim: pinned::Pinned::replanned_every(every),
+            settle: pinned::Pinned::replanned_every(every),
+        }
+    }
 }
 
 impl PostgresDriver {
@@ -187,6 +198,32 @@ impl PostgresDriver {
             floors: Arc::default(),
             pool_sets_nodelay: false,
         })
+    }
+
+    /// The same driver, with its hot path's connections (enqueue, claim, ack) preparing their
+    /// statements afresh every `every` instead of every [`REPLAN_EVERY`] (30 s).
+    ///
+    /// Each session plans a statement once, at its first use, and keeps the plan until the
+    /// server invalidates it (an `ANALYZE` of the table does). A plan made while the table was
+    /// nearly empty can read every row, and on a server with autovacuum off nothing ever
+    /// invalidates it; preparing afresh bounds how long it lasts. Each time costs one round
+    /// trip and a new plan for each statement at its next use.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), jobs::JobError> {
+    /// use std::time::Duration;
+    /// use jobs::driver::PostgresDriver;
+    ///
+    /// let driver = PostgresDriver::connect("postgres://app@db.internal/app")
+    ///     .await?
+    ///     .replan_every(Duration::from_secs(10));
+    /// # Ok(()) }
+    /// ```
+    pub fn replan_every(self, every: Duration) -> Self {
+        PostgresDriver {
+            pinned: Arc::new(PinnedConnections::replanned_every(every)),
+            ..self
+        }
     }
 
     /// The same pool, with the tables kept in `schema`.

@@ -12,6 +12,13 @@
 //! caller dials afresh through the pool. A single enqueue that met a dead pinned connection is
 //! sent once more on a fresh one (the driver's `job_enqueue`), so a server restart costs its
 //! callers nothing.
+//!
+//! A pinned connection prepares its statements afresh every [`REPLAN_EVERY`] (one round trip to
+//! close them, then each is parsed and planned again at its next use). Each statement is planned
+//! once per session (`SESSION_SETTINGS`), and a plan made while the table was small (on a table
+//! analyzed nearly empty: sequential scans) would otherwise stay until the server invalidates
+//! it, which with autovacuum off never happens, and the pinned connections live as long as the
+//! driver.
 
 use std::time::{Duration, Instant};
 
@@ -24,16 +31,27 @@ use crate::error::{ErrorCode, JobError};
 /// A pinned connection idle this long is pinged before it is trusted again.
 pub(crate) const IDLE_CHECK: Duration = Duration::from_secs(10);
 
+/// A pinned connection's statements are prepared (and so planned) afresh this often.
+pub const REPLAN_EVERY: Duration = Duration::from_secs(30);
+
 /// One pinned connection slot.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Pinned {
     slot: tokio::sync::Mutex<Option<Held>>,
+    replan_every: Duration,
+}
+
+impl Default for Pinned {
+    fn default() -> Self {
+        Pinned::replanned_every(REPLAN_EVERY)
+    }
 }
 
 #[derive(Debug)]
 pub(crate) struct Held {
     conn: PgConnection,
     last_used: Instant,
+    planned_since: Instant,
 }
 
 /// A connection lent for one operation: the pinned one, or a pooled one when the pin is busy.
@@ -43,6 +61,14 @@ pub(crate) enum Lease<'a> {
 }
 
 impl Pinned {
+    /// An empty slot whose connection prepares its statements afresh every `every`.
+    pub(crate) fn replanned_every(every: Duration) -> Self {
+        Pinned {
+            slot: tokio::sync::Mutex::default(),
+            replan_every: every,
+        }
+    }
+
     /// The pinned connection when it is free (dialled through `pool` on first use or after a
     /// failure, and given `TCP_NODELAY` there when `set_nodelay`), else a pooled one.
     pub(crate) async fn lease<'a>(
@@ -56,6 +82,12 @@ impl Pinned {
         if let Some(held) = guard.as_mut() {
             if held.last_used.elapsed() > IDLE_CHECK && held.conn.ping().await.is_err() {
                 *guard = None;
+            } else if held.planned_since.elapsed() >= self.replan_every {
+                if held.conn.clear_cached_statements().await.is_err() {
+                    *guard = None;
+                } else {
+                    held.planned_since = Instant::now();
+                }
             }
         }
         if guard.is_none() {
@@ -67,6 +99,7 @@ impl Pinned {
             *guard = Some(Held {
                 conn,
                 last_used: Instant::now(),
+                planned_since: Instant::now(),
             });
         }
         Ok(Lease::Pinned(guard))
