@@ -236,6 +236,26 @@ async fn ack_statistics(admin: &sqlx::PgPool, schema: &str) -> (i64, i64) {
     .expect("statistics")
 }
 
+/// Claims up to `limit` rows of the default queue for `worker`, on a 300 s lease.
+async fn claim_default(
+    driver: &PostgresDriver,
+    worker: &str,
+    limit: u32,
+) -> Vec<jobs::driver::ClaimedJob> {
+    let params = jobs::driver::ClaimParams {
+        demand: vec![jobs::driver::QueueDemand {
+            queue: "default".into(),
+            limit,
+        }],
+        worker_id: worker.into(),
+        visibility_timeout: Duration::from_secs(300),
+        drop_exhausted: Vec::new(),
+        fair_after: String::new(),
+        now: chrono::Utc::now(),
+    };
+    driver.job_claim(&params).await.expect("claim").jobs
+}
+
 /// The batched ack finds each row by its primary key, never by reading every running row from
 /// `x_jobs_lapsed_idx`: while a snapshot is held, that index keeps an entry for every claim
 /// since, and an ack that read them all slowed the whole drain (`examples/held_snapshot.rs`).
@@ -249,23 +269,6 @@ async fn the_batched_ack_reads_its_rows_by_id_not_the_running_rows_index() {
     Ping::enqueue_many(&jobs, (0..1_000).map(|n| Beat { n }))
         .await
         .expect("enqueue");
-    let claim = |limit: u32| {
-        let driver = driver.clone();
-        async move {
-            let params = jobs::driver::ClaimParams {
-                demand: vec![jobs::driver::QueueDemand {
-                    queue: "default".into(),
-                    limit,
-                }],
-                worker_id: "ack-by-id".into(),
-                visibility_timeout: Duration::from_secs(300),
-                drop_exhausted: Vec::new(),
-                fair_after: String::new(),
-                now: chrono::Utc::now(),
-            };
-            driver.job_claim(&params).await.expect("claim").jobs
-        }
-    };
     let ack = |job: &jobs::driver::ClaimedJob| jobs::driver::AckParams {
         job_id: job.id,
         by: job.by.clone(),
@@ -274,7 +277,7 @@ async fn the_batched_ack_reads_its_rows_by_id_not_the_running_rows_index() {
     // 900 jobs run and end one by one, then the statistics are read: few rows run.
     let mut settled = 0;
     while settled < 900 {
-        let batch = claim(100).await;
+        let batch = claim_default(&driver, "ack-by-id", 100).await;
         assert!(!batch.is_empty(), "queued jobs to claim");
         for job in batch {
             assert!(driver.job_ack(&ack(&job)).await.expect("ack"));
@@ -285,7 +288,7 @@ async fn the_batched_ack_reads_its_rows_by_id_not_the_running_rows_index() {
         .execute(&admin)
         .await
         .expect("analyze");
-    let running = claim(100).await;
+    let running = claim_default(&driver, "ack-by-id", 100).await;
     assert_eq!(running.len(), 100);
     // Every claim and ack so far reported (1,000 claims and 900 acks, each one update).
     let reported = |updates: i64| {
@@ -310,12 +313,13 @@ async fn the_batched_ack_reads_its_rows_by_id_not_the_running_rows_index() {
     );
 }
 
-/// Rows inserted into the schema's step records so far.
-async fn steps_inserted(admin: &sqlx::PgPool, schema: &str) -> i64 {
-    sqlx::query_scalar(
-        "select n_tup_ins from pg_stat_user_tables where schemaname = $1 and relname = 'x_job_steps'",
+/// A table's sequential scans and inserted rows so far, as the statistics have them.
+async fn scans_and_inserts(admin: &sqlx::PgPool, schema: &str, table: &str) -> (i64, i64) {
+    sqlx::query_as(
+        "select seq_scan, n_tup_ins from pg_stat_user_tables where schemaname = $1 and relname = $2",
     )
     .bind(schema)
+    .bind(table)
     .fetch_one(admin)
     .await
     .expect("statistics")
@@ -334,24 +338,13 @@ async fn the_fenced_single_row_statements_find_their_row_by_id() {
     Ping::enqueue_many(&jobs, (0..20).map(|n| Beat { n }))
         .await
         .expect("enqueue");
-    let params = jobs::driver::ClaimParams {
-        demand: vec![jobs::driver::QueueDemand {
-            queue: "default".into(),
-            limit: 20,
-        }],
-        worker_id: "fenced-by-id".into(),
-        visibility_timeout: Duration::from_secs(300),
-        drop_exhausted: Vec::new(),
-        fair_after: String::new(),
-        now: chrono::Utc::now(),
-    };
-    let running = driver.job_claim(&params).await.expect("claim").jobs;
+    let running = claim_default(&driver, "fenced-by-id", 20).await;
     assert_eq!(running.len(), 20);
     let reported = |updates: i64, steps: i64| {
         let (admin, schema) = (admin.clone(), schema.clone());
         async move {
             ack_statistics(&admin, &schema).await.0 >= updates
-                && steps_inserted(&admin, &schema).await >= steps
+                && scans_and_inserts(&admin, &schema, "x_job_steps").await.1 >= steps
         }
     };
     let bound = Duration::from_secs(30);
@@ -435,17 +428,6 @@ async fn the_fenced_single_row_statements_find_their_row_by_id() {
     );
 }
 
-/// `x_jobs`' sequential scans and inserts so far.
-async fn scans_and_inserts(admin: &sqlx::PgPool, schema: &str) -> (i64, i64) {
-    sqlx::query_as(
-        "select seq_scan, n_tup_ins from pg_stat_user_tables where schemaname = $1 and relname = 'x_jobs'",
-    )
-    .bind(schema)
-    .fetch_one(admin)
-    .await
-    .expect("statistics")
-}
-
 /// The pinned connections prepare their statements afresh (`PostgresDriver::replan_every`, here
 /// at every use), so a plan made while the table was nearly empty does not outlive it: the
 /// single enqueue, planned on 20 analyzed rows, scanned the whole table for its key and wake
@@ -472,17 +454,17 @@ async fn a_pinned_connection_plans_its_statements_afresh() {
         .expect("enqueue");
     let inserted = |rows: i64| {
         let (admin, schema) = (admin.clone(), schema.clone());
-        async move { scans_and_inserts(&admin, &schema).await.1 >= rows }
+        async move { scans_and_inserts(&admin, &schema, "x_jobs").await.1 >= rows }
     };
     let bound = Duration::from_secs(30);
     support::wait::until(bound, "the inserts' statistics", || inserted(2_021)).await;
-    let (scans_before, _) = scans_and_inserts(&admin, &schema).await;
+    let (scans_before, _) = scans_and_inserts(&admin, &schema, "x_jobs").await;
 
     Ping::enqueue(&jobs, Beat { n: 2_021 })
         .await
         .expect("enqueue");
     support::wait::until(bound, "the enqueue's statistics", || inserted(2_022)).await;
-    let (scans_after, _) = scans_and_inserts(&admin, &schema).await;
+    let (scans_after, _) = scans_and_inserts(&admin, &schema, "x_jobs").await;
     assert_eq!(
         scans_after, scans_before,
         "the enqueue, planned afresh on 2,021 rows, scanned no table"

@@ -97,11 +97,17 @@ enum Transaction {
 }
 
 /// One pinned connection per sequential caller of the hot path.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct PinnedConnections {
     enqueue: pinned::Pinned,
     claim: pinned::Pinned,
     settle: pinned::Pinned,
+}
+
+impl Default for PinnedConnections {
+    fn default() -> Self {
+        PinnedConnections::replanned_every(REPLAN_EVERY)
+    }
 }
 
 impl PinnedConnections {

@@ -41,12 +41,6 @@ pub(crate) struct Pinned {
     replan_every: Duration,
 }
 
-impl Default for Pinned {
-    fn default() -> Self {
-        Pinned::replanned_every(REPLAN_EVERY)
-    }
-}
-
 #[derive(Debug)]
 pub(crate) struct Held {
     conn: PgConnection,
