@@ -52,6 +52,12 @@ impl Clock for SystemClock {
         let wait = (deadline - Utc::now()).to_std().unwrap_or_default();
         Box::pin(tokio::time::sleep(wait))
     }
+
+    /// A tokio timer of `duration`, without reading the wall clock twice to get there (the
+    /// worker loop asks for one per pass).
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
 }
 
 /// A clock that only moves when told to.

@@ -41,6 +41,9 @@ pub(crate) struct Admitted {
     pub body: Result<ErasedBody, JobError>,
     /// The fleet slots held for it until it settles (it also holds a per-process place).
     pub held: Vec<HeldLease>,
+    /// When admission read the clock: the attempt's claim window starts here (a moment
+    /// early, so on the safe side), and the attempt reads the clock once less.
+    pub at: Timestamp,
 }
 
 /// A claim that does not start, and why.
@@ -147,6 +150,7 @@ fn admit_here(shared: &WorkerShared, claimed: Claimed) -> Here {
         declared,
         body,
         held: Vec::new(),
+        at: now,
     }))
 }
 
@@ -165,6 +169,7 @@ async fn admit_capped(shared: &WorkerShared, capped: Capped) -> Admission {
             declared,
             body,
             held,
+            at: now,
         }),
         Err(Denied::Shed(limit)) => deny(shared, claimed, Refusal::Shed(limit)),
         Err(Denied::Busy(error)) => deny(shared, claimed, Refusal::Busy(declared, error)),

@@ -67,6 +67,7 @@ pub(crate) fn execute(
         declared: Declared { entry, tenant },
         body,
         held,
+        at,
     } = admitted;
     // After the body, only the `on_settled` hook reads the tenant: keep a copy for it alone.
     let hook_tenant = if entry.descriptor().on_settled {
@@ -75,7 +76,7 @@ pub(crate) fn execute(
         None
     };
     async move {
-        let verdict = run_body(shared, &claimed.job, &entry, tenant, body, &held).await;
+        let verdict = run_body(shared, &claimed.job, &entry, tenant, body, &held, at).await;
         Executed {
             claimed,
             declared: Declared {
@@ -97,10 +98,11 @@ async fn run_body(
     tenant: Option<String>,
     body: Result<ErasedBody, JobError>,
     held: &[HeldLease],
+    admitted_at: Timestamp,
 ) -> Verdict {
     let descriptor = *entry.descriptor();
     let cancel = CancellationToken::new();
-    let window = ClaimWindow::new(shared.jobs.now(), shared.visibility_timeout);
+    let window = ClaimWindow::new(admitted_at, shared.visibility_timeout);
     let seed = RunSeed {
         job_id: job.id,
         run_id: job.run_id,

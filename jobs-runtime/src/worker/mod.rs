@@ -292,6 +292,12 @@ impl Worker {
                     worker.kick_when_due(&execution);
                 }));
             }
+            // A slot freed while this pass ran: the next pass starts at once, without arming a
+            // timer for a wait that would end before it began.
+            if futures::FutureExt::now_or_never(shared.kick.notified()).is_some() {
+                idle_wait = shared.poll_interval;
+                continue;
+            }
             let wake = shared.jobs.local_wake().notified();
             tokio::select! {
                 _ = stop.cancelled() => break,

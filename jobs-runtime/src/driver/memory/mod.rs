@@ -178,7 +178,31 @@ impl MemoryDriver {
         // assignments), so keep serving rather than poisoning every later call.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// [`MemoryDriver::lock`] for the worker's hot path (claims and acks): while another
+    /// thread holds the state, this task yields to the runtime instead of parking its thread,
+    /// so the thread runs other attempts meanwhile rather than sleeping in the kernel and
+    /// paying a wake-up to come back.
+    async fn lock_yielding(&self) -> std::sync::MutexGuard<'_, MemoryState> {
+        // A holder that keeps the state longer than a few turns (an operator's listing of a
+        // large store) is waited for the ordinary way.
+        for _ in 0..YIELDS_BEFORE_PARKING {
+            match self.state.try_lock() {
+                Ok(state) => return state,
+                Err(std::sync::TryLockError::Poisoned(e)) => return e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            // Awaited after the match, not in its arm: the failed try's result is gone by
+            // then, so the future stays `Send`.
+            tokio::task::yield_now().await;
+        }
+        self.lock()
+    }
 }
+
+/// How many turns [`MemoryDriver::lock_yielding`] gives other tasks before it parks its
+/// thread on the lock like any other caller.
+const YIELDS_BEFORE_PARKING: u32 = 64;
 
 impl MemoryState {
     /// Applies `change` to a job and keeps the claim index and the live-key index in step.
@@ -429,7 +453,7 @@ impl JobDriver for MemoryDriver {
             .collect();
         let slot_of = |queue: &str| slots.iter().position(|(q, _)| *q == queue);
         let wanted: usize = slots.iter().map(|(_, limit)| *limit as usize).sum();
-        let mut state = self.lock();
+        let mut state = self.lock_yielding().await;
         // Lapsed running rows, then each demanded queue's tenants' heads (at most a queue's
         // slots per tenant): never a walk through one tenant's backlog.
         let mut due: Vec<(Timestamp, u64, JobId)> = Vec::with_capacity(wanted);
@@ -551,7 +575,7 @@ impl JobDriver for MemoryDriver {
     }
 
     async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError> {
-        let mut state = self.lock();
+        let mut state = self.lock_yielding().await;
         if !state.fenced(params.job_id, &params.by) {
             return Ok(false);
         }
@@ -825,5 +849,100 @@ impl JobDriver for MemoryDriver {
                 e.mark > mark && e.expires_at > now && e.event.name == name && e.event.key == key
             })
             .map(|e| e.event.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn request(now: Timestamp) -> EnqueueRequest {
+        EnqueueRequest {
+            id: uuid::Uuid::now_v7(),
+            run_id: uuid::Uuid::now_v7(),
+            name: "held.job".to_string(),
+            queue: "default".to_string(),
+            input: serde_json::json!({}),
+            idempotency_key: "held".to_string(),
+            tenant_id: None,
+            max_attempts: 3,
+            run_at: now,
+            on_conflict: ConflictPolicy::Dedupe,
+            traceparent: None,
+            actor: None,
+            now,
+        }
+    }
+
+    /// An ack that finds the state held by another thread gives its runtime thread to other
+    /// tasks while it waits, instead of parking the thread on the lock: on a runtime of one
+    /// thread, a task spawned after the ack runs before the state is let go.
+    #[test]
+    fn a_waiting_ack_lets_its_thread_run_other_tasks() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let driver = Arc::new(MemoryDriver::new());
+        let now = chrono::Utc::now();
+        let job = runtime.block_on(async {
+            driver.job_enqueue(&request(now)).await.expect("enqueued");
+            let params = ClaimParams {
+                demand: vec![QueueDemand {
+                    queue: "default".to_string(),
+                    limit: 1,
+                }],
+                worker_id: "w".into(),
+                visibility_timeout: Duration::from_secs(30),
+                drop_exhausted: Vec::new(),
+                fair_after: String::new(),
+                now,
+            };
+            driver
+                .job_claim(&params)
+                .await
+                .expect("claimed")
+                .jobs
+                .remove(0)
+        });
+
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (ran_tx, ran_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let driver = driver.clone();
+            std::thread::spawn(move || {
+                let _state = driver.lock();
+                held_tx.send(()).expect("the test waits");
+                // Let go once the other task ran; bounded, so a parked thread fails the test
+                // below instead of hanging it.
+                ran_rx.recv_timeout(Duration::from_secs(10)).is_ok()
+            })
+        };
+        held_rx.recv().expect("the holder took the state");
+        let landed = runtime.block_on(async {
+            let ack = tokio::spawn({
+                let driver = driver.clone();
+                async move {
+                    let params = AckParams {
+                        job_id: job.id,
+                        by: job.by,
+                        now,
+                    };
+                    driver.job_ack(&params).await
+                }
+            });
+            tokio::spawn(async move {
+                let _ = ran_tx.send(());
+            });
+            ack.await.expect("the ack's task")
+        });
+        assert!(
+            holder.join().expect("the holder"),
+            "the waiting ack parked the runtime's only thread"
+        );
+        assert!(landed.expect("the ack"), "the ack landed");
     }
 }
