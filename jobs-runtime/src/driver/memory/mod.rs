@@ -879,10 +879,13 @@ mod tests {
     /// An ack that finds the state held by another thread gives its runtime thread to other
     /// tasks while it waits, instead of parking the thread on the lock: on a runtime of one
     /// thread, a task spawned after the ack runs before the state is let go.
+    ///
+    /// A current-thread runtime: both tasks are queued before either runs, and the ack runs
+    /// first. (On a multi-thread runtime of one worker, the worker could poll the ack through
+    /// all its yields before the test's thread spawned the second task: flaky under load.)
     #[test]
     fn a_waiting_ack_lets_its_thread_run_other_tasks() {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a runtime");
