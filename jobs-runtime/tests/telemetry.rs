@@ -294,6 +294,59 @@ async fn a_job_enqueued_from_a_step_joins_its_parents_trace() {
     assert_eq!(child_enqueue.get("parent_id"), fan_out.get("span_id"));
 }
 
+#[job(name = "telemetry.relay", key = "relay:{id}", tenant = none, queue = "payments")]
+async fn relay(run: Run, input: ParentInput) -> Result<(), JobError> {
+    // Straight from the body, not from a step: the run's own context is the parent.
+    let jobs = run.context::<Jobs>()?;
+    let ambient = TraceContext::current().expect("a run has a context");
+    Charge::enqueue(
+        &jobs,
+        ChargeInput {
+            order_id: input.id,
+            card_token: ambient.to_string(),
+        },
+    )
+    .await
+    .map(|_| ())
+}
+
+/// With no subscriber the run's context is made only when read (here by the body and by its
+/// enqueue); what they read is still one child of the stored traceparent.
+#[tokio::test]
+async fn with_no_subscriber_a_run_still_descends_from_its_enqueue() {
+    let jobs = Jobs::memory();
+    let worker = jobs
+        .worker()
+        .queues(["payments"])
+        .context(Arc::new(jobs.clone()))
+        .build()
+        .unwrap();
+    let relay = Relay::enqueue(&jobs, ParentInput { id: 9 }).await.unwrap();
+    worker.tick().await.unwrap();
+    let row = jobs.job(relay.id).await.unwrap().unwrap();
+    assert_eq!(row.state, JobState::Done);
+    let stored = TraceContext::parse(row.traceparent.as_deref().unwrap()).unwrap();
+
+    let page = jobs
+        .operator()
+        .list_jobs(&jobs::driver::introspect::JobListParams {
+            name: Some("telemetry.charge".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let child = jobs.job(page.jobs[0].id).await.unwrap().unwrap();
+    let seen: ChargeInput = serde_json::from_value(child.input.clone()).unwrap();
+    let seen = TraceContext::parse(&seen.card_token).unwrap();
+    let child = TraceContext::parse(child.traceparent.as_deref().unwrap()).unwrap();
+    // The body's context: in the stored trace, a span of its own.
+    assert_eq!(seen.trace_id(), stored.trace_id());
+    assert_ne!(seen.span_id(), stored.span_id());
+    // The enqueue's producer span: in the same trace, under the body's context.
+    assert_eq!(child.trace_id(), stored.trace_id());
+    assert_ne!(child.span_id(), seen.span_id());
+}
+
 #[tokio::test]
 async fn workers_feed_the_metrics_and_queue_stats_the_gauges() {
     let kit = TestKit::new();

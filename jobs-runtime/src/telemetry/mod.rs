@@ -38,6 +38,7 @@
 //! by `queue_stats` (depth, oldest ready age, dead jobs); [`Operator::metrics_text`](crate::Operator::metrics_text) refreshes the
 //! gauges and renders the Prometheus exposition text.
 
+mod ambient;
 pub mod attributes;
 mod metrics;
 mod spans;
@@ -48,12 +49,14 @@ pub use traceparent::TraceContext;
 
 pub(crate) use spans::{step, EnqueueTrace, RunTrace};
 
+use ambient::Ambient;
+
 tokio::task_local! {
     /// The context of the run or step being polled: what an enqueue inside it descends from.
-    static CURRENT: TraceContext;
+    static CURRENT: Ambient;
 }
 
 /// The ambient job context, when inside a run, a step or an enqueue's send.
 pub(crate) fn current() -> Option<TraceContext> {
-    CURRENT.try_with(|c| *c).ok()
+    CURRENT.try_with(Ambient::get).ok()
 }

@@ -1,12 +1,13 @@
 //! The three spans: producer (enqueue), consumer (run), and one per step.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
 use super::attributes::{OPERATION_PROCESS, OPERATION_SEND, SYSTEM};
-use super::{current, TraceContext, CURRENT};
+use super::{current, Ambient, TraceContext, CURRENT};
 use crate::driver::{ClaimedJob, EnqueueRequest, EnqueueResult};
 use crate::error::JobError;
 use crate::execution::{ExecutionOutcome, JobExecution};
@@ -80,7 +81,10 @@ impl EnqueueTrace {
         send: impl Future<Output = Result<EnqueueResult, JobError>>,
     ) -> Result<EnqueueResult, JobError> {
         let result = CURRENT
-            .scope(self.context, send.instrument(self.span.clone()))
+            .scope(
+                Ambient::made(self.context),
+                send.instrument(self.span.clone()),
+            )
             .await;
         match &result {
             Ok(enqueued) => {
@@ -101,7 +105,10 @@ impl EnqueueTrace {
         send: impl Future<Output = Result<Vec<EnqueueResult>, JobError>>,
     ) -> Result<Vec<EnqueueResult>, JobError> {
         let result = CURRENT
-            .scope(self.context, send.instrument(self.span.clone()))
+            .scope(
+                Ambient::made(self.context),
+                send.instrument(self.span.clone()),
+            )
             .await;
         match &result {
             Ok(all) if all.len() == 1 => {
@@ -127,14 +134,17 @@ impl EnqueueTrace {
 /// One attempt's consumer span, a child of the enqueue's stored `traceparent`.
 pub(crate) struct RunTrace {
     span: Span,
-    context: TraceContext,
+    context: Ambient,
 }
 
 impl RunTrace {
-    /// Opens `job.<name>` for a claimed job.
-    pub(crate) fn start(job: &ClaimedJob) -> RunTrace {
-        let parent = job.traceparent.as_deref().and_then(TraceContext::parse);
-        let context = parent.map_or_else(TraceContext::new_root, |p| p.child());
+    /// Opens `job.<name>` for a claimed job whose enqueue stored `traceparent` (taken from the
+    /// claimed job: nothing else reads it). The run's context is made only when something
+    /// reads it: the span's fields when a subscriber (or `log`) takes the span, the body, an
+    /// enqueue or a step ([`Ambient`]).
+    pub(crate) fn start(job: &ClaimedJob, traceparent: Option<Arc<str>>) -> RunTrace {
+        let context = Ambient::child_of(traceparent);
+        // The field expressions run only for a span someone takes.
         let span = tracing::info_span!(
             parent: None,
             "job.run",
@@ -153,13 +163,9 @@ impl RunTrace {
             jobs.actor = job.actor.as_deref(),
             trace_id = %context.trace_hex(),
             span_id = %context.span_hex(),
-            parent_id = Empty,
-            traceparent = Empty,
+            parent_id = context.parent().map(|p| tracing::field::display(p.span_hex())),
+            traceparent = context.parent().map(tracing::field::display),
         );
-        if let Some(parent) = parent {
-            span.record("parent_id", tracing::field::display(parent.span_hex()));
-            span.record("traceparent", tracing::field::display(parent));
-        }
         RunTrace { span, context }
     }
 
@@ -200,7 +206,9 @@ where
     if let Some(parent) = parent {
         span.record("parent_id", tracing::field::display(parent.span_hex()));
     }
-    let result = CURRENT.scope(context, work.instrument(span.clone())).await;
+    let result = CURRENT
+        .scope(Ambient::made(context), work.instrument(span.clone()))
+        .await;
     span.record(
         "jobs.step.status",
         if result.is_ok() { "ok" } else { "error" },

@@ -394,12 +394,13 @@ impl Worker {
     }
 
     /// One attempt of one claimed job: admit -> execute -> settle, inside the run's span.
-    async fn attempt(&self, claimed: Claimed) -> JobExecution {
+    async fn attempt(&self, mut claimed: Claimed) -> JobExecution {
         let shared = &*self.shared;
         let queue = claimed.job.queue.clone();
         let id = claimed.job.id;
         shared.presence.begin(id);
-        let trace = crate::telemetry::RunTrace::start(&claimed.job);
+        let traceparent = claimed.job.traceparent.take();
+        let trace = crate::telemetry::RunTrace::start(&claimed.job, traceparent);
         let pipeline = async {
             let ending = match admit::admit(shared, claimed).await {
                 Admission::Admitted(admitted) => {
