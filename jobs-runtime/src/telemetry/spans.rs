@@ -144,7 +144,7 @@ impl RunTrace {
     /// enqueue or a step ([`Ambient`]).
     pub(crate) fn start(job: &ClaimedJob, traceparent: Option<Arc<str>>) -> RunTrace {
         let context = Ambient::child_of(traceparent);
-        // The field expressions run only for a span someone takes.
+        // The trace fields make the context only when they are written.
         let span = tracing::info_span!(
             parent: None,
             "job.run",
@@ -163,9 +163,16 @@ impl RunTrace {
             jobs.actor = job.actor.as_deref(),
             trace_id = %context.trace_hex(),
             span_id = %context.span_hex(),
-            parent_id = context.parent().map(|p| tracing::field::display(p.span_hex())),
-            traceparent = context.parent().map(tracing::field::display),
+            parent_id = Empty,
+            traceparent = Empty,
         );
+        // The parent's fields parse the stored value: only for a span someone takes.
+        if is_taken(&span) {
+            if let Some(parent) = context.parent() {
+                span.record("parent_id", tracing::field::display(parent.span_hex()));
+                span.record("traceparent", tracing::field::display(parent));
+            }
+        }
         RunTrace { span, context }
     }
 
@@ -181,6 +188,13 @@ impl RunTrace {
         }
         execution
     }
+}
+
+/// Whether anyone takes `span`: a subscriber, or, while none is set, a `log` logger (tracing's
+/// fallback writes a disabled span's fields to `log`).
+fn is_taken(span: &Span) -> bool {
+    !span.is_disabled()
+        || (!tracing::dispatcher::has_been_set() && log::max_level() >= log::LevelFilter::Info)
 }
 
 /// Runs one step's closure inside `job.<name>.step`, a child of the run's span.
