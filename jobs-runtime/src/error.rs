@@ -426,8 +426,12 @@ impl JobError {
         }
         out.push_str(&self.message);
         if let Some(cause) = &self.cause {
-            out.push_str(": ");
-            out.push_str(&cause.to_string());
+            // `?` on an app's error makes the message from the cause's own text: write it once.
+            let cause = cause.to_string();
+            if !self.message.ends_with(&cause) {
+                out.push_str(": ");
+                out.push_str(&cause);
+            }
         }
         // An app's message may hold a NUL, which no text column stores: the write recording
         // the error must not fail on it.
@@ -489,7 +493,13 @@ impl fmt::Display for StdJobError {
     }
 }
 
-impl std::error::Error for StdJobError {}
+impl std::error::Error for StdJobError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0
+            .cause()
+            .map(|cause| cause as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// A serde error as it may appear in a message: the shape of the problem, never the value.
 ///
@@ -557,6 +567,42 @@ mod tests {
         assert_eq!(e.class(), ErrorClass::Retryable);
         assert_eq!(e.code(), None);
         assert!(e.cause().is_some());
+    }
+
+    #[derive(Debug)]
+    struct Outage;
+
+    impl fmt::Display for Outage {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("ledger service unavailable")
+        }
+    }
+
+    impl std::error::Error for Outage {}
+
+    #[test]
+    fn an_error_converted_by_question_mark_states_its_text_once() {
+        fn body() -> Result<(), JobError> {
+            Err(Outage)?;
+            Ok(())
+        }
+        let e = body().unwrap_err();
+        assert_eq!(e.summary(), "ledger service unavailable");
+        assert_eq!(e.to_string(), "ledger service unavailable");
+        // A message of its own still names its cause after it.
+        let e = JobError::retryable("posting failed").with_cause(Box::new(Outage) as Cause);
+        assert_eq!(e.summary(), "posting failed: ledger service unavailable");
+    }
+
+    #[test]
+    fn the_std_adapter_chains_the_cause() {
+        let e = JobError::retryable("posting failed").with_cause(Box::new(Outage) as Cause);
+        let std = e.into_std();
+        let source = std.source().expect("the cause is the source");
+        assert_eq!(source.to_string(), "ledger service unavailable");
+        assert!(source.source().is_none());
+        let bare = JobError::terminal("card declined").into_std();
+        assert!(bare.source().is_none());
     }
 
     #[test]

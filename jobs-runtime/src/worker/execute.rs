@@ -9,7 +9,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::admit::{Admitted, Declared};
 use super::claim::Claimed;
-use super::claim_window::ClaimWindow;
 use super::keeper;
 use super::WorkerShared;
 use crate::clock::Timestamp;
@@ -17,6 +16,7 @@ use crate::driver::lease::HeldLease;
 use crate::driver::{ClaimedJob, StepFence};
 use crate::error::{ErrorCode, JobError};
 use crate::registry::{ErasedBody, ErasedOutput, JobEntry};
+use crate::run::claim_window::{ClaimWindow, StopReason};
 use crate::run::{Run, RunSeed};
 
 /// An admitted claim whose body ran (or could not start), with its verdict.
@@ -43,15 +43,6 @@ pub(crate) enum Verdict {
     Interrupted,
     /// The claim was lost while it ran.
     LeaseLost,
-}
-
-/// Why an attempt's cancellation fired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StopReason {
-    Timeout,
-    LeaseLost,
-    SlotLost,
-    Draining,
 }
 
 /// Runs an admitted claim's body to a verdict.

@@ -17,13 +17,12 @@ use rustc_hash::FxHashMap as HashMap;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::admit;
-use super::claim_window::ClaimWindow;
-use super::execute::StopReason;
+use super::fleet_slots;
 use super::WorkerShared;
 use crate::clock::{add, Timestamp};
 use crate::driver::lease::HeldLease;
 use crate::driver::{HeartbeatParams, StepFence};
+use crate::run::claim_window::{ClaimWindow, StopReason};
 
 /// The attempts a worker keeps alive, and the task that does it (started with the first).
 #[derive(Default)]
@@ -204,7 +203,7 @@ async fn renew(
     let outcome = match renewal {
         Ok(true) => {
             let store = worker.jobs.driver().lease_store();
-            match admit::renew(store, &mut held, window, now).await {
+            match fleet_slots::renew(store, &mut held, window, now).await {
                 Ok(true) => Renewal::Landed(held),
                 Ok(false) => {
                     tracing::warn!(target: "jobs.worker.slot-lost", job_id = %fence.job_id, "a fleet concurrency slot is no longer held; stopping the run");

@@ -19,9 +19,9 @@
 mod admit;
 mod builder;
 mod claim;
-pub(crate) mod claim_window;
 mod complete;
 mod execute;
+mod fleet_slots;
 mod hook;
 mod keeper;
 mod limiter;

@@ -5,9 +5,10 @@
 
 use std::future::Future;
 
-use super::admit::{self, Refusal, Refused};
+use super::admit::{Refusal, Refused};
 use super::claim::Claimed;
 use super::execute::{Executed, Verdict};
+use super::fleet_slots;
 use super::hook::{self, HookEnding};
 use super::limiter::shed_until;
 use super::WorkerShared;
@@ -101,7 +102,13 @@ pub(crate) fn settle(
             }
         }
         if let Some(held) = held {
-            admit::leave(shared, &job, &held).await;
+            // What admission took, given back now the ending is written: the fleet slots
+            // (boxed: only a capped job holds any, and every settle's future carried it),
+            // then the per-process place.
+            if !held.is_empty() {
+                Box::pin(fleet_slots::release(shared, &held)).await;
+            }
+            shared.limiter.leave(&shared.limits, &job);
         }
         plan.execution
     }

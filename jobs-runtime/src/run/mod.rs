@@ -18,7 +18,9 @@ use crate::driver::{
 };
 use crate::duration::IntoDuration;
 use crate::error::{ErrorCode, JobError};
-use crate::worker::claim_window::ClaimWindow;
+use claim_window::ClaimWindow;
+
+pub(crate) mod claim_window;
 
 /// Step names kept per attempt for the operator's trace (oldest dropped).
 pub const MAX_TRACE_NAMES: usize = 200;

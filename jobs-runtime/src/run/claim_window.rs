@@ -8,7 +8,7 @@
 //! came back refused, while the worker that took the row over runs the same step. A closure
 //! already under way when the process was paused still finishes: nothing can stop it.
 //! The check reads the clock only; the keeper applies it too when a renewal fails
-//! (`keeper::apply`).
+//! (`worker::keeper::apply`).
 //!
 //! The window also keeps why the attempt was stopped (the first reason wins), so an attempt
 //! shares one allocation between its run, its keeper and its executor.
@@ -17,8 +17,16 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::execute::StopReason;
 use crate::clock::{add, Timestamp};
+
+/// Why an attempt's cancellation fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    Timeout,
+    LeaseLost,
+    SlotLost,
+    Draining,
+}
 
 /// One attempt's claim window and stop reason, shared by its run (which checks the window), its
 /// keeper (which moves it on each renewal that lands) and its executor (which reads the reason).
