@@ -1,0 +1,380 @@
+//! The enqueue: one job on the pinned enqueue connection (once more on a fresh one when it
+//! died), a batch in one transaction (plain inserts first, then the dedupe form when a job is
+//! held), and a job in a caller's own transaction.
+
+use sqlx::postgres::PgConnection;
+use sqlx::Connection;
+use sqlx::Row;
+
+use super::classify::{classify, Op};
+use super::{floors, PostgresDriver};
+use crate::clock::Timestamp;
+use crate::driver::records::*;
+use crate::error::{ErrorCode, JobError};
+
+/// The SQLSTATE of a unique violation.
+const UNIQUE_VIOLATION: &str = "23505";
+
+/// Whose transaction an enqueue runs in: its own one-statement transaction may fail and roll
+/// back alone; a caller's (or a batch's) must not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transaction {
+    Own,
+    Callers,
+}
+
+impl PostgresDriver {
+    pub(super) async fn enqueue_one(
+        &self,
+        request: &EnqueueRequest,
+    ) -> Result<EnqueueResult, JobError> {
+        match self.enqueue_pinned(request).await {
+            (Err(error), true) if error.code() == Some(ErrorCode::DriverUnavailable) => {
+                // The pinned connection died since its last call (a server restart, an idle
+                // timeout): once more, on a fresh one. The request keeps its id, so a first try
+                // that did commit is found by id: that row is this very job, not a duplicate.
+                let (retried, _) = self.enqueue_pinned(request).await;
+                retried.map(|r| EnqueueResult {
+                    deduped: r.deduped && r.id != request.id,
+                    ..r
+                })
+            }
+            (result, _) => result,
+        }
+    }
+
+    pub(super) async fn enqueue_many(
+        &self,
+        requests: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        let mut lease = self
+            .pinned
+            .enqueue
+            .lease(&self.pool, !self.pool_sets_nodelay)
+            .await
+            .map_err(|e| classify(Op::JobEnqueueMany, e))?;
+        let result = self.enqueue_many_on(lease.conn(), requests).await;
+        lease.end(&result);
+        result
+    }
+
+    /// Enqueues on the caller's connection or transaction: the job exists if and only if that
+    /// transaction commits (the transactional outbox).
+    pub async fn enqueue_in(
+        &self,
+        conn: &mut PgConnection,
+        request: &EnqueueRequest,
+    ) -> Result<EnqueueResult, JobError> {
+        self.enqueue_on(conn, request, request.now, Transaction::Callers)
+            .await
+    }
+
+    /// Inserts `request` as of `now` (its own `now`, or its batch's).
+    async fn enqueue_on(
+        &self,
+        conn: &mut PgConnection,
+        request: &EnqueueRequest,
+        now: Timestamp,
+        transaction: Transaction,
+    ) -> Result<EnqueueResult, JobError> {
+        let failed = |e| classify(Op::JobEnqueue, e);
+        // The insert answers nothing when a row holds the job; the holder lookup then names it.
+        // A holder that finished in between frees the key: insert again. Three rounds at most.
+        let statement = match transaction {
+            Transaction::Own => &self.sql.job_enqueue,
+            Transaction::Callers => &self.sql.job_enqueue_in,
+        };
+        for _ in 0..ENQUEUE_ROUNDS {
+            let inserted = sqlx::query(statement.clone())
+                .bind(request.id)
+                .bind(request.run_id)
+                .bind(&request.name)
+                .bind(&request.queue)
+                .bind(&request.input)
+                .bind(&request.idempotency_key)
+                .bind(&request.tenant_id)
+                .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
+                .bind(request.run_at)
+                .bind(now)
+                .bind(&*self.wake_channel)
+                .bind(wake_slot(now))
+                .bind(&request.traceparent)
+                .bind(&request.actor)
+                .fetch_optional(&mut *conn)
+                .await;
+            // In its own transaction, a key or id taken under the statement is a unique
+            // violation that rolled back only that statement: find the holder.
+            let inserted = match inserted {
+                Err(sqlx::Error::Database(db))
+                    if transaction == Transaction::Own
+                        && db.code().as_deref() == Some(UNIQUE_VIOLATION) =>
+                {
+                    None
+                }
+                other => other.map_err(failed)?,
+            };
+            if let Some(row) = inserted {
+                self.floors.lower(
+                    &request.queue,
+                    request.tenant_id.as_deref(),
+                    floors::Position {
+                        at: request.run_at,
+                        id: request.id,
+                    },
+                );
+                return Ok(EnqueueResult {
+                    id: row.try_get("id").map_err(failed)?,
+                    run_id: row.try_get("run_id").map_err(failed)?,
+                    deduped: false,
+                });
+            }
+            let holder = sqlx::query(self.sql.job_enqueue_holder.clone())
+                .bind(request.id)
+                .bind(&request.name)
+                .bind(&request.tenant_id)
+                .bind(&request.idempotency_key)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(failed)?;
+            let Some(row) = holder else { continue };
+            return EnqueueResult::held(
+                request,
+                row.try_get("id").map_err(failed)?,
+                row.try_get("run_id").map_err(failed)?,
+                row.try_get("same_id").map_err(failed)?,
+            );
+        }
+        Err(EnqueueResult::key_kept_moving(request))
+    }
+
+    /// `statement` (job_enqueue_many or its dedupe form) bound to a whole batch (`UNNEST`
+    /// arrays).
+    fn bind_batch<'q>(
+        &self,
+        statement: &sqlx::SqlStr,
+        batch: &'q [EnqueueRequest],
+        now: Timestamp,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        let column = |f: fn(&EnqueueRequest) -> String| batch.iter().map(f).collect::<Vec<_>>();
+        sqlx::query(statement.clone())
+            .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
+            .bind(batch.iter().map(|r| r.run_id).collect::<Vec<_>>())
+            .bind(column(|r| r.name.clone()))
+            .bind(column(|r| r.queue.clone()))
+            .bind(batch.iter().map(|r| r.input.clone()).collect::<Vec<_>>())
+            .bind(column(|r| r.idempotency_key.clone()))
+            .bind(
+                batch
+                    .iter()
+                    .map(|r| r.tenant_id.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                batch
+                    .iter()
+                    .map(|r| i32::try_from(r.max_attempts).unwrap_or(i32::MAX))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(batch.iter().map(|r| r.run_at).collect::<Vec<_>>())
+            .bind(
+                batch
+                    .iter()
+                    .map(|r| r.traceparent.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(now)
+            .bind(&*self.wake_channel)
+            .bind(batch.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
+    }
+
+    /// Inserts a batch of jobs none of which is held, in one plain statement; `Ok(false)` when
+    /// one was held after all (a unique violation: the transaction is then aborted).
+    async fn enqueue_batch_new(
+        &self,
+        conn: &mut PgConnection,
+        batch: &[EnqueueRequest],
+        now: Timestamp,
+    ) -> Result<bool, JobError> {
+        let inserted = self
+            .bind_batch(&self.sql.job_enqueue_many, batch, now)
+            .fetch_one(&mut *conn)
+            .await;
+        match inserted {
+            Ok(_) => Ok(true),
+            Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some(UNIQUE_VIOLATION) => {
+                Ok(false)
+            }
+            Err(e) => Err(classify(Op::JobEnqueueMany, e)),
+        }
+    }
+
+    /// One statement for a whole batch that may hold jobs already (`UNNEST` arrays); a row
+    /// whose key holder committed while the statement ran goes through the single-row
+    /// statement afterwards.
+    async fn enqueue_batch(
+        &self,
+        conn: &mut PgConnection,
+        batch: &[EnqueueRequest],
+        now: Timestamp,
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        let failed = |e| classify(Op::JobEnqueueMany, e);
+        let rows = self
+            .bind_batch(&self.sql.job_enqueue_many_dedupe, batch, now)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(failed)?;
+        // Every job answers as inserted unless a row after the summary row names it.
+        let mut out: Vec<EnqueueResult> = batch
+            .iter()
+            .map(|r| EnqueueResult {
+                id: r.id,
+                run_id: r.run_id,
+                deduped: false,
+            })
+            .collect();
+        for row in &rows {
+            let Some(ord) = row.try_get::<Option<i64>, _>("ord").map_err(failed)? else {
+                continue;
+            };
+            let index = usize::try_from(ord - 1)
+                .ok()
+                .filter(|i| *i < batch.len())
+                .ok_or_else(|| {
+                    JobError::new(
+                        ErrorCode::Driver,
+                        "job_enqueue_many answered a position outside its batch",
+                    )
+                })?;
+            let id: Option<JobId> = row.try_get("id").map_err(failed)?;
+            let run_id: Option<RunId> = row.try_get("run_id").map_err(failed)?;
+            out[index] = match (id, run_id) {
+                (Some(id), Some(run_id)) => EnqueueResult {
+                    id,
+                    run_id,
+                    deduped: true,
+                },
+                _ => {
+                    self.enqueue_on(&mut *conn, &batch[index], now, Transaction::Callers)
+                        .await?
+                }
+            };
+        }
+        Ok(out)
+    }
+
+    /// A single enqueue on the pinned connection (or a pooled one when it is busy); answers
+    /// whether the pinned one was used.
+    async fn enqueue_pinned(
+        &self,
+        request: &EnqueueRequest,
+    ) -> (Result<EnqueueResult, JobError>, bool) {
+        let mut lease = match self
+            .pinned
+            .enqueue
+            .lease(&self.pool, !self.pool_sets_nodelay)
+            .await
+        {
+            Ok(lease) => lease,
+            Err(e) => return (Err(classify(Op::JobEnqueue, e)), false),
+        };
+        let pinned = lease.is_pinned();
+        let result = self
+            .enqueue_on(lease.conn(), request, request.now, Transaction::Own)
+            .await;
+        lease.end(&result);
+        (result, pinned)
+    }
+
+    async fn enqueue_many_on(
+        &self,
+        conn: &mut PgConnection,
+        requests: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        // One `now` for the batch (see `JobDriver::job_enqueue_many`): a job due at its own
+        // `now` is `ready`, whichever request read the clock last.
+        let Some(now) = requests.iter().map(|r| r.now).max() else {
+            return Ok(Vec::new());
+        };
+        // A deduped row lowers a floor for nothing, which costs nothing.
+        self.floors.lower_all(requests.iter().map(|r| {
+            (
+                r.queue.as_str(),
+                r.tenant_id.as_deref(),
+                floors::Position {
+                    at: r.run_at,
+                    id: r.id,
+                },
+            )
+        }));
+        let refuse_duplicates = requests
+            .iter()
+            .any(|r| r.on_conflict == ConflictPolicy::Error);
+        if !refuse_duplicates {
+            // First as plain inserts, in one transaction: all of them or none. A job held
+            // already aborts it, and the batch is done again below, answering each held one.
+            let mut tx = conn
+                .begin()
+                .await
+                .map_err(|e| classify(Op::JobEnqueueMany, e))?;
+            let mut all_new = true;
+            for chunk in requests.chunks(ENQUEUE_BATCH) {
+                if !self.enqueue_batch_new(&mut tx, chunk, now).await? {
+                    all_new = false;
+                    break;
+                }
+            }
+            if all_new {
+                tx.commit()
+                    .await
+                    .map_err(|e| classify(Op::JobEnqueueMany, e))?;
+                return Ok(requests
+                    .iter()
+                    .map(|r| EnqueueResult {
+                        id: r.id,
+                        run_id: r.run_id,
+                        deduped: false,
+                    })
+                    .collect());
+            }
+            tx.rollback()
+                .await
+                .map_err(|e| classify(Op::JobEnqueueMany, e))?;
+        }
+        // One transaction: all of them or none.
+        let mut tx = conn
+            .begin()
+            .await
+            .map_err(|e| classify(Op::JobEnqueueMany, e))?;
+        let mut out = Vec::with_capacity(requests.len());
+        if refuse_duplicates {
+            // Refusing a duplicate must name it: one statement per job.
+            for request in requests {
+                out.push(
+                    self.enqueue_on(&mut tx, request, now, Transaction::Callers)
+                        .await?,
+                );
+            }
+        } else {
+            for chunk in requests.chunks(ENQUEUE_BATCH) {
+                out.extend(self.enqueue_batch(&mut tx, chunk, now).await?);
+            }
+        }
+        tx.commit()
+            .await
+            .map_err(|e| classify(Op::JobEnqueueMany, e))?;
+        Ok(out)
+    }
+}
+
+/// Jobs per statement in `job_enqueue_many`.
+const ENQUEUE_BATCH: usize = 5_000;
+
+/// Enqueues announce their queue at most once per slot of this length.
+const WAKE_SLOT_MS: i64 = 250;
+
+/// The start of the wake slot `now` falls in.
+fn wake_slot(now: Timestamp) -> Timestamp {
+    let ms = now.timestamp_millis();
+    let start = ms - ms.rem_euclid(WAKE_SLOT_MS);
+    chrono::DateTime::from_timestamp_millis(start).unwrap_or(now)
+}
