@@ -39,8 +39,8 @@ mod steps;
 mod wake;
 mod webhook_ledger;
 
-pub use ledger_book::PostgresBook;
 pub use connect::DEFAULT_CONNECT_TIMEOUT;
+pub use ledger_book::PostgresBook;
 pub use migrate::{Migration, MIGRATIONS};
 pub use pinned::REPLAN_EVERY;
 

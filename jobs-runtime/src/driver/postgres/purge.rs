@@ -1,7 +1,6 @@
 //! `job_purge`: finished jobs past their cutoffs, then the history of the jobs gone, in one
 //! transaction.
 
-
 use super::classify::{classify, Op};
 use super::PostgresDriver;
 use crate::driver::records::*;

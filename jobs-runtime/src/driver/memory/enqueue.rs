@@ -1,0 +1,126 @@
+//! The enqueue: a row goes in under the live-key rule (a live job holding the key answers
+//! deduped), one at a time or a batch under one lock.
+
+use super::live_keys::LiveKey;
+use std::sync::Arc;
+
+use super::state::{MemoryState, StoredJob};
+use super::MemoryDriver;
+use crate::clock::Timestamp;
+use crate::driver::records::*;
+use crate::error::JobError;
+
+impl MemoryState {
+    /// Inserts `request` as of `now` (its own `now`, or its batch's).
+    pub(super) fn enqueue(
+        &mut self,
+        request: &EnqueueRequest,
+        now: Timestamp,
+    ) -> Result<EnqueueResult, JobError> {
+        let key = LiveKey {
+            name: &request.name,
+            tenant: request.tenant_id.as_deref().unwrap_or(""),
+            key: &request.idempotency_key,
+        };
+        // An id that already names a row (an outbox re-publish) inserts nothing and
+        // answers that row, whatever the conflict policy.
+        if let Some(existing) = self.jobs.get(&request.id) {
+            let r = &existing.record;
+            return EnqueueResult::held(request, r.id, r.run_id, true);
+        }
+        let live_hash = key.hash();
+        let holder = self
+            .live_keys
+            .holder_at(live_hash, key, |id| self.record(id));
+        if let Some(existing) = holder.and_then(|id| self.jobs.get(&id)) {
+            let r = &existing.record;
+            return EnqueueResult::held(request, r.id, r.run_id, false);
+        }
+        let state = if request.run_at <= now {
+            JobState::Ready
+        } else {
+            JobState::Delayed
+        };
+        let record = JobRecord {
+            id: request.id,
+            run_id: request.run_id,
+            name: request.name.clone(),
+            queue: request.queue.clone(),
+            // Kept beside the row, shared with its claims.
+            input: serde_json::Value::Null,
+            idempotency_key: request.idempotency_key.clone(),
+            tenant_id: request.tenant_id.clone(),
+            state,
+            attempt: 0,
+            max_attempts: request.max_attempts,
+            run_at: request.run_at,
+            created_at: now,
+            updated_at: now,
+            last_error: None,
+            last_error_code: None,
+            claimed_by: None,
+            claims: 0,
+            visible_at: None,
+            progress: None,
+            // Kept beside the row, shared with its claims.
+            traceparent: None,
+            actor: request.actor.clone(),
+        };
+        self.seq += 1;
+        let job = StoredJob {
+            record,
+            seq: self.seq,
+            input: Arc::new(request.input.clone()),
+            name: self.names.get(&request.name),
+            queue: self.names.get(&request.queue),
+            traceparent: request.traceparent.as_deref().map(Arc::from),
+            live_hash,
+        };
+        self.jobs.insert(request.id, job);
+        self.index(request.id);
+        let jobs = &self.jobs;
+        self.live_keys.insert(live_hash, key, request.id, |id| {
+            jobs.get(id).map(|j| &j.record)
+        });
+        Ok(EnqueueResult {
+            id: request.id,
+            run_id: request.run_id,
+            deduped: false,
+        })
+    }
+}
+
+impl MemoryDriver {
+    pub(super) async fn enqueue_one(
+        &self,
+        request: &EnqueueRequest,
+    ) -> Result<EnqueueResult, JobError> {
+        self.lock().enqueue(request, request.now)
+    }
+
+    pub(super) async fn enqueue_many(
+        &self,
+        requests: &[EnqueueRequest],
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        // One `now` for the batch, as Postgres' one statement has.
+        let Some(now) = requests.iter().map(|r| r.now).max() else {
+            return Ok(Vec::new());
+        };
+        let mut state = self.lock();
+        let mut out = Vec::with_capacity(requests.len());
+        for request in requests {
+            match state.enqueue(request, now) {
+                Ok(result) => out.push(result),
+                Err(error) => {
+                    // All of them or none, as Postgres' one transaction: take this batch's
+                    // inserts back.
+                    for inserted in out.iter().filter(|r| !r.deduped) {
+                        state.remove(inserted.id);
+                    }
+                    return Err(error);
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,51 @@
+//! The core port's reads: one job by id, and the per-queue counts.
+
+use std::collections::BTreeMap;
+
+use super::MemoryDriver;
+use crate::driver::records::*;
+use crate::driver::{JobGetParams, QueueStatsParams};
+use crate::error::JobError;
+
+impl MemoryDriver {
+    pub(super) async fn read_job(
+        &self,
+        params: &JobGetParams,
+    ) -> Result<Option<JobRecord>, JobError> {
+        let JobGetParams { id } = *params;
+        Ok(self.lock().jobs.get(&id).map(|j| j.row()))
+    }
+
+    pub(super) async fn read_queue_stats(
+        &self,
+        params: &QueueStatsParams,
+    ) -> Result<Vec<QueueStats>, JobError> {
+        let QueueStatsParams { now } = *params;
+        let state = self.lock();
+        let mut by_queue: BTreeMap<&str, QueueStats> = BTreeMap::new();
+        for job in state.jobs.values() {
+            let r = &job.record;
+            let stats = by_queue
+                .entry(r.queue.as_str())
+                .or_insert_with(|| QueueStats {
+                    queue: r.queue.clone(),
+                    ..QueueStats::default()
+                });
+            match r.state {
+                JobState::Ready | JobState::Delayed if r.run_at > now => stats.delayed += 1,
+                JobState::Ready | JobState::Delayed => {
+                    stats.ready += 1;
+                    let age = (now - r.run_at).num_milliseconds().max(0) as u64;
+                    stats.oldest_ready_ms = Some(stats.oldest_ready_ms.unwrap_or(0).max(age));
+                }
+                JobState::Running => stats.running += 1,
+                JobState::Suspended => stats.suspended += 1,
+                JobState::Done => stats.done += 1,
+                JobState::Failed => stats.failed += 1,
+                JobState::Dead => stats.dead += 1,
+                JobState::Cancelled => stats.cancelled += 1,
+            }
+        }
+        Ok(by_queue.into_values().collect())
+    }
+}

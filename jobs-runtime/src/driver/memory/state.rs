@@ -1,0 +1,174 @@
+//! The memory driver's tables: the jobs with their claim indexes (queued rows per queue and
+//! tenant, running rows by lease), the live keys, the steps and the events, all behind the
+//! driver's one lock.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::live_keys::LiveKeys;
+use super::{introspect, names};
+use crate::clock::Timestamp;
+use crate::driver::records::*;
+
+#[derive(Debug, Default)]
+pub(super) struct MemoryState {
+    pub(super) jobs: HashMap<JobId, StoredJob>,
+    /// `(name, tenant or "", key)` -> the live job holding it: the partial unique index.
+    pub(super) live_keys: LiveKeys,
+    /// The claim's indexes, in claim order `(due, insertion, id)`: queued rows per queue and
+    /// tenant, due at their `run_at` (the fair claim reads each tenant's head without walking
+    /// another tenant's backlog), and running rows, due when their lease lapses.
+    pub(super) queued: HashMap<String, BTreeMap<String, DueSet>>,
+    pub(super) running: DueSet,
+    pub(super) steps: HashMap<RunId, BTreeMap<String, StepRecord>>,
+    pub(super) events: VecDeque<StoredEvent>,
+    pub(super) event_seq: i64,
+    pub(super) seq: u64,
+    /// Queue pauses, worker rows and counters (the operator surface).
+    pub(super) operator: introspect::OperatorState,
+    /// The shared job and queue names the stored jobs hand to their claims.
+    pub(super) names: names::Names,
+}
+
+/// Rows in claim order: `(due, insertion, id)`.
+pub(super) type DueSet = BTreeSet<(Timestamp, u64, JobId)>;
+
+#[derive(Debug)]
+pub(super) struct StoredJob {
+    /// The row, but for its input and traceparent (always `Null` and `None` here: they are
+    /// kept below; read rows out with [`StoredJob::row`]).
+    pub(super) record: JobRecord,
+    pub(super) seq: u64,
+    /// What a claim hands over without a copy: the input, the name and the queue (the queue is
+    /// also what the claim indexes are read by: one copy per queue, warm in cache).
+    pub(super) input: Arc<serde_json::Value>,
+    pub(super) name: Arc<str>,
+    pub(super) queue: Arc<str>,
+    pub(super) traceparent: Option<Arc<str>>,
+    /// [`LiveKey::hash`] of its live key, to free it.
+    pub(super) live_hash: u64,
+}
+
+#[derive(Debug)]
+pub(super) struct StoredEvent {
+    pub(super) mark: i64,
+    pub(super) expires_at: Timestamp,
+    pub(super) event: JobEvent,
+}
+
+impl StoredJob {
+    /// The whole row, its input included.
+    pub(super) fn row(&self) -> JobRecord {
+        JobRecord {
+            input: (*self.input).clone(),
+            traceparent: self.traceparent.as_deref().map(String::from),
+            ..self.record.clone()
+        }
+    }
+
+    pub(super) fn due_at(&self) -> Option<Timestamp> {
+        match self.record.state {
+            JobState::Ready | JobState::Delayed | JobState::Suspended => Some(self.record.run_at),
+            JobState::Running => self.record.visible_at,
+            _ => None,
+        }
+    }
+
+    pub(super) fn held_by(&self, by: &ClaimIdentity) -> bool {
+        self.record.state == JobState::Running
+            && self.record.claimed_by.as_deref() == Some(&*by.worker_id)
+            && self.record.claims == by.claim
+    }
+}
+
+impl MemoryState {
+    /// Applies `change` to a job and keeps the claim index and the live-key index in step.
+    pub(super) fn update(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord)) {
+        self.unindex(id);
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let was_live = job.record.state.is_live();
+        let before = introspect::Before::of(&job.record);
+        change(&mut job.record);
+        self.operator.observe(before, &job.record);
+        let now_live = job.record.state.is_live();
+        if was_live && !now_live {
+            self.live_keys.release(job.live_hash, id);
+        }
+        self.index(id);
+    }
+
+    /// Files a job in the claim indexes its state puts it in.
+    pub(super) fn index(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let Some(at) = job.due_at() else {
+            return;
+        };
+        let entry = (at, job.seq, id);
+        if job.record.state == JobState::Running {
+            self.running.insert(entry);
+        } else {
+            // The queue's and tenant's names are copied only the first time they are filed.
+            let tenant = job.record.tenant_id.as_deref().unwrap_or("");
+            if !self.queued.contains_key(&*job.queue) {
+                self.queued.insert(job.queue.to_string(), BTreeMap::new());
+            }
+            let tenants = self.queued.get_mut(&*job.queue).expect("filed just above");
+            match tenants.get_mut(tenant) {
+                Some(rows) => {
+                    rows.insert(entry);
+                }
+                None => {
+                    tenants.insert(tenant.to_string(), DueSet::from([entry]));
+                }
+            }
+        }
+    }
+
+    /// Takes a job out of the claim indexes (before its state or times change).
+    pub(super) fn unindex(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let Some(at) = job.due_at() else {
+            return;
+        };
+        let entry = (at, job.seq, id);
+        if job.record.state == JobState::Running {
+            self.running.remove(&entry);
+            return;
+        }
+        if let Some(tenants) = self.queued.get_mut(&*job.queue) {
+            let tenant = job.record.tenant_id.as_deref().unwrap_or("");
+            if let Some(rows) = tenants.get_mut(tenant) {
+                rows.remove(&entry);
+                if rows.is_empty() {
+                    tenants.remove(tenant);
+                }
+            }
+        }
+    }
+
+    /// Removes a job and its index entries (an `enqueue_many` taking its inserts back).
+    pub(super) fn remove(&mut self, id: JobId) {
+        self.unindex(id);
+        let Some(job) = self.jobs.remove(&id) else {
+            return;
+        };
+        self.live_keys.release(job.live_hash, id);
+    }
+
+    /// The row of a stored job, for the live-key index.
+    pub(super) fn record(&self, id: &JobId) -> Option<&JobRecord> {
+        self.jobs.get(id).map(|j| &j.record)
+    }
+
+    pub(super) fn fenced(&self, id: JobId, by: &ClaimIdentity) -> bool {
+        self.jobs.get(&id).is_some_and(|j| j.held_by(by))
+    }
+}
