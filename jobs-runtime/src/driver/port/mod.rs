@@ -15,6 +15,7 @@ pub mod caller_tx;
 pub mod introspect;
 pub mod lease;
 pub mod ledger_book;
+mod operation;
 pub(crate) mod records;
 pub mod scheduler_store;
 #[cfg(feature = "sql")]
@@ -25,6 +26,7 @@ pub use backfill_store::BackfillStore;
 pub use caller_tx::{CallerConnection, CallerTransaction};
 pub use introspect::JobIntrospection;
 pub use ledger_book::LedgerBook;
+pub use operation::Operation;
 pub use records::*;
 pub use scheduler_store::{SchedulerLeader, SchedulerStore};
 pub use webhook_ledger::WebhookLedger;

@@ -1,25 +1,21 @@
-//! The SQLite [`BackfillStore`] (table `x_backfills`) and the driver's own [`LedgerBook`]
-//! (table `x_ledger_lines`), with [`SqliteBook`], the book on a pool of the app's own: the
-//! Postgres `backfill_*` and `ledger_*` statements in SQLite's terms.
+//! The SQLite [`BackfillStore`] (table `x_backfills`): the Postgres `backfill_*` statements in
+//! SQLite's terms.
 //!
-//! Where Postgres takes an advisory lock per name and tenant (a pass's begin) or relies on the
-//! insert's row locks (a posting), these run in one `BEGIN IMMEDIATE` transaction: the check
-//! and the write happen under the database's write lock, which no other writer interleaves.
+//! Where Postgres takes an advisory lock per name and tenant (a pass's begin), this runs in one
+//! `BEGIN IMMEDIATE` transaction: the check and the write happen under the database's write
+//! lock, which no other writer interleaves.
 
 use async_trait::async_trait;
-use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
+use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, Row};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::time::ts;
 use super::SqliteDriver;
 use crate::driver::backfill_store::*;
-use crate::driver::ledger_book::{
-    posting_conflict, LedgerBook, LedgerLine, PostingLinesParams, PostingWrite, PostingWritten,
-};
 use crate::error::JobError;
 
-fn tenant_column(tenant: Option<&str>) -> &str {
+pub(super) fn tenant_column(tenant: Option<&str>) -> &str {
     tenant.unwrap_or_default()
 }
 
@@ -28,7 +24,7 @@ fn to_i64(n: u64) -> i64 {
 }
 
 fn pass(row: &SqliteRow) -> Result<BackfillPass, JobError> {
-    let d = |e| classify("decode backfill row", e);
+    let d = |e| classify(Op::DecodeBackfillRow, e);
     let tenant: String = row.try_get("tenant_id").map_err(d)?;
     let status: String = row.try_get("status").map_err(d)?;
     let batches: i64 = row.try_get("batches").map_err(d)?;
@@ -54,9 +50,9 @@ fn pass(row: &SqliteRow) -> Result<BackfillPass, JobError> {
 #[async_trait]
 impl BackfillStore for SqliteDriver {
     async fn backfill_begin(&self, p: &BackfillBeginParams) -> Result<BackfillBegin, JobError> {
-        let failed = |e| classify("backfill_begin", e);
+        let failed = |e| classify(Op::BackfillBegin, e);
         let tenant = tenant_column(p.tenant.as_deref());
-        let mut conn = self.writer.acquire("backfill_begin").await?;
+        let mut conn = self.writer.acquire(Op::BackfillBegin).await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         let adopted = sqlx::query_scalar::<_, i64>("select 1 from x_backfills where run_id = ?1")
             .bind(p.run_id)
@@ -108,7 +104,7 @@ impl BackfillStore for SqliteDriver {
         }
         tx.commit()
             .await
-            .map_err(|e| classify("backfill_begin commit", e))?;
+            .map_err(|e| classify(Op::BackfillBeginCommit, e))?;
         Ok(match (adopted || inserted, previous_run_id) {
             (false, Some(previous_run_id)) => BackfillBegin::Skipped { previous_run_id },
             _ => BackfillBegin::Started {
@@ -129,9 +125,9 @@ impl BackfillStore for SqliteDriver {
         .bind(to_i64(p.rows))
         .bind(&p.last_cursor)
         .bind(ts(p.now))
-        .execute(&mut *self.writer.acquire("backfill_progress").await?)
+        .execute(&mut *self.writer.acquire(Op::BackfillProgress).await?)
         .await
-        .map_err(|e| classify("backfill_progress", e))?;
+        .map_err(|e| classify(Op::BackfillProgress, e))?;
         Ok(())
     }
 
@@ -148,9 +144,9 @@ impl BackfillStore for SqliteDriver {
         .bind(to_i64(p.rows))
         .bind(&p.last_cursor)
         .bind(ts(p.now))
-        .execute(&mut *self.writer.acquire("backfill_finish").await?)
+        .execute(&mut *self.writer.acquire(Op::BackfillFinish).await?)
         .await
-        .map_err(|e| classify("backfill_finish", e))?;
+        .map_err(|e| classify(Op::BackfillFinish, e))?;
         Ok(())
     }
 
@@ -171,159 +167,7 @@ impl BackfillStore for SqliteDriver {
         .bind(i64::from(p.limit.unwrap_or(DEFAULT_BACKFILL_LIST_LIMIT)))
         .fetch_all(&self.reader)
         .await
-        .map_err(|e| classify("backfill_list", e))?;
+        .map_err(|e| classify(Op::BackfillList, e))?;
         rows.iter().map(pass).collect()
-    }
-}
-
-fn line(row: &SqliteRow) -> Result<LedgerLine, JobError> {
-    let d = |e| classify("decode ledger line", e);
-    let line: i64 = row.try_get("line").map_err(d)?;
-    let scale: Option<i64> = row.try_get("scale").map_err(d)?;
-    Ok(LedgerLine {
-        line: u32::try_from(line).unwrap_or(0),
-        account: row.try_get("account").map_err(d)?,
-        minor: row.try_get("minor").map_err(d)?,
-        currency: row.try_get("currency").map_err(d)?,
-        scale: scale.and_then(|s| u8::try_from(s).ok()),
-    })
-}
-
-/// One posting's lines, in line order.
-const LINES: &str = "select line, account, minor, currency, scale
-    from x_ledger_lines
-    where ledger = ?1 and tenant_id = ?2 and posting_key = ?3
-    order by line";
-
-/// One transaction: each line `insert ... on conflict do nothing`, then the read-back. Lines
-/// that differ from the stored ones roll the inserts back and answer
-/// `X_LEDGER_POSTING_CONFLICT`.
-async fn posting_write(
-    conn: &mut SqliteConnection,
-    w: &PostingWrite,
-) -> Result<PostingWritten, JobError> {
-    let tenant = tenant_column(w.tenant.as_deref());
-    let failed = |e| classify("ledger_insert", e);
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-    let mut inserted = 0_u64;
-    for l in &w.lines {
-        inserted += sqlx::query(
-            "insert into x_ledger_lines
-                 (ledger, tenant_id, posting_key, line, account, minor, currency, scale,
-                  run_id, posted_at)
-             values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-             on conflict (ledger, tenant_id, posting_key, line) do nothing",
-        )
-        .bind(&w.ledger)
-        .bind(tenant)
-        .bind(&w.key)
-        .bind(i64::from(l.line))
-        .bind(&l.account)
-        .bind(l.minor)
-        .bind(&l.currency)
-        .bind(l.scale.map(i64::from))
-        .bind(w.run_id)
-        .bind(ts(w.now))
-        .execute(&mut *tx)
-        .await
-        .map_err(failed)?
-        .rows_affected();
-    }
-    let stored = sqlx::query(LINES)
-        .bind(&w.ledger)
-        .bind(tenant)
-        .bind(&w.key)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(|e| classify("ledger_lines", e))?
-        .iter()
-        .map(line)
-        .collect::<Result<Vec<_>, _>>()?;
-    if stored != w.lines {
-        tx.rollback()
-            .await
-            .map_err(|e| classify("ledger_insert rollback", e))?;
-        // What was stored before this write: the read-back minus what it inserted.
-        let before = stored.len().saturating_sub(inserted as usize);
-        return Err(posting_conflict(&w.ledger, before, w.lines.len()));
-    }
-    tx.commit()
-        .await
-        .map_err(|e| classify("ledger_insert commit", e))?;
-    Ok(if inserted == 0 {
-        PostingWritten::AlreadyPosted
-    } else {
-        PostingWritten::Written
-    })
-}
-
-async fn posting_lines(
-    reader: &SqlitePool,
-    p: &PostingLinesParams,
-) -> Result<Vec<LedgerLine>, JobError> {
-    sqlx::query(LINES)
-        .bind(&p.ledger)
-        .bind(tenant_column(p.tenant.as_deref()))
-        .bind(&p.key)
-        .fetch_all(reader)
-        .await
-        .map_err(|e| classify("ledger_lines", e))?
-        .iter()
-        .map(line)
-        .collect()
-}
-
-#[async_trait]
-impl LedgerBook for SqliteDriver {
-    async fn posting_write(&self, write: &PostingWrite) -> Result<PostingWritten, JobError> {
-        let mut conn = self.writer.acquire("ledger_insert").await?;
-        posting_write(&mut conn, write).await
-    }
-
-    async fn posting_lines(&self, p: &PostingLinesParams) -> Result<Vec<LedgerLine>, JobError> {
-        posting_lines(&self.reader, p).await
-    }
-}
-
-/// The SQLite [`LedgerBook`] on its own: the `x_ledger_lines` table of a migrated file, for an
-/// app that writes postings through a pool of its own. A driver is also its own book
-/// (`#[ledger(book = driver)]`).
-///
-/// A posting is written in a `BEGIN IMMEDIATE` transaction: give the pool's connections a busy
-/// timeout (the driver's own pools have [`DEFAULT_BUSY_TIMEOUT`](super::DEFAULT_BUSY_TIMEOUT)),
-/// or a write that meets another writer fails at once with `X_DRIVER_UNAVAILABLE`.
-///
-/// ```no_run
-/// # async fn demo() -> Result<(), jobs::JobError> {
-/// let driver = jobs::driver::SqliteDriver::connect("sqlite://app.db").await?;
-/// driver.migrate().await?;
-/// let book = jobs::driver::SqliteBook::new(driver.pool().clone());
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone)]
-pub struct SqliteBook {
-    pool: SqlitePool,
-}
-
-impl SqliteBook {
-    /// The book in the file behind `pool` (migrated with [`SqliteDriver::migrate`]).
-    pub fn new(pool: SqlitePool) -> Self {
-        SqliteBook { pool }
-    }
-}
-
-#[async_trait]
-impl LedgerBook for SqliteBook {
-    async fn posting_write(&self, write: &PostingWrite) -> Result<PostingWritten, JobError> {
-        let mut conn = self
-            .pool
-            .acquire()
-            .await
-            .map_err(|e| classify("ledger_insert", e))?;
-        posting_write(&mut conn, write).await
-    }
-
-    async fn posting_lines(&self, p: &PostingLinesParams) -> Result<Vec<LedgerLine>, JobError> {
-        posting_lines(&self.pool, p).await
     }
 }

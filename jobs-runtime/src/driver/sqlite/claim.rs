@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, FromRow, Row};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::job_columns;
 use super::time::ts;
 use crate::clock::{add, Timestamp};
@@ -45,8 +45,8 @@ pub(crate) async fn claim(writer: &Writer, params: &ClaimParams) -> Result<Claim
             "a claim named no queue",
         ));
     }
-    let failed = |e| classify("job_claim", e);
-    let mut conn = writer.acquire("job_claim").await?;
+    let failed = |e| classify(Op::JobClaim, e);
+    let mut conn = writer.acquire(Op::JobClaim).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let mut chosen: Vec<JobId> = Vec::new();
     let mut exhausted: Vec<JobId> = Vec::new();
@@ -248,7 +248,7 @@ async fn survey(
     cursor: &str,
     now: Timestamp,
 ) -> Result<Survey, JobError> {
-    let failed = |e| classify("job_claim", e);
+    let failed = |e| classify(Op::JobClaim, e);
     let rows = sqlx::query(SURVEY)
         .bind(queue)
         .bind(ts(now))
@@ -302,12 +302,12 @@ async fn queued(
     .bind(slots)
     .fetch_all(&mut *tx)
     .await
-    .map_err(|e| classify("job_claim", e))?;
+    .map_err(|e| classify(Op::JobClaim, e))?;
     rows.iter().map(candidate).collect()
 }
 
 fn candidate(row: &sqlx::sqlite::SqliteRow) -> Result<Candidate, JobError> {
-    let failed = |e| classify("job_claim", e);
+    let failed = |e| classify(Op::JobClaim, e);
     Ok(Candidate {
         id: row.try_get("id").map_err(failed)?,
         due: row.try_get("due").map_err(failed)?,
@@ -385,5 +385,5 @@ async fn probe(
     query
         .fetch_optional(&mut *tx)
         .await
-        .map_err(|e| classify("job_claim", e))
+        .map_err(|e| classify(Op::JobClaim, e))
 }

@@ -10,6 +10,7 @@
 //! - Any other failure: `X_DRIVER` (retryable), with SQLite's own message, which names
 //!   constraints and columns, never bound values.
 
+pub(crate) use crate::driver::Operation as Op;
 use crate::error::{ErrorCode, JobError, StdJobError};
 
 /// SQLite's primary result codes this module reads (the low byte of an extended code).
@@ -25,7 +26,7 @@ mod primary {
 }
 
 /// The crate's error for a failure of `operation` (a port method's name, for the message).
-pub(crate) fn classify(operation: &'static str, error: sqlx::Error) -> JobError {
+pub(crate) fn classify(operation: Op, error: sqlx::Error) -> JobError {
     // A row whose decoding we refused ourselves (an unknown state) keeps our code and message.
     let error = match error {
         sqlx::Error::ColumnDecode { index, source } => match source.downcast::<StdJobError>() {
@@ -63,7 +64,7 @@ pub(crate) fn classify(operation: &'static str, error: sqlx::Error) -> JobError 
 }
 
 /// The code a SQLite result code says more precisely than `X_DRIVER`.
-fn result_code(operation: &str, primary: i64, message: &str) -> ErrorCode {
+fn result_code(operation: Op, primary: i64, message: &str) -> ErrorCode {
     match primary {
         primary::BUSY | primary::LOCKED | primary::IOERR | primary::FULL => {
             ErrorCode::DriverUnavailable
@@ -71,7 +72,7 @@ fn result_code(operation: &str, primary: i64, message: &str) -> ErrorCode {
         primary::CANTOPEN | primary::NOTADB | primary::CORRUPT => ErrorCode::DriverUrlInvalid,
         primary::TOOBIG => ErrorCode::LimitExceeded,
         // SQLITE_ERROR carries "no such table" for a database never migrated.
-        1 if message.starts_with("no such table") && operation != "migrate" => {
+        1 if message.starts_with("no such table") && !operation.migrates() => {
             ErrorCode::DriverSchemaMissing
         }
         _ => ErrorCode::Driver,
@@ -86,19 +87,19 @@ mod tests {
     #[test]
     fn a_locked_database_is_retryable_and_an_unopenable_file_is_not() {
         assert_eq!(
-            result_code("job_claim", primary::BUSY, "database is locked"),
+            result_code(Op::JobClaim, primary::BUSY, "database is locked"),
             ErrorCode::DriverUnavailable
         );
         assert_eq!(ErrorCode::DriverUnavailable.class(), ErrorClass::Retryable);
-        let unopenable = result_code("connect", primary::CANTOPEN, "unable to open");
+        let unopenable = result_code(Op::Connect, primary::CANTOPEN, "unable to open");
         assert_eq!(unopenable, ErrorCode::DriverUrlInvalid);
         assert_eq!(unopenable.class(), ErrorClass::Terminal);
         assert_eq!(
-            result_code("job_get", 1, "no such table: x_jobs"),
+            result_code(Op::JobGet, 1, "no such table: x_jobs"),
             ErrorCode::DriverSchemaMissing
         );
         assert_eq!(
-            result_code("migrate", 1, "no such table: x_jobs"),
+            result_code(Op::Migrate, 1, "no such table: x_jobs"),
             ErrorCode::Driver
         );
     }

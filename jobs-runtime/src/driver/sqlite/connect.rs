@@ -13,7 +13,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{ConnectOptions, Connection};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::writer::Writer;
 use crate::error::JobError;
 
@@ -33,7 +33,7 @@ pub(crate) struct Pools {
 
 /// The options the driver opens `url` with.
 pub(crate) fn options(url: &str) -> Result<SqliteConnectOptions, JobError> {
-    let options = SqliteConnectOptions::from_str(url).map_err(|e| classify("connect", e))?;
+    let options = SqliteConnectOptions::from_str(url).map_err(|e| classify(Op::Connect, e))?;
     Ok(tune(options))
 }
 
@@ -50,7 +50,7 @@ pub(crate) fn tune(options: SqliteConnectOptions) -> SqliteConnectOptions {
 /// Opens the writer now, so a file that cannot be opened or created fails here, with the
 /// path's problem named; the pools connect when first used.
 pub(crate) async fn pools(options: SqliteConnectOptions) -> Result<Pools, JobError> {
-    let failed = |e| classify("connect", e);
+    let failed = |e| classify(Op::Connect, e);
     let mut writer = options.connect().await.map_err(failed)?;
     // An in-memory database (whatever the URL called it) has no file: it lives in its
     // connections, so one pooled connection does everything.

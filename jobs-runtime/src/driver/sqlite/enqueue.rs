@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, Row};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::time::{self, ts};
 use super::writer::Writer;
 use crate::clock::Timestamp;
@@ -45,7 +45,7 @@ pub(crate) async fn enqueue_on(
     request: &EnqueueRequest,
     now: Timestamp,
 ) -> Result<EnqueueResult, JobError> {
-    let failed = |e| classify("job_enqueue", e);
+    let failed = |e| classify(Op::JobEnqueue, e);
     for _ in 0..ENQUEUE_ROUNDS {
         let inserted = sqlx::query(INSERT)
             .bind(request.id)
@@ -120,7 +120,7 @@ pub(crate) async fn enqueue_many(
     let Some(now) = requests.iter().map(|r| r.now).max() else {
         return Ok(Vec::new());
     };
-    let failed = |e| classify("job_enqueue_many", e);
+    let failed = |e| classify(Op::JobEnqueueMany, e);
     let batch: Vec<serde_json::Value> = requests
         .iter()
         .map(|r| {
@@ -140,7 +140,7 @@ pub(crate) async fn enqueue_many(
         })
         .collect();
     let batch = serde_json::Value::Array(batch).to_string();
-    let mut conn = writer.acquire("job_enqueue_many").await?;
+    let mut conn = writer.acquire(Op::JobEnqueueMany).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let mut inserted: HashSet<JobId> = sqlx::query_scalar(INSERT_MANY)
         .bind(batch)

@@ -7,7 +7,7 @@ use super::writer::Writer;
 use sqlx::sqlite::{SqliteConnection, SqlitePool};
 use sqlx::FromRow;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::time::ts;
 use crate::clock::add;
 use crate::driver::records::*;
@@ -18,7 +18,7 @@ pub(crate) async fn publish_on(
     conn: &mut SqliteConnection,
     event: &EventPublish,
 ) -> Result<EventId, JobError> {
-    let failed = |e| classify("event_publish", e);
+    let failed = |e| classify(Op::EventPublish, e);
     // Expired events are the purge job's (`event_purge`), as on Postgres, not the publisher's.
     sqlx::query(
         "insert into x_job_events (id, name, key, payload, published_at, expires_at)
@@ -46,9 +46,9 @@ pub(crate) async fn purge(writer: &Writer, params: &EventPurgeParams) -> Result<
     )
     .bind(ts(params.now))
     .bind(i64::from(params.limit))
-    .execute(&mut *writer.acquire("event_purge").await?)
+    .execute(&mut *writer.acquire(Op::EventPurge).await?)
     .await
-    .map_err(|e| classify("event_purge", e))?;
+    .map_err(|e| classify(Op::EventPurge, e))?;
     Ok(gone.rows_affected())
 }
 
@@ -57,7 +57,7 @@ pub(crate) async fn mark(reader: &SqlitePool) -> Result<String, JobError> {
     let seq: Option<i64> = sqlx::query_scalar("select max(seq) from x_job_events")
         .fetch_one(reader)
         .await
-        .map_err(|e| classify("event_mark", e))?;
+        .map_err(|e| classify(Op::EventMark, e))?;
     Ok(seq.unwrap_or(0).to_string())
 }
 
@@ -65,7 +65,7 @@ pub(crate) async fn find(
     reader: &SqlitePool,
     params: &EventFindParams<'_>,
 ) -> Result<Option<JobEvent>, JobError> {
-    let failed = |e| classify("event_find", e);
+    let failed = |e| classify(Op::EventFind, e);
     // A mark this driver did not write matches every stored event of the name and key.
     let since: i64 = params.since.mark.parse().unwrap_or(0);
     let row = sqlx::query(

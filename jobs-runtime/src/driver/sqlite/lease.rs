@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, FromRow};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::time::ts;
 use super::SqliteDriver;
 use crate::clock::add;
@@ -19,7 +19,7 @@ use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::error::JobError;
 
 fn held(row: &SqliteRow) -> Result<HeldLease, JobError> {
-    HeldLease::from_row(row).map_err(|e| classify("decode lease row", e))
+    HeldLease::from_row(row).map_err(|e| classify(Op::DecodeLeaseRow, e))
 }
 
 fn slot(lease: &HeldLease) -> i64 {
@@ -41,8 +41,8 @@ fn lowest_free(live: &[i64], limit: u32) -> Option<i64> {
 #[async_trait]
 impl LeaseStore for SqliteDriver {
     async fn lease_acquire(&self, p: &LeaseAcquire) -> Result<Option<HeldLease>, JobError> {
-        let failed = |e| classify("lease_acquire", e);
-        let mut conn = self.writer.acquire("lease_acquire").await?;
+        let failed = |e| classify(Op::LeaseAcquire, e);
+        let mut conn = self.writer.acquire(Op::LeaseAcquire).await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         // At most `limit` rows: the key's slots below the limit that have not lapsed.
         let live: Vec<i64> = sqlx::query_scalar(
@@ -108,9 +108,9 @@ impl LeaseStore for SqliteDriver {
         .bind(slot(lease))
         .bind(lease.fence)
         .bind(ts(add(now, ttl)))
-        .fetch_all(&mut *self.writer.acquire("lease_renew").await?)
+        .fetch_all(&mut *self.writer.acquire(Op::LeaseRenew).await?)
         .await
-        .map_err(|e| classify("lease_renew", e))?;
+        .map_err(|e| classify(Op::LeaseRenew, e))?;
         rows.first().map(held).transpose()
     }
 
@@ -121,9 +121,9 @@ impl LeaseStore for SqliteDriver {
         .bind(&lease.key)
         .bind(slot(lease))
         .bind(lease.fence)
-        .execute(&mut *self.writer.acquire("lease_release").await?)
+        .execute(&mut *self.writer.acquire(Op::LeaseRelease).await?)
         .await
-        .map_err(|e| classify("lease_release", e))?;
+        .map_err(|e| classify(Op::LeaseRelease, e))?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -141,7 +141,7 @@ impl LeaseStore for SqliteDriver {
         .bind(ts(now))
         .fetch_all(&self.reader)
         .await
-        .map_err(|e| classify("lease_holders", e))?;
+        .map_err(|e| classify(Op::LeaseHolders, e))?;
         rows.iter().map(held).collect()
     }
 }

@@ -5,7 +5,7 @@
 
 use sqlx::Connection;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::writer::Writer;
 use crate::error::JobError;
 
@@ -56,8 +56,8 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
 /// Answers the versions it applied.
 pub(crate) async fn migrate(writer: &Writer) -> Result<Vec<i32>, JobError> {
-    let failed = |e| classify("migrate", e);
-    let mut conn = writer.acquire("migrate").await?;
+    let failed = |e| classify(Op::Migrate, e);
+    let mut conn = writer.acquire(Op::Migrate).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     sqlx::raw_sql(
         "create table if not exists x_jobs_migrations (

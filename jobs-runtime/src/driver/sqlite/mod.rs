@@ -27,6 +27,7 @@
 //! ```
 
 mod backfill;
+mod caller_tx;
 mod claim;
 mod classify;
 mod connect;
@@ -34,7 +35,10 @@ mod enqueue;
 mod events;
 mod introspect;
 mod lease;
+mod ledger_book;
 mod migrate;
+mod purge;
+mod reads;
 mod scheduler;
 mod settle;
 mod steps;
@@ -43,13 +47,14 @@ mod wake;
 mod webhook_ledger;
 mod writer;
 
-pub use backfill::SqliteBook;
 pub use connect::DEFAULT_BUSY_TIMEOUT;
+pub use ledger_book::SqliteBook;
 pub use migrate::{SqliteMigration, SQLITE_MIGRATIONS};
 
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool};
 
+use self::classify::Op;
 use self::writer::Writer;
 use super::records::*;
 use super::{JobDriver, WakeReceiver};
@@ -133,7 +138,7 @@ impl SqliteDriver {
     pub async fn writer(
         &self,
     ) -> Result<impl std::ops::DerefMut<Target = SqliteConnection> + Send, JobError> {
-        self.writer.acquire("writer").await
+        self.writer.acquire(Op::Writer).await
     }
 
     /// Closes the driver's connections, after the writes already under way; every clone of
@@ -211,7 +216,7 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
-        let mut conn = self.writer.acquire("job_enqueue").await?;
+        let mut conn = self.writer.acquire(Op::JobEnqueue).await?;
         enqueue::enqueue_on(&mut conn, request, request.now).await
     }
 
@@ -239,7 +244,7 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {
-        settle::purge(&self.writer, params).await
+        purge::purge(&self.writer, params).await
     }
 
     async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {
@@ -251,7 +256,7 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
-        settle::get(&self.reader, params.id).await
+        reads::get(&self.reader, params.id).await
     }
 
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
@@ -259,7 +264,7 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
-        settle::queue_stats(&self.reader, params.now).await
+        reads::queue_stats(&self.reader, params.now).await
     }
 
     async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
@@ -271,7 +276,7 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
-        let mut conn = self.writer.acquire("event_publish").await?;
+        let mut conn = self.writer.acquire(Op::EventPublish).await?;
         events::publish_on(&mut conn, event).await
     }
 
@@ -290,31 +295,4 @@ impl JobDriver for SqliteDriver {
     async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {
         wake::listen(&self.reader).await.map(Some)
     }
-}
-
-#[async_trait]
-impl crate::driver::CallerTransaction for SqliteDriver {
-    async fn job_enqueue_in(
-        &self,
-        conn: crate::driver::caller_tx::CallerConn<'_>,
-        request: &EnqueueRequest,
-    ) -> Result<EnqueueResult, JobError> {
-        self.enqueue_in(own_connection(conn)?, request).await
-    }
-
-    async fn event_publish_in(
-        &self,
-        conn: crate::driver::caller_tx::CallerConn<'_>,
-        event: &EventPublish,
-    ) -> Result<EventId, JobError> {
-        SqliteDriver::event_publish_in(self, own_connection(conn)?, event).await
-    }
-}
-
-/// The caller's connection, when it is a SQLite one.
-fn own_connection(
-    conn: crate::driver::caller_tx::CallerConn<'_>,
-) -> Result<&mut SqliteConnection, JobError> {
-    conn.downcast_mut::<SqliteConnection>()
-        .ok_or_else(|| crate::driver::caller_tx::foreign_connection("sqlite", "SqliteConnection"))
 }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, Row};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::time::ts;
 use super::SqliteDriver;
 use crate::clock::{add, Timestamp};
@@ -73,18 +73,18 @@ impl SchedulerStore for SqliteDriver {
             .bind(&p.holder)
             .bind(ts(p.now))
             .bind(ts(add(p.now, p.ttl)))
-            .fetch_all(&mut *self.writer.acquire("scheduler_lead").await?)
+            .fetch_all(&mut *self.writer.acquire(Op::SchedulerLead).await?)
             .await
-            .map_err(|e| classify("scheduler_lead", e))?;
+            .map_err(|e| classify(Op::SchedulerLead, e))?;
         Ok(!rows.is_empty())
     }
 
     async fn scheduler_resign(&self, p: &SchedulerResignParams) -> Result<(), JobError> {
         sqlx::query("delete from x_scheduler_leader where name = 'scheduler' and holder = ?1")
             .bind(&p.holder)
-            .execute(&mut *self.writer.acquire("scheduler_resign").await?)
+            .execute(&mut *self.writer.acquire(Op::SchedulerResign).await?)
             .await
-            .map_err(|e| classify("scheduler_resign", e))?;
+            .map_err(|e| classify(Op::SchedulerResign, e))?;
         Ok(())
     }
 
@@ -92,7 +92,7 @@ impl SchedulerStore for SqliteDriver {
         &self,
         p: &SchedulerLeaderParams,
     ) -> Result<Option<SchedulerLeader>, JobError> {
-        let d = |e| classify("scheduler_leader", e);
+        let d = |e| classify(Op::SchedulerLeader, e);
         let row = sqlx::query(
             "select holder, coalesce(since, expires_at) as since, expires_at
              from x_scheduler_leader
@@ -116,7 +116,7 @@ impl SchedulerStore for SqliteDriver {
         &self,
         _p: &TaskWatermarksParams,
     ) -> Result<Vec<TaskWatermark>, JobError> {
-        let d = |e| classify("task_watermarks", e);
+        let d = |e| classify(Op::TaskWatermarks, e);
         let rows = sqlx::query("select task, watermark from x_scheduler_state")
             .fetch_all(&self.reader)
             .await
@@ -132,8 +132,8 @@ impl SchedulerStore for SqliteDriver {
     }
 
     async fn task_fire(&self, p: &TaskFireParams) -> Result<TaskFireResult, JobError> {
-        let failed = |e| classify("task_fire", e);
-        let mut conn = self.writer.acquire("task_fire").await?;
+        let failed = |e| classify(Op::TaskFire, e);
+        let mut conn = self.writer.acquire(Op::TaskFire).await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         let moved = sqlx::query(MOVE_WATERMARK)
             .bind(&p.task)
@@ -163,18 +163,18 @@ impl SchedulerStore for SqliteDriver {
         )
         .bind(&p.task)
         .bind(ts(p.now))
-        .execute(&mut *self.writer.acquire("task_pause").await?)
+        .execute(&mut *self.writer.acquire(Op::TaskPause).await?)
         .await
-        .map_err(|e| classify("task_pause", e))?;
+        .map_err(|e| classify(Op::TaskPause, e))?;
         Ok(())
     }
 
     async fn task_resume(&self, p: &TaskResumeParams) -> Result<bool, JobError> {
         let rows = sqlx::query("delete from x_task_pauses where task = ?1 returning task")
             .bind(&p.task)
-            .fetch_all(&mut *self.writer.acquire("task_resume").await?)
+            .fetch_all(&mut *self.writer.acquire(Op::TaskResume).await?)
             .await
-            .map_err(|e| classify("task_resume", e))?;
+            .map_err(|e| classify(Op::TaskResume, e))?;
         Ok(!rows.is_empty())
     }
 
@@ -185,11 +185,11 @@ impl SchedulerStore for SqliteDriver {
         .bind(&p.task)
         .fetch_all(&self.reader)
         .await
-        .map_err(|e| classify("task_paused", e))
+        .map_err(|e| classify(Op::TaskPaused, e))
     }
 
     async fn task_fires(&self, _p: &TaskFiresParams) -> Result<Vec<TaskFire>, JobError> {
-        let d = |e| classify("task_fires", e);
+        let d = |e| classify(Op::TaskFires, e);
         let rows = sqlx::query(
             "select task, last_occurrence, fired_at
              from x_scheduler_state
@@ -222,7 +222,7 @@ async fn fire_job(
     request: &EnqueueRequest,
     now: Timestamp,
 ) -> Result<EnqueueResult, JobError> {
-    let failed = |e| classify("task_fire", e);
+    let failed = |e| classify(Op::TaskFire, e);
     let inserted = sqlx::query(INSERT_JOB)
         .bind(request.id)
         .bind(request.run_id)

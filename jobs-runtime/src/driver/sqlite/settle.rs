@@ -1,20 +1,17 @@
 //! Settling writes (ack, nack, heartbeat, progress), each fenced on the claim: the row must
 //! still be `running` under the same worker and claim ordinal, otherwise the write lands
 //! nowhere and answers `false`. The operator counters move in the same statement, through the
-//! `x_job_counters_count` trigger. Also the plain reads and writes beside them: get, cancel,
-//! queue counts and the retention purge.
+//! `x_job_counters_count` trigger. And the cancel, which commits with its history row.
 
 use super::writer::Writer;
-use std::collections::BTreeMap;
 
-use sqlx::sqlite::{SqliteConnection, SqlitePool};
-use sqlx::{Connection, FromRow, Row};
+use sqlx::{Connection, FromRow};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::introspect::history;
 use super::job_columns;
 use super::time::ts;
-use crate::clock::{add, Timestamp};
+use crate::clock::add;
 use crate::driver::introspect::JobVerb;
 use crate::driver::records::*;
 use crate::error::{ErrorCode, JobError};
@@ -30,9 +27,9 @@ pub(crate) async fn ack(writer: &Writer, p: &AckParams) -> Result<bool, JobError
         .bind(&p.by.worker_id)
         .bind(p.by.claim)
         .bind(ts(p.now))
-        .execute(&mut *writer.acquire("job_ack").await?)
+        .execute(&mut *writer.acquire(Op::JobAck).await?)
         .await
-        .map_err(|e| classify("job_ack", e))?;
+        .map_err(|e| classify(Op::JobAck, e))?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -63,9 +60,9 @@ pub(crate) async fn ack_many(writer: &Writer, params: &[AckParams]) -> Result<Ve
     let landed: std::collections::HashSet<JobId> = sqlx::query_scalar(ACK_MANY)
         .bind(batch)
         .bind(ts(now))
-        .fetch_all(&mut *writer.acquire("job_ack_many").await?)
+        .fetch_all(&mut *writer.acquire(Op::JobAckMany).await?)
         .await
-        .map_err(|e| classify("job_ack_many", e))?
+        .map_err(|e| classify(Op::JobAckMany, e))?
         .into_iter()
         .collect();
     Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
@@ -92,9 +89,9 @@ pub(crate) async fn nack(writer: &Writer, p: &NackParams) -> Result<bool, JobErr
     .bind(&p.error)
     .bind(&p.error_code)
     .bind(ts(p.now))
-    .execute(&mut *writer.acquire("job_nack").await?)
+    .execute(&mut *writer.acquire(Op::JobNack).await?)
     .await
-    .map_err(|e| classify("job_nack", e))?;
+    .map_err(|e| classify(Op::JobNack, e))?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -108,9 +105,9 @@ pub(crate) async fn heartbeat(writer: &Writer, p: &HeartbeatParams) -> Result<bo
     .bind(p.by.claim)
     .bind(ts(add(p.now, p.visibility_timeout)))
     .bind(ts(p.now))
-    .execute(&mut *writer.acquire("job_heartbeat").await?)
+    .execute(&mut *writer.acquire(Op::JobHeartbeat).await?)
     .await
-    .map_err(|e| classify("job_heartbeat", e))?;
+    .map_err(|e| classify(Op::JobHeartbeat, e))?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -125,37 +122,16 @@ pub(crate) async fn progress(writer: &Writer, p: &ProgressParams) -> Result<bool
     .bind(p.by.claim)
     .bind(progress)
     .bind(ts(p.now))
-    .execute(&mut *writer.acquire("job_progress").await?)
+    .execute(&mut *writer.acquire(Op::JobProgress).await?)
     .await
-    .map_err(|e| classify("job_progress", e))?;
+    .map_err(|e| classify(Op::JobProgress, e))?;
     Ok(done.rows_affected() == 1)
 }
 
-pub(crate) async fn get(reader: &SqlitePool, id: JobId) -> Result<Option<JobRecord>, JobError> {
-    let mut conn = reader.acquire().await.map_err(|e| classify("job_get", e))?;
-    get_on(&mut conn, id).await
-}
-
-async fn get_on(conn: &mut SqliteConnection, id: JobId) -> Result<Option<JobRecord>, JobError> {
-    let failed = |e| classify("job_get", e);
-    let row = sqlx::query(concat!(
-        "select ",
-        job_columns!(),
-        " from x_jobs where id = ?1"
-    ))
-    .bind(id)
-    .fetch_optional(conn)
-    .await
-    .map_err(failed)?;
-    row.as_ref()
-        .map(|r| JobRecord::from_row(r).map_err(failed))
-        .transpose()
-}
-
 pub(crate) async fn cancel(writer: &Writer, p: &JobCancelParams) -> Result<JobRecord, JobError> {
-    let failed = |e| classify("job_cancel", e);
+    let failed = |e| classify(Op::JobCancel, e);
     // The cancel and its history row commit together.
-    let mut conn = writer.acquire("job_cancel").await?;
+    let mut conn = writer.acquire(Op::JobCancel).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let row = sqlx::query(concat!(
         "update x_jobs set state = 'cancelled', visible_at = null, updated_at = ?2
@@ -178,132 +154,16 @@ pub(crate) async fn cancel(writer: &Writer, p: &JobCancelParams) -> Result<JobRe
             None,
             actor,
             p.now,
-            "job_cancel",
+            Op::JobCancel,
         )
         .await?;
         tx.commit().await.map_err(failed)?;
         return Ok(cancelled);
     }
     drop(tx);
-    let message = match get_on(&mut conn, p.id).await? {
+    let message = match super::reads::get_on(&mut conn, p.id).await? {
         Some(job) => format!("job {} is {}, not live", p.id, job.state),
         None => format!("no job with id {}", p.id),
     };
     Err(JobError::new(ErrorCode::JobNotCancellable, message))
-}
-
-pub(crate) async fn queue_stats(
-    reader: &SqlitePool,
-    now: Timestamp,
-) -> Result<Vec<QueueStats>, JobError> {
-    let failed = |e| classify("queue_stats", e);
-    let rows = sqlx::query(
-        "select queue, state,
-                (state in ('ready', 'delayed') and run_at > ?1) as not_due,
-                count(*) as n,
-                min(run_at) as oldest_run_at
-         from x_jobs
-         group by 1, 2, 3",
-    )
-    .bind(ts(now))
-    .fetch_all(reader)
-    .await
-    .map_err(failed)?;
-    let mut by_queue: BTreeMap<String, QueueStats> = BTreeMap::new();
-    for row in &rows {
-        let queue: String = row.try_get("queue").map_err(failed)?;
-        let state: JobState = row.try_get("state").map_err(failed)?;
-        let not_due: bool = row.try_get("not_due").map_err(failed)?;
-        let n = u64::try_from(row.try_get::<i64, _>("n").map_err(failed)?).unwrap_or(0);
-        let oldest: Option<Timestamp> = row.try_get("oldest_run_at").map_err(failed)?;
-        let stats = by_queue.entry(queue.clone()).or_insert_with(|| QueueStats {
-            queue,
-            ..QueueStats::default()
-        });
-        match state {
-            JobState::Ready | JobState::Delayed if not_due => stats.delayed += n,
-            JobState::Ready | JobState::Delayed => {
-                stats.ready += n;
-                if let Some(oldest) = oldest {
-                    let age = (now - oldest).num_milliseconds().max(0) as u64;
-                    stats.oldest_ready_ms = Some(stats.oldest_ready_ms.unwrap_or(0).max(age));
-                }
-            }
-            JobState::Running => stats.running += n,
-            JobState::Suspended => stats.suspended += n,
-            JobState::Done => stats.done += n,
-            JobState::Failed => stats.failed += n,
-            JobState::Dead => stats.dead += n,
-            JobState::Cancelled => stats.cancelled += n,
-        }
-    }
-    Ok(by_queue.into_values().collect())
-}
-
-/// One bounded batch of finished rows past their windows, with the steps of runs no other row
-/// shares, in one transaction.
-pub(crate) async fn purge(writer: &Writer, p: &JobPurgeParams) -> Result<u64, JobError> {
-    let failed = |e| classify("job_purge", e);
-    let mut conn = writer.acquire("job_purge").await?;
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-    sqlx::query(
-        "create temp table if not exists x_jobs_doomed (id blob primary key, run_id blob not null)",
-    )
-    .execute(&mut *tx)
-    .await
-    .map_err(failed)?;
-    sqlx::query("delete from temp.x_jobs_doomed")
-        .execute(&mut *tx)
-        .await
-        .map_err(failed)?;
-    sqlx::query(
-        "insert into temp.x_jobs_doomed (id, run_id)
-         select id, run_id from (
-             select id, run_id from x_jobs
-             where state = 'done' and updated_at < ?1
-             order by updated_at limit ?3 + 0
-         )
-         union all
-         select id, run_id from (
-             select id, run_id from x_jobs
-             where state in ('failed', 'dead', 'cancelled') and updated_at < ?2
-             order by updated_at limit ?3 + 0
-         )",
-    )
-    .bind(ts(p.done_before))
-    .bind(ts(p.finished_before))
-    .bind(i64::from(p.limit))
-    .execute(&mut *tx)
-    .await
-    .map_err(failed)?;
-    sqlx::query(
-        "delete from x_job_steps
-         where run_id in (
-             select d.run_id from temp.x_jobs_doomed d
-             where not exists (
-                 select 1 from x_jobs j
-                 where j.id = d.run_id and j.run_id = d.run_id and j.id <> d.id
-             )
-             and not exists (
-                 select 1 from x_jobs j
-                 where j.run_id = d.run_id and j.run_id <> j.id and j.id <> d.id
-             )
-         )",
-    )
-    .execute(&mut *tx)
-    .await
-    .map_err(failed)?;
-    let gone = sqlx::query("delete from x_jobs where id in (select id from temp.x_jobs_doomed)")
-        .execute(&mut *tx)
-        .await
-        .map_err(failed)?
-        .rows_affected();
-    sqlx::query("delete from temp.x_jobs_doomed")
-        .execute(&mut *tx)
-        .await
-        .map_err(failed)?;
-    let before = p.done_before.max(p.finished_before);
-    history::purge(&mut tx, before, p.limit).await?;
-    tx.commit().await.map_err(failed)?;
-    Ok(gone)
 }

@@ -4,14 +4,14 @@ use super::writer::Writer;
 use sqlx::sqlite::SqlitePool;
 use sqlx::FromRow;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::time::ts;
 use crate::driver::records::*;
 use crate::driver::StepPutParams;
 use crate::error::{ErrorCode, JobError};
 
 pub(crate) async fn list(reader: &SqlitePool, run_id: RunId) -> Result<Vec<StepRecord>, JobError> {
-    let failed = |e| classify("step_list", e);
+    let failed = |e| classify(Op::StepList, e);
     let rows = sqlx::query(
         "select run_id, name, status, output, error, attempts, wake_at, wait, updated_at
          from x_job_steps where run_id = ?1",
@@ -62,8 +62,8 @@ pub(crate) async fn put(writer: &Writer, params: &StepPutParams<'_>) -> Result<b
     .bind(fence.job_id)
     .bind(&fence.by.worker_id)
     .bind(fence.by.claim)
-    .execute(&mut *writer.acquire("step_put").await?)
+    .execute(&mut *writer.acquire(Op::StepPut).await?)
     .await
-    .map_err(|e| classify("step_put", e))?;
+    .map_err(|e| classify(Op::StepPut, e))?;
     Ok(done.rows_affected() == 1)
 }

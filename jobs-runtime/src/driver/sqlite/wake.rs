@@ -13,7 +13,7 @@ use sqlx::{ConnectOptions, Connection};
 use crate::driver::{WakeReceiver, WakeSignal};
 use crate::error::JobError;
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 
 /// How often the watcher asks `data_version`: the wake's added latency is at most this.
 pub const DATA_VERSION_POLL: Duration = Duration::from_millis(5);
@@ -27,7 +27,7 @@ pub(crate) async fn listen(reader: &SqlitePool) -> Result<WakeReceiver, JobError
     let mut conn = options
         .connect()
         .await
-        .map_err(|e| classify("wake_listen", e))?;
+        .map_err(|e| classify(Op::WakeListen, e))?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let mut version = data_version(&mut conn).await?;
     let mut newest = newest_created(&mut conn).await?;
@@ -71,14 +71,14 @@ async fn data_version(conn: &mut SqliteConnection) -> Result<i64, JobError> {
     sqlx::query_scalar("pragma data_version")
         .fetch_one(&mut *conn)
         .await
-        .map_err(|e| classify("wake_listen", e))
+        .map_err(|e| classify(Op::WakeListen, e))
 }
 
 async fn newest_created(conn: &mut SqliteConnection) -> Result<Option<String>, JobError> {
     sqlx::query_scalar("select max(created_at) from x_jobs")
         .fetch_one(&mut *conn)
         .await
-        .map_err(|e| classify("wake_listen", e))
+        .map_err(|e| classify(Op::WakeListen, e))
 }
 
 /// The queues of ready rows created after `since`, and the newest `created_at` read.
@@ -97,7 +97,7 @@ async fn queues_since(
     .bind(NEWEST_ROWS)
     .fetch_all(&mut *conn)
     .await
-    .map_err(|e| classify("wake_listen", e))?;
+    .map_err(|e| classify(Op::WakeListen, e))?;
     let latest = rows.first().map(|(_, _, at)| at.clone());
     let mut queues: Vec<String> = rows
         .into_iter()

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, Row};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use super::time::ts;
 use super::SqliteDriver;
 use crate::clock::Timestamp;
@@ -15,7 +15,7 @@ use crate::driver::webhook_ledger::{
 };
 use crate::error::JobError;
 
-fn standing(row: &SqliteRow, op: &'static str) -> Result<EndpointStanding, JobError> {
+fn standing(row: &SqliteRow, op: Op) -> Result<EndpointStanding, JobError> {
     let failures: i64 = row.try_get(0).map_err(|e| classify(op, e))?;
     Ok(EndpointStanding {
         consecutive_failures: u32::try_from(failures).unwrap_or(0),
@@ -24,7 +24,7 @@ fn standing(row: &SqliteRow, op: &'static str) -> Result<EndpointStanding, JobEr
 }
 
 fn attempt(row: &SqliteRow) -> Result<WebhookAttempt, JobError> {
-    let failed = |e| classify("webhook_attempts", e);
+    let failed = |e| classify(Op::WebhookAttempts, e);
     let status: Option<i64> = row.try_get(4).map_err(failed)?;
     Ok(WebhookAttempt {
         endpoint_id: row.try_get(0).map_err(failed)?,
@@ -47,15 +47,15 @@ impl WebhookLedger for SqliteDriver {
         .bind(endpoint_id)
         .fetch_optional(&self.reader)
         .await
-        .map_err(|e| classify("webhook_standing", e))?;
+        .map_err(|e| classify(Op::WebhookStanding, e))?;
         row.map_or(Ok(EndpointStanding::default()), |r| {
-            standing(&r, "webhook_standing")
+            standing(&r, Op::WebhookStanding)
         })
     }
 
     async fn record(&self, a: &WebhookAttempt) -> Result<EndpointStanding, JobError> {
-        let failed = |e| classify("webhook_record", e);
-        let mut conn = self.writer.acquire("webhook_record").await?;
+        let failed = |e| classify(Op::WebhookRecord, e);
+        let mut conn = self.writer.acquire(Op::WebhookRecord).await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         sqlx::query(
             "insert into x_webhook_attempts
@@ -87,7 +87,7 @@ impl WebhookLedger for SqliteDriver {
         .fetch_one(&mut *tx)
         .await
         .map_err(failed)?;
-        let answer = standing(&row, "webhook_record")?;
+        let answer = standing(&row, Op::WebhookRecord)?;
         tx.commit().await.map_err(failed)?;
         Ok(answer)
     }
@@ -102,9 +102,9 @@ impl WebhookLedger for SqliteDriver {
         )
         .bind(endpoint_id)
         .bind(ts(at))
-        .execute(&mut *self.writer.acquire("webhook_disable").await?)
+        .execute(&mut *self.writer.acquire(Op::WebhookDisable).await?)
         .await
-        .map_err(|e| classify("webhook_disable", e))?;
+        .map_err(|e| classify(Op::WebhookDisable, e))?;
         Ok(())
     }
 
@@ -114,9 +114,9 @@ impl WebhookLedger for SqliteDriver {
              where endpoint_id = ?1",
         )
         .bind(endpoint_id)
-        .execute(&mut *self.writer.acquire("webhook_enable").await?)
+        .execute(&mut *self.writer.acquire(Op::WebhookEnable).await?)
         .await
-        .map_err(|e| classify("webhook_enable", e))?;
+        .map_err(|e| classify(Op::WebhookEnable, e))?;
         Ok(())
     }
 
@@ -134,7 +134,7 @@ impl WebhookLedger for SqliteDriver {
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.reader)
         .await
-        .map_err(|e| classify("webhook_attempts", e))?;
+        .map_err(|e| classify(Op::WebhookAttempts, e))?;
         rows.iter().map(attempt).collect()
     }
 
@@ -146,9 +146,9 @@ impl WebhookLedger for SqliteDriver {
         )
         .bind(ts(params.before))
         .bind(i64::from(params.limit))
-        .execute(&mut *self.writer.acquire("webhook_attempts_purge").await?)
+        .execute(&mut *self.writer.acquire(Op::WebhookAttemptsPurge).await?)
         .await
-        .map_err(|e| classify("webhook_attempts_purge", e))?;
+        .map_err(|e| classify(Op::WebhookAttemptsPurge, e))?;
         Ok(done.rows_affected())
     }
 }

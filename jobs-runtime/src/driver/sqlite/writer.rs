@@ -19,7 +19,7 @@ use sqlx::sqlite::{Sqlite, SqliteConnection, SqlitePool};
 use sqlx::Connection;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use super::classify::classify;
+use super::classify::{classify, Op};
 use crate::error::JobError;
 
 /// Where the driver's writes go.
@@ -48,7 +48,7 @@ impl Writer {
     ///
     /// After [`Writer::close`] the driver's own connection is gone: `X_DRIVER_UNAVAILABLE`, as
     /// for a closed pool.
-    pub(crate) async fn acquire(&self, operation: &'static str) -> Result<WriterConn, JobError> {
+    pub(crate) async fn acquire(&self, operation: Op) -> Result<WriterConn, JobError> {
         match self {
             Writer::Own(conn) => {
                 let guard = conn.clone().lock_owned().await;

@@ -13,7 +13,7 @@ use crate::driver::sqlite::writer::Writer;
 use sqlx::sqlite::{Sqlite, SqliteConnection};
 use sqlx::{Connection, Row};
 
-use super::super::classify::classify;
+use super::super::classify::{classify, Op};
 use super::super::time::ts;
 use crate::driver::introspect::*;
 use crate::error::JobError;
@@ -153,7 +153,7 @@ async fn count(
     tx: &mut SqliteConnection,
     sql: &'static str,
     p: &JobBulkParams,
-    operation: &'static str,
+    operation: Op,
 ) -> Result<u64, JobError> {
     let failed = |e| classify(operation, e);
     let row = bound(sql, p).fetch_one(&mut *tx).await.map_err(failed)?;
@@ -168,7 +168,7 @@ async fn run(
     p: &JobBulkParams,
     count_sql: &'static str,
     moves: &[&'static str],
-    operation: &'static str,
+    operation: Op,
 ) -> Result<BulkResult, JobError> {
     let failed = |e| classify(operation, e);
     let mut conn = writer.acquire(operation).await?;
@@ -195,7 +195,14 @@ pub(super) async fn requeue_many(
 ) -> Result<BulkResult, JobError> {
     check_bulk_state(Bulk::Requeue, p.state)?;
     let moves = [REQUEUE_HISTORY, REQUEUE];
-    run(writer, p, REQUEUE_COUNT, &moves, "job_requeue_many").await
+    run(
+        writer,
+        p,
+        REQUEUE_COUNT,
+        &moves,
+        Op::IntrospectJobRequeueMany,
+    )
+    .await
 }
 
 pub(super) async fn remove_many(
@@ -208,7 +215,7 @@ pub(super) async fn remove_many(
         p,
         REMOVE_COUNT,
         &[REMOVE_HISTORY, REMOVE_STEPS, REMOVE],
-        "job_remove_many",
+        Op::IntrospectJobRemoveMany,
     )
     .await
 }
@@ -219,5 +226,12 @@ pub(super) async fn promote_many(
 ) -> Result<BulkResult, JobError> {
     check_bulk_state(Bulk::Promote, p.state)?;
     let moves = [PROMOTE_HISTORY, PROMOTE];
-    run(writer, p, PROMOTE_COUNT, &moves, "job_promote_many").await
+    run(
+        writer,
+        p,
+        PROMOTE_COUNT,
+        &moves,
+        Op::IntrospectJobPromoteMany,
+    )
+    .await
 }

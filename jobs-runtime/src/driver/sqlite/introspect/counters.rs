@@ -12,7 +12,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Connection, Row};
 
-use super::super::classify::classify;
+use super::super::classify::{classify, Op};
 use super::super::time::ts;
 use crate::clock::Timestamp;
 use crate::driver::introspect::*;
@@ -27,7 +27,7 @@ macro_rules! sums {
     };
 }
 
-fn non_negative(row: &SqliteRow, column: &str, operation: &'static str) -> Result<u64, JobError> {
+fn non_negative(row: &SqliteRow, column: &str, operation: Op) -> Result<u64, JobError> {
     let n: i64 = row.try_get(column).map_err(|e| classify(operation, e))?;
     Ok(u64::try_from(n).unwrap_or(0))
 }
@@ -37,7 +37,7 @@ pub(super) async fn counters(
     reader: &SqlitePool,
     p: &CountersParams<'_>,
 ) -> Result<Vec<CounterBucket>, JobError> {
-    const OP: &str = "counters";
+    const OP: Op = Op::IntrospectCounters;
     let failed = |e| classify(OP, e);
     let rows = sqlx::query(concat!(
         "select width_secs, bucket, ",
@@ -73,7 +73,7 @@ pub(super) async fn totals(
     reader: &SqlitePool,
     p: &CounterTotalsParams,
 ) -> Result<Vec<CounterTotals>, JobError> {
-    const OP: &str = "counter_totals";
+    const OP: Op = Op::IntrospectCounterTotals;
     let failed = |e| classify(OP, e);
     let rows = sqlx::query(concat!(
         "select name, ",
@@ -148,8 +148,8 @@ fn oldest_kept(now: Timestamp, keep: Duration) -> Timestamp {
 /// Folds buckets past their tier into the next, drops those past the last; answers the rows
 /// rewritten.
 pub(super) async fn rollup(writer: &Writer, p: &CountersRollupParams) -> Result<u64, JobError> {
-    let failed = |e| classify("counters_rollup", e);
-    let mut conn = writer.acquire("counters_rollup").await?;
+    let failed = |e| classify(Op::IntrospectCountersRollup, e);
+    let mut conn = writer.acquire(Op::IntrospectCountersRollup).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     sqlx::query(
         "create temp table if not exists x_job_counters_doomed

@@ -5,7 +5,7 @@
 use sqlx::sqlite::{SqliteConnection, SqlitePool};
 use sqlx::FromRow;
 
-use super::super::classify::classify;
+use super::super::classify::{classify, Op};
 use super::super::time::ts;
 use crate::clock::Timestamp;
 use crate::driver::introspect::*;
@@ -21,7 +21,7 @@ pub(crate) async fn append(
     detail: Option<&str>,
     actor: Option<&str>,
     at: Timestamp,
-    operation: &'static str,
+    operation: Op,
 ) -> Result<(), JobError> {
     sqlx::query(
         "insert into x_job_history (job_id, tenant_id, at, actor, verb, detail)
@@ -45,7 +45,7 @@ pub(super) async fn list(
     params: &JobHistoryParams,
 ) -> Result<Vec<JobHistoryEntry>, JobError> {
     let limit = check_history(params)?;
-    let failed = |e| classify("job_history", e);
+    let failed = |e| classify(Op::IntrospectJobHistory, e);
     let rows = sqlx::query(
         "select job_id, at, actor, verb, detail from x_job_history
          where job_id = ?1 and (?2 is null or tenant_id = ?2)
@@ -83,6 +83,6 @@ pub(crate) async fn purge(
     .bind(i64::from(limit))
     .execute(&mut *tx)
     .await
-    .map_err(|e| classify("job_purge", e))?;
+    .map_err(|e| classify(Op::JobPurge, e))?;
     Ok(done.rows_affected())
 }

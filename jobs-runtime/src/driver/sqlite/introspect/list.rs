@@ -6,7 +6,7 @@
 use sqlx::sqlite::SqlitePool;
 use sqlx::FromRow;
 
-use super::super::classify::classify;
+use super::super::classify::{classify, Op};
 use super::super::time::ts;
 use crate::driver::introspect::*;
 use crate::driver::records::JobState;
@@ -86,7 +86,7 @@ pub(super) async fn job_list(
     reader: &SqlitePool,
     params: &JobListParams,
 ) -> Result<JobPage, JobError> {
-    let failed = |e| classify("job_list", e);
+    let failed = |e| classify(Op::IntrospectJobList, e);
     let (limit, cursor) = check_list(params)?;
     let (sql, at) = match cursor {
         Some(Cursor::Before(c)) => (NEWER, Some(c)),

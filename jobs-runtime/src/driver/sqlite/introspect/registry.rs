@@ -6,7 +6,7 @@ use sqlx::sqlite::SqlitePool;
 use sqlx::types::Json;
 use sqlx::{Connection, Row};
 
-use super::super::classify::classify;
+use super::super::classify::{classify, Op};
 use super::super::time::ts;
 use crate::clock::add;
 use crate::driver::introspect::*;
@@ -25,9 +25,9 @@ pub(super) async fn pause(writer: &Writer, p: &QueuePauseParams<'_>) -> Result<(
     .bind(p.queue)
     .bind(ts(p.now))
     .bind(p.actor)
-    .execute(&mut *writer.acquire("queue_pause").await?)
+    .execute(&mut *writer.acquire(Op::IntrospectQueuePause).await?)
     .await
-    .map_err(|e| classify("queue_pause", e))?;
+    .map_err(|e| classify(Op::IntrospectQueuePause, e))?;
     Ok(())
 }
 
@@ -35,15 +35,15 @@ pub(super) async fn pause(writer: &Writer, p: &QueuePauseParams<'_>) -> Result<(
 pub(super) async fn resume(writer: &Writer, p: &QueueResumeParams<'_>) -> Result<bool, JobError> {
     let done = sqlx::query("delete from x_job_pauses where queue = ?1")
         .bind(p.queue)
-        .execute(&mut *writer.acquire("queue_resume").await?)
+        .execute(&mut *writer.acquire(Op::IntrospectQueueResume).await?)
         .await
-        .map_err(|e| classify("queue_resume", e))?;
+        .map_err(|e| classify(Op::IntrospectQueueResume, e))?;
     Ok(done.rows_affected() > 0)
 }
 
 /// The paused queues, sorted (binary collation: byte order, as Postgres' `collate "C"`).
 pub(super) async fn paused(reader: &SqlitePool) -> Result<Vec<QueuePause>, JobError> {
-    let failed = |e| classify("queue_paused", e);
+    let failed = |e| classify(Op::IntrospectQueuePaused, e);
     let rows = sqlx::query("select queue, paused_at, paused_by from x_job_pauses order by queue")
         .fetch_all(reader)
         .await
@@ -61,14 +61,14 @@ pub(super) async fn paused(reader: &SqlitePool) -> Result<Vec<QueuePause>, JobEr
 
 /// Writes or refreshes a worker's row, and sweeps the rows of other workers that expired.
 pub(super) async fn announce(writer: &Writer, a: &WorkerAnnounce) -> Result<(), JobError> {
-    let failed = |e| classify("worker_announce", e);
+    let failed = |e| classify(Op::IntrospectWorkerAnnounce, e);
     let in_flight: Vec<JobId> = a
         .in_flight
         .iter()
         .take(MAX_WORKER_IN_FLIGHT)
         .copied()
         .collect();
-    let mut conn = writer.acquire("worker_announce").await?;
+    let mut conn = writer.acquire(Op::IntrospectWorkerAnnounce).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     sqlx::query("delete from x_job_workers where expires_at <= ?1 and id <> ?2")
         .bind(ts(a.now))
@@ -111,9 +111,9 @@ pub(super) async fn announce(writer: &Writer, a: &WorkerAnnounce) -> Result<(), 
 pub(super) async fn forget(writer: &Writer, p: &WorkerForgetParams<'_>) -> Result<(), JobError> {
     sqlx::query("delete from x_job_workers where id = ?1")
         .bind(p.id)
-        .execute(&mut *writer.acquire("worker_forget").await?)
+        .execute(&mut *writer.acquire(Op::IntrospectWorkerForget).await?)
         .await
-        .map_err(|e| classify("worker_forget", e))?;
+        .map_err(|e| classify(Op::IntrospectWorkerForget, e))?;
     Ok(())
 }
 
@@ -122,7 +122,7 @@ pub(super) async fn list(
     reader: &SqlitePool,
     p: &WorkerListParams,
 ) -> Result<Vec<WorkerRow>, JobError> {
-    let failed = |e| classify("worker_list", e);
+    let failed = |e| classify(Op::IntrospectWorkerList, e);
     let rows = sqlx::query(
         "select id, host, started_at, queues, slots, in_flight, in_flight_count, heartbeat_at,
                 expires_at

@@ -8,7 +8,7 @@ use crate::driver::sqlite::writer::Writer;
 use sqlx::sqlite::SqliteConnection;
 use sqlx::{Connection, FromRow};
 
-use super::super::classify::classify;
+use super::super::classify::{classify, Op};
 use super::super::job_columns;
 use super::super::time::ts;
 use super::history;
@@ -21,7 +21,7 @@ use crate::error::JobError;
 async fn current(
     tx: &mut SqliteConnection,
     id: JobId,
-    operation: &'static str,
+    operation: Op,
 ) -> Result<Option<JobRecord>, JobError> {
     let failed = |e| classify(operation, e);
     let row = sqlx::query(concat!(
@@ -44,8 +44,8 @@ pub(super) async fn remove(
     params: &JobRemoveParams,
 ) -> Result<JobRecord, JobError> {
     let id = params.id;
-    let failed = |e| classify("job_remove", e);
-    let mut conn = writer.acquire("job_remove").await?;
+    let failed = |e| classify(Op::IntrospectJobRemove, e);
+    let mut conn = writer.acquire(Op::IntrospectJobRemove).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let removed = sqlx::query(concat!(
         "delete from x_jobs where id = ?1 and state <> 'running' returning ",
@@ -56,7 +56,7 @@ pub(super) async fn remove(
     .await
     .map_err(failed)?;
     let Some(removed) = removed else {
-        let row = current(&mut tx, id, "job_remove").await?;
+        let row = current(&mut tx, id, Op::IntrospectJobRemove).await?;
         return Err(refusal(Bulk::Remove, row.as_ref(), id));
     };
     let removed = JobRecord::from_row(&removed).map_err(failed)?;
@@ -79,7 +79,7 @@ pub(super) async fn remove(
         None,
         actor,
         params.now,
-        "job_remove",
+        Op::IntrospectJobRemove,
     )
     .await?;
     tx.commit().await.map_err(failed)?;
@@ -93,10 +93,10 @@ pub(super) async fn requeue(
     params: &JobRequeueParams,
 ) -> Result<JobRecord, JobError> {
     let id = params.id;
-    let failed = |e| classify("job_requeue", e);
-    let mut conn = writer.acquire("job_requeue").await?;
+    let failed = |e| classify(Op::IntrospectJobRequeue, e);
+    let mut conn = writer.acquire(Op::IntrospectJobRequeue).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-    let row = match current(&mut tx, id, "job_requeue").await? {
+    let row = match current(&mut tx, id, Op::IntrospectJobRequeue).await? {
         Some(row) if !row.state.is_live() => row,
         other => return Err(refusal(Bulk::Requeue, other.as_ref(), id)),
     };
@@ -164,7 +164,7 @@ pub(super) async fn requeue(
         step,
         actor,
         params.now,
-        "job_requeue",
+        Op::IntrospectJobRequeue,
     )
     .await?;
     tx.commit().await.map_err(failed)?;
@@ -177,8 +177,8 @@ pub(super) async fn promote(
     params: &JobPromoteParams,
 ) -> Result<JobRecord, JobError> {
     let (id, now) = (params.id, params.now);
-    let failed = |e| classify("job_promote", e);
-    let mut conn = writer.acquire("job_promote").await?;
+    let failed = |e| classify(Op::IntrospectJobPromote, e);
+    let mut conn = writer.acquire(Op::IntrospectJobPromote).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
     let promoted = sqlx::query(concat!(
         "update x_jobs set state = 'ready', run_at = ?2, updated_at = ?2
@@ -192,7 +192,7 @@ pub(super) async fn promote(
     .await
     .map_err(failed)?;
     let Some(promoted) = promoted else {
-        let row = current(&mut tx, id, "job_promote").await?;
+        let row = current(&mut tx, id, Op::IntrospectJobPromote).await?;
         return Err(refusal(Bulk::Promote, row.as_ref(), id));
     };
     let promoted = JobRecord::from_row(&promoted).map_err(failed)?;
@@ -204,7 +204,7 @@ pub(super) async fn promote(
         None,
         actor,
         now,
-        "job_promote",
+        Op::IntrospectJobPromote,
     )
     .await?;
     tx.commit().await.map_err(failed)?;
