@@ -10,7 +10,8 @@
 //! - [`sqlite`]: every port on one SQLite file ([`SqliteDriver`]), durable with no server, for
 //!   one host (feature `sqlite`).
 //!
-//! - [`url`]: the driver a URL names (`memory:`, `sqlite://`, `postgres://`).
+//! - [`url`]: the driver a URL names (`memory:`, `sqlite://`, `postgres://`, or a scheme a
+//!   driver outside this crate registers with [`register_driver_scheme!`](crate::register_driver_scheme)).
 //!
 //! The conformance suite every driver must pass is [`crate::conformance`] (feature
 //! `conformance`).
@@ -19,6 +20,8 @@ mod memory;
 pub mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "sql")]
+mod sql_types;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod url;

@@ -36,8 +36,9 @@
 mod posting;
 
 pub use crate::driver::ledger_book::{
-    LedgerBook, LedgerLine, MemoryBook, PostingLinesParams, PostingWrite, PostingWritten,
+    LedgerBook, LedgerLine, PostingLinesParams, PostingWrite, PostingWritten,
 };
+pub use crate::driver::MemoryBook;
 /// The ISO 4217 codes a posting may use; `posting!` checks literal postings against the same
 /// list at compile time.
 pub use jobs_grammar::currency::{is_iso_4217, ISO_4217};

@@ -50,7 +50,7 @@ pub const MAX_MEMORY_EVENTS: usize = 10_000;
 pub struct MemoryDriver {
     state: Mutex<MemoryState>,
     scheduler: Mutex<scheduler::SchedulerState>,
-    leases: crate::driver::lease::MemoryLeaseStore,
+    leases: MemoryLeaseStore,
     backfills: backfill::MemoryBackfills,
     book: MemoryBook,
     webhooks: MemoryWebhookLedger,

@@ -36,32 +36,14 @@ pub trait CallerTransaction: Send + Sync {
     ) -> Result<EventId, JobError>;
 }
 
-/// What a caller's transaction is held in: `&mut tx` works for a `sqlx::Transaction`, a pooled
-/// connection or a bare connection of a driver's database.
+/// What a caller's transaction is held in. Each driver implements it for its own connection
+/// types (the SQL drivers: a `sqlx::Transaction`, a pooled connection or a bare connection of
+/// their database), so `&mut tx` works; a connection of another driver's kind reaches that
+/// driver's [`CallerTransaction`] and is refused there with [`foreign_connection`]'s
+/// `X_DRIVER_UNAVAILABLE`.
 pub trait CallerConnection: Send {
     /// The connection itself, for the driver to recognise.
     fn connection(&mut self) -> CallerConn<'_>;
-}
-
-#[cfg(feature = "postgres")]
-impl CallerConnection for sqlx::PgConnection {
-    fn connection(&mut self) -> CallerConn<'_> {
-        self
-    }
-}
-
-#[cfg(feature = "postgres")]
-impl CallerConnection for sqlx::Transaction<'_, sqlx::Postgres> {
-    fn connection(&mut self) -> CallerConn<'_> {
-        &mut **self
-    }
-}
-
-#[cfg(feature = "postgres")]
-impl CallerConnection for sqlx::pool::PoolConnection<sqlx::Postgres> {
-    fn connection(&mut self) -> CallerConn<'_> {
-        &mut **self
-    }
 }
 
 /// The refusal of a connection of another kind than the driver's.
@@ -73,25 +55,4 @@ pub fn foreign_connection(driver: &str, expected: &str) -> JobError {
     .with_fix(format!(
         "pass the transaction (or connection) of the database this `Jobs` runs on: a `{expected}`"
     ))
-}
-
-#[cfg(feature = "sqlite")]
-impl CallerConnection for sqlx::SqliteConnection {
-    fn connection(&mut self) -> CallerConn<'_> {
-        self
-    }
-}
-
-#[cfg(feature = "sqlite")]
-impl CallerConnection for sqlx::Transaction<'_, sqlx::Sqlite> {
-    fn connection(&mut self) -> CallerConn<'_> {
-        &mut **self
-    }
-}
-
-#[cfg(feature = "sqlite")]
-impl CallerConnection for sqlx::pool::PoolConnection<sqlx::Sqlite> {
-    fn connection(&mut self) -> CallerConn<'_> {
-        &mut **self
-    }
 }

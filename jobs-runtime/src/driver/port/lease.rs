@@ -7,8 +7,6 @@
 //! the store, never a client clock. Acquire never over-grants; under contention it may refuse a
 //! free slot, which costs the caller one poll.
 
-pub use crate::driver::memory::MemoryLeaseStore;
-
 use std::time::Duration;
 
 use async_trait::async_trait;

@@ -9,8 +9,6 @@
 //! second enqueue posts once); with other lines (another count, another line) it is
 //! `X_LEDGER_POSTING_CONFLICT` and writes nothing either. The check and the write are atomic.
 
-pub use crate::driver::memory::MemoryBook;
-
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 

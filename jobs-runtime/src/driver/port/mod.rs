@@ -1,6 +1,7 @@
 //! The storage port: [`JobDriver`] and its optional sub-ports, with the records they exchange.
-//! Every driver (memory, Postgres) implements it; the worker, the client and the test kit only
-//! ever talk to these traits.
+//! Every driver (memory, Postgres, SQLite, and any outside this crate) implements it; the worker,
+//! the client and the test kit only ever talk to these traits. The port names no driver's types:
+//! each driver brings its own connection types, row decoding and URL schemes.
 //!
 //! Methods read entity then verb (`job_enqueue`, `job_claim`, `step_put`, `event_publish`) and
 //! take one params struct each, carrying `now` from the injected clock, so a driver never reads
@@ -18,8 +19,6 @@ pub mod ledger_book;
 mod operation;
 pub(crate) mod records;
 pub mod scheduler_store;
-#[cfg(feature = "sql")]
-mod sql_types;
 pub mod webhook_ledger;
 
 pub use backfill_store::BackfillStore;

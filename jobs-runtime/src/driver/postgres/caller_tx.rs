@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use sqlx::postgres::PgConnection;
 
 use super::PostgresDriver;
+use crate::driver::caller_tx::{CallerConn, CallerConnection};
 use crate::driver::records::*;
 use crate::error::JobError;
 
@@ -36,4 +37,23 @@ fn own_connection(
 ) -> Result<&mut PgConnection, JobError> {
     conn.downcast_mut::<PgConnection>()
         .ok_or_else(|| crate::driver::caller_tx::foreign_connection("postgres", "PgConnection"))
+}
+
+// `&mut tx` for the transactions and connections of this driver's database.
+impl CallerConnection for sqlx::PgConnection {
+    fn connection(&mut self) -> CallerConn<'_> {
+        self
+    }
+}
+
+impl CallerConnection for sqlx::Transaction<'_, sqlx::Postgres> {
+    fn connection(&mut self) -> CallerConn<'_> {
+        &mut **self
+    }
+}
+
+impl CallerConnection for sqlx::pool::PoolConnection<sqlx::Postgres> {
+    fn connection(&mut self) -> CallerConn<'_> {
+        &mut **self
+    }
 }

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::SqliteConnection;
 
 use super::SqliteDriver;
+use crate::driver::caller_tx::{CallerConn, CallerConnection};
 use crate::driver::records::*;
 use crate::error::JobError;
 
@@ -34,4 +35,23 @@ fn own_connection(
 ) -> Result<&mut SqliteConnection, JobError> {
     conn.downcast_mut::<SqliteConnection>()
         .ok_or_else(|| crate::driver::caller_tx::foreign_connection("sqlite", "SqliteConnection"))
+}
+
+// `&mut tx` for the transactions and connections of this driver's database.
+impl CallerConnection for sqlx::SqliteConnection {
+    fn connection(&mut self) -> CallerConn<'_> {
+        self
+    }
+}
+
+impl CallerConnection for sqlx::Transaction<'_, sqlx::Sqlite> {
+    fn connection(&mut self) -> CallerConn<'_> {
+        &mut **self
+    }
+}
+
+impl CallerConnection for sqlx::pool::PoolConnection<sqlx::Sqlite> {
+    fn connection(&mut self) -> CallerConn<'_> {
+        &mut **self
+    }
 }
