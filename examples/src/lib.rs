@@ -2,6 +2,8 @@
 //! `cargo run --bin manifest` prints what they declare. The quickstart (`examples/quickstart.rs`)
 //! declares its own jobs and runs them.
 
+pub mod outside_driver;
+
 use jobs::prelude::*;
 use uuid::Uuid;
 

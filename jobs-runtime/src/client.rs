@@ -146,7 +146,9 @@ impl Jobs {
     /// # Ok(()) }
     /// ```
     ///
-    /// Any other scheme is `X_DRIVER_URL_INVALID`; connection failures are the driver's own
+    /// The scheme picks a registered driver ([`driver::url`](crate::driver::url): `memory:`,
+    /// `sqlite:`, `postgres:`, or one a driver outside this crate registers); any other is
+    /// `X_DRIVER_URL_INVALID`. Connection failures are the driver's own
     /// (see [`PostgresDriver::connect_with_timeout`](crate::driver::PostgresDriver::connect_with_timeout)).
     pub async fn open(url: &str) -> Result<Self, JobError> {
         let driver = crate::driver::url::connect(url, None).await?;
