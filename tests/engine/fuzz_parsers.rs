@@ -61,6 +61,25 @@ fn json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// One of the reference's codes.
+fn error_code() -> impl Strategy<Value = ErrorCode> {
+    proptest::sample::select(ErrorCode::ALL)
+}
+
+/// What a stored `last_error_code` may hold: a real code, a near miss of one (another case, a
+/// character cut or added), code-shaped text, or any text.
+fn stored_error_code() -> impl Strategy<Value = String> {
+    let code = || error_code().prop_map(|c| c.as_str().to_string());
+    prop_oneof![
+        code(),
+        code().prop_map(|c| c.to_ascii_lowercase()),
+        code().prop_map(|c| c[..c.len() - 1].to_string()),
+        (code(), "[A-Z_ ]").prop_map(|(c, extra)| format!("{c}{extra}")),
+        "X_[A-Z_]{0,24}",
+        ".{0,12}",
+    ]
+}
+
 const UNITS: [(&str, u64); 6] = [
     ("ms", 1),
     ("s", 1_000),
@@ -113,9 +132,22 @@ proptest! {
     }
 
     #[test]
-    fn a_stored_error_code_round_trips_or_is_none(text in "X_[A-Z_]{0,24}|.{0,12}") {
-        if let Some(code) = ErrorCode::parse(&text) {
-            prop_assert_eq!(code.as_str(), text.as_str());
+    fn a_stored_error_code_round_trips_or_is_none(code in error_code(), text in stored_error_code()) {
+        // Every code's spelling reads back as that code (all of them, and the one drawn).
+        for known in ErrorCode::ALL {
+            prop_assert_eq!(ErrorCode::parse(known.as_str()), Some(*known));
+        }
+        prop_assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+        // A text that parses is exactly a code's spelling; any other text is `None`.
+        match ErrorCode::parse(&text) {
+            Some(parsed) => {
+                prop_assert_eq!(parsed.as_str(), text.as_str());
+                prop_assert!(ErrorCode::ALL.contains(&parsed));
+            }
+            None => prop_assert!(
+                ErrorCode::ALL.iter().all(|known| known.as_str() != text),
+                "`{}` is a code's spelling but did not parse", text
+            ),
         }
     }
 

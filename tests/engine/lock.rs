@@ -143,21 +143,36 @@ async fn a_waiting_caller_gets_the_lock_when_the_holder_leaves() {
 #[tokio::test]
 async fn a_refused_renewal_loses_the_lock_fires_the_guard_and_fails_the_call() {
     let (jobs, clock) = frozen();
-    let saw_lost = Arc::new(AtomicU32::new(0));
+    let (hand_out, handed) = tokio::sync::oneshot::channel();
     let call = {
-        let (jobs, saw_lost) = (jobs.clone(), saw_lost.clone());
+        let jobs = jobs.clone();
         tokio::spawn(async move {
             jobs.with_lock("report", LockOptions::ttl(TTL), |guard| async move {
-                guard.lost().await;
-                saw_lost.fetch_add(1, Ordering::SeqCst);
+                // The work hands a copy of its guard to a writer beside it; the work itself is
+                // dropped once the lock is lost.
+                let _ = hand_out.send(guard.clone());
                 std::future::pending::<Result<(), JobError>>().await
             })
             .await
         })
     };
+    let guard: jobs::LockGuard = support::wait::bounded("the work to start", handed)
+        .await
+        .expect("the work started and handed out its guard");
+    // The writer stops when the guard fires; it counts how often it was told.
+    let saw_lost = Arc::new(AtomicU32::new(0));
+    let writer = {
+        let (guard, saw_lost) = (guard.clone(), saw_lost.clone());
+        tokio::spawn(async move {
+            guard.lost().await;
+            saw_lost.fetch_add(1, Ordering::SeqCst);
+        })
+    };
     settle().await;
     clock.advance(TTL / 3);
     settle().await;
+    assert!(!guard.is_lost(), "renewed, still held");
+    assert_eq!(saw_lost.load(Ordering::SeqCst), 0);
     // Someone takes the key from under the holder (an operator, a lapsed clock elsewhere).
     let store = jobs.driver().lease_store().unwrap();
     let held = store
@@ -173,7 +188,15 @@ async fn a_refused_renewal_loses_the_lock_fires_the_guard_and_fails_the_call() {
     settle().await;
     let error = call.await.unwrap().unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::LockLost));
-    assert!(saw_lost.load(Ordering::SeqCst) <= 1);
+    assert!(guard.is_lost(), "the refused renewal fired the guard");
+    support::wait::bounded("the writer to see the loss", writer)
+        .await
+        .unwrap();
+    assert_eq!(
+        saw_lost.load(Ordering::SeqCst),
+        1,
+        "the writer saw the loss exactly once"
+    );
 }
 
 #[tokio::test]

@@ -1,4 +1,6 @@
-//! The manifest: every job linked into the binary, sorted by name, byte-stable.
+//! The manifest: every job linked into the binary, sorted by name, byte-stable. The binary
+//! links other modules' jobs too: this module's three are checked by name, and the whole
+//! manifest against the linked registry.
 
 use jobs::prelude::*;
 use serde_json::json;
@@ -53,16 +55,46 @@ fn row<'a>(manifest: &'a jobs::Manifest, name: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no job `{name}` in the manifest"))
 }
 
-#[test]
-fn lists_every_job_sorted_by_name() {
-    let manifest = jobs::manifest().unwrap();
-    let names: Vec<&str> = manifest
+/// The three jobs of this module, registered in `order`.
+fn this_module_s(order: [usize; 3]) -> jobs::Registry {
+    let mut registry = jobs::Registry::new();
+    for i in order {
+        match i {
+            0 => registry.register::<SyncOrg>(),
+            1 => registry.register::<AlphaDigest>(),
+            _ => registry.register::<MiddleJob>(),
+        }
+        .unwrap();
+    }
+    registry
+}
+
+fn names(manifest: &jobs::Manifest) -> Vec<&str> {
+    manifest
         .jobs()
         .iter()
         .map(|j| j["name"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn lists_every_job_sorted_by_name() {
+    // Every job linked in, each once, sorted by name (byte order).
+    let manifest = jobs::manifest().unwrap();
+    let linked: Vec<&str> = jobs::Registry::global()
+        .unwrap()
+        .entries()
+        .map(|e| e.descriptor().name)
         .collect();
-    assert_eq!(names, ["alpha_digest", "middle", "zeta-sync"]);
+    assert_eq!(names(&manifest), linked);
+    assert!(names(&manifest).windows(2).all(|w| w[0] < w[1]));
+    for ours in ["alpha_digest", "middle", "zeta-sync"] {
+        assert!(names(&manifest).contains(&ours), "{ours} is listed");
+    }
     assert_eq!(manifest.to_value()["version"], 1);
+    // Exactly a registry's jobs, sorted, whatever the order they were registered in.
+    let ours = jobs::Manifest::of(&this_module_s([0, 1, 2]));
+    assert_eq!(names(&ours), ["alpha_digest", "middle", "zeta-sync"]);
 }
 
 #[test]
@@ -157,14 +189,19 @@ fn is_byte_stable() {
     let mut sorted = job_keys.clone();
     sorted.sort();
     assert_eq!(job_keys, sorted);
-    // The same registry built by hand gives the same bytes.
-    let mut registry = jobs::Registry::new();
-    registry
-        .register::<SyncOrg>()
-        .unwrap()
-        .register::<AlphaDigest>()
-        .unwrap()
-        .register::<MiddleJob>()
-        .unwrap();
-    assert_eq!(jobs::Manifest::of(&registry).to_json(), first);
+    // A registry built by hand gives the same bytes whatever its order, and the same rows as
+    // the linked registry.
+    let by_hand = jobs::Manifest::of(&this_module_s([0, 1, 2])).to_json();
+    assert_eq!(jobs::Manifest::of(&this_module_s([2, 0, 1])).to_json(), by_hand);
+    let by_hand: serde_json::Value = serde_json::from_str(&by_hand).unwrap();
+    for row in by_hand["jobs"].as_array().unwrap() {
+        let name = row["name"].as_str().unwrap();
+        let linked = parsed["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is linked"));
+        assert_eq!(linked, row);
+    }
 }

@@ -32,7 +32,7 @@ impl PurgeTarget for StaleSessions {
     }
 }
 
-#[purge(name = "test.purge")]
+#[purge(name = "purge_declared.purge")]
 fn app_purge(run: &Run) -> Result<Purge, JobError> {
     let sessions = run.context::<Sessions>()?;
     Ok(Purge::new()
@@ -42,10 +42,10 @@ fn app_purge(run: &Run) -> Result<Purge, JobError> {
 
 // Every option: a schedule and zone of its own, the task's name, a queue, a timeout.
 #[purge(
-    name = "test.purge.nightly",
+    name = "purge_declared.purge.nightly",
     cron = "15 3 * * *",
     tz = "Europe/Paris",
-    task = "test.purge.at-night",
+    task = "purge_declared.purge.at-night",
     queue = "maintenance",
     timeout = "10m",
     handle = NightlyPurge
@@ -57,21 +57,21 @@ async fn nightly(_run: &Run) -> Result<Purge, JobError> {
 #[test]
 fn one_declaration_is_a_job_and_its_task_on_the_default_schedule() {
     let task = <AppPurgeSchedule as Task>::DESCRIPTOR;
-    assert_eq!(task.name, "test.purge.schedule");
+    assert_eq!(task.name, "purge_declared.purge.schedule");
     assert_eq!(task.cron, DEFAULT_PURGE_CRON);
     assert_eq!(task.tz, "UTC");
-    assert_eq!(AppPurge::descriptor().name, "test.purge");
+    assert_eq!(AppPurge::descriptor().name, "purge_declared.purge");
     assert_eq!(AppPurge::descriptor().tenant, jobs::TenantMode::None);
 
     let nightly = <NightlyPurgeSchedule as Task>::DESCRIPTOR;
     assert_eq!(
         (nightly.name, nightly.cron, nightly.tz),
-        ("test.purge.at-night", "15 3 * * *", "Europe/Paris")
+        ("purge_declared.purge.at-night", "15 3 * * *", "Europe/Paris")
     );
     assert_eq!(NightlyPurge::descriptor().queue, "maintenance");
 
     let text = jobs::manifest().unwrap().to_json();
-    assert!(text.contains("\"test.purge\"") && text.contains("\"test.purge.schedule\""));
+    assert!(text.contains("\"purge_declared.purge\"") && text.contains("\"purge_declared.purge.schedule\""));
 }
 
 #[tokio::test]
@@ -111,7 +111,7 @@ async fn the_scheduler_fires_it_at_minute_23_and_a_worker_runs_each_target_in_it
     let passes = driver.all_jobs();
     assert_eq!(passes.len(), 2);
     for pass in &passes {
-        assert_eq!(pass.name, "test.purge");
+        assert_eq!(pass.name, "purge_declared.purge");
         assert_eq!(pass.state, JobState::Done, "{:?}", pass.last_error);
         let steps = driver
             .step_list(&StepListParams {

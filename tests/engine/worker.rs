@@ -62,7 +62,7 @@ async fn typed_input(_run: Run, input: Typed) -> Result<u64, JobError> {
     Ok(input.a)
 }
 
-#[job(key = "plain:{id}", tenant = none, retry(attempts = 2))]
+#[job(name = "worker.plain", key = "plain:{id}", tenant = none, retry(attempts = 2))]
 async fn plain(run: Run, _input: Item) -> Result<u32, JobError> {
     Ok(run.attempt())
 }

@@ -70,7 +70,12 @@ async fn unserializable(run: Run, _input: Item) -> Result<(), JobError> {
 }
 
 /// Completes `first`, fails its second step once, then completes.
-#[job(key = "two:{id}", tenant = none, retry(attempts = 3, backoff = fixed, delay = "1s", jitter = none))]
+#[job(
+    name = "chaos_bad_input.two_steps",
+    key = "two:{id}",
+    tenant = none,
+    retry(attempts = 3, backoff = fixed, delay = "1s", jitter = none)
+)]
 async fn two_steps(run: Run, _input: Item) -> Result<(), JobError> {
     run.step("first", async { Ok::<_, JobError>(1) }).await?;
     let attempt = run.attempt();

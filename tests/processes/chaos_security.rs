@@ -15,7 +15,7 @@ use crate::support;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use jobs::clock::TestClock;
 use jobs::driver::{PostgresDriver, StepListParams};
@@ -310,18 +310,13 @@ impl tracing::Subscriber for Capture {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
-fn capture() -> &'static Capture {
-    static CAPTURE: OnceLock<Capture> = OnceLock::new();
-    CAPTURE.get_or_init(|| {
-        let capture = Capture::default();
-        tracing::subscriber::set_global_default(capture.clone()).expect("one subscriber");
-        capture
-    })
-}
-
 #[tokio::test]
 async fn no_payload_key_or_secret_reaches_a_log_line_or_an_error() {
-    let logs = capture();
+    // The capture is this thread's default subscriber, not the process's: the other tests of
+    // this binary run beside it. The test's runtime is current-thread, so the worker's pass and
+    // every task it spawns run on this thread, under the capture.
+    let logs = Capture::default();
+    let _capturing = tracing::subscriber::set_default(logs.clone());
     let (pool, schema) = pg::schema("security_logs").await;
     let clock = TestClock::new();
     let driver = PostgresDriver::new(pool.clone(), &schema).unwrap();

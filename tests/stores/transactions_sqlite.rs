@@ -18,7 +18,7 @@ struct Signup {
     user_id: u64,
 }
 
-#[job(key = "welcome:{user_id}", tenant = none, queue = "email")]
+#[job(name = "transactions_sqlite.send_welcome", key = "welcome:{user_id}", tenant = none, queue = "email")]
 async fn send_welcome(_run: Run, _input: Signup) -> Result<(), JobError> {
     Ok(())
 }
@@ -28,7 +28,7 @@ struct Invoice {
     account: String,
 }
 
-#[job(key = "await-payment:{account}", tenant = none)]
+#[job(name = "transactions_sqlite.await_payment", key = "await-payment:{account}", tenant = none)]
 async fn await_payment(run: Run, input: Invoice) -> Result<Option<u64>, JobError> {
     run.wait_for_event("invoice.paid", &input.account, "1d")
         .await

@@ -12,7 +12,7 @@ struct Account {
 }
 
 /// Always refused: dead-lettered on its first attempt.
-#[job(name = "crm.sync", key = "crm:{account_id}", tenant = none, queue = "crm")]
+#[job(name = "cli_sqlite.crm.sync", key = "crm:{account_id}", tenant = none, queue = "crm")]
 async fn sync_crm(_run: Run, _input: Account) -> Result<(), JobError> {
     Err(JobError::terminal("crm answered 422: account archived"))
 }
