@@ -248,11 +248,30 @@ async fn every_verb_against_a_real_queue() {
     let (_, out, _) = jobs_cli(&schema, &["stats"]).await;
     assert!(out.contains("last 24 hours, per job"), "{out}");
 
-    // tasks: none fired in this schema, and no scheduler leads.
+    // tasks: none fired in this schema, and no scheduler leads. The tasks listed are the ones
+    // linked into this binary (other modules declare some), each declared here.
     let (code, out, _) = jobs_cli(&schema, &["tasks", "--json"]).await;
     assert_eq!(code, 0, "{out}");
     let tasks: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(tasks, serde_json::json!({ "leader": null, "tasks": [] }));
+    let fields: Vec<&String> = tasks.as_object().unwrap().keys().collect();
+    assert_eq!(fields, ["leader", "tasks"], "{out}");
+    assert_eq!(tasks["leader"], serde_json::Value::Null, "{out}");
+    let listed = tasks["tasks"].as_array().unwrap();
+    let linked: Vec<&str> = jobs::Registry::global()
+        .unwrap()
+        .tasks()
+        .map(|t| t.descriptor().name)
+        .collect();
+    assert_eq!(
+        listed.iter().map(|t| t["task"].as_str().unwrap()).collect::<Vec<_>>(),
+        linked,
+        "{out}"
+    );
+    for task in listed {
+        assert_eq!(task["declared_here"], true, "{out}");
+        assert_eq!(task["last_fired_at"], serde_json::Value::Null, "{out}");
+        assert_eq!(task["last_occurrence"], serde_json::Value::Null, "{out}");
+    }
     let (_, out, _) = jobs_cli(&schema, &["tasks"]).await;
     assert!(out.starts_with("leader: none"), "{out}");
 
