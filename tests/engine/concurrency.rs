@@ -1,5 +1,5 @@
 //! Fleet-wide concurrency caps, per-key limits and per-process limits, on the memory driver with
-//! a frozen clock. The same admission runs on Postgres (tests/concurrency_postgres.rs).
+//! a frozen clock. The same admission runs on Postgres (tests/stores/concurrency_postgres.rs).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,9 +4,9 @@
 //! each accepts exactly what it documents and refuses the rest with its code.
 //!
 //! (Cron expressions and time zones from configuration are fuzzed at the end of this file; that
-//! every cron the shared grammar accepts fires where it says is tests/cron_grammar.rs. Key
-//! templates are expanded at compile time by `#[job]`, so there is no runtime template parser to
-//! fuzz; cursors: see the report of issue 9.)
+//! every cron the shared grammar accepts fires where it says is tests/engine/cron_grammar.rs.
+//! Key templates are expanded at compile time by `#[job]`, so there is no runtime template parser
+//! to fuzz; cursors: see the report of issue 9.)
 
 use crate::support;
 
@@ -250,7 +250,7 @@ fn stored_step_rows_in_postgres_decode_or_are_refused_with_their_code() {
                     .bind(run_id)
                     .bind(status.replace('\0', ""))
                     // jsonb cannot hold `\u0000`: that refusal has its own test
-                    // (tests/chaos_bad_input.rs, a NUL in an input or a step output).
+                    // (tests/processes/chaos_bad_input.rs, a NUL in an input or a step output).
                     .bind(output.as_ref().map(strip_nul))
                     .bind(wait.as_ref().map(strip_nul))
                     .execute(&pool)

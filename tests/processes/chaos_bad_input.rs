@@ -1,6 +1,7 @@
 //! Bad input on Postgres: each case puts one bad thing in front of a worker beside a good job,
 //! and checks the bad one ends with a clear code, the good one runs, nothing is lost and the
-//! worker keeps claiming. (The memory-driver versions of the first two live in tests/worker.rs.)
+//! worker keeps claiming. (The memory-driver versions of the first two live in
+//! tests/engine/worker.rs.)
 //!
 //! Every worker here is driven with `tick()` on a `TestClock`: time moves only when a case says.
 

@@ -7,7 +7,7 @@
 //!
 //! The scenarios are `support/chaos/`, shared with `chaos_sqlite.rs`; the server restart is
 //! Postgres' own. The counts are printed at the end
-//! (`cargo test --test chaos_postgres -- --nocapture`).
+//! (`cargo test --test processes chaos_postgres -- --nocapture`).
 
 use crate::support;
 

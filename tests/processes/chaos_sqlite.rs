@@ -6,7 +6,7 @@
 //! taken twice, no settle from a worker that no longer holds the row, one live row per key.
 //!
 //! The scenarios are `support/chaos/`, shared with `chaos_postgres.rs`. The counts are printed
-//! at the end (`cargo test --test chaos_sqlite -- --nocapture`).
+//! at the end (`cargo test --test processes chaos_sqlite -- --nocapture`).
 
 use crate::support;
 

@@ -1,7 +1,7 @@
 //! The operator API on the SQLite driver, scoped to one tenant: a tenant-filtered listing
 //! answers only that tenant's rows on every page, whatever cursor it is handed, and a
 //! tenant-filtered bulk verb moves only that tenant's rows, never another's (the SQLite twin of
-//! tests/operator_tenancy.rs, which runs on memory and Postgres).
+//! tests/engine/operator_tenancy.rs, which runs on memory and Postgres).
 
 use crate::support;
 
