@@ -143,7 +143,12 @@ fn the_refusal_names_every_capped_job() {
         .collect();
     assert!(capped.contains("concurrency_refused.capped") && capped.contains("keyed_capped"));
     assert!(!capped.contains("uncapped"));
-    assert_eq!(refused_names(error.message()), capped, "{}", error.message());
+    assert_eq!(
+        refused_names(error.message()),
+        capped,
+        "{}",
+        error.message()
+    );
 }
 
 #[tokio::test]

@@ -1,6 +1,5 @@
 //! Typed enqueue: ids, live-key dedupe, the key namespace, and the per-call options.
 
-
 use std::sync::Mutex;
 use std::time::Duration;
 

@@ -2,7 +2,6 @@
 //! with a typed payload, the wait's own line excludes older events, and the timeout answers
 //! `None`.
 
-
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;

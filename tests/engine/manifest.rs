@@ -192,7 +192,10 @@ fn is_byte_stable() {
     // A registry built by hand gives the same bytes whatever its order, and the same rows as
     // the linked registry.
     let by_hand = jobs::Manifest::of(&this_module_s([0, 1, 2])).to_json();
-    assert_eq!(jobs::Manifest::of(&this_module_s([2, 0, 1])).to_json(), by_hand);
+    assert_eq!(
+        jobs::Manifest::of(&this_module_s([2, 0, 1])).to_json(),
+        by_hand
+    );
     let by_hand: serde_json::Value = serde_json::from_str(&by_hand).unwrap();
     for row in by_hand["jobs"].as_array().unwrap() {
         let name = row["name"].as_str().unwrap();

@@ -66,12 +66,19 @@ fn one_declaration_is_a_job_and_its_task_on_the_default_schedule() {
     let nightly = <NightlyPurgeSchedule as Task>::DESCRIPTOR;
     assert_eq!(
         (nightly.name, nightly.cron, nightly.tz),
-        ("purge_declared.purge.at-night", "15 3 * * *", "Europe/Paris")
+        (
+            "purge_declared.purge.at-night",
+            "15 3 * * *",
+            "Europe/Paris"
+        )
     );
     assert_eq!(NightlyPurge::descriptor().queue, "maintenance");
 
     let text = jobs::manifest().unwrap().to_json();
-    assert!(text.contains("\"purge_declared.purge\"") && text.contains("\"purge_declared.purge.schedule\""));
+    assert!(
+        text.contains("\"purge_declared.purge\"")
+            && text.contains("\"purge_declared.purge.schedule\"")
+    );
 }
 
 #[tokio::test]

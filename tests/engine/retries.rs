@@ -1,7 +1,6 @@
 //! Retries: backoff curves and jitter, exhaustion, terminal errors, `dead_letter = false`,
 //! stated delays, `final_attempt`, the job timeout, and the `on_settled` hook.
 
-
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -10,8 +9,8 @@ use jobs::prelude::*;
 use jobs::testing::TestKit;
 use jobs::{ExecutionOutcome, JobExecution};
 
-use crate::support::wait::{bounded, wait_until};
 use crate::support::time::elapsed;
+use crate::support::wait::{bounded, wait_until};
 
 /// Fail the first `fail_times` attempts, then succeed with the attempt number.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

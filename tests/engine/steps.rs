@@ -1,7 +1,6 @@
 //! Durable steps: persisted before they return, replayed on later attempts, unique names,
 //! sleeps that park the run without spending an attempt, serializability and step timeouts.
 
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -11,8 +10,8 @@ use jobs::prelude::*;
 use jobs::testing::TestKit;
 use jobs::ExecutionOutcome;
 
-use crate::support::wait::{bounded, wait_until};
 use crate::support::time::elapsed;
+use crate::support::wait::{bounded, wait_until};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 struct Item {

@@ -1,7 +1,6 @@
 //! The worker: bad payloads, unknown jobs, per-queue slots, heartbeats, cancellation, lease
 //! lapses and their burial, fenced settles, and graceful shutdown.
 
-
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,8 +13,8 @@ use jobs::prelude::*;
 use jobs::testing::TestKit;
 use jobs::ExecutionOutcome;
 
-use crate::support::wait::{bounded, wait_until};
 use crate::support::time::elapsed;
+use crate::support::wait::{bounded, wait_until};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 struct Item {

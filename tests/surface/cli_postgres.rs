@@ -263,7 +263,10 @@ async fn every_verb_against_a_real_queue() {
         .map(|t| t.descriptor().name)
         .collect();
     assert_eq!(
-        listed.iter().map(|t| t["task"].as_str().unwrap()).collect::<Vec<_>>(),
+        listed
+            .iter()
+            .map(|t| t["task"].as_str().unwrap())
+            .collect::<Vec<_>>(),
         linked,
         "{out}"
     );

@@ -5,8 +5,8 @@
 //! without `allow_private`, and a per-tenant webhook's delivery carries its tenant. Time is the
 //! test clock.
 
-use crate::support::hook_server;
 use crate::support;
+use crate::support::hook_server;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

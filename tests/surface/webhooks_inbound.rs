@@ -1,7 +1,6 @@
 //! Inbound webhooks: the axum receiver on 127.0.0.1 (port 0), posted to by the outbound
 //! sender (a signature it accepts) and by a raw client (tampered, stale, oversized bodies).
 
-
 use std::sync::Arc;
 use std::time::Duration;
 
