@@ -1,5 +1,5 @@
-//! A worker process for the chaos tests (`tests/chaos_postgres.rs`, `tests/chaos_sqlite.rs`),
-//! on the queue `DATABASE_URL` names: a SQLite file (`sqlite://...`), or the Postgres schema
+//! A worker process for the chaos tests (`tests/processes/chaos_postgres.rs`,
+//! `tests/processes/chaos_sqlite.rs`), on the queue `DATABASE_URL` names: a SQLite file (`sqlite://...`), or the Postgres schema
 //! named by `JOBS_SCHEMA`. On Postgres every connection it opens carries
 //! `application_name = $CHAOS_APP`, so the test can find its backends and
 //! `pg_terminate_backend` them, and so the audit trigger the test installs on `x_jobs` can tell

@@ -2,7 +2,8 @@
 //! SIGKILLed in the middle of a multi-step job; another worker process finishes the job once
 //! the visibility timeout lapses. Completed steps are not run again and nothing is lost.
 //!
-//! Included by path (it declares a job): `#[path = "support/crash.rs"] mod crash;`.
+//! Included by path in `processes/main.rs` only (it declares a job):
+//! `#[path = "../support/crash.rs"] mod crash;`.
 
 #![allow(dead_code)]
 

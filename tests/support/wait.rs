@@ -1,4 +1,4 @@
-//! Bounded waits on a condition (never a sleep to let time pass).
+//! Bounded waits on a condition or a future (never a sleep to let time pass).
 
 use std::future::Future;
 use std::time::Duration;
@@ -32,4 +32,31 @@ where
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Waits until `condition` holds, checking between yields and 1 ms pauses, for at most 10 s of
+/// real time: a bounded condition wait, never a fixed sleep.
+pub async fn wait_until<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if condition().await {
+                return;
+            }
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "timed out waiting until {what}");
+}
+
+/// Awaits `future` for at most 10 s of real time.
+pub async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }

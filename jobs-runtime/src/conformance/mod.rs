@@ -18,13 +18,13 @@
 //! and names it: no case passes by skipping.
 //!
 //! ```ignore
-//! // tests/driver_memory.rs
+//! // tests/stores/driver_memory.rs
 //! use std::sync::Arc;
 //! use jobs::driver::MemoryDriver;
 //!
 //! jobs::conformance_suite!(async { Arc::new(MemoryDriver::new()) });
 //!
-//! // tests/driver_postgres.rs: the factory may take the case's name (for its schema).
+//! // tests/stores/driver_postgres.rs: the factory may take the case's name (for its schema).
 //! jobs::conformance_suite!(|case| support::pg::driver(case));
 //! ```
 

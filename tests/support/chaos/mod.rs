@@ -3,9 +3,11 @@
 //! invariants (`invariants.rs`) are checked against the audit (`audit.rs`): kills and a second
 //! breakage under load (`kills.rs`), a frozen then thawed worker (`frozen.rs`), a clean drain by
 //! several processes (`exclusive.rs`), SIGTERM (`sigterm.rs`), the audit itself
-//! (`foreign.rs`). Run by `chaos_postgres.rs` and `chaos_sqlite.rs`.
+//! (`foreign.rs`). Run by `processes/chaos_postgres.rs` and
+//! `processes/chaos_sqlite.rs`.
 //!
-//! Included by path (it declares jobs): `#[path = "support/chaos/mod.rs"] mod chaos;`.
+//! Included by path in `processes/main.rs` only (it declares jobs):
+//! `#[path = "../support/chaos/mod.rs"] mod chaos;`.
 
 #![allow(dead_code)]
 

@@ -1,5 +1,0 @@
-//! The driver conformance suite against the SQLite driver: each case on a file of its own.
-
-mod support;
-
-jobs::conformance_suite!(|case| support::sqlite::driver(case));

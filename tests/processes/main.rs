@@ -1,0 +1,21 @@
+//! Real processes: the crash, chaos and scheduler-handover tests start the package's binaries
+//! (`crash-worker`, `chaos-worker`, `scheduler-process`, `backfill-worker`, from `tests/bin/`)
+//! and kill, freeze, cut or terminate them; and the security checks. The scenarios shared by
+//! the Postgres and SQLite modules declare jobs, so they are included here, once, and in no
+//! other binary.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+#[path = "../support/chaos/mod.rs"]
+mod chaos;
+#[path = "../support/crash.rs"]
+mod crash;
+
+mod chaos_bad_input;
+mod chaos_postgres;
+mod chaos_restart_scheduler;
+mod chaos_security;
+mod chaos_sqlite;
+mod crash_postgres;
+mod crash_sqlite;

@@ -1,0 +1,22 @@
+//! The stores: the driver conformance suite on each driver (`driver_<store>`), and what each
+//! store does beyond it, one module per topic and store (`<topic>_<store>`): connections,
+//! transactions, the hot path, claims, concurrency, the scheduler, backfills, purges and the
+//! operator API on Postgres and SQLite.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod backfill_postgres;
+mod concurrency_postgres;
+mod connect_postgres;
+mod driver_memory;
+mod driver_postgres;
+mod driver_sqlite;
+mod hot_path_postgres;
+mod known_claim_postgres;
+mod operator_sqlite;
+mod purge_postgres;
+mod scheduler_postgres;
+mod stores_sqlite;
+mod transactions_postgres;
+mod transactions_sqlite;

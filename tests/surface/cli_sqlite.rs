@@ -1,0 +1,91 @@
+//! The `jobs` operator tool against a SQLite file (`--database-url sqlite://...`): the verbs
+//! reach the same operator surface as on Postgres.
+
+use crate::support;
+
+use jobs::prelude::*;
+use support::sqlite::TempDir;
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+struct Account {
+    account_id: u64,
+}
+
+/// Always refused: dead-lettered on its first attempt.
+#[job(name = "cli_sqlite.crm.sync", key = "crm:{account_id}", tenant = none, queue = "crm")]
+async fn sync_crm(_run: Run, _input: Account) -> Result<(), JobError> {
+    Err(JobError::terminal("crm answered 422: account archived"))
+}
+
+async fn jobs_cli(url: &str, args: &[&str]) -> (u8, String, String) {
+    let mut argv = vec![
+        "jobs".to_string(),
+        "--database-url".to_string(),
+        url.to_string(),
+    ];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = jobs::cli::run(argv, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8(out).expect("utf-8"),
+        String::from_utf8(err).expect("utf-8"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_verbs_work_on_a_sqlite_url() {
+    let dir = TempDir::new("cli_sqlite");
+    let url = dir.url();
+    let (code, out, err) = jobs_cli(&url, &["migrate"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("the sqlite store: applied 0001, "), "{out}");
+    let (code, out, _) = jobs_cli(&url, &["migrate"]).await;
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "the sqlite store is up to date\n")
+    );
+
+    let jobs = Jobs::open(&url).await.expect("open");
+    let dead = SyncCrm::enqueue(&jobs, Account { account_id: 3 })
+        .await
+        .expect("enqueue");
+    let worker = jobs.worker().queues(["crm"]).build().expect("worker");
+    assert_eq!(worker.tick().await.expect("tick").len(), 1);
+
+    let (code, out, _) = jobs_cli(&url, &["ls", "--state", "dead", "--json"]).await;
+    assert_eq!(code, 0, "{out}");
+    let page: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(page["jobs"][0]["id"], dead.id.to_string());
+
+    let (code, out, _) = jobs_cli(&url, &["show", &dead.id.to_string()]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("state        dead"), "{out}");
+
+    let (code, out, err) = jobs_cli(&url, &["retry", &dead.id.to_string()]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let row = jobs.job(dead.id).await.expect("read").expect("row");
+    assert_eq!(row.state, JobState::Ready);
+    let (code, out, _) = jobs_cli(&url, &["show", &dead.id.to_string()]).await;
+    assert_eq!(code, 0);
+    let history = &out[out.find("\nhistory\n").expect("a history table")..];
+    assert!(
+        history.contains("cli:") && history.contains("requeue"),
+        "who retried it: {history}"
+    );
+
+    let (code, _, _) = jobs_cli(&url, &["pause", "crm"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        worker.tick().await.expect("tick").is_empty(),
+        "a paused queue yields nothing"
+    );
+    let (code, _, _) = jobs_cli(&url, &["resume", "crm"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(worker.tick().await.expect("tick").len(), 1);
+
+    // Refusals exit 1 and print the code, as on Postgres.
+    let (code, _, err) = jobs_cli(&url, &["promote", &dead.id.to_string()]).await;
+    assert_eq!(code, 1);
+    assert!(err.starts_with("error: X_JOB_NOT_PROMOTABLE: "), "{err}");
+}

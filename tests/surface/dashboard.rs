@@ -1,0 +1,1079 @@
+//! The web dashboard over real HTTP on 127.0.0.1: an axum server mounting
+//! `jobs::dashboard::router` under `/admin` behind a layer of the test's own that names the
+//! viewer (as an app's authentication would), driven with reqwest. The same scenario runs on
+//! memory, Postgres and SQLite; the refusals, the escaping, the tenant scope, the enqueue form,
+//! `/metrics` and the standalone credentials run on memory (they are the router's, not the
+//! store's).
+
+use crate::support;
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+use jobs::dashboard::{DashboardOptions, Viewer};
+use jobs::driver::JobDriver;
+use jobs::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Welcome {
+    user_id: u64,
+    org: String,
+    note: Option<String>,
+}
+
+#[job(key = "dash-welcome:{user_id}", tenant = org, queue = "dash-email")]
+async fn dash_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
+    run.step("send", async { Ok::<_, JobError>(input.user_id) })
+        .await?;
+    Ok(())
+}
+
+#[task(cron = "0 9 * * 1-5", tz = "Europe/Paris")]
+fn dash_digest(_at: Occurrence) -> Vec<Entry> {
+    vec![Entry::of::<DashWelcome>(Welcome {
+        user_id: 1000,
+        org: "initech".into(),
+        note: None,
+    })]
+}
+
+/// The ids a test has "fixed": `dash_flaky` fails for good until its id is here.
+static HEALED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+fn heal(id: &str) {
+    HEALED
+        .lock()
+        .unwrap()
+        .get_or_insert_with(HashSet::new)
+        .insert(id.to_string());
+}
+
+fn healed(id: &str) -> bool {
+    HEALED
+        .lock()
+        .unwrap()
+        .as_ref()
+        .is_some_and(|h| h.contains(id))
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Flaky {
+    id: String,
+    org: String,
+    secret: String,
+}
+
+#[job(key = "dash-flaky:{id}", tenant = org, queue = "dash-work", retry(attempts = 1))]
+async fn dash_flaky(run: Run, input: Flaky) -> Result<(), JobError> {
+    run.step("prepare", async { Ok::<_, JobError>(1u32) })
+        .await?;
+    let id = input.id.clone();
+    run.step("charge", async move {
+        if healed(&id) {
+            Ok::<_, JobError>(2u32)
+        } else {
+            Err(JobError::terminal(format!(
+                "<script>alert('{id}')</script> declined"
+            )))
+        }
+    })
+    .await?;
+    Ok(())
+}
+
+/// A dashboard served on 127.0.0.1 under `/admin`; the `x-test-viewer` header names the role
+/// the test's own layer grants (`read`, `manage`, `hostile`: a manager whose identity is
+/// markup, `other`, or none: no viewer at all).
+struct Dash {
+    base: String,
+    client: reqwest::Client,
+    jobs: Jobs,
+    cookie: String,
+}
+
+/// The test app's authentication: a header stands for a signed-in user.
+async fn who(mut request: Request, next: Next) -> Response {
+    let role = request
+        .headers()
+        .get("x-test-viewer")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    match role.as_deref() {
+        Some("manage") => {
+            request
+                .extensions_mut()
+                .insert(Viewer::new("ops@example.com", ["job:manage"]));
+        }
+        Some("read") => {
+            request
+                .extensions_mut()
+                .insert(Viewer::new("intern@example.com", ["job:read"]));
+        }
+        Some("hostile") => {
+            request
+                .extensions_mut()
+                .insert(Viewer::new("<script>alert('who')</script>", ["job:manage"]));
+        }
+        Some(_) => {
+            request
+                .extensions_mut()
+                .insert(Viewer::new("guest@example.com", ["billing:read"]));
+        }
+        None => {}
+    }
+    next.run(request).await
+}
+
+async fn serve(app: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+impl Dash {
+    async fn start(jobs: Jobs, options: DashboardOptions) -> Dash {
+        let app = axum::Router::new()
+            .nest(
+                "/admin",
+                jobs::dashboard::router(jobs.clone(), options).unwrap(),
+            )
+            .layer(axum::middleware::from_fn(who));
+        let addr = serve(app).await;
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let mut dash = Dash {
+            base: format!("http://{addr}"),
+            client,
+            jobs,
+            cookie: String::new(),
+        };
+        // The first page sets the CSRF cookie.
+        let response = dash.request("/admin", "manage").send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let set = response
+            .headers()
+            .get("set-cookie")
+            .expect("the first page sets the CSRF cookie")
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
+        assert!(set.contains("Path=/admin"), "{set}");
+        dash.cookie = set.split(';').next().unwrap().to_string();
+        dash
+    }
+
+    fn request(&self, path: &str, role: &str) -> reqwest::RequestBuilder {
+        let mut request = self.client.get(format!("{}{path}", self.base));
+        if !role.is_empty() {
+            request = request.header("x-test-viewer", role);
+        }
+        request
+    }
+
+    fn token(&self) -> &str {
+        self.cookie.split_once('=').unwrap().1
+    }
+
+    async fn get(&self, path: &str, role: &str) -> (u16, String) {
+        let response = self
+            .request(path, role)
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap())
+    }
+
+    /// A form post as the dashboard's own pages send it: the cookie, the token, the origin.
+    async fn post(&self, path: &str, role: &str, fields: &[(&str, &str)]) -> (u16, String) {
+        let mut form: Vec<(&str, &str)> = vec![("csrf", self.token())];
+        form.extend_from_slice(fields);
+        self.post_raw(path, role, Some(&self.cookie), &form, None)
+            .await
+    }
+
+    async fn post_raw(
+        &self,
+        path: &str,
+        role: &str,
+        cookie: Option<&str>,
+        form: &[(&str, &str)],
+        origin: Option<&str>,
+    ) -> (u16, String) {
+        let host = self.base.trim_start_matches("http://").to_string();
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header(
+                "origin",
+                origin.map_or(format!("http://{host}"), str::to_string),
+            )
+            .body(serde_urlencoded(form));
+        if !role.is_empty() {
+            request = request.header("x-test-viewer", role);
+        }
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let location = response
+            .headers()
+            .get("location")
+            .map(|l| l.to_str().unwrap().to_string());
+        let body = response.text().await.unwrap();
+        (status, location.unwrap_or(body))
+    }
+
+    async fn tick(&self) {
+        self.jobs.worker().build().unwrap().tick().await.unwrap();
+    }
+}
+
+fn serde_urlencoded(form: &[(&str, &str)]) -> String {
+    form.iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The `rel` (`next` or `prev`) page link of a list page, unescaped.
+fn link(page: &str, rel: &str) -> Option<String> {
+    let marker = format!("rel=\"{rel}\" href=\"");
+    let start = page.find(&marker)? + marker.len();
+    let end = start + page[start..].find('"')?;
+    Some(
+        page[start..end]
+            .replace("&amp;", "&")
+            .replace("&#x2f;", "/"),
+    )
+}
+
+fn flaky(id: &str, org: &str) -> Flaky {
+    Flaky {
+        id: id.into(),
+        org: org.into(),
+        secret: "hunter2-card-4242".into(),
+    }
+}
+
+/// What every store must serve: the overview, filters, a job page, a dead job retried from a
+/// step and then run, pause and resume, the bulk actions, and a tenant's dashboard seeing only
+/// its own jobs.
+async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
+    let jobs = Jobs::with_clock(driver, Arc::new(jobs::clock::SystemClock));
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let dead_id = format!("{label}-dead");
+    let dead = DashFlaky::enqueue(&jobs, flaky(&dead_id, "acme"))
+        .await
+        .unwrap();
+    let welcome = DashWelcome::enqueue(
+        &jobs,
+        Welcome {
+            user_id: 1,
+            org: "globex".into(),
+            note: None,
+        },
+    )
+    .await
+    .unwrap();
+    dash.tick().await;
+    assert_eq!(
+        jobs.job(dead.id).await.unwrap().unwrap().state,
+        JobState::Dead
+    );
+
+    // The overview: each queue's depth, the chart from the counters.
+    let (status, overview) = dash.get("/admin", "read").await;
+    assert_eq!(status, 200, "{overview}");
+    assert!(overview.contains("dash-work") && overview.contains("dash-email"));
+    assert!(overview.contains("<svg class=\"chart\""), "{overview}");
+    assert!(overview.contains("1 done"), "{overview}");
+
+    // Filters: by queue, by state, by name, by tenant.
+    let (_, list) = dash.get("/admin/jobs?queue=dash-work", "read").await;
+    assert!(list.contains(&dead.id.to_string()));
+    assert!(!list.contains(&welcome.id.to_string()));
+    let (_, list) = dash.get("/admin/jobs?state=done", "read").await;
+    assert!(list.contains(&welcome.id.to_string()) && !list.contains(&dead.id.to_string()));
+    let (_, list) = dash.get("/admin/jobs?name=dash_flaky", "read").await;
+    assert!(list.contains(&dead.id.to_string()) && !list.contains(&welcome.id.to_string()));
+    let (_, list) = dash.get("/admin/jobs?tenant=globex", "read").await;
+    assert!(list.contains(&welcome.id.to_string()) && !list.contains(&dead.id.to_string()));
+    let (_, dead_letters) = dash.get("/admin/dead", "read").await;
+    assert!(dead_letters.contains(&dead.id.to_string()));
+    let (status, _) = dash.get("/admin/jobs?state=sleepy", "read").await;
+    assert_eq!(status, 422);
+
+    // The job page: state, steps, the last error (escaped), the input redacted.
+    let (status, page) = dash.get(&format!("/admin/jobs/{}", dead.id), "read").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("dead") && page.contains("prepare") && page.contains("charge"));
+    assert!(page.contains("&lt;script&gt;"), "{page}");
+    assert!(!page.contains("<script>alert"), "{page}");
+    assert!(page.contains("&lt;string&gt;") && !page.contains("hunter2"));
+    assert!(
+        !page.contains("Retry from step"),
+        "a reader sees no actions"
+    );
+    let (_, page) = dash
+        .get(&format!("/admin/jobs/{}", dead.id), "manage")
+        .await;
+    assert!(
+        page.contains("<option value=\"charge\" selected>"),
+        "the failed step is the one offered first: {page}"
+    );
+
+    // Retry from the failed step, then it runs.
+    heal(&dead_id);
+    let (status, location) = dash
+        .post(
+            &format!("/admin/jobs/{}/retry", dead.id),
+            "manage",
+            &[("from_step", "charge")],
+        )
+        .await;
+    assert_eq!(status, 303, "{location}");
+    assert_eq!(location, format!("/admin/jobs/{}?note=requeued", dead.id));
+    dash.tick().await;
+    assert_eq!(
+        jobs.job(dead.id).await.unwrap().unwrap().state,
+        JobState::Done
+    );
+    let (_, page) = dash.get(&location, "manage").await;
+    assert!(
+        page.contains("Requeued") && page.contains("badge done"),
+        "{page}"
+    );
+    // Its history says who retried it, from which step; a reader sees it too.
+    let (_, page) = dash.get(&location, "read").await;
+    let history = &page[page.find("<h2>History</h2>").expect("a History section")..];
+    assert!(
+        history.contains("ops@example.com")
+            && history.contains("retried from step <code>charge</code>"),
+        "{history}"
+    );
+    let rows = jobs.operator().history(dead.id).await.unwrap();
+    assert_eq!(
+        (rows[0].verb.as_str(), rows[0].actor.as_deref()),
+        ("requeue_from_step", Some("ops@example.com"))
+    );
+
+    // Pause and resume a queue.
+    let (status, _) = dash
+        .post("/admin/queues/dash-email/pause", "manage", &[])
+        .await;
+    assert_eq!(status, 303);
+    let (_, queues) = dash.get("/admin/queues", "read").await;
+    assert!(queues.contains("badge paused"), "{queues}");
+    assert!(
+        queues.contains("by ops@example.com"),
+        "who paused it: {queues}"
+    );
+    assert_eq!(
+        jobs.operator()
+            .introspect()
+            .unwrap()
+            .queue_paused()
+            .await
+            .unwrap()[0]
+            .queue,
+        "dash-email"
+    );
+    let (status, _) = dash
+        .post("/admin/queues/dash-email/resume", "manage", &[])
+        .await;
+    assert_eq!(status, 303);
+    assert!(jobs
+        .operator()
+        .introspect()
+        .unwrap()
+        .queue_paused()
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Bulk: delete a selection of finished jobs; a refused one is counted, not fatal.
+    let extra = DashFlaky::enqueue(&jobs, flaky(&format!("{label}-extra"), "acme"))
+        .await
+        .unwrap();
+    let (dead_s, welcome_s, extra_s) = (
+        dead.id.to_string(),
+        welcome.id.to_string(),
+        extra.id.to_string(),
+    );
+    let (status, location) = dash
+        .post(
+            "/admin/jobs/bulk",
+            "manage",
+            &[("action", "retry"), ("id", &welcome_s), ("id", &extra_s)],
+        )
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!(location, "/admin/jobs?note=bulk&ok=1&refused=1");
+    let (status, _) = dash
+        .post(
+            "/admin/jobs/bulk",
+            "manage",
+            &[("action", "cancel"), ("id", &extra_s), ("id", &welcome_s)],
+        )
+        .await;
+    assert_eq!(status, 303);
+    let (_, location) = dash
+        .post(
+            "/admin/jobs/bulk",
+            "manage",
+            &[
+                ("action", "delete"),
+                ("id", &dead_s),
+                ("id", &welcome_s),
+                ("id", &extra_s),
+            ],
+        )
+        .await;
+    assert_eq!(location, "/admin/jobs?note=bulk&ok=3&refused=0");
+    assert!(jobs.job(dead.id).await.unwrap().is_none());
+    // Each selected job's history has its own row: the cancel, then the delete.
+    let rows = jobs.operator().history(extra.id).await.unwrap();
+    let acts: Vec<(&str, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r.verb.as_str(), r.actor.as_deref()))
+        .collect();
+    assert_eq!(
+        acts,
+        [
+            ("remove", Some("ops@example.com")),
+            ("cancel", Some("ops@example.com")),
+        ]
+    );
+
+    // Keyset pages, older then newer again, keeping the filter.
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let queued = DashWelcome::enqueue(
+            &jobs,
+            Welcome {
+                user_id: 100 + n,
+                org: "paged".into(),
+                note: None,
+            },
+        )
+        .await
+        .unwrap();
+        ids.push(queued.id.to_string());
+    }
+    ids.reverse(); // newest first, as the list shows them
+    let (_, first) = dash.get("/admin/jobs?tenant=paged&limit=2", "read").await;
+    assert!(first.contains(&ids[0]) && first.contains(&ids[1]) && !first.contains(&ids[2]));
+    assert!(link(&first, "prev").is_none());
+    let (_, second) = dash.get(&link(&first, "next").unwrap(), "read").await;
+    assert!(second.contains(&ids[2]) && second.contains(&ids[3]) && !second.contains(&ids[1]));
+    let (_, third) = dash.get(&link(&second, "next").unwrap(), "read").await;
+    assert!(third.contains(&ids[4]) && !third.contains(&ids[3]));
+    assert!(link(&third, "next").is_none());
+    let (_, back) = dash.get(&link(&third, "prev").unwrap(), "read").await;
+    assert!(back.contains(&ids[2]) && back.contains(&ids[3]) && !back.contains(&ids[4]));
+    for id in &ids {
+        let id = uuid::Uuid::parse_str(id).unwrap();
+        jobs.operator().cancel(id).await.unwrap();
+        jobs.operator().remove(id).await.unwrap();
+    }
+
+    // Tasks: cron in words, pause, resume, run now.
+    let (status, tasks) = dash.get("/admin/tasks", "read").await;
+    assert_eq!(status, 200, "{tasks}");
+    assert!(tasks.contains("dash_digest") && tasks.contains("at 09:00, Monday to Friday"));
+    assert!(tasks.contains("Europe&#x2f;Paris"), "{tasks}");
+    for action in ["pause", "resume", "run"] {
+        let (status, location) = dash
+            .post(&format!("/admin/tasks/dash_digest/{action}"), "manage", &[])
+            .await;
+        assert_eq!(status, 303, "{action}: {location}");
+        if action == "pause" {
+            assert_eq!(jobs.tasks().paused().await.unwrap(), ["dash_digest"]);
+        }
+    }
+    assert!(jobs.tasks().paused().await.unwrap().is_empty());
+    let fired = jobs
+        .operator()
+        .list_jobs(&jobs::driver::introspect::JobListParams {
+            name: Some("dash_welcome".into()),
+            tenant_id: Some("initech".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(fired.jobs.len(), 1, "run now enqueued the task's entry");
+    let fired = jobs.job(fired.jobs[0].id).await.unwrap().unwrap();
+    assert_eq!(
+        fired.actor.as_deref(),
+        Some("ops@example.com"),
+        "who ran the task"
+    );
+
+    // Every other page renders on this store.
+    for path in [
+        "/admin/workers",
+        "/admin/backfills",
+        "/admin/ledger",
+        "/admin/ledger?ledger=cash&key=k1",
+        "/admin/manifest",
+        "/admin/metrics",
+    ] {
+        let (status, body) = dash.get(path, "read").await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+
+    // A tenant's dashboard: only that tenant's jobs, and another's id is unknown.
+    let mine = DashFlaky::enqueue(&jobs, flaky(&format!("{label}-acme"), "acme"))
+        .await
+        .unwrap();
+    let theirs = DashFlaky::enqueue(&jobs, flaky(&format!("{label}-globex"), "globex"))
+        .await
+        .unwrap();
+    let acme = Dash::start(jobs.clone(), DashboardOptions::default().for_tenant("acme")).await;
+    let (_, list) = acme.get("/admin/jobs", "read").await;
+    assert!(list.contains(&mine.id.to_string()));
+    assert!(!list.contains(&theirs.id.to_string()));
+    let (_, list) = acme.get("/admin/jobs?tenant=globex", "read").await;
+    assert!(!list.contains(&theirs.id.to_string()));
+    let (status, _) = acme
+        .get(&format!("/admin/jobs/{}", theirs.id), "read")
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = acme
+        .post(&format!("/admin/jobs/{}/cancel", theirs.id), "manage", &[])
+        .await;
+    assert_eq!(status, 409);
+    let (status, _) = acme
+        .post(&format!("/admin/jobs/{}/delete", theirs.id), "manage", &[])
+        .await;
+    assert_eq!(status, 404);
+    assert!(jobs.job(theirs.id).await.unwrap().is_some());
+    let (status, _) = acme
+        .post("/admin/queues/dash-work/pause", "manage", &[])
+        .await;
+    assert_eq!(
+        status, 403,
+        "a tenant's dashboard does not pause a shared queue"
+    );
+    let (status, _) = acme.get("/admin/metrics", "read").await;
+    assert_eq!(status, 403);
+}
+
+#[tokio::test]
+async fn on_memory() {
+    scenario(Arc::new(jobs::driver::MemoryDriver::new()), "memory").await;
+}
+
+#[tokio::test]
+async fn on_postgres() {
+    scenario(support::pg::driver("dashboard").await, "postgres").await;
+}
+
+#[tokio::test]
+async fn on_sqlite() {
+    scenario(support::sqlite::driver("dashboard").await, "sqlite").await;
+}
+
+#[tokio::test]
+async fn a_reader_is_refused_every_change_and_a_stranger_everything() {
+    let dash = Dash::start(Jobs::memory(), DashboardOptions::default()).await;
+    let (status, body) = dash
+        .post("/admin/queues/dash-email/pause", "read", &[])
+        .await;
+    assert_eq!(status, 403);
+    assert!(body.contains("X_DASHBOARD_FORBIDDEN"), "{body}");
+    assert!(dash
+        .jobs
+        .operator()
+        .introspect()
+        .unwrap()
+        .queue_paused()
+        .await
+        .unwrap()
+        .is_empty());
+    let (status, body) = dash.get("/admin", "other").await;
+    assert_eq!(status, 403);
+    assert!(body.contains("X_DASHBOARD_FORBIDDEN"));
+    let (status, body) = dash.get("/admin", "").await;
+    assert_eq!(status, 401);
+    assert!(body.contains("X_DASHBOARD_UNAUTHENTICATED"));
+    // A reader may not reveal an input.
+    let queued = DashFlaky::enqueue(&dash.jobs, flaky("reveal", "acme"))
+        .await
+        .unwrap();
+    let (status, _) = dash
+        .get(&format!("/admin/jobs/{}?reveal=1", queued.id), "read")
+        .await;
+    assert_eq!(status, 403);
+    let (status, page) = dash
+        .get(&format!("/admin/jobs/{}?reveal=1", queued.id), "manage")
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("hunter2-card-4242"),
+        "a manager who asks sees the input"
+    );
+}
+
+#[tokio::test]
+async fn a_change_without_the_csrf_token_or_from_another_origin_is_refused() {
+    let dash = Dash::start(Jobs::memory(), DashboardOptions::default()).await;
+    let path = "/admin/queues/dash-email/pause";
+    // No token in the form.
+    let (status, body) = dash
+        .post_raw(path, "manage", Some(&dash.cookie), &[], None)
+        .await;
+    assert_eq!(status, 403);
+    assert!(body.contains("X_DASHBOARD_CSRF"), "{body}");
+    // A token, but no cookie to match it.
+    let (status, body) = dash
+        .post_raw(path, "manage", None, &[("csrf", dash.token())], None)
+        .await;
+    assert_eq!((status, body.contains("X_DASHBOARD_CSRF")), (403, true));
+    // A wrong token.
+    let wrong = "0".repeat(64);
+    let (status, _) = dash
+        .post_raw(
+            path,
+            "manage",
+            Some(&dash.cookie),
+            &[("csrf", &wrong)],
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    // The right token from another origin.
+    let (status, body) = dash
+        .post_raw(
+            path,
+            "manage",
+            Some(&dash.cookie),
+            &[("csrf", dash.token())],
+            Some("http://evil.example"),
+        )
+        .await;
+    assert_eq!((status, body.contains("X_DASHBOARD_CSRF")), (403, true));
+    assert!(dash
+        .jobs
+        .operator()
+        .introspect()
+        .unwrap()
+        .queue_paused()
+        .await
+        .unwrap()
+        .is_empty());
+    // And a GET changes nothing: there is no GET route for an action.
+    let (status, _) = dash.get(path, "manage").await;
+    assert_eq!(status, 405);
+}
+
+#[tokio::test]
+async fn hostile_names_errors_and_inputs_are_escaped() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let hostile = "<script>alert(1)</script>";
+    let queued = DashFlaky::enqueue(&jobs, flaky(hostile, hostile))
+        .await
+        .unwrap();
+    // A queue named with markup, too.
+    DashWelcome::enqueue_with(
+        &jobs,
+        Welcome {
+            user_id: 9,
+            org: hostile.into(),
+            note: Some(hostile.into()),
+        },
+        EnqueueOptions::new().queue("<img src=x onerror=alert(2)>"),
+    )
+    .await
+    .unwrap();
+    dash.tick().await;
+    for path in [
+        "/admin".to_string(),
+        "/admin/jobs".to_string(),
+        "/admin/dead".to_string(),
+        "/admin/queues".to_string(),
+        format!("/admin/jobs/{}", queued.id),
+        format!("/admin/jobs/{}?reveal=1", queued.id),
+        format!("/admin/jobs?tenant={}", encode(hostile)),
+    ] {
+        let (status, page) = dash.get(&path, "manage").await;
+        assert_eq!(status, 200, "{path}: {page}");
+        assert!(!page.contains("<script>alert"), "{path}: {page}");
+        assert!(!page.contains("<img src=x"), "{path}: {page}");
+        // The only scripts are the dashboard's own file.
+        assert_eq!(page.matches("<script").count(), 1, "{path}");
+    }
+    let (_, page) = dash
+        .get(&format!("/admin/jobs/{}?reveal=1", queued.id), "manage")
+        .await;
+    assert!(
+        page.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
+        "{page}"
+    );
+}
+
+#[tokio::test]
+async fn the_job_page_shows_who_retried_and_cancelled_it_escaped() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let queued = DashFlaky::enqueue(&jobs, flaky("history", "acme"))
+        .await
+        .unwrap();
+    dash.tick().await;
+    let path = format!("/admin/jobs/{}", queued.id);
+    let (_, page) = dash.get(&path, "read").await;
+    assert!(page.contains("<h2>History</h2>") && page.contains("enqueued"));
+    // Retried by a viewer whose identity is markup, then cancelled by another.
+    let (status, _) = dash.post(&format!("{path}/retry"), "hostile", &[]).await;
+    assert_eq!(status, 303);
+    let (status, _) = dash.post(&format!("{path}/cancel"), "manage", &[]).await;
+    assert_eq!(status, 303);
+    let (status, page) = dash.get(&path, "read").await;
+    assert_eq!(status, 200, "{page}");
+    let history = &page[page.find("<h2>History</h2>").unwrap()..];
+    let cancelled = history.find("cancelled").expect("the cancel is shown");
+    let retried = history.find("retried").expect("the retry is shown");
+    assert!(cancelled < retried, "newest first: {history}");
+    assert!(history.contains("ops@example.com"), "{history}");
+    assert!(
+        history.contains("&lt;script&gt;alert(&#x27;who&#x27;)&lt;&#x2f;script&gt;"),
+        "the hostile identity is shown, escaped: {history}"
+    );
+    assert!(!page.contains("<script>alert"), "{page}");
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "only the dashboard's own script"
+    );
+    // Stored whole, as the operator API reads it.
+    let rows = jobs.operator().history(queued.id).await.unwrap();
+    assert_eq!(
+        rows[1].actor.as_deref(),
+        Some("<script>alert('who')</script>")
+    );
+}
+
+#[tokio::test]
+async fn the_enqueue_form_follows_the_schema_and_records_the_viewer() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let (status, manifest) = dash.get("/admin/manifest", "manage").await;
+    assert_eq!(status, 200);
+    assert!(manifest.contains("dash_welcome") && manifest.contains("user_id"));
+    let (status, form) = dash.get("/admin/manifest/dash_welcome", "manage").await;
+    assert_eq!(status, 200, "{form}");
+    assert!(form.contains("name=\"f.user_id\""), "{form}");
+    assert!(form.contains("type=\"number\" step=\"1\""), "{form}");
+    assert!(form.contains("min=\"0\""), "{form}");
+    // A bad field is refused before anything is written, naming the field, not the value.
+    let (status, body) = dash
+        .post(
+            "/admin/manifest/dash_welcome",
+            "manage",
+            &[("f.user_id", "lots-secret"), ("f.org", "acme")],
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.contains("user_id") && !body.contains("lots-secret"),
+        "{body}"
+    );
+    assert!(dash
+        .jobs
+        .operator()
+        .list_jobs(&Default::default())
+        .await
+        .unwrap()
+        .jobs
+        .is_empty());
+    let (status, location) = dash
+        .post(
+            "/admin/manifest/dash_welcome",
+            "manage",
+            &[("f.user_id", "42"), ("f.org", "acme"), ("f.note", "")],
+        )
+        .await;
+    assert_eq!(status, 303, "{location}");
+    assert!(location.ends_with("?note=enqueued"), "{location}");
+    let page = jobs
+        .operator()
+        .list_jobs(&Default::default())
+        .await
+        .unwrap();
+    let row = jobs.job(page.jobs[0].id).await.unwrap().unwrap();
+    assert_eq!(row.name, "dash_welcome");
+    assert_eq!(row.tenant_id.as_deref(), Some("acme"));
+    assert_eq!(row.actor.as_deref(), Some("ops@example.com"));
+    let (_, shown) = dash.get(&location, "manage").await;
+    assert!(
+        shown.contains("ops@example.com"),
+        "the job page shows who enqueued it"
+    );
+    // A reader sees no form link and may not post one.
+    let (status, _) = dash
+        .post(
+            "/admin/manifest/dash_welcome",
+            "read",
+            &[("f.user_id", "43"), ("f.org", "acme")],
+        )
+        .await;
+    assert_eq!(status, 403);
+}
+
+#[tokio::test]
+async fn every_dead_letter_of_a_queue_is_retried_at_once() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    for n in 0..3 {
+        DashFlaky::enqueue(&jobs, flaky(&format!("all-dead-{n}"), "acme"))
+            .await
+            .unwrap();
+    }
+    dash.tick().await;
+    let (_, page) = dash.get("/admin/dead?queue=dash-work", "manage").await;
+    assert!(
+        page.contains("Retry every dead letter of queue dash-work"),
+        "{page}"
+    );
+    let (status, location) = dash
+        .post(
+            "/admin/dead/retry",
+            "manage",
+            &[("queue", "dash-work"), ("name", "")],
+        )
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!(location, "/admin/dead?note=bulk&ok=3&refused=0");
+    let (_, page) = dash.get(&location, "manage").await;
+    assert!(
+        page.contains("3 done, 0 left") && page.contains("No job matches"),
+        "{page}"
+    );
+}
+
+#[tokio::test]
+async fn metrics_are_prometheus_text() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    DashFlaky::enqueue(&jobs, flaky("metrics", "acme"))
+        .await
+        .unwrap();
+    dash.tick().await;
+    let response = dash.request("/admin/metrics", "read").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let kind = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+    let text = response.text().await.unwrap();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let mut samples = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        value
+            .parse::<f64>()
+            .unwrap_or_else(|_| panic!("not a sample: {line}"));
+        let name = series.split('{').next().unwrap();
+        assert!(name.starts_with("jobs_"), "{line}");
+        assert!(
+            name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            "{line}"
+        );
+        samples += 1;
+    }
+    assert!(samples > 0);
+    assert!(
+        text.contains("jobs_queue_jobs{queue=\"dash-work\",state=\"dead\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("jobs_last_hour_outcomes{job=\"dash_flaky\",outcome=\"dead\"} 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_standalone_dashboard_needs_its_credentials() {
+    use jobs::dashboard::standalone::{app, check_listen, Credentials};
+    let open = Credentials::default();
+    let refused = check_listen("0.0.0.0:8080".parse().unwrap(), &open).unwrap_err();
+    assert_eq!(refused.code(), Some(ErrorCode::DashboardListenInsecure));
+    assert!(check_listen("127.0.0.1:8080".parse().unwrap(), &open).is_ok());
+    assert!(check_listen("[::1]:8080".parse().unwrap(), &open).is_ok());
+    let credentials = Credentials {
+        token: Some("manage-token".into()),
+        read_token: Some("read-token".into()),
+        basic: Some(("ops".into(), "pw".into())),
+    };
+    assert!(check_listen("0.0.0.0:8080".parse().unwrap(), &credentials).is_ok());
+    assert!(!format!("{credentials:?}").contains("manage-token"));
+    let addr = serve(app(Jobs::memory(), DashboardOptions::default(), credentials).unwrap()).await;
+    let client = reqwest::Client::new();
+    let get = |auth: Option<String>| {
+        let mut request = client.get(format!("http://{addr}/queues"));
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        request.send()
+    };
+    let response = get(None).await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert!(response.headers().contains_key("www-authenticate"));
+    assert_eq!(
+        get(Some("Bearer wrong".into())).await.unwrap().status(),
+        401
+    );
+    assert_eq!(
+        get(Some("Bearer manage-token".into()))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    // ops:pw
+    assert_eq!(
+        get(Some("Basic b3BzOnB3".into())).await.unwrap().status(),
+        200
+    );
+    let page = get(Some("Bearer read-token".into()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("token · read"), "{page}");
+    // The operator tool refuses before it connects anywhere.
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = jobs::cli::run(
+        [
+            "jobs",
+            "dashboard",
+            "--listen",
+            "0.0.0.0:0",
+            "--database-url",
+            "postgres://127.0.0.1:1/none",
+        ],
+        &mut out,
+        &mut err,
+    )
+    .await;
+    let err = String::from_utf8(err).unwrap();
+    if std::env::var_os("JOBS_DASHBOARD_TOKEN").is_none()
+        && std::env::var_os("JOBS_DASHBOARD_READ_TOKEN").is_none()
+        && std::env::var_os("JOBS_DASHBOARD_USER").is_none()
+    {
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("X_DASHBOARD_LISTEN_INSECURE"), "{err}");
+    }
+}
+
+/// What the operator tool writes, readable while it still runs.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_operator_tool_serves_the_dashboard_over_a_sqlite_file() {
+    if std::env::var_os("JOBS_DASHBOARD_TOKEN").is_some()
+        || std::env::var_os("JOBS_DASHBOARD_READ_TOKEN").is_some()
+        || std::env::var_os("JOBS_DASHBOARD_USER").is_some()
+    {
+        return; // the tool would (rightly) ask this test for credentials
+    }
+    let dir = support::sqlite::TempDir::new("dashboard_cli");
+    let url = dir.url();
+    let jobs = Jobs::open(&url).await.unwrap();
+    let queued = DashWelcome::enqueue(
+        &jobs,
+        Welcome {
+            user_id: 5,
+            org: "acme".into(),
+            note: None,
+        },
+    )
+    .await
+    .unwrap();
+    let out = Captured::default();
+    let mut tool_out = out.clone();
+    let tool_url = url.clone();
+    // The tool serves until its process ends: it runs on a thread of its own, left to the
+    // test process's exit.
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut err = Vec::new();
+        let args = [
+            "jobs",
+            "dashboard",
+            "--listen",
+            "127.0.0.1:0",
+            "--database-url",
+            &tool_url,
+        ];
+        runtime.block_on(jobs::cli::run(args, &mut tool_out, &mut err));
+    });
+    let listening = |out: &Captured| {
+        let text = String::from_utf8_lossy(&out.0.lock().unwrap()).into_owned();
+        text.strip_prefix("dashboard on ")
+            .and_then(|rest| rest.lines().next())
+            .map(str::to_string)
+    };
+    support::wait::until(
+        std::time::Duration::from_secs(20),
+        "the tool to listen",
+        || {
+            let out = out.clone();
+            async move { listening(&out).is_some() }
+        },
+    )
+    .await;
+    let base = listening(&out).unwrap();
+    let page = reqwest::get(format!("{base}jobs/{}", queued.id))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains("dash_welcome") && page.contains("local · manage"),
+        "{page}"
+    );
+    drop(dir);
+}
