@@ -5,55 +5,32 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn, Path};
+use syn::ItemFn;
 
 use super::descriptor::{job_descriptor, scope_tenant_mode, JobShape};
 use super::job::type_text;
-use super::pipeline::Macro;
+use super::pipeline::impl_macro;
 use crate::args::backfill::BackfillArgs;
 use crate::check;
-use crate::errors::Errors;
 use crate::model::BackfillDecl;
 use crate::value::scope::Scope;
 
 /// `#[backfill]`, for the expansion pipeline.
 pub struct Backfill;
 
-impl Macro for Backfill {
-    const NAME: &'static str = "backfill";
-    const WRONG_ITEM: &'static str = "`#[backfill]` goes on the per-page handler: `async fn \
-        fill(pass: Pass, rows: Vec<Row>) -> Result<(), JobError>` (X_JOB_DECLARATION_INVALID)";
-    type Item = ItemFn;
-    type Args = BackfillArgs;
-    type Decl<'a> = BackfillDecl<'a>;
-
-    fn refused(arg: &str) -> Option<String> {
-        crate::args::backfill::backfill_refused(arg)
-    }
-
-    fn decl<'a>(
-        errs: &mut Errors,
-        item: &'a ItemFn,
-        args: Option<&'a BackfillArgs>,
-    ) -> BackfillDecl<'a> {
-        BackfillDecl::from_ast(errs, item, args)
-    }
-
-    fn check(errs: &mut Errors, decl: &BackfillDecl<'_>) {
-        check::backfill(errs, decl);
-    }
-
-    fn emit(decl: &BackfillDecl<'_>) -> TokenStream {
-        quote_backfill(decl)
-    }
-
-    fn rename(decl: &mut BackfillDecl<'_>, handle: Option<Ident>, krate: Option<Path>) {
-        decl.handle = handle.unwrap_or_else(|| decl.handle.clone());
-        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
-    }
-
-    fn stand_in(decl: &BackfillDecl<'_>) -> TokenStream {
-        stand_in(decl)
+impl_macro! {
+    impl Macro for Backfill {
+        name: "backfill",
+        wrong_item: "`#[backfill]` goes on the per-page handler: `async fn \
+            fill(pass: Pass, rows: Vec<Row>) -> Result<(), JobError>` (X_JOB_DECLARATION_INVALID)",
+        item: ItemFn,
+        args: BackfillArgs,
+        decl: BackfillDecl,
+        refused: crate::args::backfill::backfill_refused,
+        check: check::backfill,
+        emit: quote_backfill,
+        stand_in: stand_in,
+        rename: [handle, crate_path],
     }
 }
 

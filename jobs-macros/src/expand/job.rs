@@ -9,13 +9,12 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Expr, Ident, ItemFn, Pat, PatType, Path, Type};
+use syn::{Expr, ItemFn, Pat, PatType, Type};
 
 use super::descriptor::{job_descriptor, JobShape};
-use super::pipeline::Macro;
+use super::pipeline::impl_macro;
 use crate::args::job::JobArgs;
 use crate::check;
-use crate::errors::Errors;
 use crate::model::{Concurrency, JobDecl};
 use crate::value::key::KeySource;
 use crate::value::key_template::KeyTemplate;
@@ -24,52 +23,34 @@ use crate::value::tenant::Tenant;
 /// `#[job]`, for the expansion pipeline.
 pub struct Job;
 
-impl Macro for Job {
-    const NAME: &'static str = "job";
-    const WRONG_ITEM: &'static str = "`#[job]` goes on an `async fn` taking the run context and \
-        the input: `async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError>` \
-        (X_JOB_DECLARATION_INVALID)";
-    type Item = ItemFn;
-    type Args = JobArgs;
-    type Decl<'a> = JobDecl<'a>;
+impl_macro! {
+    impl Macro for Job {
+        name: "job",
+        wrong_item: "`#[job]` goes on an `async fn` taking the run context and \
+            the input: `async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError>` \
+            (X_JOB_DECLARATION_INVALID)",
+        item: ItemFn,
+        args: JobArgs,
+        decl: JobDecl,
+        refused: crate::args::job::refused,
+        check: check::job,
+        emit: quote_job,
+        stand_in: stand_in,
+        rename: [handle, crate_path],
 
-    fn refused(arg: &str) -> Option<String> {
-        crate::args::job::refused(arg)
-    }
-
-    fn decl<'a>(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a JobArgs>) -> JobDecl<'a> {
-        JobDecl::from_ast(errs, item, args)
-    }
-
-    fn check(errs: &mut Errors, decl: &JobDecl<'_>) {
-        check::job(errs, decl);
-    }
-
-    fn emit(decl: &JobDecl<'_>) -> TokenStream {
-        quote_job(decl)
-    }
-
-    fn rename(decl: &mut JobDecl<'_>, handle: Option<Ident>, krate: Option<Path>) {
-        decl.handle = handle.unwrap_or_else(|| decl.handle.clone());
-        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
-    }
-
-    fn stand_in(decl: &JobDecl<'_>) -> TokenStream {
-        stand_in(decl)
-    }
-
-    /// A step refused for its borrowed output, re-emitted as written, would add rustc's
-    /// "`Deserialize` is not general enough" to the macro's error.
-    fn refused_item(decl: &JobDecl<'_>, item: TokenStream) -> TokenStream {
-        let krate = &decl.crate_path;
-        let mut unborrowed = decl.item.clone();
-        if check::step_outputs::without_borrowed_steps(
-            &mut unborrowed,
-            &quote!(#krate::__private::refused_step),
-        ) {
-            unborrowed.into_token_stream()
-        } else {
-            item
+        /// A step refused for its borrowed output, re-emitted as written, would add rustc's
+        /// "`Deserialize` is not general enough" to the macro's error.
+        fn refused_item(decl: &JobDecl<'_>, item: TokenStream) -> TokenStream {
+            let krate = &decl.crate_path;
+            let mut unborrowed = decl.item.clone();
+            if check::step_outputs::without_borrowed_steps(
+                &mut unborrowed,
+                &quote!(#krate::__private::refused_step),
+            ) {
+                unborrowed.into_token_stream()
+            } else {
+                item
+            }
         }
     }
 }

@@ -5,54 +5,32 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Ident, ItemStruct, Path};
+use syn::ItemStruct;
 
 use super::descriptor::{job_descriptor, scope_tenant_mode, JobShape};
-use super::pipeline::Macro;
+use super::pipeline::impl_macro;
 use crate::args::backfill::LedgerArgs;
 use crate::check;
-use crate::errors::Errors;
 use crate::model::LedgerDecl;
 use crate::value::book::Book;
 
 /// `#[ledger]`, for the expansion pipeline.
 pub struct Ledger;
 
-impl Macro for Ledger {
-    const NAME: &'static str = "ledger";
-    const WRONG_ITEM: &'static str = "`#[ledger]` goes on a unit struct, the handle: `pub struct \
-        PostPayment;` (X_JOB_DECLARATION_INVALID)";
-    type Item = ItemStruct;
-    type Args = LedgerArgs;
-    type Decl<'a> = LedgerDecl<'a>;
-
-    fn refused(arg: &str) -> Option<String> {
-        crate::args::backfill::ledger_refused(arg)
-    }
-
-    fn decl<'a>(
-        errs: &mut Errors,
-        item: &'a ItemStruct,
-        args: Option<&'a LedgerArgs>,
-    ) -> LedgerDecl<'a> {
-        LedgerDecl::from_ast(errs, item, args)
-    }
-
-    fn check(errs: &mut Errors, decl: &LedgerDecl<'_>) {
-        check::ledger(errs, decl);
-    }
-
-    fn emit(decl: &LedgerDecl<'_>) -> TokenStream {
-        quote_ledger(decl)
-    }
-
-    /// The handle is the user's own struct, so only the crate path is taken.
-    fn rename(decl: &mut LedgerDecl<'_>, _handle: Option<Ident>, krate: Option<Path>) {
-        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
-    }
-
-    fn stand_in(decl: &LedgerDecl<'_>) -> TokenStream {
-        stand_in(decl)
+impl_macro! {
+    impl Macro for Ledger {
+        name: "ledger",
+        wrong_item: "`#[ledger]` goes on a unit struct, the handle: `pub struct \
+            PostPayment;` (X_JOB_DECLARATION_INVALID)",
+        item: ItemStruct,
+        args: LedgerArgs,
+        decl: LedgerDecl,
+        refused: crate::args::backfill::ledger_refused,
+        check: check::ledger,
+        emit: quote_ledger,
+        stand_in: stand_in,
+        // The handle is the user's own struct, so only the crate path is taken.
+        rename: [crate_path],
     }
 }
 

@@ -2,7 +2,8 @@
 //! arguments, build the declaration, check every rule, then emit the declaration, or, when it
 //! is refused, the item again, a stand-in handle and every error (see `super::fallback`).
 //!
-//! Each attribute supplies only what is its own, through [`Macro`].
+//! Each attribute supplies only what is its own, through [`Macro`]; [`impl_macro!`] writes that
+//! impl from the attribute's parts, so the wiring every attribute shares is written once.
 
 use proc_macro2::{Span, TokenStream};
 use syn::{Ident, Path};
@@ -88,3 +89,79 @@ pub fn run<M: Macro>(args: TokenStream, item: TokenStream) -> Result<TokenStream
         }
     }
 }
+
+/// Writes `impl Macro for $attr` from the attribute's own parts: its name and wrong-item
+/// refusal, its item, argument and declaration types, and the functions that refuse an
+/// argument, check, emit and stand in. `rename` lists the declaration's fields a refused
+/// declaration takes back from arguments that did not all parse (`handle`, `crate_path`: an
+/// attribute whose handle is the user's own struct lists only `crate_path`). Methods of the
+/// attribute's own (`refused_item`) follow the parts.
+macro_rules! impl_macro {
+    (
+        impl Macro for $attr:ident {
+            name: $name:literal,
+            wrong_item: $wrong_item:expr,
+            item: $item:ty,
+            args: $args:ty,
+            decl: $decl:ident,
+            refused: $refused:path,
+            check: $check:path,
+            emit: $emit:path,
+            stand_in: $stand_in:path,
+            rename: [$($field:ident),+ $(,)?],
+            $($own:tt)*
+        }
+    ) => {
+        impl $crate::expand::pipeline::Macro for $attr {
+            const NAME: &'static str = $name;
+            const WRONG_ITEM: &'static str = $wrong_item;
+            type Item = $item;
+            type Args = $args;
+            type Decl<'a> = $decl<'a>;
+
+            fn refused(arg: &str) -> Option<String> {
+                $refused(arg)
+            }
+
+            fn decl<'a>(
+                errs: &mut $crate::errors::Errors,
+                item: &'a $item,
+                args: Option<&'a $args>,
+            ) -> $decl<'a> {
+                $decl::from_ast(errs, item, args)
+            }
+
+            fn check(errs: &mut $crate::errors::Errors, decl: &$decl<'_>) {
+                $check(errs, decl);
+            }
+
+            fn emit(decl: &$decl<'_>) -> ::proc_macro2::TokenStream {
+                $emit(decl)
+            }
+
+            fn rename(
+                decl: &mut $decl<'_>,
+                handle: Option<::syn::Ident>,
+                krate: Option<::syn::Path>,
+            ) {
+                // A tuple, so an attribute that takes back only the crate path leaves the
+                // handle unread without an unused parameter.
+                let recovered = (handle, krate);
+                $($crate::expand::pipeline::impl_macro!(@take decl.$field, recovered);)+
+            }
+
+            fn stand_in(decl: &$decl<'_>) -> ::proc_macro2::TokenStream {
+                $stand_in(decl)
+            }
+
+            $($own)*
+        }
+    };
+    (@take $decl:ident.handle, $recovered:ident) => {
+        $decl.handle = $recovered.0.unwrap_or_else(|| $decl.handle.clone());
+    };
+    (@take $decl:ident.crate_path, $recovered:ident) => {
+        $decl.crate_path = $recovered.1.unwrap_or_else(|| $decl.crate_path.clone());
+    };
+}
+pub(crate) use impl_macro;

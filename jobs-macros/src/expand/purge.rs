@@ -5,12 +5,11 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
-use syn::{Ident, ItemFn, Path};
+use syn::ItemFn;
 
-use super::pipeline::Macro;
+use super::pipeline::impl_macro;
 use crate::args::purge::PurgeArgs;
 use crate::check;
-use crate::errors::Errors;
 use crate::model::PurgeDecl;
 
 /// The purge task's default schedule; the runtime's `jobs::purge::DEFAULT_PURGE_CRON` is the
@@ -20,37 +19,19 @@ const DEFAULT_PURGE_CRON: &str = "23 * * * *";
 /// `#[purge]`, for the expansion pipeline.
 pub struct Purge;
 
-impl Macro for Purge {
-    const NAME: &'static str = "purge";
-    const WRONG_ITEM: &'static str = "`#[purge]` goes on the fn that builds one pass's \
-        targets: `fn targets(run: &Run) -> Result<Purge, JobError>` (X_JOB_DECLARATION_INVALID)";
-    type Item = ItemFn;
-    type Args = PurgeArgs;
-    type Decl<'a> = PurgeDecl<'a>;
-
-    fn refused(arg: &str) -> Option<String> {
-        crate::args::purge::purge_refused(arg)
-    }
-
-    fn decl<'a>(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a PurgeArgs>) -> PurgeDecl<'a> {
-        PurgeDecl::from_ast(errs, item, args)
-    }
-
-    fn check(errs: &mut Errors, decl: &PurgeDecl<'_>) {
-        check::purge(errs, decl);
-    }
-
-    fn emit(decl: &PurgeDecl<'_>) -> TokenStream {
-        quote_purge(decl)
-    }
-
-    fn rename(decl: &mut PurgeDecl<'_>, handle: Option<Ident>, krate: Option<Path>) {
-        decl.handle = handle.unwrap_or_else(|| decl.handle.clone());
-        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
-    }
-
-    fn stand_in(decl: &PurgeDecl<'_>) -> TokenStream {
-        stand_in(decl)
+impl_macro! {
+    impl Macro for Purge {
+        name: "purge",
+        wrong_item: "`#[purge]` goes on the fn that builds one pass's \
+            targets: `fn targets(run: &Run) -> Result<Purge, JobError>` (X_JOB_DECLARATION_INVALID)",
+        item: ItemFn,
+        args: PurgeArgs,
+        decl: PurgeDecl,
+        refused: crate::args::purge::purge_refused,
+        check: check::purge,
+        emit: quote_purge,
+        stand_in: stand_in,
+        rename: [handle, crate_path],
     }
 }
 

@@ -8,56 +8,37 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn, Path, Type};
+use syn::{ItemFn, Type};
 
-use super::pipeline::Macro;
+use super::pipeline::impl_macro;
 use crate::args::task::TaskArgs;
 use crate::check;
-use crate::errors::Errors;
 use crate::model::TaskDecl;
 
 /// `#[task]`, for the expansion pipeline.
 pub struct Task;
 
-impl Macro for Task {
-    const NAME: &'static str = "task";
-    const WRONG_ITEM: &'static str = "`#[task]` goes on a fn taking the occurrence and \
-        returning the jobs to enqueue: `fn weekday_digest(at: Occurrence) -> Vec<Entry>` \
-        (X_JOB_DECLARATION_INVALID)";
-    type Item = ItemFn;
-    type Args = TaskArgs;
-    type Decl<'a> = TaskDecl<'a>;
+impl_macro! {
+    impl Macro for Task {
+        name: "task",
+        wrong_item: "`#[task]` goes on a fn taking the occurrence and \
+            returning the jobs to enqueue: `fn weekday_digest(at: Occurrence) -> Vec<Entry>` \
+            (X_JOB_DECLARATION_INVALID)",
+        item: ItemFn,
+        args: TaskArgs,
+        decl: TaskDecl,
+        refused: crate::args::task::refused,
+        check: check::task,
+        emit: quote_task,
+        stand_in: stand_in,
+        rename: [handle, crate_path],
 
-    fn refused(arg: &str) -> Option<String> {
-        crate::args::task::refused(arg)
-    }
-
-    fn decl<'a>(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a TaskArgs>) -> TaskDecl<'a> {
-        TaskDecl::from_ast(errs, item, args)
-    }
-
-    fn check(errs: &mut Errors, decl: &TaskDecl<'_>) {
-        check::task(errs, decl);
-    }
-
-    fn emit(decl: &TaskDecl<'_>) -> TokenStream {
-        quote_task(decl)
-    }
-
-    fn rename(decl: &mut TaskDecl<'_>, handle: Option<Ident>, krate: Option<Path>) {
-        decl.handle = handle.unwrap_or_else(|| decl.handle.clone());
-        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
-    }
-
-    fn stand_in(decl: &TaskDecl<'_>) -> TokenStream {
-        stand_in(decl)
-    }
-
-    /// An entry naming its job by string is refused; re-emitted as written it would add
-    /// rustc's arity error, whose suggestion (drop the input) is wrong.
-    fn refused_item(decl: &TaskDecl<'_>, item: TokenStream) -> TokenStream {
-        let krate = &decl.crate_path;
-        check::entries::without_entries_by_name(item, &quote!(#krate::__private::refused))
+        /// An entry naming its job by string is refused; re-emitted as written it would add
+        /// rustc's arity error, whose suggestion (drop the input) is wrong.
+        fn refused_item(decl: &TaskDecl<'_>, item: TokenStream) -> TokenStream {
+            let krate = &decl.crate_path;
+            check::entries::without_entries_by_name(item, &quote!(#krate::__private::refused))
+        }
     }
 }
 

@@ -6,55 +6,32 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn, Path};
+use syn::ItemFn;
 
 use super::descriptor::{job_descriptor, scope_tenant_mode, JobShape};
-use super::pipeline::Macro;
+use super::pipeline::impl_macro;
 use crate::args::webhook::WebhookArgs;
 use crate::check;
-use crate::errors::Errors;
 use crate::model::WebhookDecl;
 use crate::value::scope::Scope;
 
 /// `#[webhook]`, for the expansion pipeline.
 pub struct Webhook;
 
-impl Macro for Webhook {
-    const NAME: &'static str = "webhook";
-    const WRONG_ITEM: &'static str = "`#[webhook]` goes on the fn that reads one delivery's \
-        endpoint and event: `async fn lookup(run: &Run, delivery: &WebhookDelivery) -> \
-        Result<WebhookTarget, JobError>` (X_JOB_DECLARATION_INVALID)";
-    type Item = ItemFn;
-    type Args = WebhookArgs;
-    type Decl<'a> = WebhookDecl<'a>;
-
-    fn refused(arg: &str) -> Option<String> {
-        crate::args::webhook::webhook_refused(arg)
-    }
-
-    fn decl<'a>(
-        errs: &mut Errors,
-        item: &'a ItemFn,
-        args: Option<&'a WebhookArgs>,
-    ) -> WebhookDecl<'a> {
-        WebhookDecl::from_ast(errs, item, args)
-    }
-
-    fn check(errs: &mut Errors, decl: &WebhookDecl<'_>) {
-        check::webhook(errs, decl);
-    }
-
-    fn emit(decl: &WebhookDecl<'_>) -> TokenStream {
-        quote_webhook(decl)
-    }
-
-    fn rename(decl: &mut WebhookDecl<'_>, handle: Option<Ident>, krate: Option<Path>) {
-        decl.handle = handle.unwrap_or_else(|| decl.handle.clone());
-        decl.crate_path = krate.unwrap_or_else(|| decl.crate_path.clone());
-    }
-
-    fn stand_in(decl: &WebhookDecl<'_>) -> TokenStream {
-        stand_in(decl)
+impl_macro! {
+    impl Macro for Webhook {
+        name: "webhook",
+        wrong_item: "`#[webhook]` goes on the fn that reads one delivery's \
+            endpoint and event: `async fn lookup(run: &Run, delivery: &WebhookDelivery) -> \
+            Result<WebhookTarget, JobError>` (X_JOB_DECLARATION_INVALID)",
+        item: ItemFn,
+        args: WebhookArgs,
+        decl: WebhookDecl,
+        refused: crate::args::webhook::webhook_refused,
+        check: check::webhook,
+        emit: quote_webhook,
+        stand_in: stand_in,
+        rename: [handle, crate_path],
     }
 }
 

@@ -20,13 +20,20 @@
 //! # Ok(()) }
 //! ```
 
+mod builder;
 mod catch_up;
 mod cron;
 mod fire;
 mod leader;
+mod schedule;
 mod tasks;
 
+pub use builder::SchedulerBuilder;
 pub use leader::{DEFAULT_LEADER_TTL, LEASE_RENEWALS_PER_TTL};
+#[cfg_attr(not(feature = "dashboard"), allow(unused_imports))]
+pub(crate) use schedule::fire_entry_now;
+pub(crate) use schedule::next_after;
+pub use schedule::{check_schedule, fire_now, next_run};
 pub use tasks::Tasks;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,203 +41,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 use self::cron::Cron;
 use self::fire::Keys;
 use self::leader::{Change, Leader};
-use crate::client::{Enqueued, Jobs};
+use crate::client::Jobs;
 use crate::clock::{add, Timestamp};
 use crate::driver::scheduler_store::{
     SchedulerResignParams, SchedulerStore, TaskFireParams, TaskPausedParams, TaskWatermarksParams,
 };
-use crate::error::{ErrorCode, JobError};
+use crate::error::JobError;
 use crate::maintenance::CounterRollup;
-use crate::registry::Registry;
-use crate::task::{Occurrence, Task, TaskEntry};
+use crate::task::{Occurrence, TaskEntry};
 
 /// The wait between rounds.
 pub const DEFAULT_TICK_INTERVAL: Duration = Duration::from_secs(1);
 /// A task found paused is looked at again after this long (the resume's latency).
 pub const PAUSE_RECHECK: Duration = Duration::from_secs(5);
-
-/// Checks a cron and a zone that come from configuration rather than a `#[task]` literal, with
-/// the same rules the macro applies at compile time: a standard 5-field cron that parses, and
-/// an IANA zone (`X_INVARIANT`, with the `America/Bogota` style suggestion). Answers the next
-/// occurrence after `from`, if any.
-///
-/// ```
-/// use jobs::check_schedule;
-///
-/// let now = chrono::Utc::now();
-/// assert!(check_schedule("0 9 * * 1-5", "Europe/Paris", now).is_ok());
-/// assert!(check_schedule("0 0 9 * * *", "Europe/Paris", now).is_err()); // six fields
-/// assert!(check_schedule("0 9 * * *", "Bogota", now).is_err());         // not an IANA zone
-/// ```
-pub fn check_schedule(
-    cron: &str,
-    tz: &str,
-    from: Timestamp,
-) -> Result<Option<Timestamp>, JobError> {
-    Ok(cron::Cron::parse("configuration", cron, tz)?.next_after(from))
-}
-
-/// The next occurrence of task `T` strictly after `from`, in its zone. Needs no scheduler;
-/// `None` when the schedule has no later occurrence (or its cron or zone is refused).
-///
-/// ```
-/// use jobs::{CatchUp, Entry, Occurrence, Task, TaskDescriptor};
-///
-/// struct Nightly;
-/// impl Task for Nightly {
-///     const DESCRIPTOR: TaskDescriptor = TaskDescriptor::new("nightly", "30 1 * * *", "Europe/Paris");
-///     fn entries(_at: &Occurrence) -> Vec<Entry> { Vec::new() }
-/// }
-///
-/// let from = "2030-01-01T00:00:00Z".parse().unwrap();
-/// let next = jobs::next_run::<Nightly>(from).unwrap();
-/// assert_eq!(next.to_rfc3339(), "2030-01-01T00:30:00+00:00"); // 01:30 in Paris
-/// ```
-pub fn next_run<T: Task>(from: Timestamp) -> Option<Timestamp> {
-    next_after(&T::DESCRIPTOR, from)
-}
-
-pub(crate) fn next_after(d: &crate::task::TaskDescriptor, from: Timestamp) -> Option<Timestamp> {
-    Cron::parse(d.name, d.cron, d.tz).ok()?.next_after(from)
-}
-
-/// Fires task `T` now, by hand: its entries for the occurrence "now", enqueued with each job's
-/// plain idempotency key (a scheduled fire scopes them to the occurrence). One answer per entry.
-/// The client's actor ([`Jobs::acting_as`]) is each job's actor: who fired it.
-pub async fn fire_now<T: Task>(jobs: &Jobs) -> Result<Vec<Enqueued>, JobError> {
-    fire_entry_now(jobs, &TaskEntry::of::<T>()).await
-}
-
-/// [`fire_now`] for a registered task (the dashboard's "run now").
-#[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
-pub(crate) async fn fire_entry_now(
-    jobs: &Jobs,
-    entry: &TaskEntry,
-) -> Result<Vec<Enqueued>, JobError> {
-    let d = entry.descriptor();
-    let tz = cron::parse_tz(d.name, d.tz)?;
-    let now = jobs.now();
-    let mut requests = fire::requests(entry, &Occurrence::new(now, tz), Keys::Plain, now)?;
-    let actor = crate::limits::checked_operator_actor(jobs.actor())?;
-    for request in &mut requests {
-        request.actor = request.actor.take().or_else(|| actor.clone());
-    }
-    if requests.is_empty() {
-        return Ok(Vec::new());
-    }
-    let results = jobs.driver().job_enqueue_many(&requests).await?;
-    jobs.local_wake().notify_waiters();
-    Ok(results)
-}
-
-/// Checks a task's declaration at run time (the macro checks literals at compile time; this is
-/// for values from configuration): its cron, its zone, and `max_catch_up` > 0.
-fn compile(entry: &TaskEntry) -> Result<Cron, JobError> {
-    let d = entry.descriptor();
-    if d.max_catch_up == 0 {
-        return Err(JobError::new(
-            ErrorCode::Invariant,
-            format!("task `{}` declares `max_catch_up = 0`", d.name),
-        )
-        .with_fix("bound run-all catch-up with at least 1 (the default is 10)"));
-    }
-    Cron::parse(d.name, d.cron, d.tz)
-}
-
-/// Configures a [`Scheduler`]. Build one with [`Jobs::scheduler`].
-#[derive(Debug)]
-pub struct SchedulerBuilder {
-    jobs: Jobs,
-    registry: Option<Registry>,
-    id: Option<String>,
-    lease_ttl: Duration,
-    tick_interval: Duration,
-}
-
-impl SchedulerBuilder {
-    pub(crate) fn new(jobs: Jobs) -> Self {
-        SchedulerBuilder {
-            jobs,
-            registry: None,
-            id: None,
-            lease_ttl: DEFAULT_LEADER_TTL,
-            tick_interval: DEFAULT_TICK_INTERVAL,
-        }
-    }
-
-    /// The tasks it fires (default: every `#[task]` linked into the binary).
-    pub fn registry(mut self, registry: Registry) -> Self {
-        self.registry = Some(registry);
-        self
-    }
-
-    /// This scheduler's id: its name on the lease row (default a fresh uuid).
-    pub fn id(mut self, id: impl Into<String>) -> Self {
-        self.id = Some(id.into());
-        self
-    }
-
-    /// How long the leader lease holds without a renewal (default 30 s; renewed every third).
-    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        self.lease_ttl = ttl;
-        self
-    }
-
-    /// The wait between rounds (default 1 s).
-    pub fn tick_interval(mut self, interval: Duration) -> Self {
-        self.tick_interval = interval;
-        self
-    }
-
-    /// Checks every task and builds the scheduler. `X_NOT_IMPLEMENTED` when the driver has no
-    /// scheduler store; `X_INVARIANT` for a refused cron, zone or `max_catch_up`.
-    pub fn build(self) -> Result<Scheduler, JobError> {
-        self.jobs
-            .driver_part(|d| d.scheduler_store(), "has no scheduler store")?;
-        if self.lease_ttl < Duration::from_millis(3) || self.tick_interval.is_zero() {
-            return Err(JobError::new(
-                ErrorCode::Invariant,
-                "the scheduler's lease TTL and tick interval must be positive",
-            ));
-        }
-        let registry = match self.registry {
-            Some(registry) => registry,
-            None => Registry::global()?.clone(),
-        };
-        let tasks = registry
-            .tasks()
-            .map(|entry| {
-                Ok(Slot {
-                    entry: *entry,
-                    cron: compile(entry)?,
-                })
-            })
-            .collect::<Result<Vec<_>, JobError>>()?;
-        let id = self.id.unwrap_or_else(|| Uuid::now_v7().to_string());
-        Ok(Scheduler {
-            shared: Arc::new(Shared {
-                jobs: self.jobs,
-                tick_interval: self.tick_interval,
-                round: tokio::sync::Mutex::new(RoundState {
-                    leader: Leader::new(id.clone(), self.lease_ttl),
-                    marks: None,
-                    rollup: CounterRollup::default(),
-                }),
-                id,
-                tasks,
-                rounds: AtomicU64::new(0),
-                fires: AtomicU64::new(0),
-                store_calls: AtomicU64::new(0),
-            }),
-        })
-    }
-}
-
 /// Fires the tasks' occurrences while it leads. Drive it by hand with [`Scheduler::tick`] (one
 /// round), or run it with [`Scheduler::start`] and stop it with [`SchedulerHandle::shutdown`].
 #[derive(Clone)]

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::delivery::{
-    WebhookDelivered, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookOptions, WebhookSender,
+use super::sender::WebhookSender;
+use super::types::{
+    WebhookDelivered, WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookOptions,
 };
 use crate::clock::Timestamp;
 use crate::driver::webhook_ledger::{

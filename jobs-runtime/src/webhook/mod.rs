@@ -14,27 +14,31 @@
 //! In: [`verify_webhook_signature`] and an axum handler ([`inbound`]) that verifies, bounds
 //! the body and enqueues the delivery as a job deduped by its delivery id.
 
+mod client;
 mod declared;
-mod delivery;
 pub mod inbound;
+mod outcome;
 mod safety;
+mod sender;
 mod signature;
+mod types;
 
 pub use crate::driver::webhook_ledger::{
     AttemptsPurgeParams, EndpointStanding, WebhookAttempt, WebhookLedger,
 };
 pub use crate::driver::{MemoryWebhookLedger, MEMORY_LEDGER_RING};
 pub use declared::{run_webhook, webhook_key, WebhookTarget};
-pub use delivery::{
-    WebhookDelivered, WebhookDelivery, WebhookDirectory, WebhookEndpoint, WebhookEvent,
-    WebhookOptions, WebhookSender, WebhookSenderBuilder, DEFAULT_WEBHOOK_DISABLE_AFTER,
-    DEFAULT_WEBHOOK_MAX_DELAY, DEFAULT_WEBHOOK_TIMEOUT,
-};
 pub use safety::{
     check_endpoint_url, is_private_address, redact_url, HostResolver, SystemResolver,
 };
+pub use sender::{WebhookSender, WebhookSenderBuilder};
 pub use signature::{
     check_event_field, sign, signature_header, verify_webhook_signature, VerifiedWebhook,
     VerifyOptions, DEFAULT_TOLERANCE, ID_HEADER, MAX_EVENT_FIELD_CHARS, SIGNATURE_HEADER,
     TOPIC_HEADER,
+};
+pub use types::{
+    WebhookDelivered, WebhookDelivery, WebhookDirectory, WebhookEndpoint, WebhookEvent,
+    WebhookOptions, DEFAULT_WEBHOOK_DISABLE_AFTER, DEFAULT_WEBHOOK_MAX_DELAY,
+    DEFAULT_WEBHOOK_TIMEOUT,
 };

@@ -1,0 +1,178 @@
+//! The command line as clap types: the global flags, the verbs and each verb's arguments.
+//! Apart from the verbs so that what the tool accepts reads in one place, and a verb's code
+//! only what it does with it.
+
+use clap::{Parser, Subcommand};
+use uuid::Uuid;
+
+/// Operate a jobs queue stored in Postgres.
+#[derive(Debug, Parser)]
+#[command(name = "jobs", version, about)]
+pub(super) struct Cli {
+    /// The Postgres server.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    pub(super) database_url: Option<String>,
+    /// The schema the queue's tables live in.
+    #[arg(long, env = "JOBS_SCHEMA", global = true, default_value = "public")]
+    pub(super) schema: String,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    pub(super) json: bool,
+    /// Who the changes are recorded under, in each job's history and on a queue's pause
+    /// (default `cli:$USER`).
+    #[arg(long, env = "JOBS_ACTOR", global = true)]
+    pub(super) actor: Option<String>,
+    #[command(subcommand)]
+    pub(super) verb: Option<Verb>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum Verb {
+    #[command(flatten)]
+    Queue(QueueVerb),
+    /// The manifest of the jobs and tasks linked into this binary; `--out DIR` writes every
+    /// generated output, `--check DIR` fails when a committed copy is stale.
+    Manifest(ManifestArgs),
+    /// An MCP server over stdio: the manifest and the read verbs, for an agent (the queue at
+    /// DATABASE_URL, or an empty in-memory one without it).
+    Mcp,
+    /// The web dashboard over the queue at DATABASE_URL. Credentials come from the environment
+    /// (JOBS_DASHBOARD_TOKEN, or JOBS_DASHBOARD_USER and JOBS_DASHBOARD_PASSWORD;
+    /// JOBS_DASHBOARD_READ_TOKEN for a read-only token); without any it listens on loopback only.
+    Dashboard(DashboardArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(super) struct DashboardArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub(super) listen: std::net::SocketAddr,
+    /// Show and touch only this tenant's jobs.
+    #[arg(long)]
+    pub(super) tenant: Option<String>,
+}
+
+/// The verbs that read or change the queue (they need a database).
+#[derive(Debug, Subcommand)]
+pub(super) enum QueueVerb {
+    /// Queue depth per queue, then one page of jobs (newest first). A bare `jobs` is `ls`.
+    Ls(LsArgs),
+    /// One job: state, attempts, last error, progress, every step (input redacted).
+    Show { id: Uuid },
+    /// Re-queue a finished job (done, failed, dead or cancelled).
+    Retry {
+        id: Uuid,
+        /// Run this step and every later step again.
+        #[arg(long)]
+        from_step: Option<String>,
+    },
+    /// Cancel a live job (a running one stops at its next heartbeat).
+    Cancel { id: Uuid },
+    /// Delete a job that is not running, and its steps.
+    Rm { id: Uuid },
+    /// Make a delayed (or backing-off) job due now.
+    Promote { id: Uuid },
+    /// Stop every worker claiming from a queue (enqueues still land).
+    Pause { queue: String },
+    /// Let workers claim from a paused queue again.
+    Resume { queue: String },
+    /// The live workers.
+    Workers,
+    /// Scheduled tasks: last fire, paused, next fire (for tasks linked into this binary).
+    Tasks,
+    /// Per-queue counts and per-job outcomes over the last 24 hours.
+    Stats,
+    /// Apply the embedded migrations.
+    Migrate,
+    /// The ledger of backfill passes; `--pending` reports declared vs run (and exits 1 with
+    /// X_BACKFILL_PENDING while any is pending).
+    Backfills(BackfillsArgs),
+    /// A backfill by name: a dry run unless `--write`, which enqueues its pass.
+    Backfill(BackfillArgs),
+    /// The lines a `#[ledger]` posted under a key (in the driver's book).
+    Posting(PostingArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[group(multiple = false)]
+pub(super) struct ManifestArgs {
+    /// Write manifest.json, schemas.json, mcp-tools.json, jobs.ts and JOBS.md into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub(super) out: Option<std::path::PathBuf>,
+    /// Exit 1 when a committed copy (a directory of outputs, or one file) is stale.
+    #[arg(long, value_name = "PATH")]
+    pub(super) check: Option<std::path::PathBuf>,
+    /// Print one output (manifest.json, schemas.json, mcp-tools.json, jobs.ts, JOBS.md).
+    #[arg(long, value_name = "FILE")]
+    pub(super) print: Option<String>,
+    /// Accept a manifest with no jobs (refused otherwise: the jobs' crate is not linked in).
+    #[arg(long)]
+    pub(super) allow_empty: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(super) struct PostingArgs {
+    /// The ledger's declared name.
+    pub(super) ledger: String,
+    /// The posting's key.
+    pub(super) key: String,
+    /// The tenant, for a per-tenant ledger.
+    #[arg(long)]
+    pub(super) tenant: Option<String>,
+}
+
+#[derive(Debug, Default, clap::Args)]
+pub(super) struct BackfillsArgs {
+    /// Only this backfill.
+    #[arg(long)]
+    pub(super) name: Option<String>,
+    /// Only this status (running, completed, failed).
+    #[arg(long)]
+    pub(super) status: Option<String>,
+    /// Rows at most.
+    #[arg(long)]
+    pub(super) limit: Option<u32>,
+    /// Declared vs run, for the backfills linked into this binary.
+    #[arg(long)]
+    pub(super) pending: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(super) struct BackfillArgs {
+    /// The backfill's declared name.
+    pub(super) name: String,
+    /// Enqueue the pass (without it: say what would happen).
+    #[arg(long)]
+    pub(super) write: bool,
+    /// Run again although a completed pass exists (a new ledger row).
+    #[arg(long)]
+    pub(super) force: bool,
+    /// The tenant, for a per-tenant backfill.
+    #[arg(long)]
+    pub(super) tenant: Option<String>,
+}
+
+#[derive(Debug, Default, clap::Args)]
+pub(super) struct LsArgs {
+    /// Only this queue.
+    #[arg(long)]
+    pub(super) queue: Option<String>,
+    /// Only this state (ready, delayed, running, suspended, done, failed, dead, cancelled).
+    #[arg(long)]
+    pub(super) state: Option<String>,
+    /// Only this job name.
+    #[arg(long)]
+    pub(super) name: Option<String>,
+    /// Only this tenant.
+    #[arg(long)]
+    pub(super) tenant: Option<String>,
+    /// Rows per page (at most 200).
+    #[arg(long)]
+    pub(super) limit: Option<u32>,
+    /// The next page: the `after` cursor a page printed.
+    #[arg(long)]
+    pub(super) after: Option<String>,
+    /// The previous page: the `before` cursor a page printed.
+    #[arg(long)]
+    pub(super) before: Option<String>,
+}

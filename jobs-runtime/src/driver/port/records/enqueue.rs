@@ -1,0 +1,103 @@
+//! One job to insert and what the enqueue answers, with the dedupe-or-refuse rule every driver
+//! applies to a held idempotency key.
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::error::{ErrorCode, JobError};
+
+use super::{JobId, RunId};
+
+/// What a duplicate live key does at enqueue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConflictPolicy {
+    /// Answer the live job's ids with `deduped = true` (the default).
+    #[default]
+    Dedupe,
+    /// Refuse with `X_JOB_DUPLICATE`.
+    Error,
+}
+
+/// One job to insert.
+#[derive(Debug, Clone)]
+pub struct EnqueueRequest {
+    /// The job's id (allocated by the client, so an outbox row and its job share it).
+    pub id: JobId,
+    /// The run's id.
+    pub run_id: RunId,
+    /// The job's durable name.
+    pub name: String,
+    /// The queue.
+    pub queue: String,
+    /// The serialized input.
+    pub input: serde_json::Value,
+    /// The idempotency key (never empty).
+    pub idempotency_key: String,
+    /// The tenant the key namespace and the limiter count under.
+    pub tenant_id: Option<String>,
+    /// Attempts allowed, including the first.
+    pub max_attempts: u32,
+    /// When it becomes due.
+    pub run_at: Timestamp,
+    /// What a duplicate live key does.
+    pub on_conflict: ConflictPolicy,
+    /// The W3C traceparent of the enqueue (one trace spans the enqueue and every run).
+    pub traceparent: Option<String>,
+    /// Who asked for the job (a user id, a service name), when the enqueue named one.
+    pub actor: Option<String>,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// What an enqueue answers: the job's own ids on every path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnqueueResult {
+    /// The job's id (the live job's when deduped).
+    pub id: JobId,
+    /// The run's id (the live job's when deduped).
+    pub run_id: RunId,
+    /// `true` when a live job already held the key and nothing was inserted.
+    pub deduped: bool,
+}
+
+/// Rounds an SQL driver's enqueue tries, insert then holder lookup, before it gives up: a holder
+/// that finishes between the two frees the key, and the insert runs again.
+pub const ENQUEUE_ROUNDS: usize = 3;
+
+impl EnqueueResult {
+    /// The answer of an enqueue that inserted nothing because the row `id` / `run_id` holds its
+    /// job: deduped, unless that row is another job (`same_id` false: a live holder of the key)
+    /// and the request refuses duplicates (`X_JOB_DUPLICATE`). Every driver answers this way.
+    pub fn held(
+        request: &EnqueueRequest,
+        id: JobId,
+        run_id: RunId,
+        same_id: bool,
+    ) -> Result<Self, JobError> {
+        if !same_id && request.on_conflict == ConflictPolicy::Error {
+            return Err(JobError::new(
+                ErrorCode::JobDuplicate,
+                format!(
+                    "job `{}` {id} already holds this idempotency key",
+                    request.name
+                ),
+            ));
+        }
+        Ok(EnqueueResult {
+            id,
+            run_id,
+            deduped: true,
+        })
+    }
+
+    /// The refusal of an enqueue whose key moved under it [`ENQUEUE_ROUNDS`] times (retryable).
+    pub fn key_kept_moving(request: &EnqueueRequest) -> JobError {
+        JobError::new(
+            ErrorCode::Driver,
+            format!(
+                "enqueue of `{}` met a key that moved three times under it; retry",
+                request.name
+            ),
+        )
+    }
+}
