@@ -21,6 +21,8 @@ pub mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sql")]
+mod sql_rows;
+#[cfg(feature = "sql")]
 mod sql_types;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

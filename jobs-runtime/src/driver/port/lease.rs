@@ -17,13 +17,10 @@ use crate::error::JobError;
 
 /// A granted slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct HeldLease {
     /// The lease key, e.g. `job:sync` or `lock:nightly-report`.
-    #[cfg_attr(feature = "sql", sqlx(rename = "lease_key"))]
     pub key: String,
     /// The slot, from 0 to `limit - 1`.
-    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub slot: u32,
     /// Who holds it.
     pub holder: String,

@@ -81,7 +81,7 @@ pub trait LedgerBook: Send + Sync {
 }
 
 /// The refusal of a key already stored with other lines. Names the ledger, never the key.
-pub(crate) fn posting_conflict(ledger: &str, stored: usize, posted: usize) -> JobError {
+pub fn posting_conflict(ledger: &str, stored: usize, posted: usize) -> JobError {
     JobError::new(
         ErrorCode::LedgerPostingConflict,
         format!(

@@ -10,6 +10,29 @@
 //! Settling writes (ack, nack, heartbeat, progress, step writes) are fenced on the claim: the
 //! row must still be `running` under the same worker and claim ordinal, otherwise the write
 //! lands nowhere and the method answers `false`.
+//!
+//! # Writing a driver
+//!
+//! A driver outside this crate implements [`JobDriver`] (and whichever sub-ports its store can
+//! keep) against these items alone, and applies the rules every built-in driver shares rather
+//! than re-expressing them:
+//!
+//! - the operator surface's bounds, pages and refusals: [`introspect::check_list`],
+//!   [`introspect::page_of`], [`introspect::check_bulk_state`], [`introspect::check_history`],
+//!   [`introspect::refusal`], [`introspect::not_found`], [`introspect::duplicate`],
+//!   [`introspect::unknown_step`], and the keyset cursor [`introspect::JobCursor`];
+//! - the claim: the tenant turn order [`fair_cursor_after`], and
+//!   [`ClaimedJob::from_claimed_row`] for the job a claim hands the worker;
+//! - the refusals of the other ports: [`EnqueueResult::held`] and
+//!   [`EnqueueResult::key_kept_moving`] for a held key, [`ledger_book::posting_conflict`],
+//!   [`caller_tx::foreign_connection`];
+//! - [`Operation`] to name the operation a failure happened in;
+//! - [`url::DriverScheme`](crate::driver::url::DriverScheme) with
+//!   [`register_driver_scheme!`](crate::register_driver_scheme) to be opened by URL.
+//!
+//! It passes when `jobs::conformance_suite!` (feature `conformance`) passes against it, as the
+//! built-in drivers do. `examples/src/outside_driver.rs` in this repository is such a driver, in
+//! a crate of its own, run against the whole suite.
 
 pub mod backfill_store;
 pub mod caller_tx;

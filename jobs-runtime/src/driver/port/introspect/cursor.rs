@@ -42,7 +42,7 @@ impl JobCursor {
     }
 
     /// Reads a cursor given as `which` (`after` or `before`), refusing a foreign one.
-    pub(crate) fn parse(text: &str, which: &str) -> Result<JobCursor, JobError> {
+    pub fn parse(text: &str, which: &str) -> Result<JobCursor, JobError> {
         text.parse().map_err(|()| {
             JobError::new(
                 ErrorCode::JobPageInvalid,

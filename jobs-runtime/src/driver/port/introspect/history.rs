@@ -67,7 +67,6 @@ pub const BULK_DETAIL: &str = "bulk";
 
 /// One row of a job's history: who did what to it, when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct JobHistoryEntry {
     /// The job.
     pub job_id: JobId,

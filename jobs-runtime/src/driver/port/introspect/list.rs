@@ -44,7 +44,6 @@ pub struct JobListParams {
 
 /// One job in a list: the row without its input (a page never carries payloads).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct JobSummary {
     /// The job.
     pub id: JobId,
@@ -59,10 +58,8 @@ pub struct JobSummary {
     /// State.
     pub state: JobState,
     /// Attempts started and counted.
-    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub attempt: u32,
     /// Attempts allowed.
-    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub max_attempts: u32,
     /// When it is (or was) due.
     pub run_at: Timestamp,
@@ -73,7 +70,6 @@ pub struct JobSummary {
     /// The last failure's code.
     pub last_error_code: Option<String>,
     /// Last reported progress.
-    #[cfg_attr(feature = "sql", sqlx(json(nullable)))]
     pub progress: Option<Progress>,
 }
 

@@ -37,7 +37,7 @@ pub use list::{
     JobListParams, JobPage, JobSummary, DEFAULT_JOB_PAGE, MAX_JOB_PAGE, PROGRESS_INTERVAL,
 };
 pub use queues::{QueuePause, QueuePauseParams, QueueResumeParams};
-pub(crate) use rules::{
+pub use rules::{
     check_bulk_state, check_history, check_list, duplicate, not_found, page_of, refusal,
     unknown_step, Bulk, Cursor,
 };

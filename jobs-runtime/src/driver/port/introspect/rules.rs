@@ -1,6 +1,17 @@
 //! The checks and refusals every driver's operator verbs share, so that all answer with the
 //! same codes and messages: a list's and a history read's bounds, a page's cursors, a bulk
-//! verb's state, and the refusals of the one-job verbs.
+//! verb's state, and the refusals of the one-job verbs. Public so a driver outside this crate
+//! applies them as the built-in ones do:
+//!
+//! ```
+//! use jobs::driver::introspect::{check_list, page_of, JobListParams};
+//!
+//! let params = JobListParams { limit: Some(2), ..Default::default() };
+//! let (limit, cursor) = check_list(&params).unwrap();
+//! // .. read `limit` rows, newest first, after or before `cursor`, then:
+//! let page = page_of(Vec::new(), limit, cursor);
+//! assert!(page.jobs.is_empty() && page.after.is_none());
+//! ```
 
 use crate::driver::records::{JobId, JobRecord, JobState};
 use crate::error::{ErrorCode, JobError};
@@ -11,7 +22,7 @@ use super::{
 };
 
 /// Checks a history read's bound: the limit to use.
-pub(crate) fn check_history(params: &JobHistoryParams) -> Result<u32, JobError> {
+pub fn check_history(params: &JobHistoryParams) -> Result<u32, JobError> {
     let limit = params.limit.unwrap_or(DEFAULT_HISTORY_PAGE);
     if limit == 0 || limit > MAX_HISTORY_PAGE {
         return Err(JobError::new(
@@ -23,7 +34,7 @@ pub(crate) fn check_history(params: &JobHistoryParams) -> Result<u32, JobError> 
 }
 
 /// Checks a list's bounds and cursors: the limit to use and the decoded cursor.
-pub(crate) fn check_list(params: &JobListParams) -> Result<(u32, Option<Cursor>), JobError> {
+pub fn check_list(params: &JobListParams) -> Result<(u32, Option<Cursor>), JobError> {
     let limit = params.limit.unwrap_or(DEFAULT_JOB_PAGE);
     if limit == 0 || limit > MAX_JOB_PAGE {
         return Err(JobError::new(
@@ -47,13 +58,15 @@ pub(crate) fn check_list(params: &JobListParams) -> Result<(u32, Option<Cursor>)
 
 /// A decoded list cursor.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Cursor {
+pub enum Cursor {
+    /// Rows older than this one (the next page).
     After(JobCursor),
+    /// Rows newer than this one (the previous page).
     Before(JobCursor),
 }
 
 /// Builds a page from the rows read (newest first), `limit` asked, and the cursor used.
-pub(crate) fn page_of(jobs: Vec<JobSummary>, limit: u32, cursor: Option<Cursor>) -> JobPage {
+pub fn page_of(jobs: Vec<JobSummary>, limit: u32, cursor: Option<Cursor>) -> JobPage {
     let full = jobs.len() as u32 >= limit;
     let first = jobs.first().map(|j| JobCursor::of(j).to_string());
     let last = jobs.last().map(|j| JobCursor::of(j).to_string());
@@ -70,7 +83,7 @@ pub(crate) fn page_of(jobs: Vec<JobSummary>, limit: u32, cursor: Option<Cursor>)
 }
 
 /// Bulk verbs check the state they were asked to move.
-pub(crate) fn check_bulk_state(verb: Bulk, state: JobState) -> Result<(), JobError> {
+pub fn check_bulk_state(verb: Bulk, state: JobState) -> Result<(), JobError> {
     let (ok, code, what) = match verb {
         Bulk::Requeue => (
             !state.is_live(),
@@ -97,19 +110,22 @@ pub(crate) fn check_bulk_state(verb: Bulk, state: JobState) -> Result<(), JobErr
 
 /// The three bulk verbs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bulk {
+pub enum Bulk {
+    /// `introspect_job_requeue_many`: finished rows back to `ready`.
     Requeue,
+    /// `introspect_job_remove_many`: rows that are not running, deleted.
     Remove,
+    /// `introspect_job_promote_many`: waiting rows made due now.
     Promote,
 }
 
 /// The refusal for an id the queue does not hold.
-pub(crate) fn not_found(id: JobId) -> JobError {
+pub fn not_found(id: JobId) -> JobError {
     JobError::new(ErrorCode::JobNotFound, format!("no job with id {id}"))
 }
 
 /// Why a job could not be requeued, removed or promoted, from its current row.
-pub(crate) fn refusal(verb: Bulk, row: Option<&JobRecord>, id: JobId) -> JobError {
+pub fn refusal(verb: Bulk, row: Option<&JobRecord>, id: JobId) -> JobError {
     let Some(row) = row else {
         return not_found(id);
     };
@@ -130,7 +146,7 @@ pub(crate) fn refusal(verb: Bulk, row: Option<&JobRecord>, id: JobId) -> JobErro
 }
 
 /// The refusal for a requeue whose key a live job holds.
-pub(crate) fn duplicate(row: &JobRecord, holder: Option<JobId>) -> JobError {
+pub fn duplicate(row: &JobRecord, holder: Option<JobId>) -> JobError {
     let holder = holder.map_or_else(|| "a live job".to_string(), |h| format!("live job {h}"));
     JobError::new(
         ErrorCode::JobDuplicate,
@@ -142,7 +158,7 @@ pub(crate) fn duplicate(row: &JobRecord, holder: Option<JobId>) -> JobError {
 }
 
 /// The refusal for a `from_step` the run does not have.
-pub(crate) fn unknown_step(id: JobId, step: &str) -> JobError {
+pub fn unknown_step(id: JobId, step: &str) -> JobError {
     JobError::new(
         ErrorCode::Invariant,
         format!("job {id} has no step named `{step}`"),

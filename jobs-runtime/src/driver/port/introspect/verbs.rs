@@ -66,13 +66,10 @@ pub struct JobBulkParams {
 
 /// What a bulk verb did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct BulkResult {
     /// Rows moved by this call (at most [`MAX_BULK_ROWS`]).
-    #[cfg_attr(feature = "sql", sqlx(try_from = "i64"))]
     pub affected: u64,
     /// Rows a second call could still move (rows it can never move are not counted, so
     /// "call until zero" terminates).
-    #[cfg_attr(feature = "sql", sqlx(try_from = "i64"))]
     pub remaining: u64,
 }

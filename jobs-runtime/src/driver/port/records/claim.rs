@@ -45,7 +45,7 @@ pub fn fair_cursor_after(cursor: &str, claimed: &[ClaimedJob]) -> String {
 }
 
 /// [`fair_cursor_after`], borrowed: the worker copies it only when it moved.
-pub(crate) fn fair_cursor_next<'a>(cursor: &'a str, claimed: &'a [ClaimedJob]) -> &'a str {
+pub fn fair_cursor_next<'a>(cursor: &'a str, claimed: &'a [ClaimedJob]) -> &'a str {
     let (mut wrapped, mut ahead): (Option<&str>, Option<&str>) = (None, None);
     for tenant in claimed.iter().map(|j| j.tenant_id.as_deref().unwrap_or("")) {
         let side = if tenant <= cursor {
@@ -105,8 +105,7 @@ pub struct ClaimedJob {
 impl ClaimedJob {
     /// The job a claim just marked running, read back from its row: `visible_at` is the lease
     /// the claim set, `has_steps` whether the run has step records yet.
-    #[cfg(feature = "sql")]
-    pub(crate) fn from_claimed_row(
+    pub fn from_claimed_row(
         record: JobRecord,
         has_steps: bool,
         params: &ClaimParams,

@@ -40,7 +40,6 @@ pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A stored event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct JobEvent {
     /// Its id.
     pub id: EventId,

@@ -100,7 +100,6 @@ pub struct Progress {
 
 /// A job row as the operator sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct JobRecord {
     /// The job.
     pub id: JobId,
@@ -119,10 +118,8 @@ pub struct JobRecord {
     /// State.
     pub state: JobState,
     /// Attempts started and counted.
-    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub attempt: u32,
     /// Attempts allowed.
-    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub max_attempts: u32,
     /// When it is (or was) due.
     pub run_at: Timestamp,
@@ -143,7 +140,6 @@ pub struct JobRecord {
     /// Until when the claim holds.
     pub visible_at: Option<Timestamp>,
     /// Last reported progress.
-    #[cfg_attr(feature = "sql", sqlx(json(nullable)))]
     pub progress: Option<Progress>,
     /// The enqueue's W3C traceparent.
     pub traceparent: Option<String>,

@@ -67,7 +67,6 @@ pub struct WaitSpec {
 
 /// One durable step of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "sql", derive(sqlx::FromRow))]
 pub struct StepRecord {
     /// The run.
     pub run_id: RunId,
@@ -80,7 +79,6 @@ pub struct StepRecord {
     /// The last failure, summarised.
     pub error: Option<String>,
     /// Executions of the step's closure that reached the store.
-    #[cfg_attr(feature = "sql", sqlx(try_from = "i32"))]
     pub attempts: u32,
     /// When a sleep wakes.
     pub wake_at: Option<Timestamp>,

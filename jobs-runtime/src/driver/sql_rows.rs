@@ -1,0 +1,91 @@
+//! How the SQL drivers read the port's records from a row, so the records themselves name no
+//! database library: `sqlx::FromRow` for each record, once per database whose driver this
+//! build has (Postgres' `PgRow`, SQLite's `SqliteRow`), from one list of columns.
+//!
+//! A column read as a wider integer than the field (`attempt` is an `int` column and a `u32`
+//! field) is converted with `TryFrom`, and a value out of range is a decode error of that column,
+//! never a wrapped number. A JSON column that may be null (`progress`) reads as an `Option`.
+
+use sqlx::error::BoxDynError;
+use sqlx::{ColumnIndex, Decode, Row, Type};
+
+use super::introspect::{BulkResult, JobHistoryEntry, JobSummary};
+use super::lease::HeldLease;
+use super::records::{JobEvent, JobRecord, StepRecord};
+
+/// Reads `column` as `S` and converts it to the field's type.
+fn narrowed<'r, S, T, R>(row: &'r R, column: &'static str) -> Result<T, sqlx::Error>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    S: Decode<'r, R::Database> + Type<R::Database>,
+    T: TryFrom<S>,
+    T::Error: Into<BoxDynError>,
+{
+    let stored: S = row.try_get(column)?;
+    T::try_from(stored).map_err(|e| sqlx::Error::ColumnDecode {
+        index: column.to_string(),
+        source: e.into(),
+    })
+}
+
+/// `impl FromRow<$row>` for each record, field by field: `field` reads the column of its name,
+/// `field as i32` reads an `i32` and narrows it, `field as json` reads a nullable JSON column,
+/// `field = "column"` reads another column.
+macro_rules! from_rows {
+    ($row:ty; $($record:ident { $($field:ident $(as $how:ident)? $(= $column:literal)?),* $(,)? })*) => {
+        $(
+            impl<'r> sqlx::FromRow<'r, $row> for $record {
+                fn from_row(row: &'r $row) -> Result<Self, sqlx::Error> {
+                    Ok($record {
+                        $($field: from_rows!(@read row, $field $(as $how)? $(= $column)?),)*
+                    })
+                }
+            }
+        )*
+    };
+    (@read $row:ident, $field:ident) => {
+        $row.try_get(stringify!($field))?
+    };
+    (@read $row:ident, $field:ident = $column:literal) => {
+        $row.try_get($column)?
+    };
+    (@read $row:ident, $field:ident as json) => {
+        $row.try_get::<Option<sqlx::types::Json<_>>, _>(stringify!($field))?
+            .map(|json| json.0)
+    };
+    (@read $row:ident, $field:ident as $stored:ident) => {
+        narrowed::<$stored, _, _>($row, stringify!($field))?
+    };
+}
+
+/// Every record a SQL driver reads from a row, for one database's row type.
+macro_rules! records_from {
+    ($row:ty) => {
+        from_rows! { $row;
+            JobRecord {
+                id, run_id, name, queue, input, idempotency_key, tenant_id, state,
+                attempt as i32, max_attempts as i32, run_at, created_at, updated_at, last_error,
+                last_error_code, claimed_by, claims, visible_at, progress as json, traceparent,
+                actor,
+            }
+            StepRecord {
+                run_id, name, status, output, error, attempts as i32, wake_at, wait, updated_at,
+            }
+            JobEvent { id, name, key, payload, published_at }
+            JobSummary {
+                id, run_id, name, queue, tenant_id, state, attempt as i32, max_attempts as i32,
+                run_at, created_at, updated_at, last_error_code, progress as json,
+            }
+            BulkResult { affected as i64, remaining as i64 }
+            JobHistoryEntry { job_id, at, actor, verb, detail }
+            HeldLease { key = "lease_key", slot as i32, holder, fence, expires_at }
+        }
+    };
+}
+
+#[cfg(feature = "postgres")]
+records_from!(sqlx::postgres::PgRow);
+
+#[cfg(feature = "sqlite")]
+records_from!(sqlx::sqlite::SqliteRow);
