@@ -1,4 +1,5 @@
-//! The runtime's layers, as ARCHITECTURE.md lists them, checked against its source.
+//! ARCHITECTURE.md checked against the runtime's source: every source file is named on the
+//! map, and the layers hold.
 //!
 //! Every top-level module of `src/` has a layer in the list under "The runtime's modules, in
 //! layers"; a module names (`use crate::..`, a `crate::..` path, a `super::..` path that leaves
@@ -457,4 +458,69 @@ fn the_checker_sees_the_imports_it_must() {
     assert!(found.iter().any(|i| i.from == "client" && i.to == "driver"));
     let layers = layers_from_map();
     assert!(layers["error"] < layers["client"]);
+}
+
+/// The paths ARCHITECTURE.md names in backticks, with brace groups expanded
+/// (`driver/{memory,postgres}/claim.rs` names both), relative to the runtime's `src/`.
+fn paths_on_the_map() -> BTreeSet<String> {
+    let map = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md");
+    // A code span may break across lines in the prose; fold them back first.
+    let text = std::fs::read_to_string(&map).unwrap().replace(",\n", ",");
+    fn expand(span: &str) -> Vec<String> {
+        let Some(open) = span.find('{') else {
+            return vec![span.to_string()];
+        };
+        let Some(close) = span[open..].find('}').map(|c| open + c) else {
+            return vec![span.to_string()];
+        };
+        span[open + 1..close]
+            .split(',')
+            .flat_map(|part| {
+                expand(&format!(
+                    "{}{}{}",
+                    &span[..open],
+                    part.trim(),
+                    &span[close + 1..]
+                ))
+            })
+            .collect()
+    }
+    let spans = text.split('`').skip(1).step_by(2).flat_map(expand);
+    // The job's path is a code block: its file names stand bare, among words and parentheses.
+    let bare = text
+        .split(|c: char| c.is_whitespace() || "(),:;`".contains(c))
+        .filter(|word| word.ends_with(".rs"))
+        .map(str::to_string);
+    spans.chain(bare).collect()
+}
+
+#[test]
+fn every_source_file_is_on_the_map() {
+    let named = paths_on_the_map();
+    let mut files = Vec::new();
+    rust_files(&runtime_src(), &mut files);
+    let missing: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(runtime_src())
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .filter(|path| !path.ends_with("mod.rs") && path != "lib.rs")
+        .filter(|path| {
+            // Named by its whole path, by a path's tail, or by its bare name in the sentence
+            // that describes its folder (`floors.rs` where the Postgres driver is described).
+            let name = path.rsplit('/').next().unwrap();
+            !named
+                .iter()
+                .any(|n| n == path || n == name || path.ends_with(&format!("/{n}")))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "source files ARCHITECTURE.md does not name (add each where its module is described):\n{}",
+        missing.join("\n")
+    );
 }

@@ -1,4 +1,4 @@
-//! Rows in, port records out. The records derive `sqlx::FromRow` (feature `sql`), so every SQL
+//! Rows in, port records out. The records' `sqlx::FromRow` comes from `driver/sql_rows.rs`, so every SQL
 //! driver decodes them the same way; this names the operation a failed decode is reported
 //! under. A stored state or status this build does not know keeps its own code
 //! (`X_JOB_ROW_STATUS_UNKNOWN`, `X_STEP_RECORD_INVALID`) through `classify`.
