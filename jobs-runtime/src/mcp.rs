@@ -225,7 +225,7 @@ impl JobsMcp {
                     "the `{}` driver has no introspection API",
                     self.jobs.driver().name()
                 ),
-                "serve a driver with an operator surface (memory or Postgres)",
+                "serve a driver with an operator surface (memory, Postgres or SQLite)",
             ));
         };
         let limit = match args.get("limit") {
