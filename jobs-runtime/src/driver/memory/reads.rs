@@ -31,20 +31,7 @@ impl MemoryDriver {
                     queue: r.queue.clone(),
                     ..QueueStats::default()
                 });
-            match r.state {
-                JobState::Ready | JobState::Delayed if r.run_at > now => stats.delayed += 1,
-                JobState::Ready | JobState::Delayed => {
-                    stats.ready += 1;
-                    let age = (now - r.run_at).num_milliseconds().max(0) as u64;
-                    stats.oldest_ready_ms = Some(stats.oldest_ready_ms.unwrap_or(0).max(age));
-                }
-                JobState::Running => stats.running += 1,
-                JobState::Suspended => stats.suspended += 1,
-                JobState::Done => stats.done += 1,
-                JobState::Failed => stats.failed += 1,
-                JobState::Dead => stats.dead += 1,
-                JobState::Cancelled => stats.cancelled += 1,
-            }
+            stats.add(r.state, r.run_at <= now, 1, Some(r.run_at), now);
         }
         Ok(by_queue.into_values().collect())
     }

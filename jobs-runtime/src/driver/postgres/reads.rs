@@ -63,22 +63,7 @@ impl PostgresDriver {
                 queue,
                 ..QueueStats::default()
             });
-            match JobState::parse(&state)? {
-                JobState::Ready | JobState::Delayed if not_due => stats.delayed += n,
-                JobState::Ready | JobState::Delayed => {
-                    stats.ready += n;
-                    if let Some(oldest) = oldest {
-                        let age = (now - oldest).num_milliseconds().max(0) as u64;
-                        stats.oldest_ready_ms = Some(stats.oldest_ready_ms.unwrap_or(0).max(age));
-                    }
-                }
-                JobState::Running => stats.running += n,
-                JobState::Suspended => stats.suspended += n,
-                JobState::Done => stats.done += n,
-                JobState::Failed => stats.failed += n,
-                JobState::Dead => stats.dead += n,
-                JobState::Cancelled => stats.cancelled += n,
-            }
+            stats.add(JobState::parse(&state)?, !not_due, n, oldest, now);
         }
         Ok(by_queue.into_values().collect())
     }

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::JobState;
 use crate::clock::Timestamp;
 
 /// Counts for one queue.
@@ -27,6 +28,46 @@ pub struct QueueStats {
     pub cancelled: u64,
     /// Age of the oldest ready and due job, in milliseconds.
     pub oldest_ready_ms: Option<u64>,
+}
+
+impl QueueStats {
+    /// Adds `n` jobs in `state`, `due` or not yet, the oldest of them due at `oldest_run_at`, as
+    /// of `now`: a ready or delayed job not yet due counts as delayed, a due one as ready and
+    /// ages `oldest_ready_ms`. Every driver folds its counts through this, so all count alike.
+    ///
+    /// ```
+    /// use jobs::driver::{JobState, QueueStats};
+    /// let now = chrono::Utc::now();
+    /// let mut stats = QueueStats::default();
+    /// stats.add(JobState::Ready, true, 2, Some(now - chrono::Duration::seconds(3)), now);
+    /// stats.add(JobState::Delayed, false, 1, Some(now + chrono::Duration::seconds(9)), now);
+    /// assert_eq!((stats.ready, stats.delayed, stats.oldest_ready_ms), (2, 1, Some(3_000)));
+    /// ```
+    pub fn add(
+        &mut self,
+        state: JobState,
+        due: bool,
+        n: u64,
+        oldest_run_at: Option<Timestamp>,
+        now: Timestamp,
+    ) {
+        match state {
+            JobState::Ready | JobState::Delayed if !due => self.delayed += n,
+            JobState::Ready | JobState::Delayed => {
+                self.ready += n;
+                if let Some(oldest) = oldest_run_at {
+                    let age = (now - oldest).num_milliseconds().max(0) as u64;
+                    self.oldest_ready_ms = Some(self.oldest_ready_ms.unwrap_or(0).max(age));
+                }
+            }
+            JobState::Running => self.running += n,
+            JobState::Suspended => self.suspended += n,
+            JobState::Done => self.done += n,
+            JobState::Failed => self.failed += n,
+            JobState::Dead => self.dead += n,
+            JobState::Cancelled => self.cancelled += n,
+        }
+    }
 }
 
 /// Count jobs per queue and state.
