@@ -134,13 +134,13 @@ error_codes! {
         "raise the lock's ttl past the longest pause the closure can take, and write the fencing token beside the data";
     /// `with_lock` on a driver with no lease store.
     LockStoreMissing = "X_LOCK_STORE_MISSING", T,
-        "run on a driver with a lease store (postgres or memory)";
+        "run on a driver with a lease store (memory, postgres or sqlite)";
     /// Claimed under `when_busy = fail` while the key was busy.
     JobKeyBusy = "X_JOB_KEY_BUSY", T,
         "requeue the job once the key's other run finishes, or declare `when_busy = wait`";
     /// A job declares `concurrency` and the driver has no lease store.
     JobConcurrencyUnenforceable = "X_JOB_CONCURRENCY_UNENFORCEABLE", T,
-        "run the worker on a driver with a lease store (postgres or memory)";
+        "run the worker on a driver with a lease store (memory, postgres or sqlite)";
     /// A claim named no queue.
     JobClaimQueuesEmpty = "X_JOB_CLAIM_QUEUES_EMPTY", T,
         "name at least one queue";
