@@ -17,90 +17,172 @@ use crate::error::ErrorCode;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-#[allow(missing_docs)] // each variant is its name: see `Operation::name`
 pub enum Operation {
+    /// `backfill_begin`
     BackfillBegin,
+    /// `backfill_begin commit`
     BackfillBeginCommit,
+    /// `backfill_finish`
     BackfillFinish,
+    /// `backfill_list`
     BackfillList,
+    /// `backfill_lock`
     BackfillLock,
+    /// `backfill_progress`
     BackfillProgress,
+    /// `connect`
     Connect,
+    /// `decode backfill row`
     DecodeBackfillRow,
+    /// `decode event row`
     DecodeEventRow,
+    /// `decode job row`
     DecodeJobRow,
+    /// `decode job summary`
     DecodeJobSummary,
+    /// `decode lease row`
     DecodeLeaseRow,
+    /// `decode ledger line`
     DecodeLedgerLine,
+    /// `decode step row`
     DecodeStepRow,
+    /// `event_find`
     EventFind,
+    /// `event_mark`
     EventMark,
+    /// `event_publish`
     EventPublish,
+    /// `event_purge`
     EventPurge,
+    /// `history_append`
     HistoryAppend,
+    /// `history_purge`
     HistoryPurge,
+    /// `introspect_counter_totals`
     IntrospectCounterTotals,
+    /// `introspect_counters`
     IntrospectCounters,
+    /// `introspect_counters_rollup`
     IntrospectCountersRollup,
+    /// `introspect_job_history`
     IntrospectJobHistory,
+    /// `introspect_job_list`
     IntrospectJobList,
+    /// `introspect_job_promote`
     IntrospectJobPromote,
+    /// `introspect_job_promote_many`
     IntrospectJobPromoteMany,
+    /// `introspect_job_remove`
     IntrospectJobRemove,
+    /// `introspect_job_remove_many`
     IntrospectJobRemoveMany,
+    /// `introspect_job_requeue`
     IntrospectJobRequeue,
+    /// `introspect_job_requeue_many`
     IntrospectJobRequeueMany,
+    /// `introspect_queue_pause`
     IntrospectQueuePause,
+    /// `introspect_queue_paused`
     IntrospectQueuePaused,
+    /// `introspect_queue_resume`
     IntrospectQueueResume,
+    /// `introspect_worker_announce`
     IntrospectWorkerAnnounce,
+    /// `introspect_worker_forget`
     IntrospectWorkerForget,
+    /// `introspect_worker_list`
     IntrospectWorkerList,
+    /// `job_ack`
     JobAck,
+    /// `job_ack_many`
     JobAckMany,
+    /// `job_cancel`
     JobCancel,
+    /// `job_claim`
     JobClaim,
+    /// `job_enqueue`
     JobEnqueue,
+    /// `job_enqueue_many`
     JobEnqueueMany,
+    /// `job_get`
     JobGet,
+    /// `job_heartbeat`
     JobHeartbeat,
+    /// `job_nack`
     JobNack,
+    /// `job_progress`
     JobProgress,
+    /// `job_purge`
     JobPurge,
+    /// `lease_acquire`
     LeaseAcquire,
+    /// `lease_holders`
     LeaseHolders,
+    /// `lease_release`
     LeaseRelease,
+    /// `lease_renew`
     LeaseRenew,
+    /// `ledger_insert`
     LedgerInsert,
+    /// `ledger_insert commit`
     LedgerInsertCommit,
+    /// `ledger_insert rollback`
     LedgerInsertRollback,
+    /// `ledger_lines`
     LedgerLines,
+    /// `migrate`
     Migrate,
+    /// `migrate apply`
     MigrateApply,
+    /// `migrate bootstrap`
     MigrateBootstrap,
+    /// `migrate commit`
     MigrateCommit,
+    /// `migrate lock`
     MigrateLock,
+    /// `migrate read`
     MigrateRead,
+    /// `migrate record`
     MigrateRecord,
+    /// `queue_stats`
     QueueStats,
+    /// `scheduler_lead`
     SchedulerLead,
+    /// `scheduler_leader`
     SchedulerLeader,
+    /// `scheduler_resign`
     SchedulerResign,
+    /// `step_list`
     StepList,
+    /// `step_put`
     StepPut,
+    /// `task_fire`
     TaskFire,
+    /// `task_fires`
     TaskFires,
+    /// `task_pause`
     TaskPause,
+    /// `task_paused`
     TaskPaused,
+    /// `task_resume`
     TaskResume,
+    /// `task_watermarks`
     TaskWatermarks,
+    /// `wake_listen`
     WakeListen,
+    /// `webhook_attempts`
     WebhookAttempts,
+    /// `webhook_attempts_purge`
     WebhookAttemptsPurge,
+    /// `webhook_disable`
     WebhookDisable,
+    /// `webhook_enable`
     WebhookEnable,
+    /// `webhook_record`
     WebhookRecord,
+    /// `webhook_standing`
     WebhookStanding,
+    /// `writer`
     Writer,
 }
 
