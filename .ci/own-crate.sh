@@ -2,7 +2,7 @@
 # A user's first hour, proven: a fresh crate outside this workspace, holding exactly the
 # README's "Your own crate" files (each fenced block after an `<!-- own-crate: PATH -->` line,
 # with the `jobs` dependency pointed at this checkout) and every other Rust block of the README
-# as an example, except a block after `<!-- own-crate: skip (why) -->` (one that needs a feature
+# and of the guides under docs/ as an example, except a block after `<!-- own-crate: skip (why) -->` (one that needs a feature
 # the fresh crate does not turn on; the doc tests still compile it). It depends on `jobs` and
 # `tokio` alone. It must build, print its manifest,
 # write and check its generated files, run its job on the embedded queue, and run each README
@@ -32,7 +32,7 @@ awk -v crate="$crate" '
     }
     /^```$/ && inside { inside = 0; if (out != "") close(out); out = ""; path = ""; next }
     inside && out != "" { print > out }
-' "$root/README.md"
+' "$root/README.md" "$root"/docs/*.md
 for file in Cargo.toml src/lib.rs src/main.rs src/bin/jobs.rs; do
     [[ -s "$crate/$file" ]] || { echo "error: the README has no own-crate block for $file" >&2; exit 1; }
 done

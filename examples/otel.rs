@@ -1,4 +1,4 @@
-//! The README's OpenTelemetry setup: the `tracing` spans of an enqueue, a run and its step,
+//! The telemetry guide's OpenTelemetry setup (docs/telemetry.md): the `tracing` spans of an enqueue, a run and its step,
 //! exported through the tracing-opentelemetry bridge. The stdout exporter prints them, so this
 //! needs no collector; an app swaps in its OTLP exporter.
 //!

@@ -121,6 +121,39 @@ pub use worker::{
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
+// And every Rust block of the guides under docs/, one doc-test item per guide.
+#[cfg(doctest)]
+mod guide_doctests {
+    #[doc = include_str!("../../docs/testing.md")]
+    struct Testing;
+    #[doc = include_str!("../../docs/stores.md")]
+    struct Stores;
+    #[doc = include_str!("../../docs/webhooks.md")]
+    struct Webhooks;
+    #[doc = include_str!("../../docs/dashboard.md")]
+    struct Dashboard;
+    #[doc = include_str!("../../docs/postgres.md")]
+    struct Postgres;
+    #[doc = include_str!("../../docs/cron.md")]
+    struct Cron;
+    #[doc = include_str!("../../docs/concurrency.md")]
+    struct Concurrency;
+    #[doc = include_str!("../../docs/backfills-and-ledgers.md")]
+    struct BackfillsAndLedgers;
+    #[doc = include_str!("../../docs/tenants.md")]
+    struct Tenants;
+    #[doc = include_str!("../../docs/limits.md")]
+    struct Limits;
+    #[doc = include_str!("../../docs/operating.md")]
+    struct Operating;
+    #[doc = include_str!("../../docs/benchmarks.md")]
+    struct Benchmarks;
+    #[doc = include_str!("../../docs/manifest-codegen-mcp.md")]
+    struct ManifestCodegenMcp;
+    #[doc = include_str!("../../docs/telemetry.md")]
+    struct Telemetry;
+}
+
 /// Everything a file that declares or enqueues jobs needs.
 pub mod prelude {
     pub use crate::backfill::{Page, Pass};

@@ -2,7 +2,7 @@
 //! `jobs::cli::run` (what the binary calls), its tables, its `--json`, its exit codes.
 //!
 //! Set `JOBS_CLI_DEMO_HOLD=<secs>` to keep the scenario's worker registered that long after
-//! the verbs ran, and print the schema, so the README's output can be captured from the real
+//! the verbs ran, and print the schema, so the operating guide's output can be captured from the real
 //! binary: `cargo run -p jobs --features cli --bin jobs -- --schema <schema> workers`.
 
 use crate::support;

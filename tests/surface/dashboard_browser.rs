@@ -192,7 +192,7 @@ async fn serve(jobs: Jobs, options: DashboardOptions, viewer: Viewer) -> String 
 }
 
 /// Where screenshots go: the target's temp dir, and also `JOBS_DASHBOARD_SCREENS` when set
-/// (`JOBS_DASHBOARD_SCREENS=docs/dashboard` refreshes the README's pictures).
+/// (`JOBS_DASHBOARD_SCREENS=docs/dashboard` refreshes the dashboard guide's pictures).
 struct Screens(Vec<PathBuf>);
 
 impl Screens {
