@@ -1,22 +1,27 @@
 //! Compile-time refusals of the attribute macros, one rule per file (`tests/ui/<macro>/fail/`),
 //! and declarations that must compile (`tests/ui/<macro>/pass/`).
+//!
+//! A package of its own (`jobs-ui-tests`, this folder): trybuild builds its cases in a project
+//! with every dev-dependency of the package they belong to, and the integration tests' package
+//! brings a browser driver, HTTP clients, proptest and the examples; this one brings only what
+//! the cases use.
 
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
-    t.pass("tests/ui/job/pass/*.rs");
-    t.compile_fail("tests/ui/job/fail/*.rs");
-    t.pass("tests/ui/task/pass/*.rs");
-    t.compile_fail("tests/ui/task/fail/*.rs");
-    t.pass("tests/ui/backfill/pass/*.rs");
-    t.compile_fail("tests/ui/backfill/fail/*.rs");
-    t.pass("tests/ui/ledger/pass/*.rs");
-    t.compile_fail("tests/ui/ledger/fail/*.rs");
-    t.pass("tests/ui/webhook/pass/*.rs");
-    t.compile_fail("tests/ui/webhook/fail/*.rs");
-    t.pass("tests/ui/purge/pass/*.rs");
-    t.compile_fail("tests/ui/purge/fail/*.rs");
-    t.compile_fail("tests/ui/input/fail/*.rs");
+    t.pass("job/pass/*.rs");
+    t.compile_fail("job/fail/*.rs");
+    t.pass("task/pass/*.rs");
+    t.compile_fail("task/fail/*.rs");
+    t.pass("backfill/pass/*.rs");
+    t.compile_fail("backfill/fail/*.rs");
+    t.pass("ledger/pass/*.rs");
+    t.compile_fail("ledger/fail/*.rs");
+    t.pass("webhook/pass/*.rs");
+    t.compile_fail("webhook/fail/*.rs");
+    t.pass("purge/pass/*.rs");
+    t.compile_fail("purge/fail/*.rs");
+    t.compile_fail("input/fail/*.rs");
 }
 
 /// Every refusal worded by the macros carries its code (`(X_...)`); the only errors without
@@ -28,7 +33,7 @@ fn every_macro_refusal_names_its_code() {
     for kind in [
         "job", "task", "backfill", "ledger", "webhook", "purge", "input",
     ] {
-        let dir = format!("tests/ui/{kind}/fail");
+        let dir = format!("{kind}/fail");
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "stderr") {
