@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # A user's first hour, proven: a fresh crate outside this workspace, holding exactly the
 # README's "Your own crate" files (each fenced block after an `<!-- own-crate: PATH -->` line,
-# with the `jobs` dependency pointed at this checkout) and every other Rust block of the README
+# kept as written) and every other Rust block of the README
 # and of the guides under docs/ as an example, except a block after `<!-- own-crate: skip (why) -->` (one that needs a feature
-# the fresh crate does not turn on; the doc tests still compile it). It depends on `jobs` and
-# `tokio` alone. It must build, print its manifest,
+# the fresh crate does not turn on; the doc tests still compile it). It depends on `jobs-runtime`
+# and `tokio` alone, resolved as a user's would be: no Cargo.lock of ours, no `[workspace]` table,
+# the newest compatible versions of everything, and `jobs-runtime` (with `jobs-macros` and
+# `jobs-grammar`) the packages exactly as `cargo package` builds them for crates.io, put in
+# place of the registry's by a `[patch.crates-io]` in the crate's `.cargo/config.toml` (the
+# user's Cargo.toml stays the README's). It must build, print its manifest,
 # write and check its generated files, run its job on the embedded queue, and run each README
 # example that needs no server.
 set -euo pipefail
@@ -36,19 +40,29 @@ awk -v crate="$crate" '
 for file in Cargo.toml src/lib.rs src/main.rs src/bin/jobs.rs; do
     [[ -s "$crate/$file" ]] || { echo "error: the README has no own-crate block for $file" >&2; exit 1; }
 done
-grep -q '^jobs = { version = "0.1", features = \["cli"\] }$' "$crate/Cargo.toml" \
-    || { echo "error: the README's Cargo.toml no longer names jobs as the script expects" >&2; exit 1; }
-sed -i "s|^jobs = { version = \"0.1\"|jobs = { path = \"$root/jobs-runtime\"|" "$crate/Cargo.toml"
-# Its own workspace root, so the checkout's workspace does not claim it. The checkout's lock
-# pins the same dependency versions the workspace is tested with.
-printf '\n[workspace]\n' >> "$crate/Cargo.toml"
-cp "$root/Cargo.lock" "$crate/Cargo.lock"
+grep -q '^jobs-runtime = { version = "0.1", features = \["cli"\] }$' "$crate/Cargo.toml" \
+    || { echo "error: the README's Cargo.toml no longer names jobs-runtime as the script expects" >&2; exit 1; }
 deps=$(sed -n '/^\[dependencies\]/,/^\[/p' "$crate/Cargo.toml" | grep -E '^[a-z_-]+ *=' | cut -d' ' -f1 | sort | tr '\n' ' ')
-[[ "$deps" == "jobs tokio " ]] || { echo "error: the fresh crate depends on [$deps], not jobs and tokio alone" >&2; exit 1; }
+[[ "$deps" == "jobs-runtime tokio " ]] || { echo "error: the fresh crate depends on [$deps], not jobs-runtime and tokio alone" >&2; exit 1; }
+
+# The published packages as crates.io would receive them, unpacked beside the crate.
+(cd "$root" && cargo package -q -p jobs-grammar -p jobs-macros -p jobs-runtime --no-verify --allow-dirty)
+mkdir -p "$work/packages" "$crate/.cargo"
+printf '[patch.crates-io]\n' > "$crate/.cargo/config.toml"
+for package in jobs-grammar jobs-macros jobs-runtime; do
+    version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml")
+    tar -xzf "$root/target/package/$package-$version.crate" -C "$work/packages"
+    printf '%s = { path = "%s" }\n' "$package" "$work/packages/$package-$version" >> "$crate/.cargo/config.toml"
+done
+if [[ -e "$crate/Cargo.lock" ]] || grep -q '^\[workspace\]' "$crate/Cargo.toml"; then
+    echo "error: the fresh crate must have no lock and no [workspace] table a user would not have" >&2
+    exit 1
+fi
 
 cd "$crate"
-# The workspace's target directory: dependencies are already built there.
+# Under the workspace's target directory, so a second run reuses its dependencies.
 export CARGO_TARGET_DIR="$root/target/own-crate"
+cargo generate-lockfile -q
 # A warning in code the README tells users to paste is a defect: refuse it.
 build_log=$(cargo build -q --all-targets 2>&1) || { echo "$build_log" >&2; exit 1; }
 if grep -q '^warning' <<<"$build_log"; then
@@ -71,4 +85,4 @@ done
 sed -i 's|^\[dependencies\]$|[dependencies]\nschemars = "0.8"|' Cargo.toml
 cargo build -q --lib 2>&1 || { echo "error: schemars 0.8 in the tree broke #[input]" >&2; exit 1; }
 
-echo "own crate: built with jobs and tokio alone; manifest lists send_welcome; job done; $(wc -l <run) README examples ran, $(wc -l <no_run 2>/dev/null || echo 0) built; still builds beside schemars 0.8"
+echo "own crate: built with the packaged jobs-runtime and tokio alone, resolved afresh ($(grep -c "^name = " Cargo.lock) packages); manifest lists send_welcome; job done; $(wc -l <run) README examples ran, $(wc -l <no_run 2>/dev/null || echo 0) built; still builds beside schemars 0.8"

@@ -153,7 +153,7 @@ fn not_built(scheme: &str) -> Option<JobError> {
             format!("the URL names the {feature} store, and this build has no {feature} driver"),
         )
         .with_fix(format!(
-            "enable the `{feature}` feature of the `jobs` crate"
+            "enable the `{feature}` feature of the `jobs-runtime` package"
         )),
     )
 }

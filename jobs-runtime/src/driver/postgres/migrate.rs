@@ -2,7 +2,7 @@
 //! once each, under an advisory lock so concurrent starters take turns.
 //!
 //! They are read through `jobs-runtime/migrations`, a symbolic link to the workspace's folder,
-//! so they lie inside the `jobs` package: `cargo package` stores the files themselves and the
+//! so they lie inside the `jobs-runtime` package: `cargo package` stores the files themselves and the
 //! published crate builds on its own (`.ci/run` packages every published crate to prove it).
 
 use sqlx::PgPool;
