@@ -171,7 +171,7 @@ impl Jobs {
         self.inner.clock.now()
     }
 
-    /// The metrics its workers feed; see [`Jobs::metrics_text`].
+    /// The metrics its workers feed; see [`Operator::metrics_text`](crate::operator::Operator::metrics_text).
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
     }

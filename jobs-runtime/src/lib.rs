@@ -34,6 +34,8 @@
 //! # Ok(()) }
 //! ```
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
+// On docs.rs (`--cfg docsrs`, nightly), every feature-gated item is marked with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // `#[job]` expansions name `::jobs`; this lets them compile inside this crate too.
 #[allow(unused_extern_crates)]
@@ -152,6 +154,14 @@ mod guide_doctests {
     struct ManifestCodegenMcp;
     #[doc = include_str!("../../docs/telemetry.md")]
     struct Telemetry;
+    #[doc = include_str!("../../docs/steps-and-events.md")]
+    struct StepsAndEvents;
+    #[doc = include_str!("../../docs/retries-and-errors.md")]
+    struct RetriesAndErrors;
+    #[doc = include_str!("../../docs/sqlite.md")]
+    struct Sqlite;
+    #[doc = include_str!("../../docs/writing-a-driver.md")]
+    struct WritingADriver;
 }
 
 /// Everything a file that declares or enqueues jobs needs.

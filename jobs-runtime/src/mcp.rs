@@ -8,7 +8,7 @@
 //! | `job.show` | one job: state, attempt, last error, progress, its steps, its history (who did what); the input redacted |
 //! | `jobs.dead` | dead letters, newest first, a page at a time (the introspection API) |
 //!
-//! Every tool is read-only; the tool definitions are the ones [`crate::codegen::mcp_tools`] writes into
+//! Every tool is read-only; the tool definitions are the ones [`crate::codegen::mcp_tools()`] writes into
 //! `mcp-tools.json`. A refusal (an unknown job, a bad cursor) is a tool result with
 //! `isError: true` and `{ code, message, fix }`, so the agent reads why.
 //!

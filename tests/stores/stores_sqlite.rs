@@ -549,3 +549,21 @@ async fn the_book_posts_a_key_once_and_a_conflict_writes_nothing() {
     );
     assert_eq!(count(&driver, "x_ledger_lines").await, 6);
 }
+
+/// The write-ahead log is cut back after a checkpoint resets it, on every connection the
+/// driver opens: without the limit a busy queue's log kept its peak size (3-16x the database).
+#[tokio::test]
+async fn the_write_ahead_log_is_cut_back_to_its_limit() {
+    let dir = TempDir::new("journal_size_limit");
+    let driver = driver_in(&dir).await;
+    let limit: i64 = sqlx::query_scalar("pragma journal_size_limit")
+        .fetch_one(driver.pool())
+        .await
+        .unwrap();
+    assert_eq!(limit, jobs::driver::sqlite::JOURNAL_SIZE_LIMIT as i64);
+    let mode: String = sqlx::query_scalar("pragma journal_mode")
+        .fetch_one(driver.pool())
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+}

@@ -89,3 +89,14 @@ async fn the_operator_verbs_work_on_a_sqlite_url() {
     assert_eq!(code, 1);
     assert!(err.starts_with("error: X_JOB_NOT_PROMOTABLE: "), "{err}");
 }
+
+/// A verb on a file nobody migrated names the tool's own verb as the fix, not the driver's API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unmigrated_store_is_told_to_run_jobs_migrate() {
+    let dir = TempDir::new("cli_sqlite_unmigrated");
+    let (code, _, err) = jobs_cli(&dir.url(), &["ls"]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("X_DRIVER_SCHEMA_MISSING"), "{err}");
+    assert!(err.contains("fix: run `jobs migrate`"), "{err}");
+    assert!(!err.contains("PostgresDriver::migrate"), "{err}");
+}

@@ -57,7 +57,7 @@
 //! last cursor, the declaration's checksum, when it started and finished. A completed pass is
 //! not run again: enqueueing after completion runs a job that reports `skipped` with the
 //! completed pass's run id. [`BackfillRequest::force`] writes a new row and runs anyway.
-//! [`Jobs::backfills_pending`](crate::Jobs::backfills_pending) compares the declarations with
+//! [`Backfills::pending`](crate::backfill::Backfills::pending) compares the declarations with
 //! the ledger: the *pending* ones (never run, or last failed) and the *orphaned* ledger names
 //! no declaration carries any more.
 

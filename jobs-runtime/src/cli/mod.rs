@@ -100,7 +100,13 @@ fn finish(
 ) -> u8 {
     match result {
         Ok(()) => EXIT_OK,
-        Err(error) => {
+        Err(mut error) => {
+            // The driver's fix names its own API; an operator at the tool has a verb for it.
+            if error.is(ErrorCode::DriverSchemaMissing) {
+                error = error.with_fix(
+                    "run `jobs migrate` with the same --database-url (and --schema) to apply the migrations, or pass --schema naming the schema they were applied to",
+                );
+            }
             let code = error.code().map_or("X_ERROR", ErrorCode::as_str);
             let exit = if error.is(ErrorCode::CliBadFlag) {
                 EXIT_USAGE

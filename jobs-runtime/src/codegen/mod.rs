@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `manifest.json` | [`manifest_json`] | the manifest: every job and task as declared |
 //! | `schemas.json` | [`json_schema`] | a JSON Schema bundle of every input, `$defs` keyed by job name |
-//! | `mcp-tools.json` | [`mcp_tools`] | an MCP `tools/list`: the read tools and one enqueue tool per job |
+//! | `mcp-tools.json` | [`mcp_tools()`] | an MCP `tools/list`: the read tools and one enqueue tool per job |
 //! | `jobs.ts` | [`client_types`] | TypeScript types for enqueuing from a non-Rust service |
 //! | `JOBS.md` | [`docs`] | a Markdown table of jobs and tasks |
 //!

@@ -4,7 +4,7 @@
 //! limits are stored, whatever their entropy.
 //!
 //! The refusals are the client's and the run's (one place, ahead of every driver), so these
-//! cases go through a [`Jobs`] client and a [`Worker`], not the port.
+//! cases go through a [`Jobs`] client and a [`Worker`](crate::Worker), not the port.
 
 use std::sync::Arc;
 use std::time::Duration;

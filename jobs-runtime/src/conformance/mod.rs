@@ -1,5 +1,5 @@
 //! The driver conformance suite: one set of cases every
-//! [`JobDriver`](crate::driver::JobDriver) must pass, run unchanged against the memory and the
+//! [`JobDriver`] must pass, run unchanged against the memory and the
 //! Postgres driver (River's `riverdrivertest`), and a third-party driver's own tests.
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per

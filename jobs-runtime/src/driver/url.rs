@@ -3,7 +3,7 @@
 //!
 //! | URL | driver |
 //! |---|---|
-//! | `memory:` | [`MemoryDriver`](super::MemoryDriver): in the process, gone on restart |
+//! | `memory:` | [`MemoryDriver`]: in the process, gone on restart |
 //! | `sqlite://path/to/jobs.db`, `sqlite:jobs.db` | `SqliteDriver` (feature `sqlite`): one file, one host |
 //! | `postgres://...`, `postgresql://...` | `PostgresDriver` (feature `postgres`): a fleet |
 //!

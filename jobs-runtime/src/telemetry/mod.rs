@@ -16,7 +16,7 @@
 //! as given and becomes the producer span's parent. The run span reads the stored value and
 //! records its trace id as `trace_id` and its span id as `parent_id`, so a collector joins the
 //! enqueue and every run of the job into one trace. Each span carries
-//! [`attributes`](self::attributes): `messaging.system = "jobs"`, `messaging.operation.type`,
+//! [`attributes`]: `messaging.system = "jobs"`, `messaging.operation.type`,
 //! `messaging.destination.name` (the queue), `messaging.message.id` (the job id), and
 //! `jobs.job.name`, `jobs.run.id`, `jobs.attempt`, `jobs.outcome`, and `jobs.actor` (who asked
 //! for the job, when its enqueue named one)... Never an input, a key, a tenant or a payload.

@@ -1,7 +1,8 @@
 //! How the SQLite driver opens a file: WAL journal (readers never block the writer), a busy
 //! timeout (a writer in another process is waited for, not failed on), `synchronous = NORMAL`
 //! (a commit survives the process crashing; only a power loss can drop the last commits before
-//! a checkpoint), one connection that writes ([`Writer`]), so writers of this process queue
+//! a checkpoint), a write-ahead log cut back to [`JOURNAL_SIZE_LIMIT`] after each checkpoint
+//! that resets it, one connection that writes ([`Writer`]), so writers of this process queue
 //! for it instead of in SQLite's busy handler, a pool of a few that read, and a pool of one for
 //! callers' own transactions.
 
@@ -19,6 +20,12 @@ use crate::error::JobError;
 
 /// How long a write waits for another process's write lock before `X_DRIVER_UNAVAILABLE`.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the write-ahead log is cut back to after a checkpoint resets it (`journal_size_limit`),
+/// in bytes. SQLite checkpoints every 1,000 pages but never shrinks the file on its own: while
+/// readers hold old snapshots a busy queue's log grew to 3-16x the database (48.6 MB beside
+/// 14.8 MB after 20,000 jobs) and stayed that size.
+pub const JOURNAL_SIZE_LIMIT: u64 = 16 * 1024 * 1024;
 
 /// Connections that read; writes have their own one.
 const READERS: u32 = 4;
@@ -44,6 +51,7 @@ pub(crate) fn tune(options: SqliteConnectOptions) -> SqliteConnectOptions {
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(DEFAULT_BUSY_TIMEOUT)
+        .pragma("journal_size_limit", JOURNAL_SIZE_LIMIT.to_string())
         .foreign_keys(false)
 }
 

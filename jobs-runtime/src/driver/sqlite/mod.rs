@@ -4,7 +4,7 @@
 //! locking (WAL mode, a busy timeout). SQLite has one writer at a time, so the claim needs no
 //! row locks: it reads and writes inside one `BEGIN IMMEDIATE` transaction that no other
 //! writer can interleave, and every settling write is fenced on the claim as on Postgres.
-//! Timestamps are stored in one fixed-width text form ([`time`]), ids as 16-byte blobs.
+//! Timestamps are stored in one fixed-width text form (`time.rs`), ids as 16-byte blobs.
 //!
 //! Every bound `LIMIT` is written `limit ?N + 0`: SQLite (3.4x and later) reads a bare `limit ?N`
 //! as a hint to the planner and marks the statement stale whenever `?N` is bound again, so a
@@ -47,7 +47,7 @@ mod wake;
 mod webhook_ledger;
 mod writer;
 
-pub use connect::DEFAULT_BUSY_TIMEOUT;
+pub use connect::{DEFAULT_BUSY_TIMEOUT, JOURNAL_SIZE_LIMIT};
 pub use ledger_book::SqliteBook;
 pub use migrate::{SqliteMigration, SQLITE_MIGRATIONS};
 
