@@ -8,7 +8,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde::Serialize;
 
-use super::error::{Refused, Refusal};
+use super::error::{Refusal, Refused};
 use super::{csrf, Shared};
 use crate::error::{ErrorCode, JobError};
 
@@ -121,7 +121,8 @@ fn back_link(headers: &HeaderMap, base: &str, path: &str) -> Option<String> {
     let refused_itself = under.split('?').next() == Some(path);
     (local.starts_with('/')
         && !local.starts_with("//")
-        && (under.is_empty() || under.starts_with('/')) && !refused_itself)
+        && (under.is_empty() || under.starts_with('/'))
+        && !refused_itself)
         .then(|| local.to_string())
 }
 
@@ -227,8 +228,7 @@ async fn admit(
                     .with_fix("select fewer jobs at once"),
                 )
             })?;
-        csrf::check(&parts.headers, signed.as_deref(), sent.is_some(), &bytes)
-            .map_err(Refusal)?;
+        csrf::check(&parts.headers, signed.as_deref(), sent.is_some(), &bytes).map_err(Refusal)?;
         Request::from_parts(parts, Body::from(bytes))
     } else {
         request

@@ -87,7 +87,10 @@ fn well_formed(token: &str) -> bool {
     token.split_once('.').is_some_and(|(nonce, mac)| {
         nonce.len() == NONCE_HEX
             && mac.len() == MAC_HEX
-            && nonce.bytes().chain(mac.bytes()).all(|b| b.is_ascii_hexdigit())
+            && nonce
+                .bytes()
+                .chain(mac.bytes())
+                .all(|b| b.is_ascii_hexdigit())
     })
 }
 

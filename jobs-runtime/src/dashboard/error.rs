@@ -57,9 +57,27 @@ impl From<Refusal> for Refused {
             status: status(code),
             code: code.map_or("X_ERROR", ErrorCode::as_str),
             message: error.message().to_string(),
-            fix: error.fix().map(str::to_string),
+            fix: error
+                .fix()
+                .map(str::to_string)
+                .or_else(|| default_fix(code).map(str::to_string)),
         }
     }
+}
+
+/// The fix a page names for a refusal of the operator API that carries none of its own.
+fn default_fix(code: Option<ErrorCode>) -> Option<&'static str> {
+    use ErrorCode::*;
+    Some(match code? {
+        JobNotFound => "open the job from the jobs list: this id is not stored (it may have been deleted or purged)",
+        JobNotRequeueable => "wait until the job has finished, or cancel it first, then retry it",
+        JobNotCancellable => "nothing to cancel: the job has already finished",
+        JobNotPromotable => "only a ready or delayed job can be made due now",
+        JobNotRemovable => "cancel the running job first, then delete it once it has stopped",
+        JobDuplicate => "a live job holds the same key: open that job instead",
+        DriverUnavailable => "check that the store is reachable, then reload the page",
+        _ => return None,
+    })
 }
 
 impl Refused {

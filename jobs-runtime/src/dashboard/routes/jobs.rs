@@ -186,7 +186,10 @@ async fn with_errors(
     };
     let reads = jobs.iter().map(|j| async move {
         if failed(j) {
-            dash.jobs.job(j.id).await.map(|row| row.and_then(|r| r.last_error))
+            dash.jobs
+                .job(j.id)
+                .await
+                .map(|row| row.and_then(|r| r.last_error))
         } else {
             Ok(None)
         }

@@ -114,12 +114,5 @@ pub(super) async fn metrics(State(dash): State<Shared>) -> Page {
         workers: &workers,
         last_hour: &totals,
     })?;
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            PROMETHEUS_TEXT,
-        )],
-        text,
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], text).into_response())
 }
