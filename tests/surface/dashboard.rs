@@ -1011,7 +1011,10 @@ async fn the_standalone_dashboard_needs_its_credentials() {
         .text()
         .await
         .unwrap();
-    assert!(page.contains("class=\"who\">token</span> <span class=\"role\">read</span>"), "{page}");
+    assert!(
+        page.contains("class=\"who\">token</span> <span class=\"role\">read</span>"),
+        "{page}"
+    );
     // The operator tool refuses before it connects anywhere.
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = jobs::cli::run(
@@ -1116,7 +1119,8 @@ async fn the_operator_tool_serves_the_dashboard_over_a_sqlite_file() {
     assert_eq!(page.status(), 200);
     let page = page.text().await.unwrap();
     assert!(
-        page.contains("dash_welcome") && page.contains("class=\"who\">local</span> <span class=\"role\">manage</span>"),
+        page.contains("dash_welcome")
+            && page.contains("class=\"who\">local</span> <span class=\"role\">manage</span>"),
         "{page}"
     );
     drop(dir);
