@@ -100,8 +100,9 @@ pub(crate) async fn guard(State(dash): State<Shared>, request: Request, next: Ne
             }
             response
         }
-        Err(refusal) => {
-            let mut response = Refused::from(refusal).page(&dash, None, &base, back.as_deref());
+        Err((refusal, ctx)) => {
+            let mut response =
+                Refused::from(refusal).page(&dash, ctx.as_ref(), &base, back.as_deref());
             harden(&mut response);
             response
         }
@@ -162,11 +163,14 @@ fn harden(response: &mut Response) {
     );
 }
 
+/// A refusal of the guard, with the viewer's context once the viewer is known.
+type Turned = (Refusal, Option<Ctx>);
+
 async fn admit(
     dash: &Shared,
     request: Request,
     base: &str,
-) -> Result<(Request, Option<String>, Ctx), Refusal> {
+) -> Result<(Request, Option<String>, Ctx), Turned> {
     let viewer = request
         .extensions()
         .get::<Viewer>()
@@ -179,25 +183,29 @@ async fn admit(
                 )
                 .with_fix("sign in through the app that mounts the dashboard, then open it again"),
             )
-        })?;
+        })
+        .map_err(|refusal| (refusal, None))?;
     let options = &dash.options;
     let access = if viewer.has_role(&options.manage_role) {
         Access::Manage
     } else if viewer.has_role(&options.read_role) {
         Access::Read
     } else {
-        return Err(Refusal(
-            JobError::new(
-                ErrorCode::DashboardForbidden,
-                format!(
-                    "viewer `{}` holds neither the dashboard's read role nor its manage role",
-                    viewer.identity()
-                ),
-            )
-            .with_fix(format!(
-                "grant the viewer the `{}` role to look or `{}` to act",
-                options.read_role, options.manage_role
-            )),
+        return Err((
+            Refusal(
+                JobError::new(
+                    ErrorCode::DashboardForbidden,
+                    format!(
+                        "viewer `{}` holds neither the dashboard's read role nor its manage role",
+                        viewer.identity()
+                    ),
+                )
+                .with_fix(format!(
+                    "grant the viewer the `{}` role to look or `{}` to act",
+                    options.read_role, options.manage_role
+                )),
+            ),
+            None,
         ));
     };
     // The cookie's token counts only when this dashboard signed it for this viewer.
@@ -213,26 +221,6 @@ async fn admit(
             (token, Some(cookie))
         }
     };
-    let changes = !matches!(*request.method(), Method::GET | Method::HEAD);
-    let request = if changes {
-        may_act(viewer.identity(), access)?;
-        let (parts, body) = request.into_parts();
-        let bytes = axum::body::to_bytes(body, MAX_FORM_BYTES)
-            .await
-            .map_err(|_| {
-                Refusal(
-                    JobError::new(
-                        ErrorCode::DashboardCsrf,
-                        format!("the form is larger than {MAX_FORM_BYTES} bytes"),
-                    )
-                    .with_fix("select fewer jobs at once"),
-                )
-            })?;
-        csrf::check(&parts.headers, signed.as_deref(), sent.is_some(), &bytes).map_err(Refusal)?;
-        Request::from_parts(parts, Body::from(bytes))
-    } else {
-        request
-    };
     let ctx = Ctx {
         identity: viewer.identity().to_string(),
         access,
@@ -244,6 +232,29 @@ async fn admit(
         base: base.to_string(),
         csrf: token,
         manage: access == Access::Manage,
+    };
+    // From here a refusal is drawn for a known viewer: with the navigation.
+    let with_ctx = |refusal: Refusal| (refusal, Some(ctx.clone()));
+    let changes = !matches!(*request.method(), Method::GET | Method::HEAD);
+    let request = if changes {
+        may_act(viewer.identity(), access).map_err(with_ctx)?;
+        let (parts, body) = request.into_parts();
+        let bytes = axum::body::to_bytes(body, MAX_FORM_BYTES)
+            .await
+            .map_err(|_| {
+                with_ctx(Refusal(
+                    JobError::new(
+                        ErrorCode::DashboardCsrf,
+                        format!("the form is larger than {MAX_FORM_BYTES} bytes"),
+                    )
+                    .with_fix("select fewer jobs at once"),
+                ))
+            })?;
+        csrf::check(&parts.headers, signed.as_deref(), sent.is_some(), &bytes)
+            .map_err(|e| with_ctx(Refusal(e)))?;
+        Request::from_parts(parts, Body::from(bytes))
+    } else {
+        request
     };
     let mut request = request;
     request.extensions_mut().insert(ctx.clone());

@@ -33,7 +33,7 @@ pub(crate) fn fields(schema: &Value) -> Vec<Field> {
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    properties
+    let mut fields: Vec<Field> = properties
         .iter()
         .map(|(name, property)| {
             let (kind, nullable) = kind_of(property);
@@ -60,7 +60,10 @@ pub(crate) fn fields(schema: &Value) -> Vec<Field> {
                     .map(str::to_string),
             }
         })
-        .collect()
+        .collect();
+    // The required fields first, each group in the schema's order.
+    fields.sort_by_key(|f| !f.required);
+    fields
 }
 
 /// A property's input kind, and whether it may be null.

@@ -75,7 +75,12 @@ pub(super) async fn show(
         .iter()
         .map(|s| {
             let mut step = json!(s);
-            let repeats = s.error.is_some() && s.error.as_deref() == last_error;
+            // The job's last error opens with the failed step's (a terminal failure adds why
+            // it was not retried).
+            let repeats = match (s.error.as_deref(), last_error) {
+                (Some(step), Some(last)) => last.starts_with(step),
+                _ => false,
+            };
             step["error_is_last"] = json!(repeats);
             step
         })
