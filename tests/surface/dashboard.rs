@@ -105,6 +105,23 @@ async fn dash_wordy(run: Run, input: Wordy) -> Result<(), JobError> {
     Ok(())
 }
 
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Team {
+    name: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Invite {
+    team: Team,
+    email: String,
+}
+
+/// Takes its tenant from a nested field, which the enqueue form reads as JSON.
+#[job(key = "dash-invite:{email}", tenant = |input| input.team.name.clone(), queue = "dash-email")]
+async fn dash_invite(_run: Run, _input: Invite) -> Result<(), JobError> {
+    Ok(())
+}
+
 /// A dashboard served on 127.0.0.1 under `/admin`; the `x-test-viewer` header names the role
 /// the test's own layer grants (`read`, `manage`, `hostile`: a manager whose identity is
 /// markup, `other`, or none: no viewer at all).
@@ -1380,7 +1397,7 @@ async fn a_reader_is_refused_the_enqueue_form() {
     );
 }
 
-/// An empty required text field, or one of blanks, and an input that names an empty tenant
+/// An empty required text field, or one of blanks, and an input whose tenant comes out empty
 /// are refused before anything is stored.
 #[tokio::test]
 async fn an_empty_required_field_or_tenant_is_refused() {
@@ -1398,6 +1415,20 @@ async fn an_empty_required_field_or_tenant_is_refused() {
         assert!(body.contains("X_JOB_INPUT_INVALID"), "{body}");
         assert!(body.contains("`org`") && body.contains("fill in"), "{body}");
     }
+    // A tenant read from elsewhere in the input (a nested field) that comes out empty.
+    let (status, body) = dash
+        .post(
+            "/admin/manifest/dash_invite",
+            "manage",
+            &[("f.team", r#"{"name": ""}"#), ("f.email", "a@example.com")],
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("X_JOB_TENANT_MISMATCH"), "{body}");
+    assert!(
+        body.contains("names an empty one") && body.contains("Fix:"),
+        "{body}"
+    );
     // The form itself asks the browser for more than blanks.
     let (_, form) = dash.get("/admin/manifest/dash_welcome", "manage").await;
     assert!(form.contains("pattern=\".*\\S.*\""), "{form}");

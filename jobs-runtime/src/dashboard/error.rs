@@ -27,12 +27,13 @@ fn status(code: Option<ErrorCode>) -> StatusCode {
         Some(DashboardForbidden | DashboardCsrf) => StatusCode::FORBIDDEN,
         Some(JobNotFound) => StatusCode::NOT_FOUND,
         Some(NotImplemented) => StatusCode::NOT_IMPLEMENTED,
-        Some(JobInputInvalid | JobPageInvalid | CliBadFlag | IdInvalid) => {
+        // What the viewer sent does not hold, a tenant an input names among it.
+        Some(JobInputInvalid | JobPageInvalid | CliBadFlag | IdInvalid | JobTenantMismatch) => {
             StatusCode::UNPROCESSABLE_ENTITY
         }
         Some(
             JobNotRequeueable | JobNotRemovable | JobNotPromotable | JobNotCancellable
-            | JobDuplicate | JobTenantMismatch | Invariant,
+            | JobDuplicate | Invariant,
         ) => StatusCode::CONFLICT,
         Some(DriverUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
