@@ -85,6 +85,43 @@ async fn dash_flaky(run: Run, input: Flaky) -> Result<(), JobError> {
     Ok(())
 }
 
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Wordy {
+    id: String,
+    org: String,
+}
+
+/// Fails its step with a long, retryable error whose text is markup.
+#[job(key = "dash-wordy:{id}", tenant = org, queue = "dash-wordy", retry(attempts = 3))]
+async fn dash_wordy(run: Run, input: Wordy) -> Result<(), JobError> {
+    let id = input.id.clone();
+    run.step("call", async move {
+        Err::<u32, _>(JobError::retryable(format!(
+            "<script>alert('{id}')</script> upstream timed out; {}the tail end",
+            "the gateway said nothing useful. ".repeat(8)
+        )))
+    })
+    .await?;
+    Ok(())
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Team {
+    name: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Invite {
+    team: Team,
+    email: String,
+}
+
+/// Takes its tenant from a nested field, which the enqueue form reads as JSON.
+#[job(key = "dash-invite:{email}", tenant = |input| input.team.name.clone(), queue = "dash-email")]
+async fn dash_invite(_run: Run, _input: Invite) -> Result<(), JobError> {
+    Ok(())
+}
+
 /// A dashboard served on 127.0.0.1 under `/admin`; the `x-test-viewer` header names the role
 /// the test's own layer grants (`read`, `manage`, `hostile`: a manager whose identity is
 /// markup, `other`, or none: no viewer at all).
@@ -197,11 +234,31 @@ impl Dash {
     }
 
     /// A form post as the dashboard's own pages send it: the cookie, the token, the origin.
+    /// The token is signed for one viewer, so another role's post first loads a page as that
+    /// viewer for its own cookie.
     async fn post(&self, path: &str, role: &str, fields: &[(&str, &str)]) -> (u16, String) {
-        let mut form: Vec<(&str, &str)> = vec![("csrf", self.token())];
+        let cookie = match role {
+            "manage" => self.cookie.clone(),
+            _ => self.cookie_for(role).await,
+        };
+        let token = cookie.split_once('=').unwrap().1.to_string();
+        let mut form: Vec<(&str, &str)> = vec![("csrf", &token)];
         form.extend_from_slice(fields);
-        self.post_raw(path, role, Some(&self.cookie), &form, None)
-            .await
+        self.post_raw(path, role, Some(&cookie), &form, None).await
+    }
+
+    /// The CSRF cookie the dashboard sets for `role`'s viewer (the manager's when it sets
+    /// none: a viewer refused every page).
+    async fn cookie_for(&self, role: &str) -> String {
+        let response = self.request("/admin", role).send().await.unwrap();
+        response
+            .headers()
+            .get("set-cookie")
+            .map(|set| {
+                let set = set.to_str().unwrap();
+                set.split(';').next().unwrap().to_string()
+            })
+            .unwrap_or_else(|| self.cookie.clone())
     }
 
     async fn post_raw(
@@ -362,9 +419,10 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
         jobs.job(dead.id).await.unwrap().unwrap().state,
         JobState::Done
     );
+    // The job moved on: the note of the retry is gone, the badge alone tells.
     let (_, page) = dash.get(&location, "manage").await;
     assert!(
-        page.contains("Requeued") && page.contains("badge done"),
+        !page.contains("Requeued") && page.contains("badge done"),
         "{page}"
     );
     // Its history says who retried it, from which step; a reader sees it too.
@@ -871,7 +929,7 @@ async fn every_dead_letter_of_a_queue_is_retried_at_once() {
     assert_eq!(location, "/admin/dead?note=bulk&ok=3&refused=0");
     let (_, page) = dash.get(&location, "manage").await;
     assert!(
-        page.contains("3 done, 0 left") && page.contains("No job matches"),
+        page.contains("3 done, 0 left") && page.contains("No dead letter"),
         "{page}"
     );
 }
@@ -890,9 +948,12 @@ async fn metrics_are_prometheus_text() {
         .to_str()
         .unwrap()
         .to_string();
-    assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+    // The Prometheus text format, which a browser shows rather than downloads.
+    assert_eq!(kind, "text/plain; version=0.0.4; charset=utf-8");
     let text = response.text().await.unwrap();
     assert!(text.ends_with("# EOF\n"), "{text}");
+    // The queue gauges come from the depth, which leaves the done rows uncounted.
+    assert!(!text.contains("state=\"done\""), "{text}");
     let mut samples = 0;
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let (series, value) = line.rsplit_once(' ').unwrap();
@@ -967,7 +1028,10 @@ async fn the_standalone_dashboard_needs_its_credentials() {
         .text()
         .await
         .unwrap();
-    assert!(page.contains("token · read"), "{page}");
+    assert!(
+        page.contains("class=\"who\">token</span> <span class=\"role\">read</span>"),
+        "{page}"
+    );
     // The operator tool refuses before it connects anywhere.
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = jobs::cli::run(
@@ -1072,8 +1136,307 @@ async fn the_operator_tool_serves_the_dashboard_over_a_sqlite_file() {
     assert_eq!(page.status(), 200);
     let page = page.text().await.unwrap();
     assert!(
-        page.contains("dash_welcome") && page.contains("local · manage"),
+        page.contains("dash_welcome")
+            && page.contains("class=\"who\">local</span> <span class=\"role\">manage</span>"),
         "{page}"
     );
     drop(dir);
+}
+
+/// A cookie and a form field a script made up, equal to each other, are refused whether or not
+/// the request says where it comes from: only a token the dashboard signed counts.
+#[tokio::test]
+async fn a_made_up_csrf_pair_is_refused_with_and_without_origin() {
+    let dash = Dash::start(Jobs::memory(), DashboardOptions::default()).await;
+    let path = "/admin/queues/dash-email/pause";
+    let shaped = format!("{}.{}", "a".repeat(32), "b".repeat(64));
+    let hex = "0".repeat(64);
+    for made_up in [shaped.as_str(), hex.as_str()] {
+        let cookie = format!("jobs_dashboard_csrf={made_up}");
+        // From our own origin.
+        let (status, body) = dash
+            .post_raw(path, "manage", Some(&cookie), &[("csrf", made_up)], None)
+            .await;
+        assert_eq!(status, 403, "{body}");
+        assert!(body.contains("X_DASHBOARD_CSRF"), "{body}");
+        assert!(!body.contains(made_up), "the token never shows: {body}");
+        // With no Origin at all, as a script sends it.
+        let response = dash
+            .client
+            .post(format!("{}{path}", dash.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-test-viewer", "manage")
+            .header("cookie", &cookie)
+            .body(serde_urlencoded(&[("csrf", made_up)]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403);
+        let body = response.text().await.unwrap();
+        assert!(body.contains("X_DASHBOARD_CSRF"), "{body}");
+        assert!(body.contains("reload the dashboard page"), "{body}");
+    }
+    // Another viewer's signed token is not this viewer's.
+    let theirs = dash.cookie_for("hostile").await;
+    let token = theirs.split_once('=').unwrap().1;
+    let (status, _) = dash
+        .post_raw(path, "manage", Some(&theirs), &[("csrf", token)], None)
+        .await;
+    assert_eq!(status, 403);
+    assert!(dash
+        .jobs
+        .operator()
+        .introspect()
+        .unwrap()
+        .queue_paused()
+        .await
+        .unwrap()
+        .is_empty());
+    // The signed token, with and without Origin, passes.
+    let response = dash
+        .client
+        .post(format!("{}{path}", dash.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("x-test-viewer", "manage")
+        .header("cookie", &dash.cookie)
+        .body(serde_urlencoded(&[("csrf", dash.token())]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+}
+
+/// The jobs and dead-letter lists show each failure's message beside its code, cut short and
+/// escaped; the job's page shows the whole of it.
+#[tokio::test]
+async fn the_lists_show_each_error_message_shortened_and_escaped() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let wordy = DashWordy::enqueue(
+        &jobs,
+        Wordy {
+            id: "w1".into(),
+            org: "acme".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let dead = DashFlaky::enqueue(&jobs, flaky("listed", "acme"))
+        .await
+        .unwrap();
+    dash.tick().await;
+    let (status, list) = dash.get("/admin/jobs?queue=dash-wordy", "read").await;
+    assert_eq!(status, 200, "{list}");
+    let row = &list[list.find(&wordy.id.to_string()).unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(
+        row.contains("&lt;script&gt;alert(&#x27;w1&#x27;)&lt;&#x2f;script&gt; upstream timed out"),
+        "the message, escaped: {row}"
+    );
+    assert!(row.contains('…'), "cut short: {row}");
+    assert!(!row.contains("the tail end</span>"), "{row}");
+    assert!(!list.contains("<script>alert"), "{list}");
+    // An ordinary failure of a dead letter shows its message, not "-".
+    let (_, dead_list) = dash.get("/admin/dead", "read").await;
+    let row = &dead_list[dead_list.find(&dead.id.to_string()).unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(
+        row.contains("&lt;script&gt;alert(&#x27;listed&#x27;)&lt;&#x2f;script&gt; declined"),
+        "{row}"
+    );
+    // The job's page holds it whole.
+    let (_, page) = dash.get(&format!("/admin/jobs/{}", wordy.id), "read").await;
+    assert!(page.contains("the tail end"), "{page}");
+}
+
+/// A retryable error's text shows once on the job's page: under Last error, with the failed
+/// step pointing there.
+#[tokio::test]
+async fn a_retryable_error_shows_once_on_the_job_page() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let wordy = DashWordy::enqueue(
+        &jobs,
+        Wordy {
+            id: "once".into(),
+            org: "acme".into(),
+        },
+    )
+    .await
+    .unwrap();
+    dash.tick().await;
+    let row = jobs.job(wordy.id).await.unwrap().unwrap();
+    assert!(row.last_error.is_some(), "the attempt failed");
+    let (status, page) = dash.get(&format!("/admin/jobs/{}", wordy.id), "read").await;
+    assert_eq!(status, 200);
+    assert_eq!(page.matches("upstream timed out").count(), 1, "{page}");
+    assert!(page.contains("see the last error"), "{page}");
+}
+
+/// The note an action leaves ("Requeued: due now.") is shown while it is true, and not once
+/// the job moved on.
+#[tokio::test]
+async fn the_requeued_note_goes_once_the_job_moved_on() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let queued = DashFlaky::enqueue(&jobs, flaky("moved-on", "acme"))
+        .await
+        .unwrap();
+    dash.tick().await;
+    let path = format!("/admin/jobs/{}", queued.id);
+    heal("moved-on");
+    let (status, location) = dash.post(&format!("{path}/retry"), "manage", &[]).await;
+    assert_eq!(status, 303);
+    assert!(location.ends_with("?note=requeued"), "{location}");
+    let (_, page) = dash.get(&location, "manage").await;
+    assert!(page.contains("Requeued: due now."), "{page}");
+    assert!(page.contains("badge ready"), "{page}");
+    dash.tick().await;
+    let (_, page) = dash.get(&location, "manage").await;
+    assert!(page.contains("badge done"), "{page}");
+    assert!(
+        !page.contains("Requeued"),
+        "the note would contradict the badge: {page}"
+    );
+}
+
+/// Error pages are pages of the dashboard: its stylesheet, its navigation (for a viewer), the
+/// code, the message, the fix, and a way back.
+#[tokio::test]
+async fn error_pages_have_the_layout_and_a_way_back() {
+    let dash = Dash::start(Jobs::memory(), DashboardOptions::default()).await;
+    let unknown = "/admin/jobs/00000000-0000-7000-8000-000000000000";
+    let bad = "/admin/jobs?state=bogus";
+    for (path, role, status, code) in [
+        ("/admin/jobs", "", 401, "X_DASHBOARD_UNAUTHENTICATED"),
+        ("/admin/jobs", "other", 403, "X_DASHBOARD_FORBIDDEN"),
+        (
+            "/admin/manifest/dash_welcome",
+            "read",
+            403,
+            "X_DASHBOARD_FORBIDDEN",
+        ),
+        (unknown, "read", 404, "X_JOB_NOT_FOUND"),
+        (bad, "read", 422, "X_CLI_BAD_FLAG"),
+    ] {
+        let response = dash
+            .request(path, role)
+            .header("cookie", &dash.cookie)
+            .header("referer", format!("{}/admin/queues", dash.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), status, "{path}");
+        let kind = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(kind.starts_with("text/html"), "{path}: {kind}");
+        // minijinja writes `/` in a value as `&#x2f;`.
+        let page = response.text().await.unwrap().replace("&#x2f;", "/");
+        assert!(page.contains(code), "{path}: {page}");
+        assert!(
+            page.contains("/admin/assets/dashboard.css"),
+            "styled: {page}"
+        );
+        assert!(page.contains("class=\"refusal\""), "{page}");
+        assert!(page.contains("Fix:"), "every refusal names its fix: {page}");
+        assert!(
+            page.contains("href=\"/admin\""),
+            "a way to the overview: {page}"
+        );
+        assert!(
+            page.contains("href=\"/admin/queues\""),
+            "back where it came from: {page}"
+        );
+        // Who is refused sees no navigation; a viewer does.
+        assert_eq!(
+            page.contains("aria-label=\"pages\""),
+            role == "read",
+            "{path}"
+        );
+    }
+    // A foreign Referer is no way back.
+    let (_, page) = dash.get(unknown, "read").await;
+    assert!(!page.contains("&larr; Back"), "{page}");
+    let response = dash
+        .request(unknown, "read")
+        .header("referer", "http://evil.example/admin/queues")
+        .send()
+        .await
+        .unwrap();
+    let page = response.text().await.unwrap();
+    assert!(!page.contains("evil.example"), "{page}");
+}
+
+/// A reader opening the enqueue form by its URL is refused with the words its post would get.
+#[tokio::test]
+async fn a_reader_is_refused_the_enqueue_form() {
+    let dash = Dash::start(Jobs::memory(), DashboardOptions::default()).await;
+    let (status, form) = dash.get("/admin/manifest/dash_welcome", "read").await;
+    assert_eq!(status, 403);
+    let (post_status, post) = dash
+        .post(
+            "/admin/manifest/dash_welcome",
+            "read",
+            &[("f.user_id", "1"), ("f.org", "acme")],
+        )
+        .await;
+    assert_eq!(post_status, 403);
+    let words = "may look but not act: acting needs the manage role";
+    assert!(
+        form.contains(words) && post.contains(words),
+        "{form}\n{post}"
+    );
+    assert!(!form.contains("name=\"f.user_id\""), "no form: {form}");
+    // The manifest page offers a reader no Enqueue link either.
+    let (_, manifest) = dash.get("/admin/manifest", "read").await;
+    assert!(
+        !manifest.contains("/admin/manifest/dash_welcome"),
+        "{manifest}"
+    );
+}
+
+/// An empty required text field, or one of blanks, and an input whose tenant comes out empty
+/// are refused before anything is stored.
+#[tokio::test]
+async fn an_empty_required_field_or_tenant_is_refused() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    for org in ["", "   "] {
+        let (status, body) = dash
+            .post(
+                "/admin/manifest/dash_welcome",
+                "manage",
+                &[("f.user_id", "5"), ("f.org", org)],
+            )
+            .await;
+        assert_eq!(status, 422, "{body}");
+        assert!(body.contains("X_JOB_INPUT_INVALID"), "{body}");
+        assert!(body.contains("`org`") && body.contains("fill in"), "{body}");
+    }
+    // A tenant read from elsewhere in the input (a nested field) that comes out empty.
+    let (status, body) = dash
+        .post(
+            "/admin/manifest/dash_invite",
+            "manage",
+            &[("f.team", r#"{"name": ""}"#), ("f.email", "a@example.com")],
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("X_JOB_TENANT_MISMATCH"), "{body}");
+    assert!(
+        body.contains("names an empty one") && body.contains("Fix:"),
+        "{body}"
+    );
+    // The form itself asks the browser for more than blanks.
+    let (_, form) = dash.get("/admin/manifest/dash_welcome", "manage").await;
+    assert!(form.contains("pattern=\".*\\S.*\""), "{form}");
+    assert!(jobs
+        .operator()
+        .list_jobs(&Default::default())
+        .await
+        .unwrap()
+        .jobs
+        .is_empty());
 }

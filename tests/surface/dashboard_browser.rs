@@ -221,6 +221,175 @@ async fn wait_for(client: &Client, text: &str) {
     until(BOUND, text, || source_has(client, text)).await;
 }
 
+/// Asks the page to refresh its live part now (the `jobs:refresh` event the dashboard's script
+/// listens to) and waits until it did: its refresh count reads `n` and the part it replaced is
+/// gone. No clock is waited on.
+async fn refresh_in_place(client: &Client, n: u32) {
+    client
+        .execute(
+            "document.getElementById('live').setAttribute('data-stale', '1');
+             document.dispatchEvent(new Event('jobs:refresh'));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    until(BOUND, &format!("refresh {n} in place"), || async move {
+        client
+            .execute(
+                "return document.body.getAttribute('data-refreshed') === arguments[0]
+                    && !document.querySelector('#live[data-stale]');",
+                vec![json!(n.to_string())],
+            )
+            .await
+            .is_ok_and(|done| done.as_bool() == Some(true))
+    })
+    .await;
+}
+
+/// What the page says of itself, through a script returning a string or a boolean.
+async fn ask(client: &Client, script: &str) -> serde_json::Value {
+    client.execute(script, vec![]).await.unwrap()
+}
+
+/// The live refresh keeps what the viewer typed, picked and opened: a half-filled enqueue form
+/// and its open schema section, an open section of the manifest, and a typed, unsent filter
+/// survive three refreshes each, while the refreshed list shows a job enqueued meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_keeps_what_the_viewer_typed_and_opened() {
+    ensure_browser();
+    let jobs = Jobs::memory();
+    let manage = Viewer::new("ops@example.com", ["job:read", "job:manage"]);
+    // An interval no test waits for: the test asks for each refresh itself.
+    let options = DashboardOptions {
+        refresh: Duration::from_secs(3600),
+        ..DashboardOptions::default()
+    };
+    let base = serve(jobs.clone(), options, manage).await;
+    let driver = start_driver().await;
+    let profile = std::env::temp_dir().join(format!("jobs-chromium-{}", uuid::Uuid::new_v4()));
+    let client = browser(&driver, &profile).await;
+
+    // A half-filled enqueue form, its schema opened.
+    client
+        .goto(&format!("{base}/manifest/browser_signup"))
+        .await
+        .unwrap();
+    wait_for(&client, "Input schema").await;
+    client
+        .find(Locator::Css("input[name='f.org']"))
+        .await
+        .unwrap()
+        .send_keys("acme")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("details#schema > summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    ask(&client, "document.activeElement.blur(); return true;").await;
+    for n in 1..=3 {
+        refresh_in_place(&client, n).await;
+        let kept = ask(
+            &client,
+            "return [document.querySelector(\"input[name='f.org']\").value,
+                     document.querySelector(\"input[name='f.user_id']\").value,
+                     document.getElementById('schema').open];",
+        )
+        .await;
+        assert_eq!(kept, json!(["acme", "", true]), "after refresh {n}");
+    }
+    // The picture of the form: half filled, its schema open, as the refreshes left it.
+    Screens::new().take(&client, "enqueue").await;
+
+    // An opened section of the manifest.
+    client.goto(&format!("{base}/manifest")).await.unwrap();
+    wait_for(&client, "browser_signup").await;
+    client
+        .find(Locator::Css("details#job-browser_signup > summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    for n in 1..=3 {
+        refresh_in_place(&client, n).await;
+        let open = ask(
+            &client,
+            "return [document.getElementById('job-browser_signup').open,
+                     document.getElementById('job-browser_charge').open];",
+        )
+        .await;
+        assert_eq!(open, json!([true, false]), "after refresh {n}");
+    }
+
+    // A typed filter, not sent, while the list below it refreshes.
+    let first = BrowserSignup::enqueue(
+        &jobs,
+        Signup {
+            user_id: 501,
+            org: "acme".into(),
+            note: None,
+        },
+    )
+    .await
+    .unwrap();
+    client.goto(&format!("{base}/jobs")).await.unwrap();
+    wait_for(&client, &first.id.to_string()).await;
+    client
+        .find(Locator::Css("input[name=queue]"))
+        .await
+        .unwrap()
+        .send_keys("browser-em")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("select[name=state]"))
+        .await
+        .unwrap()
+        .select_by_value("ready")
+        .await
+        .unwrap();
+    ask(&client, "document.activeElement.blur(); return true;").await;
+    let mut later = Vec::new();
+    for n in 1..=3 {
+        let queued = BrowserSignup::enqueue(
+            &jobs,
+            Signup {
+                user_id: 510 + u64::from(n),
+                org: "acme".into(),
+                note: None,
+            },
+        )
+        .await
+        .unwrap();
+        later.push(queued.id.to_string());
+        refresh_in_place(&client, n).await;
+        let page = client.source().await.unwrap();
+        assert!(page.contains(&queued.id.to_string()), "the list refreshed");
+        let kept = ask(
+            &client,
+            "return [document.querySelector('input[name=queue]').value,
+                     document.querySelector('select[name=state]').value];",
+        )
+        .await;
+        assert_eq!(kept, json!(["browser-em", "ready"]), "after refresh {n}");
+    }
+    // The address never changed: the filter was kept, not sent.
+    assert!(client
+        .current_url()
+        .await
+        .unwrap()
+        .as_str()
+        .ends_with("/admin/jobs"));
+
+    client.close().await.unwrap();
+    drop(driver);
+    let _ = std::fs::remove_dir_all(&profile);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_fixes_a_queue_from_the_browser() {
     ensure_browser();
@@ -247,8 +416,26 @@ async fn an_operator_fixes_a_queue_from_the_browser() {
     )
     .await
     .unwrap();
+    // More dead letters, for the lists and the pictures.
+    for (id, org) in [("c2", "globex"), ("c3", "initech")] {
+        BrowserCharge::enqueue(
+            &jobs,
+            Charge {
+                id: id.into(),
+                org: org.into(),
+            },
+        )
+        .await
+        .unwrap();
+    }
     let worker = jobs.worker().build().unwrap();
     worker.tick().await.unwrap();
+    until(BOUND, "the dead letters", || async {
+        jobs.job(dead.id)
+            .await
+            .is_ok_and(|row| row.is_some_and(|r| r.state == JobState::Dead))
+    })
+    .await;
 
     let manage = Viewer::new("ops@example.com", ["job:read", "job:manage"]);
     let still = DashboardOptions {
@@ -303,6 +490,16 @@ async fn an_operator_fixes_a_queue_from_the_browser() {
     assert!(page.contains(&dead.id.to_string()));
     assert!(!page.contains(&done.id.to_string()));
     screens.take(&client, "jobs").await;
+
+    // The dead letters read why each failed.
+    client.goto(&format!("{base}/dead")).await.unwrap();
+    wait_for(&client, "card declined").await;
+    screens.take(&client, "dead").await;
+    client
+        .goto(&format!("{base}/jobs?queue=browser-work"))
+        .await
+        .unwrap();
+    wait_for(&client, &dead.id.to_string()).await;
 
     // Open the dead job, retry it from its failed step, and see it run.
     client
@@ -415,7 +612,6 @@ async fn an_operator_fixes_a_queue_from_the_browser() {
         .send_keys("77")
         .await
         .unwrap();
-    screens.take(&client, "enqueue").await;
     submit.click().await.unwrap();
     wait_for(&client, "Enqueued.").await;
     assert!(source_has(&client, "ops@example.com").await);

@@ -1,5 +1,6 @@
 //! `/metrics`: the queue's gauges in the Prometheus text format, encoded by prometheus-client
 //! from one fresh registry per scrape (the store is the source of truth, not this process).
+//! The queue gauges are each queue's depth, read without counting the done rows.
 
 use std::sync::atomic::AtomicU64;
 
@@ -34,7 +35,6 @@ pub(crate) fn render(scrape: &Scrape<'_>) -> Result<String, JobError> {
             ("delayed", q.delayed),
             ("running", q.running),
             ("suspended", q.suspended),
-            ("done", q.done),
             ("failed", q.failed),
             ("dead", q.dead),
             ("cancelled", q.cancelled),
@@ -53,7 +53,11 @@ pub(crate) fn render(scrape: &Scrape<'_>) -> Result<String, JobError> {
             .get_or_create(&vec![("queue", q.queue.clone())])
             .set(i64::from(is_paused));
     }
-    registry.register("queue_jobs", "Jobs in each queue by state", jobs);
+    registry.register(
+        "queue_jobs",
+        "Jobs in each queue by state, done jobs left out (see last_hour_outcomes)",
+        jobs,
+    );
     registry.register(
         "queue_oldest_ready_seconds",
         "Age of the oldest ready and due job",

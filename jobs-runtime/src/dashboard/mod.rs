@@ -11,7 +11,8 @@
 //! Access: the app's layers name the viewer by inserting a [`Viewer`] request extension; its
 //! roles decide what it may do ([`DashboardOptions::read_role`] to look,
 //! [`DashboardOptions::manage_role`] to act). Every change is a `POST` carrying the page's CSRF
-//! token (double-submit cookie) from the dashboard's own origin.
+//! token (a double-submit cookie signed with the dashboard's secret) from the dashboard's own
+//! origin.
 //!
 //! ```no_run
 //! use jobs::dashboard::axum::{self, extract::Request, middleware::Next, response::Response};
@@ -64,8 +65,31 @@ pub struct DashboardOptions {
     /// A dashboard for one tenant: it lists, shows and touches only that tenant's jobs, and
     /// leaves out what spans every tenant (queue counters, workers, queue and task pauses).
     pub tenant: Option<String>,
-    /// How often an open page refreshes itself (default 5 s; zero: never).
+    /// How often an open page refreshes itself (default 5 s; zero: never). A refresh keeps
+    /// what the viewer typed, ticked or opened: it only brings the figures up to date.
     pub refresh: Duration,
+    /// The secret the CSRF tokens are signed with (HMAC-SHA256). `None` (the default): 32
+    /// random bytes drawn when the router is made, so a restart, or another instance behind
+    /// the same load balancer, asks the browser to reload before its next change. Give every
+    /// instance the same secret to avoid that.
+    pub csrf_secret: Option<CsrfSecret>,
+}
+
+/// The secret a dashboard signs its CSRF tokens with; its `Debug` never shows it.
+#[derive(Clone)]
+pub struct CsrfSecret(Vec<u8>);
+
+impl CsrfSecret {
+    /// A secret of these bytes (at least 32 random bytes are advised).
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
+        CsrfSecret(bytes.into())
+    }
+}
+
+impl std::fmt::Debug for CsrfSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CsrfSecret(..)")
+    }
 }
 
 impl Default for DashboardOptions {
@@ -75,6 +99,7 @@ impl Default for DashboardOptions {
             manage_role: "job:manage".into(),
             tenant: None,
             refresh: Duration::from_secs(5),
+            csrf_secret: None,
         }
     }
 }
@@ -91,6 +116,8 @@ impl DashboardOptions {
 pub(crate) struct Dashboard {
     pub jobs: Jobs,
     pub options: DashboardOptions,
+    /// Signs and checks the CSRF tokens.
+    pub csrf: csrf::Signer,
 }
 
 pub(crate) type Shared = Arc<Dashboard>;
@@ -106,6 +133,11 @@ pub fn router(jobs: Jobs, options: DashboardOptions) -> Result<Router, JobError>
         None => jobs,
     };
     pages::pages()?;
-    let shared = Arc::new(Dashboard { jobs, options });
+    let csrf = csrf::Signer::new(options.csrf_secret.as_ref().map(|s| s.0.as_slice()));
+    let shared = Arc::new(Dashboard {
+        jobs,
+        options,
+        csrf,
+    });
     Ok(routes::router(shared))
 }

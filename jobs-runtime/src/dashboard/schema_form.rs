@@ -33,7 +33,7 @@ pub(crate) fn fields(schema: &Value) -> Vec<Field> {
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    properties
+    let mut fields: Vec<Field> = properties
         .iter()
         .map(|(name, property)| {
             let (kind, nullable) = kind_of(property);
@@ -60,7 +60,10 @@ pub(crate) fn fields(schema: &Value) -> Vec<Field> {
                     .map(str::to_string),
             }
         })
-        .collect()
+        .collect();
+    // The required fields first, each group in the schema's order.
+    fields.sort_by_key(|f| !f.required);
+    fields
 }
 
 /// A property's input kind, and whether it may be null.
@@ -97,6 +100,16 @@ fn invalid(field: &str, expected: &str) -> JobError {
     .with_fix("fill in the form as its schema asks; each field states its type")
 }
 
+fn missing(field: &str) -> JobError {
+    JobError::new(
+        ErrorCode::JobInputInvalid,
+        format!("field `{field}` of the enqueue form is required and was not filled in"),
+    )
+    .with_fix(format!(
+        "fill in `{field}` (the fields marked * are required; blanks alone do not count)"
+    ))
+}
+
 /// The input the posted `form` (name, value pairs) stands for. With no fields, the whole input
 /// is the JSON of the `input` field.
 pub(crate) fn read(fields: &[Field], form: &[(String, String)]) -> Result<Value, JobError> {
@@ -117,11 +130,15 @@ pub(crate) fn read(fields: &[Field], form: &[(String, String)]) -> Result<Value,
             ("boolean", raw) => Value::Bool(raw.is_some_and(|v| v == "on" || v == "true")),
             (_, None) | (_, Some("")) if field.kind != "string" || !field.required => {
                 if field.required {
-                    return Err(invalid(&field.name, "filled in"));
+                    return Err(missing(&field.name));
                 }
                 continue;
             }
-            (_, None) => return Err(invalid(&field.name, "filled in")),
+            (_, None) => return Err(missing(&field.name)),
+            // A required text holds more than blanks: an empty string is no value.
+            ("string", Some(v)) if field.required && v.trim().is_empty() => {
+                return Err(missing(&field.name))
+            }
             ("integer", Some(v)) => v
                 .trim()
                 .parse::<i64>()
@@ -213,5 +230,19 @@ mod tests {
         assert!(e.message().contains("user_id") && !e.message().contains("seven-secret"));
         let e = read(&fields, &pairs(&[("f.user_id", "1")])).unwrap_err();
         assert!(e.message().contains("`org`"), "{}", e.message());
+        // A required text left empty, or blank, is not filled in.
+        for blank in ["", "   "] {
+            let e = read(
+                &fields,
+                &pairs(&[
+                    ("f.user_id", "1"),
+                    ("f.org", blank),
+                    ("f.plan", "pro"),
+                    ("f.tags", "[]"),
+                ]),
+            )
+            .unwrap_err();
+            assert!(e.message().contains("`org`") && e.message().contains("not filled in"));
+        }
     }
 }

@@ -66,14 +66,33 @@ pub(super) async fn show(
     };
     let state = detail.job.state;
     let history: Vec<_> = detail.history.iter().map(history_row).collect();
+    let note = query.note.as_deref().filter(|note| still_true(note, state));
+    // A step's error is the job's last error when that step is what failed last: shown once,
+    // under Last error, and the step points there.
+    let last_error = detail.job.last_error.as_deref();
+    let steps: Vec<_> = detail
+        .steps
+        .iter()
+        .map(|s| {
+            let mut step = json!(s);
+            // The job's last error opens with the failed step's (a terminal failure adds why
+            // it was not retried).
+            let repeats = match (s.error.as_deref(), last_error) {
+                (Some(step), Some(last)) => last.starts_with(step),
+                _ => false,
+            };
+            step["error_is_last"] = json!(repeats);
+            step
+        })
+        .collect();
     page(
         &dash,
         &ctx,
         "job.html",
-        query.note.as_deref(),
+        note,
         json!({
             "job": detail.job,
-            "steps": detail.steps,
+            "steps": steps,
             "history": history,
             "input": input,
             "revealed": reveal,
@@ -86,6 +105,17 @@ pub(super) async fn show(
             },
         }),
     )
+}
+
+/// Whether the note an action's redirect left still says what the job is: "Requeued: due
+/// now" only while it waits to run, "Cancelled" only while cancelled. Once the job moved on
+/// (a worker ran it), the note is dropped and the badge alone tells.
+fn still_true(note: &str, state: JobState) -> bool {
+    match note {
+        "requeued" | "promoted" => matches!(state, JobState::Ready | JobState::Delayed),
+        "cancelled" => state == JobState::Cancelled,
+        _ => true,
+    }
 }
 
 /// `POST /jobs/{id}/{action}`: retry (optionally `from_step`), cancel, promote or delete.

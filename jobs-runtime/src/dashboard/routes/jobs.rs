@@ -13,7 +13,7 @@ use super::{acting, audit, field, form, page, Page};
 use crate::dashboard::access::Ctx;
 use crate::dashboard::error::bad_parameter;
 use crate::dashboard::Shared;
-use crate::driver::introspect::{JobBulkParams, JobListParams, MAX_JOB_PAGE};
+use crate::driver::introspect::{JobBulkParams, JobListParams, JobSummary, MAX_JOB_PAGE};
 use crate::driver::JobState;
 use crate::registry::Registry;
 
@@ -83,6 +83,7 @@ async fn render(dash: Shared, ctx: Ctx, query: ListQuery, view: &str) -> Page {
         ..JobListParams::default()
     };
     let listed = dash.jobs.operator().list_jobs(&params).await?;
+    let rows = with_errors(&dash, &listed.jobs).await?;
     // The filters a page link keeps (the cursor is added per link).
     let filters: Vec<(&str, String)> = [
         ("queue", params.queue.clone()),
@@ -123,6 +124,24 @@ async fn render(dash: Shared, ctx: Ctx, query: ListQuery, view: &str) -> Page {
         })
     };
     let path = if view == "dead" { "/dead" } else { "/jobs" };
+    // One tab per state over the same queue, job and tenant filters.
+    let others: Vec<&(&str, String)> = filters.iter().filter(|(k, _)| *k != "state").collect();
+    let tab = |state: Option<&str>| {
+        let mut pairs: Vec<(&str, &str)> = others.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        pairs.extend(state.map(|s| ("state", s)));
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        if query.is_empty() {
+            "/jobs".to_string()
+        } else {
+            format!("/jobs?{query}")
+        }
+    };
+    let current = state.map(|s| s.to_string());
+    let mut tabs = vec![json!({ "label": "all", "href": tab(None), "current": current.is_none() })];
+    tabs.extend(JobState::ALL.iter().map(|s| {
+        let s = s.to_string();
+        json!({ "label": s, "href": tab(Some(&s)), "current": current.as_deref() == Some(s.as_str()) })
+    }));
     page(
         &dash,
         &ctx,
@@ -131,7 +150,8 @@ async fn render(dash: Shared, ctx: Ctx, query: ListQuery, view: &str) -> Page {
         json!({
             "view": view,
             "path": path,
-            "jobs": listed.jobs,
+            "jobs": rows,
+            "tabs": tabs,
             "older": link(("after", &listed.after)),
             "newer": link(("before", &listed.before)),
             "filter": {
@@ -147,6 +167,55 @@ async fn render(dash: Shared, ctx: Ctx, query: ListQuery, view: &str) -> Page {
             "bulk": query.ok.map(|ok| json!({ "ok": ok, "refused": query.refused.unwrap_or(0) })),
         }),
     )
+}
+
+/// The most characters of an error a list row shows; the row's tooltip holds up to
+/// [`TITLE_CHARS`], the job's page all of it.
+const ROW_CHARS: usize = 120;
+const TITLE_CHARS: usize = 1000;
+
+/// The list's rows, each with its last error's message (shortened, on one line) beside its
+/// code: an operator reads why a job failed without opening it. The list's rows carry only
+/// the code, so the message is read from each failed row, the page's lookups at once.
+async fn with_errors(
+    dash: &Shared,
+    jobs: &[JobSummary],
+) -> Result<Vec<serde_json::Value>, crate::error::JobError> {
+    let failed = |j: &JobSummary| {
+        j.state != JobState::Done && (j.attempt > 0 || j.last_error_code.is_some())
+    };
+    let reads = jobs.iter().map(|j| async move {
+        if failed(j) {
+            dash.jobs
+                .job(j.id)
+                .await
+                .map(|row| row.and_then(|r| r.last_error))
+        } else {
+            Ok(None)
+        }
+    });
+    let errors = futures::future::try_join_all(reads).await?;
+    Ok(jobs
+        .iter()
+        .zip(errors)
+        .map(|(job, error)| {
+            let mut row = json!(job);
+            if let Some(error) = error {
+                let line = error.split_whitespace().collect::<Vec<_>>().join(" ");
+                row["error"] = json!(shorten(&line, ROW_CHARS));
+                row["error_title"] = json!(shorten(&line, TITLE_CHARS));
+            }
+            row
+        })
+        .collect())
+}
+
+/// `text` cut to at most `chars` characters, an ellipsis marking a cut.
+fn shorten(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", text[..at].trim_end()),
+        None => text.to_string(),
+    }
 }
 
 /// `POST /jobs/bulk`: `action` (retry, cancel or delete) on each selected `id`, one by one,
@@ -229,4 +298,16 @@ pub(super) async fn retry_dead(
         ctx.base, moved.affected, moved.remaining
     );
     Ok(Redirect::to(&to).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shorten;
+
+    #[test]
+    fn a_long_error_is_cut_on_a_character() {
+        assert_eq!(shorten("short", 10), "short");
+        assert_eq!(shorten("ééééé", 3), "ééé…");
+        assert_eq!(shorten("ab  cd", 3), "ab…");
+    }
 }

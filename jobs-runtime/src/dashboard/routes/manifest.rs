@@ -8,7 +8,7 @@ use axum::Extension;
 use serde_json::json;
 
 use super::{audit, back, page, Page};
-use crate::dashboard::access::Ctx;
+use crate::dashboard::access::{may_act, Ctx};
 use crate::dashboard::error::Refusal;
 use crate::dashboard::{schema_form, Shared};
 use crate::enqueue::EnqueueOptions;
@@ -39,8 +39,10 @@ fn entry(name: &str) -> Result<&'static JobEntry, Refusal> {
     })
 }
 
-/// `GET /manifest/{job}`: the enqueue form.
+/// `GET /manifest/{job}`: the enqueue form, for a viewer who may act (a reader is refused as
+/// its post would be).
 pub(super) async fn form_page(dash: &Shared, ctx: &Ctx, name: &str) -> Page {
+    may_act(&ctx.identity, ctx.access)?;
     let entry = entry(name)?;
     let d = entry.descriptor();
     let schema = (d.input_schema)();
@@ -74,6 +76,7 @@ pub(super) async fn enqueue(
     let posted = super::form(&body)?;
     let fields = schema_form::fields(&(entry.descriptor().input_schema)());
     let input = schema_form::read(&fields, &posted)?;
+    tenant_given(entry, &input)?;
     let queued = dash
         .jobs
         .acting_as(ctx.identity.clone())
@@ -86,4 +89,23 @@ pub(super) async fn enqueue(
         "enqueued"
     };
     Ok(back(&ctx, &format!("/jobs/{}", queued.id), note))
+}
+
+/// A job whose tenant comes from its input is refused an input that names an empty tenant
+/// (`X_JOB_TENANT_MISMATCH`): a job stored under `""` belongs to no tenant anyone can see.
+fn tenant_given(entry: &JobEntry, input: &serde_json::Value) -> Result<(), Refusal> {
+    let parsed = entry.parse(input, None);
+    match parsed.tenant {
+        Some(tenant) if tenant.trim().is_empty() => Err(Refusal(
+            JobError::new(
+                ErrorCode::JobTenantMismatch,
+                format!(
+                    "job `{}` takes its tenant from its input, and this input names an empty one",
+                    entry.descriptor().name
+                ),
+            )
+            .with_fix("fill in the field the job's tenant comes from with the tenant's name"),
+        )),
+        _ => Ok(()),
+    }
 }

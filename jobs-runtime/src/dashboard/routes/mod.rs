@@ -58,8 +58,6 @@ pub(crate) fn router(dash: Shared) -> Router {
 
 type Page = Result<Response, Refusal>;
 
-/// Renders `template` over `extra` and what every page shows: the viewer, the mount path, the
-/// time, the refresh interval, the tenant and the note a redirect left.
 /// Each queue's depth ([`crate::Jobs`]'s `depth`, which leaves done rows uncounted), with
 /// every queue a registered job names listed even when it holds none of those rows.
 async fn depths(dash: &Shared) -> Result<Vec<QueueStats>, JobError> {
@@ -79,8 +77,17 @@ async fn depths(dash: &Shared) -> Result<Vec<QueueStats>, JobError> {
     Ok(queues)
 }
 
+/// Renders `template` over `extra` and what every page shows: the viewer, the mount path, the
+/// time, the refresh interval, the tenant and the note a redirect left.
 fn page(dash: &Shared, ctx: &Ctx, template: &str, note: Option<&str>, extra: Value) -> Page {
+    // The navigation's current page: the list's view (jobs or dead), else the template's name.
+    let nav = extra
+        .get("view")
+        .and_then(Value::as_str)
+        .unwrap_or(template.trim_end_matches(".html"))
+        .to_string();
     let mut context = json!({
+        "nav": nav,
         "ctx": ctx,
         "now": dash.jobs.now(),
         "refresh_secs": dash.options.refresh.as_secs(),

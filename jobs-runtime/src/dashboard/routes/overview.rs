@@ -67,6 +67,16 @@ pub(super) async fn show(
         })
         .collect();
     let chart = chart::throughput(&buckets, dash.jobs.now());
+    // The strip across the top: every queue's rows by state, summed.
+    let sum = |f: fn(&crate::driver::QueueStats) -> u64| queues.iter().map(f).sum::<u64>();
+    let summary = json!({
+        "ready": sum(|q| q.ready),
+        "delayed": sum(|q| q.delayed),
+        "running": sum(|q| q.running),
+        "suspended": sum(|q| q.suspended),
+        "failed": sum(|q| q.failed),
+        "dead": sum(|q| q.dead),
+    });
     page(
         &dash,
         &ctx,
@@ -74,6 +84,7 @@ pub(super) async fn show(
         note.note.as_deref(),
         json!({
             "queues": rows,
+            "summary": summary,
             "chart": chart,
             "totals": totals,
             "workers": workers.len(),
@@ -83,11 +94,17 @@ pub(super) async fn show(
     )
 }
 
-/// `GET /metrics`: the Prometheus text format (OpenMetrics), encoded by prometheus-client.
+/// The Prometheus text format's media type: a browser shows it, a scraper reads it.
+const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// `GET /metrics`: the Prometheus text format, encoded by prometheus-client. The queue gauges
+/// come from each queue's depth (as the overview's), which leaves the done rows uncounted, so a
+/// scrape costs the same at a hundred or a million finished jobs; done work is the counters'
+/// `jobs_last_hour_outcomes`.
 pub(super) async fn metrics(State(dash): State<Shared>) -> Page {
     fleet_wide(&dash, "the fleet's metrics")?;
     let operator = dash.jobs.operator();
-    let queues = dash.jobs.stats().await?;
+    let queues = super::depths(&dash).await?;
     let paused = operator.introspect()?.queue_paused().await?;
     let workers = operator.workers().await?;
     let (totals, _) = last_hour(&dash).await?;
@@ -97,12 +114,5 @@ pub(super) async fn metrics(State(dash): State<Shared>) -> Page {
         workers: &workers,
         last_hour: &totals,
     })?;
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], text).into_response())
 }
