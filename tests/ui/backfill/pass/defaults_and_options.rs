@@ -7,7 +7,11 @@ pub struct User {
     pub id: i64,
 }
 
-pub async fn users_after(_pass: Pass, after: Option<i64>, _limit: u32) -> Result<Page<User, i64>, JobError> {
+pub async fn users_after(
+    _pass: Pass,
+    after: Option<i64>,
+    _limit: u32,
+) -> Result<Page<User, i64>, JobError> {
     let _ = after;
     Ok(Page::end())
 }
@@ -34,7 +38,8 @@ pub async fn fill_email(_pass: Pass, _rows: Vec<User>) -> Result<(), JobError> {
     Ok(())
 }
 
-fn main() {
+#[test]
+fn runs() {
     let d = FillDisplayName::backfill();
     assert_eq!((d.batch, d.rate), (1_000, 5.0));
     assert_eq!(FillDisplayName::descriptor().name, "users.display-name");

@@ -33,7 +33,9 @@ pub struct Receipt {
     on_settled = charge_settled,
 )]
 pub async fn charge(run: Run, input: Order) -> Result<Receipt, JobError> {
-    let amount = run.step("charge", async { Ok::<_, JobError>(42u64) }).await?;
+    let amount = run
+        .step("charge", async { Ok::<_, JobError>(42u64) })
+        .await?;
     let _ = &input.order_id;
     Ok(Receipt { amount })
 }
@@ -43,11 +45,18 @@ async fn charge_settled(settled: Settled<Order, Receipt>) -> Result<(), JobError
     Ok(())
 }
 
-fn main() {
-    let input = Order { order_id: "o-1".into(), account: Account { id: 9 } };
+#[test]
+fn runs() {
+    let input = Order {
+        order_id: "o-1".into(),
+        account: Account { id: 9 },
+    };
     assert_eq!(Charge::idempotency_key(&input), "charge:o-1");
     assert_eq!(Charge::tenant(&input), None);
-    assert_eq!(Charge::concurrency_key(&input).as_deref(), Some("account:9"));
+    assert_eq!(
+        Charge::concurrency_key(&input).as_deref(),
+        Some("account:9")
+    );
 
     let d = Charge::descriptor();
     assert_eq!(d.name, "charge");
@@ -63,7 +72,11 @@ fn main() {
     assert_eq!(d.event_poll, Duration::from_secs(5400));
     assert_eq!(
         d.concurrency,
-        Some(Concurrency { limit: 1, keyed: true, when_busy: WhenBusy::Fail })
+        Some(Concurrency {
+            limit: 1,
+            keyed: true,
+            when_busy: WhenBusy::Fail
+        })
     );
     assert!(d.on_settled);
 }

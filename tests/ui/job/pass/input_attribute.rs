@@ -18,7 +18,7 @@ pub enum Plan {
 }
 
 #[job(key = "welcome:{user_id}", tenant = none)]
-async fn send_welcome(_run: Run, _input: Welcome) -> Result<(), JobError> {
+async fn send_greeting(_run: Run, _input: Welcome) -> Result<(), JobError> {
     Ok(())
 }
 
@@ -27,7 +27,8 @@ async fn change_plan(_run: Run, _input: Plan) -> Result<(), JobError> {
     Ok(())
 }
 
-fn main() {
-    let _ = SendWelcome::descriptor();
+#[test]
+fn runs() {
+    let _ = SendGreeting::descriptor();
     let _ = ChangePlan::descriptor();
 }

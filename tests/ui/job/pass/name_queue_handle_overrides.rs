@@ -27,15 +27,26 @@ mod mail {
     }
 }
 
-fn main() {
+#[test]
+fn runs() {
     let d = mail::Welcomer::descriptor();
     assert_eq!(d.name, "send-welcome");
     assert_eq!(d.queue, "email");
     assert_eq!(
         d.concurrency,
-        Some(jobs::Concurrency { limit: 3, keyed: false, when_busy: jobs::WhenBusy::Wait })
+        Some(jobs::Concurrency {
+            limit: 3,
+            keyed: false,
+            when_busy: jobs::WhenBusy::Wait
+        })
     );
-    let input = mail::Welcome { user_id: 1, org_id: "acme".into() };
-    assert_eq!(<mail::Welcomer as Job>::idempotency_key(&input), "welcome:1");
+    let input = mail::Welcome {
+        user_id: 1,
+        org_id: "acme".into(),
+    };
+    assert_eq!(
+        <mail::Welcomer as Job>::idempotency_key(&input),
+        "welcome:1"
+    );
     let _ = format!("{:?}", mail::Welcomer);
 }

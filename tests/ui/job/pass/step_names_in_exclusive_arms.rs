@@ -26,6 +26,7 @@ pub async fn ship(run: Run, input: Order) -> Result<(), JobError> {
     Ok(())
 }
 
-fn main() {
+#[test]
+fn runs() {
     assert_eq!(Ship::descriptor().name, "ship");
 }

@@ -10,13 +10,19 @@ pub struct Welcome {
 
 #[job(key = "welcome:{user_id}", tenant = org_id)]
 pub async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
-    run.step("send", async { Ok::<_, JobError>(input.user_id) }).await?;
-    run.step("follow-up", async { Ok::<_, JobError>(()) }).await?;
+    run.step("send", async { Ok::<_, JobError>(input.user_id) })
+        .await?;
+    run.step("follow-up", async { Ok::<_, JobError>(()) })
+        .await?;
     Ok(())
 }
 
-fn main() {
-    let input = Welcome { user_id: 7, org_id: "acme".into() };
+#[test]
+fn runs() {
+    let input = Welcome {
+        user_id: 7,
+        org_id: "acme".into(),
+    };
     assert_eq!(SendWelcome::idempotency_key(&input), "welcome:7");
     assert_eq!(SendWelcome::tenant(&input).as_deref(), Some("acme"));
     assert_eq!(SendWelcome::concurrency_key(&input), None);

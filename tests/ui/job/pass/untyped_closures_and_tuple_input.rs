@@ -22,7 +22,8 @@ async fn other_digest(run: Run, input: Digest) -> Result<(), JobError> {
     Ok(())
 }
 
-fn main() {
+#[test]
+fn runs() {
     let input = Digest("acme".into(), 3);
     assert_eq!(BuildDigest::idempotency_key(&input), "digest:{acme}:3");
     assert_eq!(BuildDigest::tenant(&input).as_deref(), Some("ACME"));

@@ -17,7 +17,8 @@ pub fn treasury_book(_run: &Run) -> Result<Arc<dyn LedgerBook>, JobError> {
     Ok(Arc::new(MemoryBook::new()))
 }
 
-fn main() {
+#[test]
+fn runs() {
     let fee: i64 = 30;
     let sale = posting!("pay_1", [
         "assets:cash" => 970 EUR,

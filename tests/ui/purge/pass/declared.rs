@@ -13,8 +13,15 @@ pub async fn nightly(_run: &Run) -> Result<Purge, JobError> {
     Ok(Purge::new().expired_events())
 }
 
-fn main() {
-    assert_eq!(<AppPurgeSchedule as Task>::DESCRIPTOR.cron, jobs::purge::DEFAULT_PURGE_CRON);
-    assert_eq!(<NightlySchedule as Task>::DESCRIPTOR.name, "app.purge.night");
+#[test]
+fn runs() {
+    assert_eq!(
+        <AppPurgeSchedule as Task>::DESCRIPTOR.cron,
+        jobs::purge::DEFAULT_PURGE_CRON
+    );
+    assert_eq!(
+        <NightlySchedule as Task>::DESCRIPTOR.name,
+        "app.purge.night"
+    );
     assert_eq!(Nightly::descriptor().queue, "maintenance");
 }

@@ -23,7 +23,9 @@ pub async fn rollup(_run: Run, _input: RollupAt) -> Result<(), JobError> {
     handle = NightlyRollup,
 )]
 fn nightly_rollup(at: &Occurrence) -> Vec<Entry> {
-    vec![Entry::of::<Rollup>(RollupAt { at_ms: at.timestamp_millis() })]
+    vec![Entry::of::<Rollup>(RollupAt {
+        at_ms: at.timestamp_millis(),
+    })]
 }
 
 #[task(cron = "*/15 * * * *", tz = "UTC", catch_up = "run-once")]
@@ -31,7 +33,12 @@ fn quarter_hourly(_at: Occurrence) -> Vec<Entry> {
     vec![]
 }
 
-#[task(cron = "0 0 * * 0", tz = "Asia/Tokyo", catch_up = "run-all", max_catch_up = 1)]
+#[task(
+    cron = "0 0 * * 0",
+    tz = "Asia/Tokyo",
+    catch_up = "run-all",
+    max_catch_up = 1
+)]
 fn sundays(_at: &Occurrence) -> Vec<Entry> {
     Vec::new()
 }
@@ -41,7 +48,8 @@ fn mid_month(_at: Occurrence) -> Vec<Entry> {
     Vec::new()
 }
 
-fn main() {
+#[test]
+fn runs() {
     let d = NightlyRollup::descriptor();
     assert_eq!(d.name, "nightly");
     assert_eq!(d.cron, "30 1 * * *");

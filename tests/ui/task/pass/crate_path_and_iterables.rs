@@ -1,4 +1,5 @@
-// The runtime reached through another path (`crate = ".."`), a private task never named by
+// The runtime reached through another path (`crate = ".."`; this file is the module
+// `task_crate_path_and_iterables` of tests/ui/pass.rs), a private task never named by
 // the caller, and entries answered as any iterable of `Entry` (an array, an `Option`).
 #![deny(warnings)]
 use jobs::clock::Timestamp;
@@ -19,12 +20,18 @@ pub async fn ping(_run: Run, _input: PingAt) -> Result<(), JobError> {
     Ok(())
 }
 
-#[task(cron = "* * * * *", tz = "UTC", crate = "crate::facade::jobs")]
+#[task(
+    cron = "* * * * *",
+    tz = "UTC",
+    crate = "crate::task_crate_path_and_iterables::facade::jobs"
+)]
 pub fn every_minute(at: Occurrence) -> [Entry; 2] {
     let minute = at.at().timestamp() as u32 / 60 % 60;
     [
         Entry::of::<Ping>(PingAt { minute }),
-        Entry::of::<Ping>(PingAt { minute: minute + 60 }),
+        Entry::of::<Ping>(PingAt {
+            minute: minute + 60,
+        }),
     ]
 }
 
@@ -34,7 +41,8 @@ fn hourly_maybe(at: Occurrence) -> Option<Entry> {
     (at.local().format("%H").to_string() == "00").then(|| Entry::of::<Ping>(PingAt { minute: 0 }))
 }
 
-fn main() {
+#[test]
+fn runs() {
     let at = Occurrence::new(
         Timestamp::from_timestamp_millis(1_894_003_260_000).unwrap(),
         "UTC".parse().unwrap(),

@@ -17,10 +17,13 @@ pub async fn send_digest(_run: Run, _input: Digest) -> Result<(), JobError> {
 /// Sends the digest every weekday morning.
 #[task(cron = "0 9 * * 1-5", tz = "Europe/Paris")]
 pub fn weekday_digest(at: Occurrence) -> Vec<Entry> {
-    vec![Entry::of::<SendDigest>(Digest { day: at.date().to_string() })]
+    vec![Entry::of::<SendDigest>(Digest {
+        day: at.date().to_string(),
+    })]
 }
 
-fn main() {
+#[test]
+fn runs() {
     let d = WeekdayDigest::descriptor();
     assert_eq!(d.name, "weekday_digest");
     assert_eq!(d.cron, "0 9 * * 1-5");
@@ -49,7 +52,10 @@ fn main() {
     assert_eq!(next.timestamp_millis(), 1_894_089_600_000);
 
     // A manual fire enqueues under the job's plain key, so a second one is deduplicated.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let jobs = Jobs::memory();
         let fired = WeekdayDigest::enqueue(&jobs).await.unwrap();

@@ -3,14 +3,24 @@ use jobs::prelude::*;
 use jobs::webhook::{WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookTarget};
 
 #[webhook(name = "orders.webhook", tenant = none, timeout = "10s", disable_after = 5, max_delay = "10m", queue = "webhooks", retry(attempts = 8))]
-pub async fn order_webhook(_run: &Run, delivery: &WebhookDelivery) -> Result<WebhookTarget, JobError> {
-    let endpoint = WebhookEndpoint::new(delivery.endpoint_id.clone(), "https://example.com/hooks", "whsec");
+pub async fn order_webhook(
+    _run: &Run,
+    delivery: &WebhookDelivery,
+) -> Result<WebhookTarget, JobError> {
+    let endpoint = WebhookEndpoint::new(
+        delivery.endpoint_id.clone(),
+        "https://example.com/hooks",
+        "whsec",
+    );
     let event = WebhookEvent::new(delivery.event_id.clone(), "order.paid", b"{}".to_vec());
     Ok(WebhookTarget::new(endpoint, event))
 }
 
 #[webhook(name = "org.webhook", tenant = per_tenant, handle = OrgHook)]
-pub async fn org_webhook(_run: &Run, delivery: &WebhookDelivery) -> Result<WebhookTarget, JobError> {
+pub async fn org_webhook(
+    _run: &Run,
+    delivery: &WebhookDelivery,
+) -> Result<WebhookTarget, JobError> {
     WebhookTarget::found(delivery, None, None)
 }
 
@@ -21,7 +31,8 @@ async fn enqueue(jobs: &Jobs) -> Result<(), JobError> {
     Ok(())
 }
 
-fn main() {
+#[test]
+fn runs() {
     assert_eq!(OrderWebhook::options().disable_after, 5);
     assert_eq!(OrderWebhook::descriptor().queue, "webhooks");
     assert_eq!(OrgHook::descriptor().name, "org.webhook");
