@@ -385,3 +385,69 @@ fn esc(text: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results() -> Value {
+        json!({
+            "run": { "date_utc": "today", "build": "abc", "repetitions": 3, "postgres": "PostgreSQL" },
+            "reference": {
+                "enqueue": { "median": 1, "min": 1, "max": 1, "what": "bare INSERTs/s" },
+                "bulk": { "median": 1, "min": 1, "max": 1, "what": "rows/s" }
+            },
+            "peers": [
+                { "peer": "jobs", "harness": "jobs" },
+                { "peer": "<other>", "harness": "other" }
+            ]
+        })
+    }
+
+    /// A harness run's lines become each peer's median and range over the repetitions that
+    /// finished, the worst pickup max, and pgbench's reference.
+    #[test]
+    fn a_harness_run_becomes_medians_and_ranges() {
+        let mut data = results();
+        let lines = [
+            r#"{"peer":"jobs","mode":"enqueue","rep":1,"status":"ok","jobs_per_s":100}"#,
+            r#"{"peer":"jobs","mode":"enqueue","rep":2,"status":"ok","jobs_per_s":300}"#,
+            r#"{"peer":"jobs","mode":"enqueue","rep":3,"status":"ok","jobs_per_s":200}"#,
+            r#"{"peer":"jobs","mode":"bulk","rep":1,"status":"timeout","jobs_per_s":5}"#,
+            r#"{"peer":"jobs","mode":"latency","rep":1,"status":"ok","p50_ms":0.61,"p95_ms":0.9,"max_ms":7.0}"#,
+            r#"{"peer":"jobs","mode":"latency","rep":2,"status":"ok","p50_ms":0.71,"p95_ms":1.1,"max_ms":9.04}"#,
+            r#"{"peer":"pgbench","mode":"baseline","rep":1,"status":"ok","insert_1c_tps":2000,"batch1000_rows_per_s":90000}"#,
+        ]
+        .join("\n");
+        take_harness_run(&mut data, &lines).unwrap();
+        let jobs = &data["peers"][0];
+        assert_eq!(
+            jobs["enqueue"],
+            json!({ "median": 200.0, "min": 100.0, "max": 300.0 })
+        );
+        assert_eq!(
+            jobs["bulk"],
+            Value::Null,
+            "a timed-out repetition is no figure"
+        );
+        assert_eq!(
+            jobs["pickup_ms"],
+            json!({ "p50": 0.7, "p95": 1.0, "max": 9.0 })
+        );
+        assert_eq!(data["reference"]["enqueue"]["median"], json!(2000.0));
+        assert_eq!(data["reference"]["bulk"]["what"], json!("rows/s"));
+        assert_eq!(data["peers"][1]["e2e"], Value::Null);
+    }
+
+    /// The chart names every peer, escaped, and says where a figure is missing.
+    #[test]
+    fn the_chart_names_every_peer_and_each_missing_figure() {
+        let mut data = results();
+        data["peers"][0]["enqueue"] = json!({ "median": 10, "min": 9, "max": 11 });
+        let svg = draw(&data).unwrap();
+        assert!(svg.starts_with("<svg "));
+        assert!(svg.contains(">jobs</text>") && svg.contains("&lt;other&gt;"));
+        assert!(svg.contains("no figure"));
+        assert!(!svg.contains("<other>"));
+    }
+}
