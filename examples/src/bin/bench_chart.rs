@@ -156,11 +156,16 @@ fn median(sorted: &[f64]) -> f64 {
     }
 }
 
+/// A figure's median, min and max.
+type Range = (f64, f64, f64);
+
+/// One peer's bar: `None` where the peer has no figure; a note after its value.
+type Bar<'a> = (&'a str, Option<Range>, Option<String>);
+
 /// One panel: a bar per peer, its range as a whisker, the reference as a dashed line.
 struct Panel<'a> {
     title: &'a str,
-    /// Each peer's (median, min, max); `None` where the peer has no figure.
-    bars: Vec<(&'a str, Option<(f64, f64, f64)>, Option<String>)>,
+    bars: Vec<Bar<'a>>,
     reference: Option<(f64, String)>,
     unit: &'a str,
 }
@@ -169,7 +174,7 @@ fn draw(data: &Value) -> Result<String, String> {
     let peers = data["peers"]
         .as_array()
         .ok_or("peers.json has no peers list")?;
-    let range = |v: &Value| -> Option<(f64, f64, f64)> {
+    let range = |v: &Value| -> Option<Range> {
         Some((
             v["median"].as_f64()?,
             v["min"].as_f64()?,
