@@ -63,6 +63,11 @@ fn run(args: &[String], results: &Path, chart: &Path) -> Result<(), String> {
         Some("--from-harness") => {
             let lines = PathBuf::from(args.get(1).ok_or("--from-harness takes a results.jsonl")?);
             take_harness_run(&mut data, &read(&lines)?)?;
+            // The run's conditions, written by the harness beside its lines.
+            let conditions = lines.with_file_name("conditions.txt");
+            if let Ok(text) = std::fs::read_to_string(&conditions) {
+                take_conditions(&mut data, &text);
+            }
             let pretty = serde_json::to_string_pretty(&data).expect("JSON values serialize");
             std::fs::write(results, pretty + "\n").map_err(|e| e.to_string())?;
         }
@@ -145,6 +150,24 @@ fn take_harness_run(data: &mut Value, lines: &str) -> Result<(), String> {
         reference[mode]["what"] = what;
     }
     Ok(())
+}
+
+/// The run's date, server and repetitions from the harness's `conditions.txt` (`key=value`
+/// lines); what the file does not say (the build, the machine) is left as it was.
+fn take_conditions(data: &mut Value, text: &str) {
+    for (key, value) in text.lines().filter_map(|l| l.split_once('=')) {
+        let run = &mut data["run"];
+        match key {
+            "date_utc" => run["date_utc"] = json!(value.replace('T', " ").trim_end_matches('Z')),
+            "postgres" => run["postgres"] = json!(format!("PostgreSQL {value}")),
+            "params" => {
+                if let Some(reps) = value.split(' ').find_map(|p| p.strip_prefix("REPS=")) {
+                    run["repetitions"] = json!(reps.parse::<u32>().unwrap_or(0));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn median(sorted: &[f64]) -> f64 {
@@ -442,6 +465,19 @@ mod tests {
         assert_eq!(data["reference"]["enqueue"]["median"], json!(2000.0));
         assert_eq!(data["reference"]["bulk"]["what"], json!("rows/s"));
         assert_eq!(data["peers"][1]["e2e"], Value::Null);
+
+        take_conditions(
+            &mut data,
+            "date_utc=2026-12-04T21:01:11Z\npostgres=15.20\nparams=REPS=3 N_SINGLE=500\n",
+        );
+        assert_eq!(data["run"]["date_utc"], json!("2026-12-04 21:01:11"));
+        assert_eq!(data["run"]["postgres"], json!("PostgreSQL 15.20"));
+        assert_eq!(data["run"]["repetitions"], json!(3));
+        assert_eq!(
+            data["run"]["build"],
+            json!("abc"),
+            "what the file does not say is kept"
+        );
     }
 
     /// The chart names every peer, escaped, and says where a figure is missing.
