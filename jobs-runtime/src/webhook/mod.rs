@@ -27,6 +27,7 @@ pub use crate::driver::webhook_ledger::{
     AttemptsPurgeParams, EndpointStanding, WebhookAttempt, WebhookLedger,
 };
 pub use crate::driver::{MemoryWebhookLedger, MEMORY_LEDGER_RING};
+pub use client::USER_AGENT;
 pub use declared::{run_webhook, webhook_key, WebhookTarget};
 pub use safety::{
     check_endpoint_url, is_private_address, redact_url, HostResolver, SystemResolver,
