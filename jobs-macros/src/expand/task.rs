@@ -43,10 +43,12 @@ impl_macro! {
 }
 
 /// What a refused `#[task]` leaves for its call sites: the handle, its `Task` impl and its
-/// methods, whose bodies never run. Nothing when the handle's name clashes with the fn.
+/// methods, whose bodies never run. Nothing when the handle's name clashes with the fn or with
+/// a name the fn uses (a type of the user's: a second item of that name would be rustc's error
+/// on top of ours).
 fn stand_in(decl: &TaskDecl<'_>) -> TokenStream {
     let handle = &decl.handle;
-    if *handle == decl.item.sig.ident {
+    if *handle == decl.item.sig.ident || check::handle::first_use(decl.item, handle).is_some() {
         return TokenStream::new();
     }
     let vis = &decl.item.vis;
