@@ -172,7 +172,10 @@ mod tests {
             check_name("tab\there").unwrap_err().to_string(),
             "holds `\\t` at byte 3"
         );
-        assert_eq!(check_name("bad!").unwrap_err().to_string(), "holds `!` at byte 3");
+        assert_eq!(
+            check_name("bad!").unwrap_err().to_string(),
+            "holds `!` at byte 3"
+        );
     }
 
     #[test]

@@ -368,6 +368,7 @@ impl JobError {
     }
 
     /// The same error, its message followed by `context` (where it happened, never a value).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn with_context(mut self, context: impl std::fmt::Display) -> Self {
         self.message = format!("{} ({context})", self.message).into();
         self

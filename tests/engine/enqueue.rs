@@ -400,10 +400,15 @@ async fn names_and_tenants_outside_the_grammar_are_refused_alike_on_every_driver
             assert_eq!(error.class(), ErrorClass::Terminal);
             assert!(error.fix().unwrap().contains("ASCII letters"), "{error}");
         }
-        let error = Ping::enqueue_with(&jobs, acme(1), EnqueueOptions::new().queue("q".repeat(201)))
-            .await
-            .unwrap_err();
-        assert_eq!(error.code(), Some(ErrorCode::LimitExceeded), "{driver}: {error}");
+        let error =
+            Ping::enqueue_with(&jobs, acme(1), EnqueueOptions::new().queue("q".repeat(201)))
+                .await
+                .unwrap_err();
+        assert_eq!(
+            error.code(),
+            Some(ErrorCode::LimitExceeded),
+            "{driver}: {error}"
+        );
         for org in ["", "  "] {
             let input = PingInput {
                 id: 1,
@@ -418,9 +423,10 @@ async fn names_and_tenants_outside_the_grammar_are_refused_alike_on_every_driver
             assert_eq!(error.class(), ErrorClass::Terminal);
         }
         // Nothing was stored: the key is still free, and good values pass.
-        let stored = Ping::enqueue_with(&jobs, acme(1), EnqueueOptions::new().queue("mail.urgent-2"))
-            .await
-            .unwrap();
+        let stored =
+            Ping::enqueue_with(&jobs, acme(1), EnqueueOptions::new().queue("mail.urgent-2"))
+                .await
+                .unwrap();
         assert!(!stored.deduped, "{driver}");
     }
 }

@@ -34,7 +34,9 @@ pub struct BackfillArgs {
 }
 
 impl ArgNames for BackfillArgs {
-    const NAMES: &'static [&'static str] = &["name", "tenant", "source", "batch", "rate", "queue", "retry", "timeout", "handle", "crate"];
+    const NAMES: &'static [&'static str] = &[
+        "name", "tenant", "source", "batch", "rate", "queue", "retry", "timeout", "handle", "crate",
+    ];
 }
 
 /// The arguments of `#[ledger(..)]`.

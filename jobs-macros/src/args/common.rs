@@ -100,9 +100,7 @@ fn reword(error: &darling::Error, attr: &str, names: &[&str]) -> String {
     }
     if let Some(rest) = what.strip_prefix("Duplicate field `") {
         let duplicated = rest.trim_end_matches('`');
-        return format!(
-            "`{duplicated}` is given twice in {owner}: keep one {CODE}"
-        );
+        return format!("`{duplicated}` is given twice in {owner}: keep one {CODE}");
     }
     format!("{text} {CODE}")
 }

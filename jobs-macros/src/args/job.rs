@@ -43,7 +43,21 @@ pub struct JobArgs {
 }
 
 impl ArgNames for JobArgs {
-    const NAMES: &'static [&'static str] = &["key", "tenant", "name", "queue", "retry", "concurrency", "timeout", "step_timeout", "event_poll", "dead_letter", "on_settled", "handle", "crate"];
+    const NAMES: &'static [&'static str] = &[
+        "key",
+        "tenant",
+        "name",
+        "queue",
+        "retry",
+        "concurrency",
+        "timeout",
+        "step_timeout",
+        "event_poll",
+        "dead_letter",
+        "on_settled",
+        "handle",
+        "crate",
+    ];
 }
 
 /// `concurrency = N` or `concurrency(..)`.

@@ -32,7 +32,9 @@ pub struct PurgeArgs {
 }
 
 impl ArgNames for PurgeArgs {
-    const NAMES: &'static [&'static str] = &["cron", "tz", "task", "queue", "timeout", "name", "handle", "crate"];
+    const NAMES: &'static [&'static str] = &[
+        "cron", "tz", "task", "queue", "timeout", "name", "handle", "crate",
+    ];
 }
 
 /// Why `#[purge]` refuses the argument `arg`, if it does.

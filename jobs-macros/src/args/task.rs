@@ -31,7 +31,15 @@ pub struct TaskArgs {
 }
 
 impl ArgNames for TaskArgs {
-    const NAMES: &'static [&'static str] = &["cron", "tz", "catch_up", "max_catch_up", "name", "handle", "crate"];
+    const NAMES: &'static [&'static str] = &[
+        "cron",
+        "tz",
+        "catch_up",
+        "max_catch_up",
+        "name",
+        "handle",
+        "crate",
+    ];
 }
 
 /// Options of a job's body. A task only enqueues (seed-inventory §12, §30 item 19), so each is

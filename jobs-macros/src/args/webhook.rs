@@ -34,7 +34,19 @@ pub struct WebhookArgs {
 }
 
 impl ArgNames for WebhookArgs {
-    const NAMES: &'static [&'static str] = &["name", "tenant", "queue", "retry", "timeout", "max_delay", "disable_after", "allow_private", "development", "handle", "crate"];
+    const NAMES: &'static [&'static str] = &[
+        "name",
+        "tenant",
+        "queue",
+        "retry",
+        "timeout",
+        "max_delay",
+        "disable_after",
+        "allow_private",
+        "development",
+        "handle",
+        "crate",
+    ];
 }
 
 /// Why `#[webhook]` refuses the argument `arg`, if it does.

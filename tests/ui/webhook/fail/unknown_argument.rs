@@ -2,7 +2,7 @@
 use jobs::prelude::*;
 use jobs::webhook::{WebhookDelivery, WebhookTarget};
 
-#[webhook(name = "org.webhook", tenant = none, secret = "whsec")]
+#[webhook(name = "org.webhook", tenant = none, retries = 3)]
 pub async fn org_webhook(_run: &Run, delivery: &WebhookDelivery) -> Result<WebhookTarget, JobError> {
     WebhookTarget::found(delivery, None, None)
 }
