@@ -336,12 +336,14 @@ mod tests {
     }
 
     #[test]
-    fn unknown_arguments_keep_darlings_words_and_gain_the_code() {
+    fn unknown_arguments_list_what_is_taken_and_gain_the_code() {
         let err =
             expand_str(r#"cron = "0 * * * *", tz = "UTC", catchup = skip"#, DIGEST).unwrap_err();
         assert_eq!(
             err,
-            "Unknown field: `catchup`. Did you mean `catch_up`? (X_JOB_DECLARATION_INVALID)"
+            "`#[task]` takes no argument `catchup`; did you mean `catch_up`? the arguments it \
+             takes are `cron`, `tz`, `catch_up`, `max_catch_up`, `name`, `handle`, `crate` \
+             (X_JOB_DECLARATION_INVALID)"
         );
     }
 }
