@@ -422,6 +422,13 @@ async fn names_and_tenants_outside_the_grammar_are_refused_alike_on_every_driver
             );
             assert_eq!(error.class(), ErrorClass::Terminal);
         }
+        // A worker is held to the same rule for the queues it claims from.
+        let error = jobs.worker().queues(["Bad Queue!"]).build().unwrap_err();
+        assert_eq!(
+            error.code(),
+            Some(ErrorCode::JobDeclarationInvalid),
+            "{driver}: {error}"
+        );
         // Nothing was stored: the key is still free, and good values pass.
         let stored =
             Ping::enqueue_with(&jobs, acme(1), EnqueueOptions::new().queue("mail.urgent-2"))

@@ -50,7 +50,9 @@ fn refused(where_: &str, error: sqlx::Error) -> JobError {
             format!("postgres `connect` failed: cannot connect to {where_}: {io}"),
         )
         .with_fix(
-            "start the server, or correct the URL's host and port (a closed port answers              `connection refused`); `PostgresDriver::connect` does not retry: call it again              once the server listens there",
+            "start the server, or correct the URL's host and port (a closed port answers \
+             `connection refused`); `PostgresDriver::connect` does not retry: call it again \
+             once the server listens there",
         ),
         sqlx::Error::Tls(tls) => JobError::new(
             ErrorCode::DriverUnavailable,
