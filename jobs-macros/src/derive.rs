@@ -82,39 +82,25 @@ pub fn expand(derive: Derive, input: TokenStream) -> syn::Result<TokenStream> {
                 }
             }
         }
-        Derive::JsonSchema => {
-            let name_text = name.to_string();
-            // The id schemars would give the item itself (its module and name), so two items
-            // of one module never share a definition.
-            let schema_id = if input.generics.params.is_empty() {
-                quote!(::std::borrow::Cow::Borrowed(::std::concat!(
-                    ::std::module_path!(),
-                    "::",
-                    #name_text
-                )))
-            } else {
-                quote!(<#mirror_ident #mirror_generics as #schemars::JsonSchema>::schema_id())
-            };
-            quote! {
-                #[automatically_derived]
-                impl #impl_generics #schemars::JsonSchema for #name #ty_generics
-                where #( #type_params: #schemars::JsonSchema, )* #predicates
-                {
-                    fn inline_schema() -> bool {
-                        <#mirror_ident #mirror_generics as #schemars::JsonSchema>::inline_schema()
-                    }
-                    fn schema_name() -> ::std::borrow::Cow<'static, str> {
-                        <#mirror_ident #mirror_generics as #schemars::JsonSchema>::schema_name()
-                    }
-                    fn schema_id() -> ::std::borrow::Cow<'static, str> {
-                        #schema_id
-                    }
-                    fn json_schema(generator: &mut #schemars::SchemaGenerator) -> #schemars::Schema {
-                        <#mirror_ident #mirror_generics as #schemars::JsonSchema>::json_schema(generator)
-                    }
+        Derive::JsonSchema => quote! {
+            #[automatically_derived]
+            impl #impl_generics #schemars::JsonSchema for #name #ty_generics
+            where #( #type_params: #schemars::JsonSchema, )* #predicates
+            {
+                fn inline_schema() -> bool {
+                    <#mirror_ident #mirror_generics as #schemars::JsonSchema>::inline_schema()
+                }
+                fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                    <#mirror_ident #mirror_generics as #schemars::JsonSchema>::schema_name()
+                }
+                fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                    <#mirror_ident #mirror_generics as #schemars::JsonSchema>::schema_id()
+                }
+                fn json_schema(generator: &mut #schemars::SchemaGenerator) -> #schemars::Schema {
+                    <#mirror_ident #mirror_generics as #schemars::JsonSchema>::json_schema(generator)
                 }
             }
-        }
+        },
     };
     Ok(quote! {
         #[doc(hidden)]
@@ -147,21 +133,22 @@ fn mirror(input: &DeriveInput, ident: &syn::Ident, derive: Derive) -> TokenStrea
             quote!(#[serde(crate = "::jobs::__private::serde", remote = #name_text)]),
         ),
         Derive::JsonSchema => {
-            // The schema is named after the item, not the mirror, unless the user named it.
+            // schemars names a mirror with `#[serde(remote = "Item")]` after the item, as it
+            // would name the item (its schema id, `module::Item`, included), unless a container
+            // `#[serde(rename = ..)]` names it otherwise, which the remote would override.
             let renamed = input.attrs.iter().any(|a| {
-                (a.path().is_ident("serde") || a.path().is_ident("schemars"))
-                    && a.meta.to_token_stream_string().contains("rename =")
+                a.path().is_ident("serde") && a.meta.to_token_stream_string().contains("rename =")
             });
-            let rename = if renamed || !generics.params.is_empty() {
+            let remote = if renamed {
                 quote!()
             } else {
-                quote!(#[schemars(rename = #name_text)])
+                quote!(#[serde(remote = #name_text)])
             };
             (
                 quote!(#schemars::JsonSchema),
                 quote!(
                     #[schemars(crate = "::jobs::__private::schemars")]
-                    #rename
+                    #remote
                 ),
             )
         }

@@ -45,7 +45,45 @@ fn round_trip<T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::D
     assert_eq!(back, value);
 }
 
+/// The same types with serde's and schemars' own derives, to compare against.
+mod own {
+    #![allow(dead_code)]
+    /// A welcome mail.
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Welcome {
+        /// Whom to greet.
+        pub user_id: u64,
+        #[serde(default)]
+        pub org_name: Option<String>,
+        private_note: String,
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    #[serde(tag = "kind")]
+    pub enum Plan {
+        Free,
+        Paid { seats: u32 },
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    pub struct Page<T> {
+        pub items: Vec<T>,
+    }
+}
+
+fn same_schema<A: JsonSchema, B: JsonSchema>() {
+    let ours = jobs::__private::input_schema::<A>();
+    let theirs = jobs::__private::input_schema::<B>();
+    assert_eq!(ours, theirs);
+    assert_eq!(A::schema_name(), B::schema_name());
+}
+
 fn main() {
+    same_schema::<Welcome, own::Welcome>();
+    same_schema::<Plan, own::Plan>();
+    same_schema::<Page<Plan>, own::Page<own::Plan>>();
+
     round_trip(
         Welcome { user_id: 7, org_name: None, private_note: "n".into() },
         r#"{"userId":7,"orgName":null,"privateNote":"n"}"#,
