@@ -57,14 +57,18 @@ impl_macro! {
 
 /// What a refused `#[job]` leaves for its call sites: the handle, with the methods and the
 /// `Job` impl the real one has, whose bodies never run (the crate does not compile). Nothing
-/// when the handle's name is itself the problem (it clashes with the fn or the input type).
+/// when the handle's name is itself the problem (it clashes with the fn, the input type or a
+/// name the fn uses).
 fn stand_in(decl: &JobDecl<'_>) -> TokenStream {
     let handle = &decl.handle;
     let input_name = decl.input_ty().and_then(|ty| match ty {
         Type::Path(path) => path.path.segments.last().map(|s| &s.ident),
         _ => None,
     });
-    if *handle == decl.item.sig.ident || input_name == Some(handle) {
+    if *handle == decl.item.sig.ident
+        || input_name == Some(handle)
+        || crate::check::handle::first_use(decl.item, handle).is_some()
+    {
         return TokenStream::new();
     }
     let vis = &decl.item.vis;
