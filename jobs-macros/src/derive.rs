@@ -234,3 +234,42 @@ impl MetaText for syn::Meta {
         quote::ToTokens::to_token_stream(self).to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every path to serde or schemars in an expansion goes through `jobs`' copies, and the
+    /// mirror's derive is told so (`crate = ..`): nothing needs the user's own serde or
+    /// schemars. (The ui case `job/pass/prelude_derives.rs` runs them.)
+    #[test]
+    fn expansions_name_serde_and_schemars_only_through_jobs() {
+        let item: TokenStream = syn::parse_str(
+            "#[serde(rename_all = \"camelCase\")] pub struct Page<T> { pub items: Vec<T> }",
+        )
+        .unwrap();
+        for (derive, crate_attr) in [
+            (Derive::Serialize, "crate = \"::jobs::__private::serde\""),
+            (Derive::Deserialize, "crate = \"::jobs::__private::serde\""),
+            (
+                Derive::JsonSchema,
+                "crate = \"::jobs::__private::schemars\"",
+            ),
+        ] {
+            let text = expand(derive, item.clone()).unwrap().to_string();
+            assert!(text.contains(crate_attr), "{text}");
+            assert!(text.contains("remote = \"Page\""), "{text}");
+            let paths = text.matches("serde ::").count() + text.matches("schemars ::").count();
+            let ours = text.matches("__private :: serde ::").count()
+                + text.matches("__private :: schemars ::").count();
+            assert_eq!(paths, ours, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_union_is_refused_toward_input() {
+        let item: TokenStream = syn::parse_str("union U { a: u32 }").unwrap();
+        let err = expand(Derive::Serialize, item).unwrap_err().to_string();
+        assert!(err.contains("`#[input]`"), "{err}");
+    }
+}
