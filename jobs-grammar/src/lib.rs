@@ -6,7 +6,8 @@
 //!   wall-clock minutes a cron selects, and its translation for the evaluator the runtime uses;
 //! - [`zone`]: IANA time zones, and the zones a near miss probably means;
 //! - [`duration`]: durations written as text (`"30s"`, `"1h 30m"`): positive, whole milliseconds;
-//! - [`currency`]: the ISO 4217 currency codes a posting may use.
+//! - [`currency`]: the ISO 4217 currency codes a posting may use;
+//! - [`name`]: job, task and queue names, and tenants.
 //!
 //! Each parser answers a typed error whose `Display` says why in words; the macros and the
 //! runtime wrap it in their own message, code and fix.
@@ -28,6 +29,7 @@
 pub mod cron;
 pub mod currency;
 pub mod duration;
+pub mod name;
 pub mod zone;
 
 /// `names` quoted and joined for a message: `` `a` ``, `` `a` or `b` ``, `` `a`, `b` or `c` ``.

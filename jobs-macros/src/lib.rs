@@ -16,6 +16,7 @@ use proc_macro::TokenStream;
 
 mod args;
 mod check;
+mod derive;
 mod errors;
 mod expand;
 mod input;
@@ -491,11 +492,39 @@ pub fn posting(input: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
-/// A crate that depends on serde and schemars 1 itself may write
-/// `#[derive(Serialize, Deserialize, JsonSchema)]` instead.
+/// `#[derive(Serialize, Deserialize, JsonSchema)]` with the prelude's derives works the same
+/// way, in a crate with or without serde and schemars of its own.
 #[proc_macro_attribute]
 pub fn input(args: TokenStream, item: TokenStream) -> TokenStream {
     input::expand(args.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// The prelude's `Serialize` derive: serde's, through the serde `jobs` depends on, so a crate
+/// without a serde dependency of its own can use it (`#[serde(..)]` attributes work as usual).
+/// [`macro@input`] derives all three at once.
+#[proc_macro_derive(Serialize, attributes(serde))]
+pub fn derive_serialize(item: TokenStream) -> TokenStream {
+    derive::expand(derive::Derive::Serialize, item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// The prelude's `Deserialize` derive: serde's, through the serde `jobs` depends on (see
+/// [`macro@derive_serialize`]).
+#[proc_macro_derive(Deserialize, attributes(serde))]
+pub fn derive_deserialize(item: TokenStream) -> TokenStream {
+    derive::expand(derive::Derive::Deserialize, item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// The prelude's `JsonSchema` derive: schemars 1's, through the schemars `jobs` depends on,
+/// so a crate without schemars of its own (or with another major of it) can use it.
+#[proc_macro_derive(JsonSchema, attributes(schemars, serde, validate, garde))]
+pub fn derive_json_schema(item: TokenStream) -> TokenStream {
+    derive::expand(derive::Derive::JsonSchema, item.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -150,8 +150,9 @@ error_codes! {
     /// The database server cannot be reached (refused, unreachable, no answer within the
     /// connect timeout, or the session was lost), or no driver is installed.
     DriverUnavailable = "X_DRIVER_UNAVAILABLE", R,
-        "check that the database server is running and reachable at the host and port the message names; the operation is retried";
-    /// The database URL does not parse (a configuration error: never retried).
+        "check that the database is up and reachable from this host (for Postgres, at the host and port the message names); a worker retries its own operations with backoff, while a call of yours returns this error: retry it once the database answers";
+    /// The driver's configuration is wrong: the database URL does not parse, or the schema
+    /// name is not one the driver accepts (a configuration error: never retried).
     DriverUrlInvalid = "X_DRIVER_URL_INVALID", T,
         "pass a URL of the form postgres://user:password@host:port/database (percent-encode special characters in the password)";
     /// The database the URL names does not exist on the server (sqlstate 3D000).
@@ -363,6 +364,13 @@ impl JobError {
     /// Replaces the fix.
     pub fn with_fix(mut self, fix: impl Into<Cow<'static, str>>) -> Self {
         self.fix = Some(fix.into());
+        self
+    }
+
+    /// The same error, its message followed by `context` (where it happened, never a value).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn with_context(mut self, context: impl std::fmt::Display) -> Self {
+        self.message = format!("{} ({context})", self.message).into();
         self
     }
 

@@ -174,8 +174,20 @@ pub mod prelude {
         backfill, input, job, ledger, posting, purge, task, EnqueueOptions, Enqueued, Entry,
         ErrorCode, Job, JobError, JobState, Jobs, Occurrence, Outcome, Run, Settled,
     };
+    // The traits from serde and schemars, the derives from `jobs-macros`: they derive through
+    // `jobs`' own copies, so they work in a crate with no serde or schemars dependency.
+    // `serde::ser`/`serde::de` hold the traits alone; schemars has its trait and its derive
+    // under one name, so the trait comes through a glob that the derive below shadows in the
+    // macro namespace.
+    pub use crate::schema_trait::*;
+    pub use jobs_macros::{Deserialize, JsonSchema, Serialize};
+    pub use serde::de::Deserialize;
+    pub use serde::ser::Serialize;
+}
+
+/// schemars' `JsonSchema` (trait and derive), for the prelude's glob to take the trait from.
+mod schema_trait {
     pub use schemars::JsonSchema;
-    pub use serde::{Deserialize, Serialize};
 }
 
 /// Not public API: what `#[job]` expansions name. May change in any release.

@@ -25,6 +25,9 @@
 //! | actor (who asked for an enqueue, or did an operator act) | [`MAX_ACTOR_BYTES`] | `X_LIMIT_EXCEEDED` |
 //! | concurrency key | [`MAX_CONCURRENCY_KEY_LENGTH`] characters | `X_JOB_DECLARATION_INVALID` |
 //! | NUL in any of the above | none allowed | `X_VALUE_UNSTORABLE` (concurrency key: `X_JOB_DECLARATION_INVALID`) |
+//! | a job or queue name outside the name grammar (`jobs_grammar::name`: ASCII letters, digits, `_`, `-`, `.`) | the macros refuse the literal at compile time, the client the value | `X_JOB_DECLARATION_INVALID` |
+//! | an empty or blank tenant | none allowed | `X_JOB_TENANT_REQUIRED` |
+//! | any other control character in a tenant | none allowed | `X_VALUE_UNSTORABLE` |
 //! | any other control character in an actor | none allowed | `X_VALUE_UNSTORABLE` |
 //! | NUL in a job input | none allowed | `X_JOB_INPUT_INVALID` |
 //! | NUL in a step output | none allowed | `X_STEP_OUTPUT_UNSERIALIZABLE` |
@@ -41,14 +44,14 @@ use crate::error::{ErrorCode, JobError};
 /// `<task>:<occurrence ms>:` prefix). Hash a longer natural key: a sha256 hex digest is 64.
 pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 512;
 
-/// The longest tenant, in bytes of UTF-8.
-pub const MAX_TENANT_BYTES: usize = 256;
+/// The longest tenant, in bytes of UTF-8 (the grammar's, `jobs_grammar::name`).
+pub const MAX_TENANT_BYTES: usize = jobs_grammar::name::MAX_TENANT_BYTES;
 
-/// The longest queue name, in bytes of UTF-8.
-pub const MAX_QUEUE_BYTES: usize = 200;
+/// The longest queue name, in bytes (the grammar's, `jobs_grammar::name`).
+pub const MAX_QUEUE_BYTES: usize = jobs_grammar::name::MAX_NAME_BYTES;
 
-/// The longest job name, in bytes of UTF-8.
-pub const MAX_JOB_NAME_BYTES: usize = 200;
+/// The longest job name, in bytes (the grammar's, `jobs_grammar::name`).
+pub const MAX_JOB_NAME_BYTES: usize = jobs_grammar::name::MAX_NAME_BYTES;
 
 /// The longest step name, in bytes of UTF-8. It has room for the names the runtime derives:
 /// `wait:<event name>#<n>` from the longest event name, `sleep:<duration>#<n>`.
@@ -208,15 +211,62 @@ pub(crate) fn check_text(field: Field, whose: &str, value: &str) -> Result<(), J
     Ok(())
 }
 
+/// Checks a job, task or queue name: within its limit and free of NUL ([`check_text`]), then
+/// the grammar the macros check the same literal with at compile time
+/// (`jobs_grammar::name::check_name`): a refusal is `X_JOB_DECLARATION_INVALID`, naming the
+/// character, never the whole value.
+pub(crate) fn check_name(field: Field, whose: &str, value: &str) -> Result<(), JobError> {
+    check_text(field, whose, value)?;
+    jobs_grammar::name::check_name(value).map_err(|why| {
+        JobError::new(
+            ErrorCode::JobDeclarationInvalid,
+            format!("the {} of {whose} {why}", field.what),
+        )
+        .with_fix(format!(
+            "write the {} as {} (e.g. `billing.send-invoice`)",
+            field.what,
+            jobs_grammar::name::NAME_GRAMMAR
+        ))
+    })
+}
+
+/// Checks a tenant: within its limit and free of NUL ([`check_text`]), then the grammar
+/// (`jobs_grammar::name::check_tenant`): an empty or blank tenant files the job under no one
+/// (`X_JOB_TENANT_REQUIRED`), a control character is `X_VALUE_UNSTORABLE`, as in an actor.
+pub(crate) fn check_tenant(whose: &str, tenant: &str) -> Result<(), JobError> {
+    use jobs_grammar::name::InvalidName;
+    check_text(TENANT, whose, tenant)?;
+    match jobs_grammar::name::check_tenant(tenant) {
+        Ok(()) => Ok(()),
+        Err(InvalidName::Empty) => Err(JobError::new(
+            ErrorCode::JobTenantRequired,
+            format!("the tenant of {whose} is empty or blank, so the job would belong to no one"),
+        )
+        .with_fix(
+            "file the job under the tenant's id (the org id the input names); a job that \
+             belongs to no tenant declares `tenant = none`",
+        )),
+        Err(why) => Err(JobError::new(
+            ErrorCode::ValueUnstorable,
+            format!("the tenant of {whose} {why}"),
+        )
+        .with_fix(format!(
+            "file the job under a printable tenant id: {}",
+            jobs_grammar::name::TENANT_GRAMMAR
+        ))),
+    }
+}
+
 /// Checks everything an enqueue stores: the job name, queue, key, tenant and input. The client
-/// and the scheduler call it on every request before it reaches a driver.
+/// and the scheduler call it on every request before it reaches a driver, so every driver
+/// refuses the same values.
 pub(crate) fn check_enqueue(request: &EnqueueRequest) -> Result<(), JobError> {
-    check_text(JOB_NAME, "a job", &request.name)?;
+    check_name(JOB_NAME, "a job", &request.name)?;
     let whose = format!("job `{}`", request.name);
-    check_text(QUEUE, &whose, &request.queue)?;
+    check_name(QUEUE, &whose, &request.queue)?;
     check_text(IDEMPOTENCY_KEY, &whose, &request.idempotency_key)?;
     if let Some(tenant) = &request.tenant_id {
-        check_text(TENANT, &whose, tenant)?;
+        check_tenant(&whose, tenant)?;
     }
     if let Some(actor) = &request.actor {
         check_actor(&whose, actor)?;
@@ -351,6 +401,33 @@ mod tests {
             assert_eq!(e.code(), Some(ErrorCode::ValueUnstorable), "{bad:?}");
             assert!(!e.to_string().contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn names_follow_the_grammar_the_macros_check() {
+        assert!(check_name(QUEUE, "job `j`", "billing.send-invoice").is_ok());
+        for bad in ["Bad Queue!", "", "a:b", "é"] {
+            let e = check_name(QUEUE, "job `j`", bad).unwrap_err();
+            assert_eq!(e.code(), Some(ErrorCode::JobDeclarationInvalid), "{bad:?}");
+            assert_eq!(e.class(), crate::ErrorClass::Terminal);
+            assert!(e.fix().unwrap().contains("ASCII letters"), "{e}");
+        }
+        // The length is still reported as the limit it is.
+        let e = check_name(JOB_NAME, "a job", &"n".repeat(201)).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::LimitExceeded));
+    }
+
+    #[test]
+    fn a_tenant_is_a_printable_non_blank_id() {
+        assert!(check_tenant("job `j`", "org 42 <b>").is_ok());
+        for blank in ["", "   "] {
+            let e = check_tenant("job `j`", blank).unwrap_err();
+            assert_eq!(e.code(), Some(ErrorCode::JobTenantRequired), "{blank:?}");
+            assert_eq!(e.class(), crate::ErrorClass::Terminal);
+        }
+        let e = check_tenant("job `j`", "org\n42").unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::ValueUnstorable));
+        assert!(!e.to_string().contains("org"), "{e}");
     }
 
     #[test]

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use jobs::prelude::*;
 use jobs::testing::TestKit;
-use jobs::ExecutionOutcome;
+use jobs::{ErrorClass, ExecutionOutcome};
 
+use crate::support::store::Store;
 use crate::support::time::elapsed;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -374,4 +375,65 @@ async fn an_empty_derived_key_is_refused() {
         .unwrap();
     assert_eq!(kit.job(fine.id).await.idempotency_key, "k-1");
     assert_eq!(kit.job(fine.id).await.tenant_id, None);
+}
+
+/// The name grammar (`jobs_grammar::name`, the rule the macros apply to a literal) applied to
+/// the values of an enqueue, by the client before any driver: the same refusals on each.
+#[tokio::test]
+async fn names_and_tenants_outside_the_grammar_are_refused_alike_on_every_driver() {
+    let postgres = Store::postgres("names_and_tenants_outside_the_grammar").await;
+    let sqlite = Store::sqlite("names_and_tenants_outside_the_grammar").await;
+    for (driver, jobs) in [
+        ("memory", Jobs::memory()),
+        ("postgres", postgres.jobs()),
+        ("sqlite", sqlite.jobs()),
+    ] {
+        for queue in ["Bad Queue!", "", "mail:urgent"] {
+            let error = Ping::enqueue_with(&jobs, acme(1), EnqueueOptions::new().queue(queue))
+                .await
+                .unwrap_err();
+            assert_eq!(
+                error.code(),
+                Some(ErrorCode::JobDeclarationInvalid),
+                "{driver} {queue:?}: {error}"
+            );
+            assert_eq!(error.class(), ErrorClass::Terminal);
+            assert!(error.fix().unwrap().contains("ASCII letters"), "{error}");
+        }
+        let error =
+            Ping::enqueue_with(&jobs, acme(1), EnqueueOptions::new().queue("q".repeat(201)))
+                .await
+                .unwrap_err();
+        assert_eq!(
+            error.code(),
+            Some(ErrorCode::LimitExceeded),
+            "{driver}: {error}"
+        );
+        for org in ["", "  "] {
+            let input = PingInput {
+                id: 1,
+                org: org.into(),
+            };
+            let error = Ping::enqueue(&jobs, input).await.unwrap_err();
+            assert_eq!(
+                error.code(),
+                Some(ErrorCode::JobTenantRequired),
+                "{driver} {org:?}: {error}"
+            );
+            assert_eq!(error.class(), ErrorClass::Terminal);
+        }
+        // A worker is held to the same rule for the queues it claims from.
+        let error = jobs.worker().queues(["Bad Queue!"]).build().unwrap_err();
+        assert_eq!(
+            error.code(),
+            Some(ErrorCode::JobDeclarationInvalid),
+            "{driver}: {error}"
+        );
+        // Nothing was stored: the key is still free, and good values pass.
+        let stored =
+            Ping::enqueue_with(&jobs, acme(1), EnqueueOptions::new().queue("mail.urgent-2"))
+                .await
+                .unwrap();
+        assert!(!stored.deduped, "{driver}");
+    }
 }

@@ -431,6 +431,29 @@ async fn the_last_fire_of_each_task_is_recorded() {
     assert_eq!(fires[0].fired_at, at("2030-01-01T00:10:00Z"));
 }
 
+/// The names the tasks' methods had before they moved to `jobs.tasks()` still work for one
+/// release, deprecated, and answer as the new ones do.
+#[tokio::test]
+#[allow(deprecated)]
+async fn the_moved_task_methods_keep_their_old_names_deprecated() {
+    let w = world("2030-01-01T00:00:00Z");
+    let s = w.scheduler(registry(|r| r.register_task::<Every5>()));
+    s.tick().await.unwrap();
+    w.run(&s, Duration::from_secs(1), "2030-01-01T00:06:00Z")
+        .await;
+    let old = w.jobs.task_fires().await.unwrap();
+    assert_eq!(old.len(), 1, "{old:?}");
+    assert_eq!(old, w.jobs.tasks().fires().await.unwrap());
+    assert_eq!(
+        w.jobs.scheduler_leader().await.unwrap(),
+        w.jobs.tasks().leader().await.unwrap()
+    );
+    w.jobs.pause_task("every5").await.unwrap();
+    assert_eq!(w.jobs.paused_tasks().await.unwrap(), ["every5"]);
+    assert!(w.jobs.resume_task("every5").await.unwrap());
+    assert!(w.jobs.tasks().paused().await.unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn a_manual_fire_uses_the_jobs_plain_keys() {
     let w = world("2030-01-01T00:00:00Z");

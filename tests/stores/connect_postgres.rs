@@ -83,7 +83,67 @@ async fn a_closed_port_is_refused_at_once_naming_host_port_and_the_os_error() {
     assert!(message.contains(&format!("127.0.0.1:{port}")), "{error}");
     assert!(message.contains("connection refused"), "{error}");
     assert!(!message.contains("pool timed out"), "{error}");
-    assert!(error.fix().unwrap().contains("reachable"), "{error}");
+    // The fix says what to do, and does not promise a retry nobody makes.
+    let fix = error.fix().unwrap();
+    assert!(fix.contains("host and port"), "{fix}");
+    assert!(fix.contains("does not retry"), "{fix}");
+    assert!(!fix.contains("is retried"), "{fix}");
+}
+
+/// A closed port on 127.0.0.1, found by binding port 0 and letting it go.
+fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+#[tokio::test]
+async fn a_pool_that_reaches_nothing_names_its_host_and_port_without_credentials() {
+    let port = closed_port();
+    let pool = jobs::sqlx::postgres::PgPoolOptions::new()
+        // The pool's own bound on waiting for a connection, not a sleep: a closed port
+        // refuses at once and the pool gives up within it.
+        .acquire_timeout(Duration::from_millis(500))
+        .connect_lazy(&format!(
+            "postgres://app:hunter2-secret@127.0.0.1:{port}/postgres"
+        ))
+        .expect("a lazy pool connects nothing yet");
+    let jobs = Jobs::new(PostgresDriver::new(pool, "public").unwrap());
+    let started = Instant::now();
+    let error = jobs.stats().await.unwrap_err();
+    assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+    assert_eq!(error.code(), Some(ErrorCode::DriverUnavailable), "{error}");
+    assert_eq!(error.class(), ErrorClass::Retryable);
+    assert!(
+        error
+            .message()
+            .contains(&format!("the pool connects to 127.0.0.1:{port}")),
+        "{error}"
+    );
+    assert!(!error.to_string().contains("hunter2"), "{error}");
+    assert!(!error.to_string().contains("app:"), "{error}");
+    let fix = error.fix().unwrap();
+    assert!(fix.contains("host and port the message names"), "{fix}");
+    assert!(!fix.contains("the operation is retried"), "{fix}");
+}
+
+#[tokio::test]
+async fn a_bad_schema_name_is_a_terminal_configuration_error_not_an_invariant() {
+    let pool = jobs::sqlx::postgres::PgPoolOptions::new()
+        .connect_lazy(&format!(
+            "postgres://app@127.0.0.1:{}/postgres",
+            closed_port()
+        ))
+        .expect("a lazy pool connects nothing yet");
+    for bad in ["Jobs", "1jobs", "a;drop table x", ""] {
+        let Err(error) = PostgresDriver::new(pool.clone(), bad) else {
+            panic!("`{bad}` was accepted");
+        };
+        assert_terminal(&error, ErrorCode::DriverUrlInvalid);
+        assert!(
+            error.fix().unwrap().contains("lower-case letters"),
+            "{error}"
+        );
+    }
 }
 
 #[tokio::test]

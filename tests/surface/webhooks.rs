@@ -558,6 +558,83 @@ async fn loopback_and_private_addresses_are_refused_without_allow_private() {
 }
 
 #[tokio::test]
+async fn a_refused_endpoint_records_nothing_whatever_the_url_spells() {
+    let server = HookServer::start(vec![Reply::status(200)]).await;
+    let clock = TestClock::new();
+    let ledger = Arc::new(MemoryWebhookLedger::new());
+    // A name the stub answers with loopback only, refused by the resolver's filter.
+    let stub = Arc::new(StubResolver(HashMap::from([(
+        "loopback.test",
+        vec!["127.0.0.1".parse().unwrap()],
+    )])));
+    let sender = WebhookSender::builder(ledger.clone())
+        .options(WebhookOptions {
+            development: true,
+            // One counted attempt would disable the endpoint.
+            disable_after: 1,
+            ..WebhookOptions::default()
+        })
+        .clock(Arc::new(clock.clone()))
+        .resolver(stub)
+        .build()
+        .unwrap();
+    let port = server.port;
+    for host in [
+        "127.0.0.1",
+        "localhost",
+        "LOCALHOST.",
+        "api.localhost",
+        "[::1]",
+        "loopback.test",
+    ] {
+        let url = format!("http://{host}:{port}/hooks");
+        let endpoint = WebhookEndpoint::new("ep", url.clone(), SECRET);
+        for _ in 0..2 {
+            let error = sender.deliver(&endpoint, &event()).await.unwrap_err();
+            assert!(
+                error.is(ErrorCode::WebhookEndpointInvalid),
+                "{url}: {error}"
+            );
+            assert!(error.message().contains("allow_private"), "{url}: {error}");
+            assert_eq!(error.class(), ErrorClass::Terminal, "{url}: {error}");
+        }
+        assert!(
+            ledger.attempts("ep", 10).await.unwrap().is_empty(),
+            "{url}: a refusal recorded an attempt"
+        );
+        assert_eq!(
+            ledger.standing("ep").await.unwrap(),
+            Default::default(),
+            "{url}: a refusal counted toward disable_after"
+        );
+    }
+    assert!(server.received().is_empty(), "nothing reached the server");
+}
+
+#[tokio::test]
+async fn every_delivery_names_the_library_and_its_version_as_user_agent() {
+    let server = HookServer::start(vec![Reply::status(503), Reply::status(204)]).await;
+    let clock = TestClock::new();
+    let ledger = Arc::new(MemoryWebhookLedger::new());
+    let endpoint = WebhookEndpoint::new("ep", server.url("/hooks"), SECRET);
+    // The sender a test builds and the shared one a declared #[webhook] job uses.
+    let sender = sender_with(&clock, ledger.clone(), local_options());
+    assert_eq!(
+        code(sender.deliver(&endpoint, &event()).await),
+        ErrorCode::WebhookDeliveryFailed
+    );
+    sender.deliver(&endpoint, &event()).await.unwrap();
+
+    let expected = format!("jobs/{}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(jobs::webhook::USER_AGENT, expected);
+    let got = server.received();
+    assert_eq!(got.len(), 2);
+    for request in &got {
+        assert_eq!(request.headers["user-agent"], expected.as_str());
+    }
+}
+
+#[tokio::test]
 async fn the_timeout_must_sit_below_the_drain_budget() {
     let options = WebhookOptions {
         timeout: Duration::from_secs(30),

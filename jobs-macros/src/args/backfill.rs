@@ -1,5 +1,6 @@
 //! `#[backfill(..)]` and `#[ledger(..)]` as written.
 
+use super::common::ArgNames;
 use darling::FromMeta;
 
 use super::common::Delivery;
@@ -32,6 +33,12 @@ pub struct BackfillArgs {
     pub delivery: Delivery,
 }
 
+impl ArgNames for BackfillArgs {
+    const NAMES: &'static [&'static str] = &[
+        "name", "tenant", "source", "batch", "rate", "queue", "retry", "timeout", "handle", "crate",
+    ];
+}
+
 /// The arguments of `#[ledger(..)]`.
 #[derive(Debug, Default, FromMeta)]
 pub struct LedgerArgs {
@@ -42,6 +49,10 @@ pub struct LedgerArgs {
     /// `queue`, `retry(..)`, `name`, `crate`.
     #[darling(flatten)]
     pub delivery: Delivery,
+}
+
+impl ArgNames for LedgerArgs {
+    const NAMES: &'static [&'static str] = &["name", "tenant", "book", "queue", "retry", "crate"];
 }
 
 /// Why `#[backfill]` refuses the argument `arg`, if it does.

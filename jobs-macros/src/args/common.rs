@@ -54,11 +54,62 @@ pub struct RetryArgs {
 /// The code every structural refusal carries: the declaration cannot be honoured as written.
 const CODE: &str = "(X_JOB_DECLARATION_INVALID)";
 
+/// The names of the arguments an attribute takes at its top level, as the user writes them,
+/// for the message that refuses an unknown one. darling still decides what is known (a name
+/// missing here is accepted all the same, only not listed); `every_listed_name_is_known` checks
+/// each name here is one darling reads.
+pub trait ArgNames {
+    /// Every argument's name, in the order the documentation presents them.
+    const NAMES: &'static [&'static str];
+}
+
+/// What `retry(..)` takes.
+pub const RETRY_NAMES: &[&str] = &["attempts", "backoff", "delay", "max_delay", "jitter"];
+
+/// What `concurrency(..)` takes.
+pub const CONCURRENCY_NAMES: &[&str] = &["key", "limit", "when_busy"];
+
+/// darling's structural error in our words: an unknown argument lists the accepted names (and
+/// keeps darling's near-miss suggestion), a duplicated one says to keep one; any other keeps
+/// darling's own words. Each gains the declaration's code.
+fn reword(error: &darling::Error, attr: &str, names: &[&str]) -> String {
+    let text = error.to_string();
+    // darling appends ` at <path>` for an argument inside a list, such as `retry(..)`.
+    let (what, location) = match text.rsplit_once(" at ") {
+        Some((what, location)) if !location.contains(' ') => (what, Some(location)),
+        _ => (text.as_str(), None),
+    };
+    let (owner, names) = match location {
+        None => (format!("`#[{attr}]`"), names),
+        Some("retry") => ("`retry(..)`".to_string(), RETRY_NAMES),
+        Some("concurrency") => ("`concurrency(..)`".to_string(), CONCURRENCY_NAMES),
+        Some(_) => return format!("{text} {CODE}"),
+    };
+    if let Some(rest) = what.strip_prefix("Unknown field: `") {
+        let (unknown, rest) = rest.split_once('`').unwrap_or((rest, ""));
+        let near = rest
+            .strip_prefix(". Did you mean `")
+            .and_then(|r| r.split_once('`'))
+            .map(|(near, _)| format!("; did you mean `{near}`?"))
+            .unwrap_or_else(|| ":".to_string());
+        let listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        return format!(
+            "{owner} takes no argument `{unknown}`{near} the arguments it takes are {} {CODE}",
+            listed.join(", ")
+        );
+    }
+    if let Some(rest) = what.strip_prefix("Duplicate field `") {
+        let duplicated = rest.trim_end_matches('`');
+        return format!("`{duplicated}` is given twice in {owner}: keep one {CODE}");
+    }
+    format!("{text} {CODE}")
+}
+
 /// Reads the arguments of `#[attr]`. An argument the attribute refuses on purpose (`refused`
 /// answers why, by name) is reported and left out, and the rest are still read. Every problem
 /// goes into `errs`; `None` means the arguments' shape was wrong (an unknown, duplicated or
 /// malformed argument), so which ones were given is not known.
-pub fn parse<A: FromMeta>(
+pub fn parse<A: FromMeta + ArgNames>(
     tokens: TokenStream,
     attr: &str,
     refused: impl Fn(&str) -> Option<String>,
@@ -88,9 +139,9 @@ pub fn parse<A: FromMeta>(
     match A::from_list(&kept) {
         Ok(args) => Some(args),
         Err(err) => {
-            // darling's own words, at darling's span, with the code added.
+            // At darling's span, in our words where we have better ones (`reword`).
             for one in err.flatten() {
-                errs.at(one.span(), format!("{one} {CODE}"));
+                errs.at(one.span(), reword(&one, attr, A::NAMES));
             }
             None
         }
@@ -129,4 +180,72 @@ fn arg_name(item: &NestedMeta) -> Option<String> {
         return None;
     };
     meta.path().get_ident().map(ToString::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::backfill::{BackfillArgs, LedgerArgs};
+    use crate::args::job::JobArgs;
+    use crate::args::purge::PurgeArgs;
+    use crate::args::task::TaskArgs;
+    use crate::args::webhook::WebhookArgs;
+
+    /// Whether darling reads `name` as an argument of `A` (a wrong value is fine; an unknown
+    /// name is not).
+    fn known<A: FromMeta>(name: &str) -> bool {
+        let item: NestedMeta = syn::parse_str(&format!("{name} = 0")).unwrap();
+        match A::from_list(&[item]) {
+            Ok(_) => true,
+            Err(err) => err
+                .flatten()
+                .into_iter()
+                .all(|e| !e.to_string().starts_with("Unknown field")),
+        }
+    }
+
+    fn every_name_of<A: FromMeta + ArgNames>() {
+        for name in A::NAMES {
+            assert!(known::<A>(name), "`{name}` is listed but not read");
+        }
+        assert!(!known::<A>("priority_boost"));
+    }
+
+    #[test]
+    fn every_listed_name_is_known() {
+        every_name_of::<JobArgs>();
+        every_name_of::<TaskArgs>();
+        every_name_of::<BackfillArgs>();
+        every_name_of::<LedgerArgs>();
+        every_name_of::<WebhookArgs>();
+        every_name_of::<PurgeArgs>();
+        for name in RETRY_NAMES {
+            assert!(known::<RetryArgs>(name), "retry: `{name}`");
+        }
+        for name in CONCURRENCY_NAMES {
+            assert!(
+                known::<crate::args::job::KeyedConcurrencyArgs>(name),
+                "concurrency: `{name}`"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_and_duplicated_arguments_are_reworded() {
+        let unknown = darling::Error::unknown_field_with_alts("qeue", &["queue", "key"]);
+        assert_eq!(
+            reword(&unknown, "job", &["key", "queue"]),
+            "`#[job]` takes no argument `qeue`; did you mean `queue`? the arguments it takes \
+             are `key`, `queue` (X_JOB_DECLARATION_INVALID)"
+        );
+        let nested = darling::Error::unknown_field("tries").at("retry");
+        assert!(reword(&nested, "job", &[]).starts_with(
+            "`retry(..)` takes no argument `tries`: the arguments it takes are `attempts`"
+        ));
+        let twice = darling::Error::duplicate_field("queue");
+        assert_eq!(
+            reword(&twice, "job", &[]),
+            "`queue` is given twice in `#[job]`: keep one (X_JOB_DECLARATION_INVALID)"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! `#[job(..)]` as written.
 
+use super::common::ArgNames;
 use darling::ast::NestedMeta;
 use darling::FromMeta;
 use proc_macro2::TokenStream;
@@ -39,6 +40,24 @@ pub struct JobArgs {
     /// `queue`, `retry(..)`, `name`, `crate`.
     #[darling(flatten)]
     pub delivery: Delivery,
+}
+
+impl ArgNames for JobArgs {
+    const NAMES: &'static [&'static str] = &[
+        "key",
+        "tenant",
+        "name",
+        "queue",
+        "retry",
+        "concurrency",
+        "timeout",
+        "step_timeout",
+        "event_poll",
+        "dead_letter",
+        "on_settled",
+        "handle",
+        "crate",
+    ];
 }
 
 /// `concurrency = N` or `concurrency(..)`.

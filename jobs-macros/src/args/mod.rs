@@ -3,8 +3,10 @@
 //! Every value is an [`Arg`](crate::value::Arg) of its type in `crate::value`, read by darling
 //! through that type's [`Value`](crate::value::Value) parser. The arguments the attributes
 //! share are one struct, flattened into each ([`common::Common`], [`common::Delivery`]).
-//! darling's structural errors (an unknown, duplicated or malformed argument) keep darling's
-//! own wording and gain the declaration's code ([`common::parse`]).
+//! darling's structural errors (an unknown, duplicated or malformed argument) gain the
+//! declaration's code; an unknown argument lists the names the attribute takes
+//! ([`common::ArgNames`]) with darling's near miss, a duplicated one says to keep one
+//! ([`common::parse`]).
 
 pub mod backfill;
 pub mod common;

@@ -1,5 +1,6 @@
 //! `#[purge(..)]` as written.
 
+use super::common::ArgNames;
 use darling::FromMeta;
 
 use super::common::Common;
@@ -28,6 +29,12 @@ pub struct PurgeArgs {
     /// `name`, `crate`.
     #[darling(flatten)]
     pub common: Common,
+}
+
+impl ArgNames for PurgeArgs {
+    const NAMES: &'static [&'static str] = &[
+        "cron", "tz", "task", "queue", "timeout", "name", "handle", "crate",
+    ];
 }
 
 /// Why `#[purge]` refuses the argument `arg`, if it does.

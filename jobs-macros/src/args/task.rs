@@ -1,5 +1,6 @@
 //! `#[task(..)]` as written.
 
+use super::common::ArgNames;
 use darling::FromMeta;
 
 use super::common::Common;
@@ -27,6 +28,18 @@ pub struct TaskArgs {
     /// `name`, `crate`.
     #[darling(flatten)]
     pub common: Common,
+}
+
+impl ArgNames for TaskArgs {
+    const NAMES: &'static [&'static str] = &[
+        "cron",
+        "tz",
+        "catch_up",
+        "max_catch_up",
+        "name",
+        "handle",
+        "crate",
+    ];
 }
 
 /// Options of a job's body. A task only enqueues (seed-inventory §12, §30 item 19), so each is

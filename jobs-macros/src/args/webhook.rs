@@ -1,5 +1,6 @@
 //! `#[webhook(..)]` as written.
 
+use super::common::ArgNames;
 use darling::FromMeta;
 
 use super::common::Delivery;
@@ -30,6 +31,22 @@ pub struct WebhookArgs {
     /// `queue`, `retry(..)`, `name`, `crate`.
     #[darling(flatten)]
     pub delivery: Delivery,
+}
+
+impl ArgNames for WebhookArgs {
+    const NAMES: &'static [&'static str] = &[
+        "name",
+        "tenant",
+        "queue",
+        "retry",
+        "timeout",
+        "max_delay",
+        "disable_after",
+        "allow_private",
+        "development",
+        "handle",
+        "crate",
+    ];
 }
 
 /// Why `#[webhook]` refuses the argument `arg`, if it does.

@@ -150,7 +150,8 @@ pub fn retry_delays_are_ordered(errs: &mut Errors, decl: &JobDecl<'_>) {
 }
 
 /// The handle is a unit struct, so it takes its name in both the type and the value
-/// namespace: it must not collide with the fn itself or with the input type.
+/// namespace: it must not collide with the fn itself, the input type, or another name the fn
+/// uses (a type of the user's declared beside it).
 ///
 /// The rule, as the README states it: the handle is the fn's name in PascalCase
 /// (`tenant_sync` -> `TenantSync`) unless `handle = ..` names it; a handle equal to the fn's
@@ -185,6 +186,17 @@ pub fn handle_is_free(errs: &mut Errors, decl: &JobDecl<'_>) {
             format!(
                 "{origin} is also the name of the job's input type: the two cannot share a \
                  name; {fix}"
+            ),
+        );
+        return;
+    }
+    // A type of the user's beside the fn, which the fn names (a macro sees only the fn).
+    if super::handle::first_use(decl.item, handle).is_some() {
+        errs.spanned(
+            blame,
+            format!(
+                "{origin} is also a name the fn uses (a type of yours beside it?): the two \
+                 cannot share a name; {fix}"
             ),
         );
     }

@@ -7,6 +7,7 @@
 mod durations;
 pub mod entries;
 mod factory;
+pub mod handle;
 mod job;
 pub mod posting;
 mod purge;

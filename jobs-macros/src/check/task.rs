@@ -139,10 +139,15 @@ pub fn max_catch_up_bounds_run_all(errs: &mut Errors, decl: &TaskDecl<'_>) {
 }
 
 /// The handle is a unit struct, so it takes its name in both the type and the value
-/// namespace: it must not collide with the fn itself.
+/// namespace: it must not collide with the fn itself, nor with a type of the user's that the
+/// fn names (`#[task] fn digest` building a `Digest { .. }` declared beside it: a macro cannot
+/// see the items beside it, but it sees the fn's own tokens). Without this rule rustc reports
+/// the name defined twice, then errors of the handle's derives on the user's struct, with no
+/// hint of the fix.
 pub fn handle_is_free(errs: &mut Errors, decl: &TaskDecl<'_>) {
     let handle = &decl.handle;
     if *handle != decl.item.sig.ident {
+        handle_is_not_a_name_the_fn_uses(errs, decl);
         return;
     }
     let declared = decl.args.is_some_and(|args| args.handle.is_some());
@@ -163,6 +168,38 @@ pub fn handle_is_free(errs: &mut Errors, decl: &TaskDecl<'_>) {
         format!(
             "the handle `{handle}` would have the same name as the fn: name the handle \
              yourself, e.g. `handle = {suggestion}` (X_JOB_DECLARATION_INVALID)"
+        ),
+    );
+}
+
+/// The other half of [`handle_is_free`]: the handle's name is not one the fn's signature or
+/// body uses for something else.
+fn handle_is_not_a_name_the_fn_uses(errs: &mut Errors, decl: &TaskDecl<'_>) {
+    let handle = &decl.handle;
+    if super::handle::first_use(decl.item, handle).is_none() {
+        return;
+    }
+    let declared = decl.args.is_some_and(|args| args.handle.is_some());
+    let blame = if declared {
+        handle
+    } else {
+        &decl.item.sig.ident
+    };
+    let origin = if declared {
+        format!("the handle `{handle}`")
+    } else {
+        format!(
+            "`#[task]` names the handle after the fn (`{}` -> `{handle}`), and `{handle}`",
+            decl.item.sig.ident.unraw()
+        )
+    };
+    errs.spanned(
+        blame,
+        format!(
+            "{origin} is also a name the fn uses (a type of yours beside it?): the two cannot \
+             share a name; name the handle yourself, e.g. `handle = {}Task` \
+             (X_JOB_DECLARATION_INVALID)",
+            handle.unraw()
         ),
     );
 }

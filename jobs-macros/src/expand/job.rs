@@ -57,14 +57,18 @@ impl_macro! {
 
 /// What a refused `#[job]` leaves for its call sites: the handle, with the methods and the
 /// `Job` impl the real one has, whose bodies never run (the crate does not compile). Nothing
-/// when the handle's name is itself the problem (it clashes with the fn or the input type).
+/// when the handle's name is itself the problem (it clashes with the fn, the input type or a
+/// name the fn uses).
 fn stand_in(decl: &JobDecl<'_>) -> TokenStream {
     let handle = &decl.handle;
     let input_name = decl.input_ty().and_then(|ty| match ty {
         Type::Path(path) => path.path.segments.last().map(|s| &s.ident),
         _ => None,
     });
-    if *handle == decl.item.sig.ident || input_name == Some(handle) {
+    if *handle == decl.item.sig.ident
+        || input_name == Some(handle)
+        || crate::check::handle::first_use(decl.item, handle).is_some()
+    {
         return TokenStream::new();
     }
     let vis = &decl.item.vis;
@@ -609,15 +613,17 @@ mod tests {
     }
 
     #[test]
-    fn structural_errors_keep_darlings_words_and_gain_the_code() {
+    fn structural_errors_list_what_is_taken_and_gain_the_code() {
         let err = expand_str(r#"key = "k", tenant = none, qeue = "x""#, WELCOME).unwrap_err();
-        assert_eq!(
-            err,
-            "Unknown field: `qeue`. Did you mean `queue`? (X_JOB_DECLARATION_INVALID)"
+        assert!(
+            err.starts_with("`#[job]` takes no argument `qeue`; did you mean `queue`? the arguments it takes are `key`, `tenant`,")
+                && err.ends_with("`crate` (X_JOB_DECLARATION_INVALID)"),
+            "{err}"
         );
         let err = expand_str(r#"key = "k", tenant = none, retry(tries = 3)"#, WELCOME).unwrap_err();
         assert!(
-            err.starts_with("Unknown field: `tries`")
+            err.starts_with("`retry(..)` takes no argument `tries`")
+                && err.contains("`attempts`, `backoff`, `delay`, `max_delay`, `jitter`")
                 && err.ends_with("(X_JOB_DECLARATION_INVALID)"),
             "{err}"
         );
@@ -626,10 +632,9 @@ mod tests {
             WELCOME,
         )
         .unwrap_err();
-        assert!(
-            err.starts_with("Duplicate field `queue`")
-                && err.ends_with("(X_JOB_DECLARATION_INVALID)"),
-            "{err}"
+        assert_eq!(
+            err,
+            "`queue` is given twice in `#[job]`: keep one (X_JOB_DECLARATION_INVALID)"
         );
         // A value that does not read is not also a missing argument.
         let err = expand_str(r#"key = 5, tenant = none"#, WELCOME).unwrap_err();

@@ -21,7 +21,7 @@ pub trait Macro {
     /// What the attribute goes on (`syn::ItemFn`, `syn::ItemStruct`).
     type Item: syn::parse::Parse;
     /// The arguments, as darling reads them.
-    type Args: darling::FromMeta;
+    type Args: darling::FromMeta + args::common::ArgNames;
     /// The declaration: the item and its arguments, with the defaults applied.
     type Decl<'a>;
 

@@ -43,10 +43,12 @@ impl_macro! {
 }
 
 /// What a refused `#[task]` leaves for its call sites: the handle, its `Task` impl and its
-/// methods, whose bodies never run. Nothing when the handle's name clashes with the fn.
+/// methods, whose bodies never run. Nothing when the handle's name clashes with the fn or with
+/// a name the fn uses (a type of the user's: a second item of that name would be rustc's error
+/// on top of ours).
 fn stand_in(decl: &TaskDecl<'_>) -> TokenStream {
     let handle = &decl.handle;
-    if *handle == decl.item.sig.ident {
+    if *handle == decl.item.sig.ident || check::handle::first_use(decl.item, handle).is_some() {
         return TokenStream::new();
     }
     let vis = &decl.item.vis;
@@ -334,12 +336,14 @@ mod tests {
     }
 
     #[test]
-    fn unknown_arguments_keep_darlings_words_and_gain_the_code() {
+    fn unknown_arguments_list_what_is_taken_and_gain_the_code() {
         let err =
             expand_str(r#"cron = "0 * * * *", tz = "UTC", catchup = skip"#, DIGEST).unwrap_err();
         assert_eq!(
             err,
-            "Unknown field: `catchup`. Did you mean `catch_up`? (X_JOB_DECLARATION_INVALID)"
+            "`#[task]` takes no argument `catchup`; did you mean `catch_up`? the arguments it \
+             takes are `cron`, `tz`, `catch_up`, `max_catch_up`, `name`, `handle`, `crate` \
+             (X_JOB_DECLARATION_INVALID)"
         );
     }
 }

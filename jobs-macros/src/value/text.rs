@@ -6,14 +6,52 @@ use syn::{Expr, ExprLit, Ident, Lit, LitStr, Path};
 
 use super::{lit_str, shown, word, Value};
 
-/// A non-blank string (`name`, `queue`).
+/// A name the job system stores (`name`, `queue`, a purge's `task`): a string literal in the
+/// name grammar (`jobs_grammar::name::check_name`), the rule the runtime applies to the same
+/// value at enqueue, so a name that compiles is never refused later.
 #[derive(Debug, Clone)]
 pub struct Text(pub String);
 
 impl Value for Text {
     fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
-        non_blank(expr, arg).map(|lit| Text(lit.value()))
+        let lit = non_blank(expr, arg)?;
+        let value = lit.value();
+        jobs_grammar::name::check_name(&value).map_err(|why| {
+            let fix = if why.is_too_long() {
+                "shorten it; every enqueue would be refused with X_LIMIT_EXCEEDED".to_string()
+            } else {
+                format!(
+                    "write it as {} (e.g. `{arg} = \"{}\"`)",
+                    jobs_grammar::name::NAME_GRAMMAR,
+                    suggestion(&value)
+                )
+            };
+            syn::Error::new_spanned(
+                &lit,
+                format!("`{arg}` {why}: {fix} (X_JOB_DECLARATION_INVALID)"),
+            )
+        })?;
+        Ok(Text(value))
     }
+}
+
+/// A name in the grammar near `value`: lower-case, each run of other characters one `_`, cut
+/// to the limit (`"Bad Queue!"` -> `bad_queue`).
+fn suggestion(value: &str) -> String {
+    let mut out = String::new();
+    for c in value.chars() {
+        if c.is_ascii_alphanumeric() || (!out.is_empty() && (c == '-' || c == '.')) {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let mut out = out.trim_matches('_').to_string();
+    if out.is_empty() {
+        out.push_str("name");
+    }
+    out.truncate(jobs_grammar::name::MAX_NAME_BYTES);
+    out
 }
 
 /// `true` or `false` (`dead_letter`).

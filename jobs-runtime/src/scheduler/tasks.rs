@@ -31,6 +31,40 @@ impl Jobs {
     }
 }
 
+/// The names these methods had before they moved to [`Jobs::tasks`], kept for one release so
+/// code written against them still builds (with a deprecation warning naming the new path).
+impl Jobs {
+    /// Moved: [`Tasks::pause`], as `jobs.tasks().pause(task)`.
+    #[deprecated(since = "0.1.0", note = "use `jobs.tasks().pause(task)`")]
+    pub async fn pause_task(&self, task: &str) -> Result<(), JobError> {
+        self.tasks().pause(task).await
+    }
+
+    /// Moved: [`Tasks::resume`], as `jobs.tasks().resume(task)`.
+    #[deprecated(since = "0.1.0", note = "use `jobs.tasks().resume(task)`")]
+    pub async fn resume_task(&self, task: &str) -> Result<bool, JobError> {
+        self.tasks().resume(task).await
+    }
+
+    /// Moved: [`Tasks::paused`], as `jobs.tasks().paused()`.
+    #[deprecated(since = "0.1.0", note = "use `jobs.tasks().paused()`")]
+    pub async fn paused_tasks(&self) -> Result<Vec<String>, JobError> {
+        self.tasks().paused().await
+    }
+
+    /// Moved: [`Tasks::fires`], as `jobs.tasks().fires()`.
+    #[deprecated(since = "0.1.0", note = "use `jobs.tasks().fires()`")]
+    pub async fn task_fires(&self) -> Result<Vec<TaskFire>, JobError> {
+        self.tasks().fires().await
+    }
+
+    /// Moved: [`Tasks::leader`], as `jobs.tasks().leader()`.
+    #[deprecated(since = "0.1.0", note = "use `jobs.tasks().leader()`")]
+    pub async fn scheduler_leader(&self) -> Result<Option<SchedulerLeader>, JobError> {
+        self.tasks().leader().await
+    }
+}
+
 /// The declared tasks' state in the store; from [`Jobs::tasks`].
 #[derive(Debug, Clone, Copy)]
 pub struct Tasks<'a> {

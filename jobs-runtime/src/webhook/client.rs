@@ -32,15 +32,20 @@ pub(super) fn shared_client(options: &WebhookOptions) -> Result<reqwest::Client,
     })
 }
 
+/// The `User-Agent` of every delivery: the library and its version (`jobs/0.1.0`), so a
+/// receiver can tell the sender (some endpoints refuse a request without one).
+pub const USER_AGENT: &str = concat!("jobs/", env!("CARGO_PKG_VERSION"));
+
 /// The HTTP client a sender sends with: no redirects, the options' timeout, no proxy,
 /// `resolver`'s answers filtered for private addresses, at most `idle` idle connections kept
-/// per host.
+/// per host, and [`USER_AGENT`] on every request.
 pub(super) fn http_client(
     options: &WebhookOptions,
     resolver: Arc<dyn HostResolver>,
     idle: usize,
 ) -> Result<reqwest::Client, JobError> {
     reqwest::Client::builder()
+        .user_agent(USER_AGENT)
         .pool_max_idle_per_host(idle)
         // A redirect is answered, never followed: the receiver must be the URL configured.
         .redirect(reqwest::redirect::Policy::none())

@@ -30,6 +30,7 @@ pub use crate::driver::{MemoryWebhookLedger, MEMORY_LEDGER_RING};
 /// The axum the inbound router ([`inbound::WebhookReceiver::router`]) is built with, so an app
 /// serves or merges it without naming a second axum version.
 pub use axum;
+pub use client::USER_AGENT;
 pub use declared::{run_webhook, webhook_key, WebhookTarget};
 pub use safety::{
     check_endpoint_url, is_private_address, redact_url, HostResolver, SystemResolver,

@@ -92,8 +92,8 @@ fn unparsable() -> JobError {
 }
 
 /// Checks an endpoint URL: it parses, its scheme is http or https, it is https outside
-/// development, and a literal address in it is not private unless `allow_private`
-/// (`X_WEBHOOK_ENDPOINT_INVALID`). Names are checked when they resolve.
+/// development, and a literal address or a `localhost` name in it is not private unless
+/// `allow_private` (`X_WEBHOOK_ENDPOINT_INVALID`). Other names are checked when they resolve.
 pub fn check_endpoint_url(
     url: &str,
     development: bool,
@@ -129,13 +129,24 @@ pub fn check_endpoint_url(
         .trim_end_matches(']')
         .parse::<IpAddr>()
         .ok();
-    // A literal address never passes through the resolver, so it is checked here.
-    if let Some(ip) = literal {
-        if !allow_private && is_private_address(ip) {
-            return Err(private_refused(&shown));
-        }
+    // A literal address never passes through the resolver, so it is checked here; so is a
+    // loopback name, however it is spelled, so that its refusal does not depend on what the
+    // system resolver makes of it.
+    let private = match literal {
+        Some(ip) => is_private_address(ip),
+        None => is_loopback_name(host),
+    };
+    if private && !allow_private {
+        return Err(private_refused(&shown));
     }
     Ok(parsed)
+}
+
+/// Whether `host` is a name that always means this machine: `localhost` or a name under it
+/// (RFC 6761 section 6.3), in any case, with or without the root's trailing dot.
+fn is_loopback_name(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    host == "localhost" || host.ends_with(".localhost")
 }
 
 pub(crate) fn private_refused(shown: &str) -> JobError {
@@ -232,6 +243,22 @@ mod tests {
         assert!(check_endpoint_url("http://example.com/x", true, false).is_ok());
         let e = check_endpoint_url("https://[::1]/x", false, false).unwrap_err();
         assert!(e.message().contains("allow_private"));
+        for loopback in [
+            "http://localhost/x",
+            "http://LOCALHOST./x",
+            "http://api.localhost:8080/x",
+            "http://127.0.0.1/x",
+            "http://[::1]/x",
+            "http://2130706433/x",
+        ] {
+            let e = check_endpoint_url(loopback, true, false).unwrap_err();
+            assert!(e.message().contains("allow_private"), "{loopback}: {e}");
+            assert!(
+                check_endpoint_url(loopback, true, true).is_ok(),
+                "{loopback}"
+            );
+        }
+        assert!(check_endpoint_url("http://localhost.example/x", true, false).is_ok());
         let url = Url::parse("https://user:pw@example.com:8443/hook?token=abc#f").unwrap();
         assert_eq!(redact_url(&url), "https://example.com:8443/hook");
     }

@@ -173,8 +173,10 @@ impl WebhookSender {
     }
 
     /// Delivers `event` to `endpoint` once. Refusals before the send (`X_WEBHOOK_EVENT_INVALID`,
-    /// `X_WEBHOOK_ENDPOINT_INVALID`, `X_WEBHOOK_ENDPOINT_DISABLED`) record nothing; every sent
-    /// attempt is recorded in the ledger before its error is returned.
+    /// `X_WEBHOOK_ENDPOINT_INVALID`, `X_WEBHOOK_ENDPOINT_DISABLED`) record nothing, whether the
+    /// URL names a private address literally, names `localhost`, or names a host that resolves
+    /// only to private addresses; every sent attempt is recorded in the ledger before its error
+    /// is returned.
     pub async fn deliver(
         &self,
         endpoint: &WebhookEndpoint,
@@ -311,6 +313,12 @@ impl SenderInner {
             }
             Err(error) => (None, Outcome::from_transport(&error)),
         };
+        // Refused by the address filter before a socket opened: nothing was sent, so, like a
+        // literal address refused before the send, nothing is recorded and nothing counts
+        // toward `disable_after`.
+        if outcome == Outcome::PrivateRefused {
+            return Err(outcome.into_error(&p.event.id, &p.endpoint_id, &p.shown, status));
+        }
         let error = match outcome {
             Outcome::Delivered => None,
             other => Some(other.into_error(&p.event.id, &p.endpoint_id, &p.shown, status)),

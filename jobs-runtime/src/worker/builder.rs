@@ -226,7 +226,14 @@ impl WorkerBuilder {
             ));
         }
         let queues = match self.queues {
-            Some(queues) => queues,
+            Some(queues) => {
+                // The grammar an enqueue's queue is held to: a worker on a queue no enqueue
+                // can name would claim nothing, silently.
+                for queue in &queues {
+                    crate::limits::check_name(crate::limits::QUEUE, "a worker", queue)?;
+                }
+                queues
+            }
             None => {
                 let mut queues: Vec<String> = registry
                     .entries()

@@ -48,6 +48,11 @@ fn refused(where_: &str, error: sqlx::Error) -> JobError {
         sqlx::Error::Io(io) => JobError::new(
             ErrorCode::DriverUnavailable,
             format!("postgres `connect` failed: cannot connect to {where_}: {io}"),
+        )
+        .with_fix(
+            "start the server, or correct the URL's host and port (a closed port answers \
+             `connection refused`); `PostgresDriver::connect` does not retry: call it again \
+             once the server listens there",
         ),
         sqlx::Error::Tls(tls) => JobError::new(
             ErrorCode::DriverUnavailable,
@@ -59,7 +64,7 @@ fn refused(where_: &str, error: sqlx::Error) -> JobError {
 }
 
 /// `host:port`, or the Unix socket, as the options name it (never the user or password).
-fn address(options: &PgConnectOptions) -> String {
+pub(super) fn address(options: &PgConnectOptions) -> String {
     match options.get_socket() {
         Some(socket) => format!(
             "the socket {} (port {})",

@@ -186,7 +186,7 @@ impl PostgresDriver {
     }
 
     /// A driver over an existing pool, keeping its tables in `schema` (a plain lower-case
-    /// identifier; `X_INVARIANT` otherwise).
+    /// identifier; `X_DRIVER_URL_INVALID`, a configuration error, otherwise).
     pub fn new(pool: PgPool, schema: &str) -> Result<Self, JobError> {
         sql::check_schema(schema)?;
         Ok(PostgresDriver {
@@ -224,6 +224,21 @@ impl PostgresDriver {
             pinned: Arc::new(PinnedConnections::replanned_every(every)),
             ..self
         }
+    }
+
+    /// An unreachable server's error names where the pool connects (host and port, never the
+    /// user or password): sqlx's own "pool timed out" names neither.
+    fn located<T>(&self, result: Result<T, JobError>) -> Result<T, JobError> {
+        result.map_err(|error| {
+            if error.code() != Some(crate::error::ErrorCode::DriverUnavailable) {
+                return error;
+            }
+            let at = connect::address(&self.pool.connect_options());
+            if error.message().contains(&at) {
+                return error;
+            }
+            error.with_context(format_args!("the pool connects to {at}"))
+        })
     }
 
     /// The same pool, with the tables kept in `schema`.
@@ -271,7 +286,7 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn migrate(&self) -> Result<Vec<i32>, JobError> {
-        PostgresDriver::migrate(self).await
+        self.located(PostgresDriver::migrate(self).await)
     }
 
     fn scheduler_store(&self) -> Option<&dyn super::SchedulerStore> {
@@ -299,82 +314,82 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
-        self.enqueue_one(request).await
+        self.located(self.enqueue_one(request).await)
     }
 
     async fn job_enqueue_many(
         &self,
         requests: &[EnqueueRequest],
     ) -> Result<Vec<EnqueueResult>, JobError> {
-        self.enqueue_many(requests).await
+        self.located(self.enqueue_many(requests).await)
     }
 
     async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError> {
-        self.claim(params).await
+        self.located(self.claim(params).await)
     }
 
     async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError> {
-        self.ack(params).await
+        self.located(self.ack(params).await)
     }
 
     async fn job_ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
-        self.ack_many(params).await
+        self.located(self.ack_many(params).await)
     }
 
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError> {
-        self.nack(params).await
+        self.located(self.nack(params).await)
     }
 
     async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {
-        self.purge_jobs(params).await
+        self.located(self.purge_jobs(params).await)
     }
 
     async fn event_purge(&self, params: &EventPurgeParams) -> Result<u64, JobError> {
-        self.purge_events(params).await
+        self.located(self.purge_events(params).await)
     }
 
     async fn job_heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {
-        self.heartbeat(params).await
+        self.located(self.heartbeat(params).await)
     }
 
     async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError> {
-        self.progress(params).await
+        self.located(self.progress(params).await)
     }
 
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
-        self.read_job(params).await
+        self.located(self.read_job(params).await)
     }
 
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
-        self.cancel(params).await
+        self.located(self.cancel(params).await)
     }
 
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
-        self.read_queue_stats(params).await
+        self.located(self.read_queue_stats(params).await)
     }
 
     async fn queue_depth(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
-        self.read_queue_depth(params).await
+        self.located(self.read_queue_depth(params).await)
     }
 
     async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
-        self.list_steps(params).await
+        self.located(self.list_steps(params).await)
     }
 
     async fn step_put(&self, params: &StepPutParams<'_>) -> Result<bool, JobError> {
-        self.put_step(params).await
+        self.located(self.put_step(params).await)
     }
 
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
-        self.publish_event(event).await
+        self.located(self.publish_event(event).await)
     }
 
     async fn event_mark(&self) -> Result<String, JobError> {
-        self.mark_events().await
+        self.located(self.mark_events().await)
     }
 
     async fn event_find(&self, params: &EventFindParams<'_>) -> Result<Option<JobEvent>, JobError> {
-        self.find_event(params).await
+        self.located(self.find_event(params).await)
     }
 
     async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {

@@ -179,8 +179,9 @@ pub(crate) fn check_schema(schema: &str) -> Result<(), JobError> {
     if valid {
         Ok(())
     } else {
+        // A configuration mistake, not a bug: terminal, with the driver's configuration code.
         Err(JobError::new(
-            ErrorCode::Invariant,
+            ErrorCode::DriverUrlInvalid,
             format!("`{schema}` is not a schema name the driver accepts"),
         )
         .with_fix("use lower-case letters, digits and underscores, starting with a letter (at most 48, so the wake channel name fits)"))
@@ -222,7 +223,10 @@ mod tests {
     fn schema_names_are_checked() {
         assert!(check_schema("jobs_1").is_ok());
         for bad in ["", "Jobs", "1jobs", "a;drop", "a b", "\"x\""] {
-            assert!(check_schema(bad).is_err(), "{bad}");
+            let error = check_schema(bad).unwrap_err();
+            assert_eq!(error.code(), Some(ErrorCode::DriverUrlInvalid), "{bad}");
+            assert_eq!(error.class(), crate::ErrorClass::Terminal, "{bad}");
+            assert!(error.fix().unwrap().contains("lower-case"), "{bad}");
         }
     }
 }

@@ -1,0 +1,16 @@
+// An argument given twice inside `retry(..)`: keep one.
+use jobs::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Welcome {
+    pub user_id: u64,
+    pub org_id: String,
+}
+
+#[job(key = "welcome:{user_id}", tenant = org_id, retry(attempts = 3, attempts = 5))]
+pub async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
+    let _ = (run, input);
+    Ok(())
+}
+
+fn main() {}

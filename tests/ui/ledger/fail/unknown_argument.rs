@@ -1,0 +1,7 @@
+// An unknown argument lists every argument `#[ledger]` takes.
+use jobs::prelude::*;
+
+#[ledger(name = "payments", tenant = none, currency = "EUR")]
+pub struct PostPayment;
+
+fn main() {}
