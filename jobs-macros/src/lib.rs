@@ -512,7 +512,7 @@ pub fn derive_serialize(item: TokenStream) -> TokenStream {
 }
 
 /// The prelude's `Deserialize` derive: serde's, through the serde `jobs` depends on (see
-/// [`macro@derive_serialize`]).
+/// [`derive@Serialize`]).
 #[proc_macro_derive(Deserialize, attributes(serde))]
 pub fn derive_deserialize(item: TokenStream) -> TokenStream {
     derive::expand(derive::Derive::Deserialize, item.into())

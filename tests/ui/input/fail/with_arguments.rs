@@ -1,4 +1,4 @@
-// `#[input]` takes no arguments: serde and schemars attributes go on the type.
+// `#[input]` takes no arguments but `crate`: serde and schemars attributes go on the type.
 use jobs::prelude::*;
 
 #[input(rename_all = "camelCase")]

@@ -38,7 +38,10 @@ async fn send_welcome(_run: Run, _input: Welcome) -> Result<(), JobError> {
     Ok(())
 }
 
-fn round_trip<T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug>(value: T, json: &str) {
+fn round_trip<T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug>(
+    value: T,
+    json: &str,
+) {
     let text = jobs::__private::serde_json::to_string(&value).unwrap();
     assert_eq!(text, json);
     let back: T = jobs::__private::serde_json::from_str(&text).unwrap();
@@ -86,16 +89,28 @@ fn runs() {
     same_schema::<Page<Plan>, own::Page<own::Plan>>();
 
     round_trip(
-        Welcome { user_id: 7, org_name: None, private_note: "n".into() },
+        Welcome {
+            user_id: 7,
+            org_name: None,
+            private_note: "n".into(),
+        },
         r#"{"userId":7,"orgName":null,"privateNote":"n"}"#,
     );
     round_trip(Cents(5), "5");
     round_trip(Ping, "null");
     round_trip(Plan::Paid { seats: 3 }, r#"{"kind":"Paid","seats":3}"#);
-    round_trip(Page { items: vec![Cents(1)] }, r#"{"items":[1]}"#);
+    round_trip(
+        Page {
+            items: vec![Cents(1)],
+        },
+        r#"{"items":[1]}"#,
+    );
 
     let schema = jobs::__private::input_schema::<Welcome>();
     assert_eq!(schema["title"], "Welcome", "{schema}");
-    assert_eq!(schema["properties"]["userId"]["description"], "Whom to greet.", "{schema}");
+    assert_eq!(
+        schema["properties"]["userId"]["description"], "Whom to greet.",
+        "{schema}"
+    );
     let _ = SendWelcome::descriptor();
 }
