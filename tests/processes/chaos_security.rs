@@ -198,7 +198,7 @@ async fn a_schema_name_that_is_not_a_plain_identifier_is_refused_and_hostile_val
     let (pool, schema) = pg::schema("security_bind").await;
     for bad in ["public; drop table x", "a\"b", "Jobs", "x y", "--", ""] {
         let error = PostgresDriver::new(pool.clone(), bad).unwrap_err();
-        assert_eq!(error.code(), Some(ErrorCode::Invariant), "{bad:?}");
+        assert_eq!(error.code(), Some(ErrorCode::DriverUrlInvalid), "{bad:?}");
     }
     let jobs = Jobs::new(PostgresDriver::new(pool.clone(), &schema).unwrap());
     let hostile = "x'); drop table x_jobs; --";
