@@ -3,7 +3,27 @@
 
 use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 use quote::ToTokens;
+use syn::ext::IdentExt;
 use syn::{Ident, ItemFn};
+
+/// Whom a handle refusal points at (`handle = ..` when it was declared, else the fn name the
+/// handle comes from) and how it says where the handle's name came from.
+pub fn blame<'a>(
+    attribute: &str,
+    handle: &'a Ident,
+    item: &'a ItemFn,
+    declared: bool,
+) -> (&'a Ident, String) {
+    if declared {
+        (handle, format!("the handle `{handle}`"))
+    } else {
+        let origin = format!(
+            "`#[{attribute}]` names the handle after the fn (`{}` -> `{handle}`), and `{handle}`",
+            item.sig.ident.unraw()
+        );
+        (&item.sig.ident, origin)
+    }
+}
 
 /// Where the fn's body first builds or destructures a value of a type named like the handle
 /// (`Digest { .. }`, `Digest(..)`), if it does: the handle is a unit struct, which neither

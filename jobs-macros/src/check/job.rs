@@ -1,7 +1,6 @@
 //! The `#[job]` rules, one function each, numbered as in seed-inventory.md §30.
 
 use quote::quote;
-use syn::ext::IdentExt;
 use syn::{FnArg, ReturnType, Type};
 
 use crate::errors::Errors;
@@ -162,20 +161,7 @@ pub fn handle_is_free(errs: &mut Errors, decl: &JobDecl<'_>) {
     let fix = format!(
         "name the handle yourself, e.g. `handle = {handle}Job` (X_JOB_DECLARATION_INVALID)"
     );
-    // Blame `handle = ..` when it was declared, else the fn name the handle comes from.
-    let blame = if declared {
-        handle
-    } else {
-        &decl.item.sig.ident
-    };
-    let origin = if declared {
-        format!("the handle `{handle}`")
-    } else {
-        format!(
-            "`#[job]` names the handle after the fn (`{}` -> `{handle}`), and `{handle}`",
-            decl.item.sig.ident.unraw()
-        )
-    };
+    let (blame, origin) = super::handle::blame("job", handle, decl.item, declared);
     if *handle == decl.item.sig.ident {
         errs.spanned(blame, format!("{origin} is also the name of the fn: {fix}"));
         return;

@@ -151,12 +151,7 @@ pub fn handle_is_free(errs: &mut Errors, decl: &TaskDecl<'_>) {
         return;
     }
     let declared = decl.args.is_some_and(|args| args.handle.is_some());
-    // Blame `handle = ..` when it was declared, else the fn name the handle comes from.
-    let blame = if declared {
-        handle
-    } else {
-        &decl.item.sig.ident
-    };
+    let (blame, _) = super::handle::blame("task", handle, decl.item, declared);
     let pascal = handle.unraw().to_string().to_upper_camel_case();
     let suggestion = if handle.unraw() == pascal {
         format!("{pascal}Task")
@@ -180,19 +175,7 @@ fn handle_is_not_a_name_the_fn_uses(errs: &mut Errors, decl: &TaskDecl<'_>) {
         return;
     }
     let declared = decl.args.is_some_and(|args| args.handle.is_some());
-    let blame = if declared {
-        handle
-    } else {
-        &decl.item.sig.ident
-    };
-    let origin = if declared {
-        format!("the handle `{handle}`")
-    } else {
-        format!(
-            "`#[task]` names the handle after the fn (`{}` -> `{handle}`), and `{handle}`",
-            decl.item.sig.ident.unraw()
-        )
-    };
+    let (blame, origin) = super::handle::blame("task", handle, decl.item, declared);
     errs.spanned(
         blame,
         format!(
