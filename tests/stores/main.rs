@@ -1,7 +1,8 @@
 //! The stores: the driver conformance suite on each driver (`driver_<store>`), and what each
 //! store does beyond it, one module per topic and store (`<topic>_<store>`): connections,
 //! transactions, the hot path, claims, concurrency, the scheduler, backfills, purges and the
-//! operator API on Postgres and SQLite.
+//! operator API on Postgres and SQLite; the Redis harness (`redis_harness`) the Redis driver
+//! will stand on.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -16,6 +17,7 @@ mod hot_path_postgres;
 mod known_claim_postgres;
 mod operator_sqlite;
 mod purge_postgres;
+mod redis_harness;
 mod scheduler_postgres;
 mod stores_sqlite;
 mod transactions_postgres;

@@ -9,9 +9,11 @@
 
 #![allow(dead_code)]
 
+pub mod apt;
 pub mod cli;
 pub mod hook_server;
 pub mod pg;
+pub mod redis;
 pub mod sqlite;
 pub mod store;
 pub mod time;

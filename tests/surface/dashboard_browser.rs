@@ -73,39 +73,7 @@ async fn browser_charge(run: Run, input: Charge) -> Result<(), JobError> {
 /// Installs Chromium and ChromeDriver with apt-get when either is missing (the tests run as
 /// root; `.ci/run` runs them on a machine that may not have them yet).
 fn ensure_browser() {
-    let present = || Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
-    if present() {
-        return;
-    }
-    let install = || {
-        Command::new("apt-get")
-            .args([
-                "install",
-                "-y",
-                "-q",
-                "--no-install-recommends",
-                "chromium",
-                "chromium-driver",
-            ])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !install() {
-        let _ = Command::new("apt-get")
-            .args(["update", "-q"])
-            .stdout(Stdio::null())
-            .status();
-        assert!(
-            install(),
-            "apt-get could not install chromium and chromium-driver"
-        );
-    }
-    assert!(
-        present(),
-        "chromium or chromedriver is missing after apt-get"
-    );
+    support::apt::ensure(&[CHROMIUM, CHROMEDRIVER], &["chromium", "chromium-driver"]);
 }
 
 /// ChromeDriver on a loopback port of its own, stopped when dropped.

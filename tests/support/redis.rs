@@ -1,0 +1,272 @@
+//! Real Redis for the tests: each test starts its own `redis-server` processes on free loopback
+//! ports, in a directory of their own, and they are killed and removed when the guard drops; a
+//! cluster is made from such servers by `redis-cli --cluster create`. Never a shared server.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::apt;
+
+const REDIS_SERVER: &str = "/usr/bin/redis-server";
+const REDIS_CLI: &str = "/usr/bin/redis-cli";
+
+/// How long a server is given to answer its first PING, and a cluster to agree.
+const READY_WITHIN: Duration = Duration::from_secs(30);
+
+/// What a server keeps on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persistence {
+    /// No AOF, no RDB: everything is lost with the process.
+    None,
+    /// AOF with `appendfsync always`: every acknowledged write is on disk.
+    AofAlways,
+    /// AOF with `appendfsync everysec`: up to a second of writes may be lost.
+    AofEverySec,
+}
+
+/// One `redis-server` on a loopback port.
+#[derive(Debug)]
+pub struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    persistence: Persistence,
+    cluster: bool,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// A fresh server with `persistence`, answering PING.
+    pub fn start(test: &str, persistence: Persistence) -> RedisServer {
+        RedisServer::start_in(fresh_dir(test), persistence, false)
+    }
+
+    fn start_in(dir: PathBuf, persistence: Persistence, cluster: bool) -> RedisServer {
+        apt::ensure(&[REDIS_SERVER, REDIS_CLI], &["redis-server", "redis-tools"]);
+        let mut server = RedisServer {
+            port: free_port(),
+            dir,
+            persistence,
+            cluster,
+            child: None,
+        };
+        // The port is free when picked; another process may take it before the server binds.
+        for _ in 0..3 {
+            if server.spawn() {
+                return server;
+            }
+            server.kill();
+            server.port = free_port();
+        }
+        panic!("redis-server did not answer PING on three free loopback ports");
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its `redis://` URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Runs `redis-cli` against it with `args`; answers its output, trimmed.
+    pub fn cli(&self, args: &[&str]) -> String {
+        cli(self.port, args)
+    }
+
+    /// Kills the process with SIGKILL (no shutdown save) and waits for it to be gone.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port and directory, with what it kept on disk.
+    pub fn restart(&mut self) {
+        self.kill();
+        assert!(
+            self.spawn(),
+            "redis-server did not come back on 127.0.0.1:{} within {READY_WITHIN:?}",
+            self.port
+        );
+    }
+
+    /// Starts the process; answers whether it answered PING in time.
+    fn spawn(&mut self) -> bool {
+        let port = self.port.to_string();
+        let mut args: Vec<&str> = vec![
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--protected-mode",
+            "yes",
+            "--save",
+            "",
+            "--maxmemory-policy",
+            "noeviction",
+        ];
+        match self.persistence {
+            Persistence::None => args.extend(["--appendonly", "no"]),
+            Persistence::AofAlways => {
+                args.extend(["--appendonly", "yes", "--appendfsync", "always"])
+            }
+            Persistence::AofEverySec => {
+                args.extend(["--appendonly", "yes", "--appendfsync", "everysec"])
+            }
+        }
+        if self.cluster {
+            args.extend([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+            ]);
+        }
+        let child = Command::new(REDIS_SERVER)
+            .args(&args)
+            .current_dir(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        let port = self.port;
+        let mut child_alive = || {
+            self.child
+                .as_mut()
+                .is_some_and(|c| c.try_wait().is_ok_and(|status| status.is_none()))
+        };
+        within(READY_WITHIN, || {
+            child_alive() && cli(port, &["ping"]) == "PONG"
+        })
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Redis Cluster of `masters` masters with `replicas` replicas each, on loopback ports.
+#[derive(Debug)]
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+    root: PathBuf,
+}
+
+impl RedisCluster {
+    /// Starts the nodes, joins them with `redis-cli --cluster create`, and waits until every
+    /// node reports `cluster_state:ok`.
+    pub fn start(test: &str, masters: usize, replicas: usize) -> RedisCluster {
+        let root = fresh_dir(test);
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
+            .map(|i| {
+                let dir = root.join(format!("node-{i}"));
+                std::fs::create_dir_all(&dir).expect("the node's directory");
+                RedisServer::start_in(dir, Persistence::AofEverySec, true)
+            })
+            .collect();
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let replicas = replicas.to_string();
+        let mut args = vec!["--cluster", "create"];
+        args.extend(addresses.iter().map(String::as_str));
+        args.extend(["--cluster-replicas", &replicas, "--cluster-yes"]);
+        let created = Command::new(REDIS_CLI)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("redis-cli runs");
+        assert!(created.success(), "redis-cli --cluster create failed");
+        let cluster = RedisCluster { nodes, root };
+        assert!(
+            within(READY_WITHIN, || cluster.nodes.iter().all(|n| n
+                .cli(&["cluster", "info"])
+                .contains("cluster_state:ok"))),
+            "the cluster did not reach cluster_state:ok within {READY_WITHIN:?}"
+        );
+        cluster
+    }
+
+    /// Every node, masters and replicas.
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
+
+    /// One URL naming every node as a seed (`redis://127.0.0.1:a,127.0.0.1:b,...`).
+    pub fn url(&self) -> String {
+        let seeds: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis://{}", seeds.join(","))
+    }
+
+    /// Runs `redis-cli -c` (following redirections) against the first node.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let mut all = vec!["-c"];
+        all.extend_from_slice(args);
+        cli(self.nodes[0].port, &all)
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        self.nodes.clear();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// `redis-cli -h 127.0.0.1 -p port args...`, its output trimmed ("" when it cannot run).
+fn cli(port: u16, args: &[&str]) -> String {
+    Command::new(REDIS_CLI)
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// A port nothing listens on now: the kernel's pick for a listener that is closed at once.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn fresh_dir(test: &str) -> PathBuf {
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    let dir = std::env::temp_dir().join(format!("jobs-redis-{test}-{}", &random[..12]));
+    std::fs::create_dir_all(&dir).expect("the temp dir is writable");
+    dir
+}
+
+/// Checks `condition` every 20 ms for at most `bound` (a bounded wait on a process, never a
+/// sleep to let time pass); answers whether it held.
+fn within(bound: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + bound;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
