@@ -179,10 +179,10 @@ impl RedisCluster {
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))
             .collect();
-        let replicas = replicas.to_string();
+        let replicas_arg = replicas.to_string();
         let mut args = vec!["--cluster", "create"];
         args.extend(addresses.iter().map(String::as_str));
-        args.extend(["--cluster-replicas", &replicas, "--cluster-yes"]);
+        args.extend(["--cluster-replicas", &replicas_arg, "--cluster-yes"]);
         let created = Command::new(REDIS_CLI)
             .args(&args)
             .stdout(Stdio::null())
@@ -191,11 +191,22 @@ impl RedisCluster {
             .expect("redis-cli runs");
         assert!(created.success(), "redis-cli --cluster create failed");
         let cluster = RedisCluster { nodes, root };
+        // `cluster_state:ok` can come before every node has heard which nodes are replicas:
+        // ready when every node also sees each replica as one.
+        let expected_replicas = masters * replicas;
+        let settled = |node: &RedisServer| {
+            node.cli(&["cluster", "info"]).contains("cluster_state:ok")
+                && node
+                    .cli(&["cluster", "nodes"])
+                    .lines()
+                    .filter(|l| l.contains("slave"))
+                    .count()
+                    == expected_replicas
+        };
         assert!(
-            within(READY_WITHIN, || cluster.nodes.iter().all(|n| n
-                .cli(&["cluster", "info"])
-                .contains("cluster_state:ok"))),
-            "the cluster did not reach cluster_state:ok within {READY_WITHIN:?}"
+            within(READY_WITHIN, || cluster.nodes.iter().all(settled)),
+            "the cluster did not settle (cluster_state:ok, every replica known) within \
+             {READY_WITHIN:?}"
         );
         cluster
     }
