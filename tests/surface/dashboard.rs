@@ -1219,6 +1219,12 @@ async fn a_made_up_csrf_pair_is_refused_with_and_without_origin() {
     assert_eq!(response.status(), 303);
 }
 
+/// The table row of `page` that holds `id`.
+fn row_of<'a>(page: &'a str, id: &str) -> &'a str {
+    let row = &page[page.find(id).expect("the id is listed")..];
+    &row[..row.find("</tr>").expect("the row ends")]
+}
+
 /// The jobs and dead-letter lists show each failure's message beside its code, cut short and
 /// escaped; the job's page shows the whole of it.
 #[tokio::test]
@@ -1240,8 +1246,7 @@ async fn the_lists_show_each_error_message_shortened_and_escaped() {
     dash.tick().await;
     let (status, list) = dash.get("/admin/jobs?queue=dash-wordy", "read").await;
     assert_eq!(status, 200, "{list}");
-    let row = &list[list.find(&wordy.id.to_string()).unwrap()..];
-    let row = &row[..row.find("</tr>").unwrap()];
+    let row = row_of(&list, &wordy.id.to_string());
     assert!(
         row.contains("&lt;script&gt;alert(&#x27;w1&#x27;)&lt;&#x2f;script&gt; upstream timed out"),
         "the message, escaped: {row}"
@@ -1251,8 +1256,7 @@ async fn the_lists_show_each_error_message_shortened_and_escaped() {
     assert!(!list.contains("<script>alert"), "{list}");
     // An ordinary failure of a dead letter shows its message, not "-".
     let (_, dead_list) = dash.get("/admin/dead", "read").await;
-    let row = &dead_list[dead_list.find(&dead.id.to_string()).unwrap()..];
-    let row = &row[..row.find("</tr>").unwrap()];
+    let row = row_of(&dead_list, &dead.id.to_string());
     assert!(
         row.contains("&lt;script&gt;alert(&#x27;listed&#x27;)&lt;&#x2f;script&gt; declined"),
         "{row}"

@@ -75,7 +75,7 @@ macro_rules! records_from {
             JobEvent { id, name, key, payload, published_at }
             JobSummary {
                 id, run_id, name, queue, tenant_id, state, attempt as i32, max_attempts as i32,
-                run_at, created_at, updated_at, last_error_code, progress as json,
+                run_at, created_at, updated_at, last_error, last_error_code, progress as json,
             }
             BulkResult { affected as i64, remaining as i64 }
             JobHistoryEntry { job_id, at, actor, verb, detail }

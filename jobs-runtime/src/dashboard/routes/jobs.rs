@@ -83,7 +83,7 @@ async fn render(dash: Shared, ctx: Ctx, query: ListQuery, view: &str) -> Page {
         ..JobListParams::default()
     };
     let listed = dash.jobs.operator().list_jobs(&params).await?;
-    let rows = with_errors(&dash, &listed.jobs).await?;
+    let rows = with_errors(&listed.jobs);
     // The filters a page link keeps (the cursor is added per link).
     let filters: Vec<(&str, String)> = [
         ("queue", params.queue.clone()),
@@ -175,39 +175,19 @@ const ROW_CHARS: usize = 120;
 const TITLE_CHARS: usize = 1000;
 
 /// The list's rows, each with its last error's message (shortened, on one line) beside its
-/// code: an operator reads why a job failed without opening it. The list's rows carry only
-/// the code, so the message is read from each failed row, the page's lookups at once.
-async fn with_errors(
-    dash: &Shared,
-    jobs: &[JobSummary],
-) -> Result<Vec<serde_json::Value>, crate::error::JobError> {
-    let failed = |j: &JobSummary| {
-        j.state != JobState::Done && (j.attempt > 0 || j.last_error_code.is_some())
-    };
-    let reads = jobs.iter().map(|j| async move {
-        if failed(j) {
-            dash.jobs
-                .job(j.id)
-                .await
-                .map(|row| row.and_then(|r| r.last_error))
-        } else {
-            Ok(None)
-        }
-    });
-    let errors = futures::future::try_join_all(reads).await?;
-    Ok(jobs
-        .iter()
-        .zip(errors)
-        .map(|(job, error)| {
+/// code: an operator reads why a job failed without opening it.
+fn with_errors(jobs: &[JobSummary]) -> Vec<serde_json::Value> {
+    jobs.iter()
+        .map(|job| {
             let mut row = json!(job);
-            if let Some(error) = error {
+            if let Some(error) = job.last_error.as_deref() {
                 let line = error.split_whitespace().collect::<Vec<_>>().join(" ");
                 row["error"] = json!(shorten(&line, ROW_CHARS));
                 row["error_title"] = json!(shorten(&line, TITLE_CHARS));
             }
             row
         })
-        .collect())
+        .collect()
 }
 
 /// `text` cut to at most `chars` characters, an ellipsis marking a cut.

@@ -67,6 +67,8 @@ pub struct JobSummary {
     pub created_at: Timestamp,
     /// Last written.
     pub updated_at: Timestamp,
+    /// The last failure's message (never a payload), so a list shows why without a read per row.
+    pub last_error: Option<String>,
     /// The last failure's code.
     pub last_error_code: Option<String>,
     /// Last reported progress.
@@ -87,6 +89,7 @@ impl From<&JobRecord> for JobSummary {
             run_at: r.run_at,
             created_at: r.created_at,
             updated_at: r.updated_at,
+            last_error: r.last_error.clone(),
             last_error_code: r.last_error_code.clone(),
             progress: r.progress.clone(),
         }
