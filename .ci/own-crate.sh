@@ -49,8 +49,8 @@ deps=$(sed -n '/^\[dependencies\]/,/^\[/p' "$crate/Cargo.toml" | grep -E '^[a-z_
 (cd "$root" && cargo package -q -p jobs-grammar -p jobs-macros -p jobs-runtime --no-verify --allow-dirty)
 mkdir -p "$work/packages" "$crate/.cargo"
 printf '[patch.crates-io]\n' > "$crate/.cargo/config.toml"
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml")
 for package in jobs-grammar jobs-macros jobs-runtime; do
-    version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml")
     tar -xzf "$root/target/package/$package-$version.crate" -C "$work/packages"
     printf '%s = { path = "%s" }\n' "$package" "$work/packages/$package-$version" >> "$crate/.cargo/config.toml"
 done

@@ -5,9 +5,10 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::apt;
+use super::wait::within_blocking as within;
 
 const REDIS_SERVER: &str = "/usr/bin/redis-server";
 const REDIS_CLI: &str = "/usr/bin/redis-cli";
@@ -265,19 +266,4 @@ fn fresh_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jobs-redis-{test}-{}", &random[..12]));
     std::fs::create_dir_all(&dir).expect("the temp dir is writable");
     dir
-}
-
-/// Checks `condition` every 20 ms for at most `bound` (a bounded wait on a process, never a
-/// sleep to let time pass); answers whether it held.
-fn within(bound: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + bound;
-    loop {
-        if condition() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

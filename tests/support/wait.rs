@@ -34,6 +34,21 @@ where
     }
 }
 
+/// [`within`] for a thread with no runtime (a process being started): checks `condition` every
+/// 20 ms for at most `bound`; answers whether it held.
+pub fn within_blocking(bound: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + bound;
+    loop {
+        if condition() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits until `condition` holds, checking between yields and 1 ms pauses, for at most 10 s of
 /// real time: a bounded condition wait, never a fixed sleep.
 pub async fn wait_until<F, Fut>(what: &str, mut condition: F)
