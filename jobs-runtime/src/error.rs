@@ -161,6 +161,11 @@ error_codes! {
     /// The server refused the URL's user or password (sqlstate 28P01 or 28000).
     DriverAuthFailed = "X_DRIVER_AUTH_FAILED", T,
         "check the user and password in the URL, that the role exists, and that pg_hba.conf lets it connect from this host";
+    /// The store keeps less than the driver was told to require (Redis: `appendonly` off, or
+    /// an `appendfsync` weaker than `require_durability` asks): acknowledged jobs could be lost
+    /// in a crash the user said must lose nothing.
+    DriverDurabilityInsufficient = "X_DRIVER_DURABILITY_INSUFFICIENT", T,
+        "turn the server's persistence up to what the URL requires (`CONFIG SET appendonly yes` and `CONFIG SET appendfsync always` for `require_durability=always`; put it in redis.conf too), or lower `require_durability` in the URL knowingly";
     /// The driver's schema or tables do not exist: the migrations were not applied there
     /// (sqlstate 3F000 or 42P01).
     DriverSchemaMissing = "X_DRIVER_SCHEMA_MISSING", T,

@@ -12,6 +12,8 @@ mod concurrency_postgres;
 mod connect_postgres;
 mod driver_memory;
 mod driver_postgres;
+mod driver_redis;
+mod driver_redis_cluster;
 mod driver_sqlite;
 mod hot_path_postgres;
 mod known_claim_postgres;

@@ -5,13 +5,18 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use jobs::driver::{JobDriver, RedisDriver};
 
 use super::apt;
 use super::wait::within_blocking as within;
 
 const REDIS_SERVER: &str = "/usr/bin/redis-server";
 const REDIS_CLI: &str = "/usr/bin/redis-cli";
+const SETPRIV: &str = "/usr/bin/setpriv";
 
 /// How long a server is given to answer its first PING, and a cluster to agree.
 const READY_WITHIN: Duration = Duration::from_secs(30);
@@ -130,7 +135,10 @@ impl RedisServer {
                 "2000",
             ]);
         }
-        let child = Command::new(REDIS_SERVER)
+        // `setpriv --pdeathsig KILL`: the server dies with the thread that started it, so a
+        // test process that exits (or is killed) leaves no server behind.
+        let child = Command::new(SETPRIV)
+            .args(["--pdeathsig", "KILL", "--", REDIS_SERVER])
             .args(&args)
             .current_dir(&self.dir)
             .stdout(Stdio::null())
@@ -240,6 +248,69 @@ impl Drop for RedisCluster {
         self.nodes.clear();
         let _ = std::fs::remove_dir_all(&self.root);
     }
+}
+
+/// The test binary's own server, started once on a thread that lives as long as the process
+/// (the server dies with that thread): the conformance cases share it, each under a key prefix
+/// of its own, as the Postgres cases each take a schema.
+pub fn shared_server() -> &'static RedisServer {
+    static SERVER: OnceLock<RedisServer> = OnceLock::new();
+    SERVER
+        .get_or_init(|| on_keeper_thread(|| RedisServer::start("shared", Persistence::AofEverySec)))
+}
+
+/// The test binary's own cluster of three masters, started as [`shared_server`] is.
+pub fn shared_cluster() -> &'static RedisCluster {
+    static CLUSTER: OnceLock<RedisCluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| on_keeper_thread(|| RedisCluster::start("shared_cluster", 3, 0)))
+}
+
+/// Runs `start` on a thread that then parks for the rest of the process, so servers it
+/// started (with their parent-death signal) live until the process ends.
+fn on_keeper_thread<T: Send + 'static>(start: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        tx.send(start()).expect("the starter waits");
+        loop {
+            std::thread::park();
+        }
+    });
+    rx.recv().expect("the keeper thread starts its servers")
+}
+
+/// A prefix no other test uses, from the test's name.
+pub fn prefix(test: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let short: String = test
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(40)
+        .collect();
+    format!(
+        "t{}_{}_{short}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A driver on the shared server under a prefix of the test's own.
+pub async fn driver(test: &str) -> Arc<dyn JobDriver> {
+    let url = format!("{}/?prefix={}", shared_server().url(), prefix(test));
+    Arc::new(
+        RedisDriver::connect(&url)
+            .await
+            .expect("the shared Redis server answers"),
+    )
+}
+
+/// A driver on the shared cluster under a prefix of the test's own.
+pub async fn cluster_driver(test: &str) -> Arc<dyn JobDriver> {
+    let url = format!("{}/?prefix={}", shared_cluster().url(), prefix(test));
+    Arc::new(
+        RedisDriver::connect(&url)
+            .await
+            .expect("the shared Redis cluster answers"),
+    )
 }
 
 /// `redis-cli -h 127.0.0.1 -p port args...`, its output trimmed ("" when it cannot run).

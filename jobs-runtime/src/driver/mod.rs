@@ -10,6 +10,9 @@
 //! - [`sqlite`]: every port on one SQLite file ([`SqliteDriver`]), durable with no server, for
 //!   one host (feature `sqlite`).
 //!
+//! - [`redis`]: every port on a Redis server or a Redis Cluster ([`RedisDriver`]), one Lua
+//!   script per change, each in one hash slot (feature `redis`).
+//!
 //! - [`url`]: the driver a URL names (`memory:`, `sqlite://`, `postgres://`, or a scheme a
 //!   driver outside this crate registers with [`register_driver_scheme!`](crate::register_driver_scheme)).
 //!
@@ -20,6 +23,8 @@ mod memory;
 pub mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "redis")]
+pub mod redis;
 #[cfg(feature = "sql")]
 mod sql_rows;
 #[cfg(feature = "sql")]
@@ -28,6 +33,8 @@ mod sql_types;
 pub mod sqlite;
 pub mod url;
 
+#[cfg(feature = "redis")]
+pub use self::redis::RedisDriver;
 pub use memory::{
     MemoryBook, MemoryDriver, MemoryLeaseStore, MemoryWebhookLedger, MEMORY_LEDGER_RING,
 };

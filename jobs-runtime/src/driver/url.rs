@@ -6,6 +6,7 @@
 //! | `memory:` | [`MemoryDriver`]: in the process, gone on restart |
 //! | `sqlite://path/to/jobs.db`, `sqlite:jobs.db` | `SqliteDriver` (feature `sqlite`): one file, one host |
 //! | `postgres://...`, `postgresql://...` | `PostgresDriver` (feature `postgres`): a fleet |
+//! | `redis://...`, `rediss://...`, `redis://h1:7000,h2:7001` | `RedisDriver` (feature `redis`): a server or a cluster |
 //!
 //! Each driver registers its schemes with a [`DriverScheme`], as sqlx's `Any` drivers are
 //! installed; a driver outside this crate registers its own the same way, with
@@ -104,9 +105,28 @@ crate::register_driver_scheme!(DriverScheme {
     },
 });
 
+#[cfg(feature = "redis")]
+crate::register_driver_scheme!(DriverScheme {
+    schemes: &["redis", "rediss"],
+    open: |request| {
+        Box::pin(async move {
+            let options = super::redis::RedisOptions::from_url(request.url)?;
+            // `--schema` on a key-value store is its key prefix.
+            let options = match request.schema {
+                Some(prefix) => options.with_prefix(prefix)?,
+                None => options,
+            };
+            let driver = super::RedisDriver::connect_with(options).await?;
+            Ok(Arc::new(driver) as Arc<dyn JobDriver>)
+        })
+    },
+});
+
 /// The schemes of this crate's own drivers, with the feature that builds each: a URL naming
 /// one this build leaves out is told which feature to enable.
-const BUILT_IN: [(&str, &str); 3] = [
+const BUILT_IN: [(&str, &str); 5] = [
+    ("redis", "redis"),
+    ("rediss", "redis"),
     ("sqlite", "sqlite"),
     ("postgres", "postgres"),
     ("postgresql", "postgres"),

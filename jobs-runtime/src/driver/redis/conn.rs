@@ -1,0 +1,169 @@
+//! The connection: one server through redis-rs' `ConnectionManager` (multiplexed, reconnects
+//! by itself) or a cluster through its async `ClusterConnection` (follows `MOVED` and `ASK`,
+//! refreshes the slot map); the scripts and commands the driver sends; and a Redis error as
+//! the crate's error, with its code and retry class.
+//!
+//! - a refused login (`WRONGPASS`, `NOAUTH`, `NOPERM`): `X_DRIVER_AUTH_FAILED`, terminal;
+//! - a connection refused, dropped or timed out, a cluster that is down or resharding
+//!   (`CLUSTERDOWN`, `TRYAGAIN`, `MOVED`/`ASK` after redis-rs' own retries), a server loading
+//!   its data (`LOADING`), a replica answering a write (`READONLY`, during a failover):
+//!   `X_DRIVER_UNAVAILABLE`, retryable;
+//! - a value over the server's limits (`proto-max-bulk-len`), memory full (`OOM`):
+//!   `X_LIMIT_EXCEEDED`, terminal;
+//! - a refusal a script raised itself (`X_...` as the reply's first word): that code;
+//! - anything else: `X_DRIVER`, retryable, with Redis' own words (which name commands, never
+//!   values).
+
+use redis::aio::ConnectionManager;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ScriptInvocation, ServerErrorKind, Value};
+
+use crate::driver::Operation as Op;
+use crate::error::{ErrorCode, JobError};
+
+/// One server or a cluster; cloning is cheap (both multiplex one connection per node).
+#[derive(Clone)]
+pub(super) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Conn::Single(_) => "Conn::Single",
+            Conn::Cluster(_) => "Conn::Cluster",
+        })
+    }
+}
+
+impl Conn {
+    /// Runs a script (by digest, loading it on `NOSCRIPT`) in the slot of its first key.
+    pub(super) async fn script<T: FromRedisValue>(
+        &self,
+        op: Op,
+        invocation: &ScriptInvocation<'_>,
+    ) -> Result<T, JobError> {
+        let result = match self.clone() {
+            Conn::Single(mut c) => invocation.invoke_async(&mut c).await,
+            Conn::Cluster(mut c) => invocation.invoke_async(&mut c).await,
+        };
+        result.map_err(|e| classify(op, e))
+    }
+
+    /// Runs one command.
+    pub(super) async fn query<T: FromRedisValue>(&self, op: Op, cmd: &Cmd) -> Result<T, JobError> {
+        let result = match self.clone() {
+            Conn::Single(mut c) => cmd.query_async(&mut c).await,
+            Conn::Cluster(mut c) => cmd.query_async(&mut c).await,
+        };
+        result.map_err(|e| classify(op, e))
+    }
+
+    /// Runs one command on every master (one server: on it), answering each one's text.
+    pub(super) async fn on_every_master(&self, op: Op, cmd: Cmd) -> Result<Vec<String>, JobError> {
+        let value = match self.clone() {
+            Conn::Single(mut c) => cmd.query_async::<Value>(&mut c).await,
+            Conn::Cluster(mut c) => {
+                c.route_command(
+                    cmd,
+                    RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None)),
+                )
+                .await
+            }
+        }
+        .map_err(|e| classify(op, e))?;
+        let mut texts = Vec::new();
+        collect_texts(&value, &mut texts);
+        Ok(texts)
+    }
+
+    /// `INFO <section>` of every master.
+    pub(super) async fn info_everywhere(&self, section: &str) -> Result<Vec<String>, JobError> {
+        let mut cmd = redis::cmd("INFO");
+        cmd.arg(section);
+        self.on_every_master(Op::Connect, cmd).await
+    }
+
+    /// `CONFIG GET <name>` of every master, the weakest... answered as each node's value;
+    /// `None` when `CONFIG` is renamed away.
+    pub(super) async fn config_get(&self, name: &str) -> Result<Option<String>, JobError> {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg("GET").arg(name);
+        match self.on_every_master(Op::Connect, cmd).await {
+            Ok(texts) => {
+                // Pairs of (name, value) per node: keep the values, the weakest first is the
+                // caller's choice; answer the first that is not the name.
+                let values: Vec<&String> = texts.iter().filter(|t| *t != name).collect();
+                for weak in ["no", "everysec"] {
+                    if values.iter().any(|v| v.as_str() == weak) {
+                        return Ok(Some(weak.to_string()));
+                    }
+                }
+                Ok(values.first().map(|v| v.to_string()))
+            }
+            Err(e) if e.is(ErrorCode::Driver) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn collect_texts(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::BulkString(bytes) => out.push(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(s) | Value::VerbatimString { text: s, .. } => out.push(s.clone()),
+        Value::Array(items) | Value::Set(items) => items.iter().for_each(|v| collect_texts(v, out)),
+        Value::Map(pairs) => pairs.iter().for_each(|(_, v)| collect_texts(v, out)),
+        _ => {}
+    }
+}
+
+/// The crate's error for a Redis failure in `op`.
+pub(super) fn classify(op: Op, error: RedisError) -> JobError {
+    // A refusal our own scripts raised: `X_CODE message`.
+    if let Some(code) = error.code().and_then(ErrorCode::parse) {
+        return JobError::new(code, error.detail().unwrap_or_default().to_string());
+    }
+    let code = match error.kind() {
+        ErrorKind::AuthenticationFailed => ErrorCode::DriverAuthFailed,
+        ErrorKind::Server(ServerErrorKind::NoPerm) => ErrorCode::DriverAuthFailed,
+        ErrorKind::InvalidClientConfig => ErrorCode::DriverUrlInvalid,
+        ErrorKind::Io | ErrorKind::ClusterConnectionNotFound => ErrorCode::DriverUnavailable,
+        ErrorKind::Server(
+            ServerErrorKind::BusyLoading
+            | ServerErrorKind::TryAgain
+            | ServerErrorKind::ClusterDown
+            | ServerErrorKind::MasterDown
+            | ServerErrorKind::ReadOnly
+            | ServerErrorKind::Moved
+            | ServerErrorKind::Ask,
+        ) => ErrorCode::DriverUnavailable,
+        _ if error.is_timeout()
+            || error.is_connection_dropped()
+            || error.is_connection_refusal()
+            || error.is_io_error() =>
+        {
+            ErrorCode::DriverUnavailable
+        }
+        _ => match error.code() {
+            Some("WRONGPASS" | "NOAUTH") => ErrorCode::DriverAuthFailed,
+            Some("OOM") => ErrorCode::LimitExceeded,
+            _ if error.to_string().contains("max bulk") => ErrorCode::LimitExceeded,
+            _ => ErrorCode::Driver,
+        },
+    };
+    let detail = match code {
+        ErrorCode::DriverAuthFailed => "the Redis server refused the URL's user or password".into(),
+        ErrorCode::LimitExceeded => format!(
+            "the Redis server refused a value: {}",
+            error.code().unwrap_or("over its limits")
+        ),
+        _ => format!(
+            "{}: {}",
+            error.category(),
+            error.detail().unwrap_or_default()
+        ),
+    };
+    JobError::new(code, format!("redis {op} failed: {detail}")).with_cause(error)
+}

@@ -1,0 +1,159 @@
+//! The enqueue: the id index first (so any stored job is findable by its id and run), then one
+//! script per queue that inserts the queue's jobs all or none under the live-key rule. A batch
+//! over several queues is one script per queue; if a later queue's script refuses, the
+//! earlier queues' new jobs are taken back, so the batch answers all or none to the caller
+//! (a crash between two queues' scripts can leave the first queue's jobs: one queue is the
+//! unit of atomicity on Redis).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::codec::micros;
+use super::scripts;
+use super::RedisDriver;
+use crate::clock::Timestamp;
+use crate::driver::records::*;
+use crate::driver::Operation as Op;
+use crate::error::JobError;
+
+pub(super) async fn enqueue(
+    driver: &RedisDriver,
+    requests: &[EnqueueRequest],
+    now: Timestamp,
+) -> Result<Vec<EnqueueResult>, JobError> {
+    let op = if requests.len() == 1 {
+        Op::JobEnqueue
+    } else {
+        Op::JobEnqueueMany
+    };
+    let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, request) in requests.iter().enumerate() {
+        by_queue.entry(request.queue.as_str()).or_default().push(i);
+    }
+    driver.file_queues(op, by_queue.keys().copied()).await?;
+    index_ids(driver, op, requests).await?;
+    let now = micros(now);
+    let mut results: Vec<Option<EnqueueResult>> = vec![None; requests.len()];
+    let mut inserted: Vec<(&str, JobId)> = Vec::new();
+    for (queue, members) in &by_queue {
+        let mut invocation = scripts::ENQUEUE.key(driver.keys().queue(queue));
+        invocation.arg(&now).arg(members.len());
+        for &i in members {
+            let r = &requests[i];
+            invocation
+                .arg(r.id.to_string())
+                .arg(r.run_id.to_string())
+                .arg(&r.name)
+                .arg(&r.queue)
+                .arg(serde_json::to_string(&r.input).unwrap_or_else(|_| "null".into()))
+                .arg(&r.idempotency_key)
+                .arg(r.tenant_id.as_deref().unwrap_or(""))
+                .arg(r.max_attempts)
+                .arg(micros(r.run_at))
+                .arg(r.traceparent.as_deref().unwrap_or(""))
+                .arg(r.actor.as_deref().unwrap_or(""))
+                .arg(match r.on_conflict {
+                    ConflictPolicy::Dedupe => "d",
+                    ConflictPolicy::Error => "e",
+                });
+        }
+        let answer: Vec<Vec<String>> = match driver.conn().script(op, &invocation).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                take_back(driver, &inserted).await;
+                return Err(error);
+            }
+        };
+        // A conflict under the error policy comes back alone, with nothing written.
+        if let Some(conflict) = answer
+            .iter()
+            .find(|a| a.first().map(String::as_str) == Some("conflict"))
+        {
+            take_back(driver, &inserted).await;
+            let at: usize = conflict[1].parse().unwrap_or(1);
+            let request = &requests[members[at - 1]];
+            let (id, run) = (parse_id(&conflict[2])?, parse_id(&conflict[3])?);
+            return Err(EnqueueResult::held(request, id, run, false)
+                .expect_err("the error policy refuses a held key"));
+        }
+        let queue_name: Arc<str> = Arc::from(*queue);
+        for (&i, row) in members.iter().zip(answer) {
+            let [status, id, run] = <[String; 3]>::try_from(row).map_err(|_| malformed())?;
+            let (id, run) = (parse_id(&id)?, parse_id(&run)?);
+            let request = &requests[i];
+            results[i] = Some(match status.as_str() {
+                "new" => {
+                    inserted.push((queue, id));
+                    driver.remember(id, &queue_name);
+                    driver.remember(run, &queue_name);
+                    EnqueueResult {
+                        id,
+                        run_id: run,
+                        deduped: false,
+                    }
+                }
+                "same" => EnqueueResult::held(request, id, run, true)?,
+                _ => EnqueueResult::held(request, id, run, false)?,
+            });
+        }
+    }
+    Ok(results
+        .into_iter()
+        .map(|r| r.expect("every request answered"))
+        .collect())
+}
+
+/// Files each request's id and run id under its queue in the id index, one command per shard.
+async fn index_ids(
+    driver: &RedisDriver,
+    op: Op,
+    requests: &[EnqueueRequest],
+) -> Result<(), JobError> {
+    let mut by_shard: BTreeMap<String, redis::Cmd> = BTreeMap::new();
+    for r in requests {
+        for id in [r.id, r.run_id] {
+            by_shard
+                .entry(driver.keys().id_index(&id))
+                .or_insert_with_key(|shard| {
+                    let mut cmd = redis::cmd("HSET");
+                    cmd.arg(shard);
+                    cmd
+                })
+                .arg(id.to_string())
+                .arg(&r.queue);
+        }
+    }
+    let writes = by_shard
+        .values()
+        .map(|cmd| driver.conn().query::<()>(op, cmd));
+    futures::future::try_join_all(writes).await?;
+    Ok(())
+}
+
+/// Deletes the jobs an unfinished batch inserted in earlier queues (best effort: the caller
+/// is answered with the refusal either way).
+async fn take_back(driver: &RedisDriver, inserted: &[(&str, JobId)]) {
+    for (queue, id) in inserted {
+        let mut invocation = scripts::JOB.key(driver.keys().queue(queue));
+        invocation.arg("take_back").arg(id.to_string());
+        if let Err(error) = driver
+            .conn()
+            .script::<i64>(Op::JobEnqueueMany, &invocation)
+            .await
+        {
+            tracing::warn!(code = ?error.code(), "an enqueue batch could not take back a job it inserted");
+        }
+        driver.forget(id);
+    }
+}
+
+pub(super) fn parse_id(text: &str) -> Result<JobId, JobError> {
+    uuid::Uuid::parse_str(text).map_err(|_| malformed())
+}
+
+pub(super) fn malformed() -> JobError {
+    JobError::new(
+        crate::error::ErrorCode::Driver,
+        "redis: a script answered in a shape this driver did not write",
+    )
+}

@@ -1,0 +1,68 @@
+-- Claims up to `limit` due jobs of one queue for a worker, tenant by tenant in turn: lapsed
+-- running rows first in due order with the queued ones (a lapsed final attempt is buried
+-- instead), each tenant at most `limit` turns, then turn 1 of every tenant, turn 2, ...
+-- ARGV: now, limit, worker, visible_at, then the names whose exhausted rows fail (not die).
+-- Answers {claimed, exhausted}: each job's fields as pairs (a claimed one with `hs`, whether
+-- its run has steps).
+local now, limit, worker, visible_at = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local drop = {}
+for i = 5, #ARGV do drop[ARGV[i]] = true end
+if redis.call('EXISTS', PAUSE) == 1 or limit <= 0 then return { {}, {} } end
+
+-- Every due entry: {score, order member, id, tenant}.
+local due = {}
+local lapsed = redis.call('ZRANGEBYSCORE', RUNNING, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+for i = 1, #lapsed, 2 do
+  due[#due + 1] = { tonumber(lapsed[i + 1]), '', lapsed[i], nil }
+end
+for _, tenant in ipairs(redis.call('SMEMBERS', TENANTS)) do
+  local rows = redis.call('ZRANGEBYSCORE', due_key(tenant), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  for i = 1, #rows, 2 do
+    -- The member is the insertion order (16 digits) then the id.
+    due[#due + 1] = { tonumber(rows[i + 1]), rows[i], string.sub(rows[i], 17), tenant }
+  end
+end
+table.sort(due, function(a, b)
+  if a[1] ~= b[1] then return a[1] < b[1] end
+  return a[2] < b[2]
+end)
+
+local exhausted, candidates, turns = {}, {}, {}
+for order, entry in ipairs(due) do
+  local j = load(entry[3])
+  if j then
+    if j.state == 'running' and tonumber(j.attempt) >= tonumber(j.max) then
+      local target = 'dead'
+      if drop[j.name] then target = 'failed' end
+      change(j, { state = target, vis = false, err = 'LEASE_LAPSED_FINAL_ATTEMPT', errc = false,
+        updated = now }, now)
+      exhausted[#exhausted + 1] = flat(j)
+    else
+      local tenant = j.tenant or ''
+      local turn = (turns[tenant] or 0) + 1
+      if turn <= limit then
+        turns[tenant] = turn
+        candidates[#candidates + 1] = { turn, order, j }
+      end
+    end
+  end
+end
+table.sort(candidates, function(a, b)
+  if a[1] ~= b[1] then return a[1] < b[1] end
+  return a[2] < b[2]
+end)
+
+local claimed = {}
+for i = 1, math.min(limit, #candidates) do
+  local j = candidates[i][3]
+  change(j, {
+    state = 'running', attempt = tostring(tonumber(j.attempt) + 1),
+    claims = tostring(tonumber(j.claims) + 1), by = worker, vis = visible_at, updated = now,
+    started = now, wk = false,
+  }, now)
+  local row = flat(j)
+  row[#row + 1] = 'hs'
+  row[#row + 1] = tostring(redis.call('EXISTS', steps_key(j.run)))
+  claimed[#claimed + 1] = row
+end
+return { claimed, exhausted }

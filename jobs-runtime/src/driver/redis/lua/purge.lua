@@ -1,0 +1,66 @@
+-- One batch of one queue's retention: finished rows past their cutoff (done rows before
+-- `done_before`, failed, dead and cancelled ones before `finished_before`), at most `limit` of
+-- each kind, oldest first, with their steps and history; then up to `limit` history rows of
+-- jobs no longer stored written before the later cutoff.
+-- ARGV: done_before, finished_before, limit, now. Answers {deleted count, deleted ids...}.
+local done_before, finished_before, limit, now =
+  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local later = math.max(done_before, finished_before)
+local deleted, done_n, finished_n = {}, 0, 0
+local offset, scanned = 0, 0
+while (done_n < limit or finished_n < limit) and scanned < 10 * limit + 500 do
+  local rows = redis.call('ZRANGEBYSCORE', FIN, '-inf', '(' .. string.format('%d', later),
+    'WITHSCORES', 'LIMIT', offset, 500)
+  scanned = scanned + #rows / 2
+  if #rows == 0 then break end
+  for i = 1, #rows, 2 do
+    local j = load(rows[i])
+    local at = tonumber(rows[i + 1])
+    if j then
+      if j.state == 'done' then
+        if at < done_before and done_n < limit then
+          done_n = done_n + 1
+          delete(j, now)
+          redis.call('DEL', hist_key(j.id))
+          redis.call('ZREM', GONE, j.id)
+          deleted[#deleted + 1] = j.id
+        else
+          offset = offset + 1
+        end
+      elseif at < finished_before and finished_n < limit then
+        finished_n = finished_n + 1
+        delete(j, now)
+        redis.call('DEL', hist_key(j.id))
+        redis.call('ZREM', GONE, j.id)
+        deleted[#deleted + 1] = j.id
+      else
+        offset = offset + 1
+      end
+    else
+      redis.call('ZREM', FIN, rows[i])
+    end
+  end
+end
+-- History of jobs no longer stored.
+local budget = limit
+for _, id in ipairs(redis.call('ZRANGE', GONE, 0, limit - 1)) do
+  if budget <= 0 then break end
+  local rows = redis.call('LRANGE', hist_key(id), 0, -1)
+  local kept = {}
+  for _, row in ipairs(rows) do
+    if budget > 0 and tonumber(cjson.decode(row).at) < later then
+      budget = budget - 1
+    else
+      kept[#kept + 1] = row
+    end
+  end
+  redis.call('DEL', hist_key(id))
+  if #kept > 0 then
+    redis.call('RPUSH', hist_key(id), unpack(kept))
+  else
+    redis.call('ZREM', GONE, id)
+  end
+end
+local out = { #deleted }
+for _, id in ipairs(deleted) do out[#out + 1] = id end
+return out

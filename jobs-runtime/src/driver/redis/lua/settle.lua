@@ -1,0 +1,43 @@
+-- The fenced settling writes of one queue, each landing only while its claim still holds the
+-- row. ARGV[1] is the verb, ARGV[2] now; then:
+--   ack: (id, worker, claim) repeated; answers one 1 or 0 per job.
+--   nack: id, worker, claim, state, run_at, counts ('1'/'0'), has_error ('1'/'0'), error, code.
+--   heartbeat: id, worker, claim, visible_at.     progress: id, worker, claim, progress JSON.
+local verb, now = ARGV[1], ARGV[2]
+if verb == 'ack' then
+  local out = {}
+  for i = 3, #ARGV, 3 do
+    local j = load(ARGV[i])
+    if held(j, ARGV[i + 1], ARGV[i + 2]) then
+      change(j, { state = 'done', vis = false, err = false, errc = false, updated = now }, now)
+      out[#out + 1] = 1
+    else
+      out[#out + 1] = 0
+    end
+  end
+  return out
+end
+local j = load(ARGV[3])
+if not held(j, ARGV[4], ARGV[5]) then return 0 end
+if verb == 'nack' then
+  local set = { state = ARGV[6], run_at = ARGV[7], vis = false, updated = now }
+  if ARGV[8] == '0' then
+    local attempt = tonumber(j.attempt) - 1
+    if attempt < 0 then attempt = 0 end
+    set.attempt = tostring(attempt)
+  end
+  if ARGV[9] == '1' then
+    set.err = ARGV[10]
+    if ARGV[11] ~= '' then set.errc = ARGV[11] else set.errc = false end
+  end
+  -- An event published for this run while it was still running wakes it now.
+  if ARGV[6] == 'suspended' and j.wk then set.run_at = now end
+  set.wk = false
+  change(j, set, now)
+elseif verb == 'heartbeat' then
+  change(j, { vis = ARGV[6], updated = now }, now)
+elseif verb == 'progress' then
+  redis.call('HSET', jk(j.id), 'prog', ARGV[6], 'updated', now)
+  -- `updated` is not indexed except for finished rows, which are never held.
+end
+return 1

@@ -1,0 +1,34 @@
+//! The Lua scripts, each one atomic on the server and each touching one hash slot (the
+//! queue's, or the store's beside the queues): the queue scripts start with `lua/lib.lua`,
+//! the one definition of a queue's keys and of how a job changes state.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+macro_rules! queue_script {
+    ($name:ident, $file:literal) => {
+        pub(super) static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("lua/lib.lua"),
+                "\n",
+                include_str!(concat!("lua/", $file))
+            ))
+        });
+    };
+}
+
+macro_rules! plain_script {
+    ($name:ident, $file:literal) => {
+        pub(super) static $name: LazyLock<Script> =
+            LazyLock::new(|| Script::new(include_str!(concat!("lua/", $file))));
+    };
+}
+
+queue_script!(ENQUEUE, "enqueue.lua");
+queue_script!(CLAIM, "claim.lua");
+queue_script!(SETTLE, "settle.lua");
+queue_script!(JOB, "job.lua");
+queue_script!(STATS, "stats.lua");
+queue_script!(PURGE, "purge.lua");
+plain_script!(EVENTS, "events.lua");

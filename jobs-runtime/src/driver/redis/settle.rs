@@ -1,0 +1,146 @@
+//! The settling writes, each fenced on the claim inside its queue's script: ack (batched per
+//! queue), nack, heartbeat, progress; and the cancel, with its history row in the same script.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::codec::{fields, job, micros};
+use super::scripts;
+use super::RedisDriver;
+use crate::clock::add;
+use crate::driver::records::*;
+use crate::driver::{JobCancelParams, Operation as Op};
+use crate::error::{ErrorCode, JobError};
+
+pub(super) async fn ack_many(
+    driver: &RedisDriver,
+    params: &[AckParams],
+) -> Result<Vec<bool>, JobError> {
+    let op = if params.len() == 1 {
+        Op::JobAck
+    } else {
+        Op::JobAckMany
+    };
+    let mut landed = vec![false; params.len()];
+    let mut by_queue: BTreeMap<Arc<str>, Vec<usize>> = BTreeMap::new();
+    for (i, p) in params.iter().enumerate() {
+        // A job no queue holds was never claimed: the ack does not land.
+        if let Some(queue) = driver.queue_of(op, &p.job_id).await? {
+            by_queue.entry(queue).or_default().push(i);
+        }
+    }
+    let now = params
+        .iter()
+        .map(|p| p.now)
+        .max()
+        .map(micros)
+        .unwrap_or_default();
+    let scripts = by_queue.iter().map(|(queue, members)| {
+        let mut invocation = scripts::SETTLE.key(driver.keys().queue(queue));
+        invocation.arg("ack").arg(&now);
+        for &i in members {
+            let p = &params[i];
+            invocation
+                .arg(p.job_id.to_string())
+                .arg(&*p.by.worker_id)
+                .arg(p.by.claim);
+        }
+        async move { driver.conn().script::<Vec<i64>>(op, &invocation).await }
+    });
+    let answers = futures::future::try_join_all(scripts).await?;
+    for (members, answer) in by_queue.values().zip(answers) {
+        for (&i, ok) in members.iter().zip(answer) {
+            landed[i] = ok == 1;
+            if landed[i] {
+                driver.forget(&params[i].job_id);
+            }
+        }
+    }
+    Ok(landed)
+}
+
+/// Runs one fenced verb of `settle.lua` on job `id`'s queue.
+async fn fenced(
+    driver: &RedisDriver,
+    op: Op,
+    verb: &str,
+    id: &JobId,
+    by: &ClaimIdentity,
+    now: crate::clock::Timestamp,
+    rest: &[String],
+) -> Result<bool, JobError> {
+    let Some(queue) = driver.queue_of(op, id).await? else {
+        return Ok(false);
+    };
+    let mut invocation = scripts::SETTLE.key(driver.keys().queue(&queue));
+    invocation
+        .arg(verb)
+        .arg(micros(now))
+        .arg(id.to_string())
+        .arg(&*by.worker_id)
+        .arg(by.claim);
+    for arg in rest {
+        invocation.arg(arg);
+    }
+    Ok(driver.conn().script::<i64>(op, &invocation).await? == 1)
+}
+
+pub(super) async fn nack(driver: &RedisDriver, p: &NackParams) -> Result<bool, JobError> {
+    let rest = [
+        p.target.state().as_str().to_string(),
+        micros(p.run_at),
+        if p.counts_as_attempt { "1" } else { "0" }.to_string(),
+        if p.error.is_some() { "1" } else { "0" }.to_string(),
+        p.error.clone().unwrap_or_default(),
+        p.error_code.clone().unwrap_or_default(),
+    ];
+    fenced(driver, Op::JobNack, "nack", &p.job_id, &p.by, p.now, &rest).await
+}
+
+pub(super) async fn heartbeat(driver: &RedisDriver, p: &HeartbeatParams) -> Result<bool, JobError> {
+    let rest = [micros(add(p.now, p.visibility_timeout))];
+    fenced(
+        driver,
+        Op::JobHeartbeat,
+        "heartbeat",
+        &p.job_id,
+        &p.by,
+        p.now,
+        &rest,
+    )
+    .await
+}
+
+pub(super) async fn progress(driver: &RedisDriver, p: &ProgressParams) -> Result<bool, JobError> {
+    let json = serde_json::to_string(&p.progress).unwrap_or_else(|_| "null".into());
+    fenced(
+        driver,
+        Op::JobProgress,
+        "progress",
+        &p.job_id,
+        &p.by,
+        p.now,
+        &[json],
+    )
+    .await
+}
+
+pub(super) async fn cancel(
+    driver: &RedisDriver,
+    params: &JobCancelParams,
+) -> Result<JobRecord, JobError> {
+    let Some(queue) = driver.queue_of(Op::JobCancel, &params.id).await? else {
+        return Err(RedisDriver::unknown_job(
+            ErrorCode::JobNotCancellable,
+            &params.id,
+        ));
+    };
+    let mut invocation = scripts::JOB.key(driver.keys().queue(&queue));
+    invocation
+        .arg("cancel")
+        .arg(params.id.to_string())
+        .arg(micros(params.now))
+        .arg(params.actor.as_deref().unwrap_or(""));
+    let row: Vec<String> = driver.conn().script(Op::JobCancel, &invocation).await?;
+    job(&fields(row))
+}
