@@ -90,17 +90,24 @@ pub(super) fn job(f: &Fields) -> Result<JobRecord, JobError> {
     })
 }
 
-/// The JSON a step record is stored as.
+/// The JSON a step record is stored as: `[record, whether it has an output]`, since a step
+/// whose output is JSON `null` has one (`Some(Null)`), which the record alone would read back
+/// as none.
 pub(super) fn step_json(record: &StepRecord) -> Result<String, JobError> {
-    serde_json::to_string(record).map_err(|_| bad("a step"))
+    serde_json::to_string(&(record, record.output.is_some())).map_err(|_| bad("a step"))
 }
 
 /// A stored step record back.
 pub(super) fn step(json: &str) -> Result<StepRecord, JobError> {
-    serde_json::from_str(json).map_err(|_| {
-        JobError::new(
-            ErrorCode::StepRecordInvalid,
-            format!("redis {}: a stored step did not decode", Op::DecodeStepRow),
-        )
-    })
+    let (mut record, has_output): (StepRecord, bool) =
+        serde_json::from_str(json).map_err(|_| {
+            JobError::new(
+                ErrorCode::StepRecordInvalid,
+                format!("redis {}: a stored step did not decode", Op::DecodeStepRow),
+            )
+        })?;
+    if has_output && record.output.is_none() {
+        record.output = Some(serde_json::Value::Null);
+    }
+    Ok(record)
 }

@@ -2,8 +2,8 @@
 -- ARGV: now, count, then per job: id, run, name, queue, input, key, tenant ('' none), max
 -- attempts, run_at, traceparent ('' none), actor ('' none), policy ('d' dedupe, 'e' error).
 -- Answers per job {status, id, run}: 'new', 'same' (the id is stored already: an outbox
--- re-publish) or 'held' (a live job holds the key); or, with nothing written, {'conflict',
--- index, holder id, holder run} for a held key under the error policy.
+-- re-publish) or 'held' (a live job holds the key); or, with nothing written, {{'conflict',
+-- index, holder id, holder run}} for a held key under the error policy.
 local now, count = ARGV[1], tonumber(ARGV[2])
 local FIELDS = 12
 local planned, seen_ids, seen_keys = {}, {}, {}
@@ -25,7 +25,7 @@ for i = 1, count do
       if holder_id then holder = { holder_id, redis.call('HGET', jk(holder_id), 'run') } end
     end
     if holder then
-      if policy == 'e' then return { 'conflict', tostring(i), holder[1], holder[2] } end
+      if policy == 'e' then return { { 'conflict', tostring(i), holder[1], holder[2] } } end
       planned[i] = { 'held', holder[1], holder[2] }
     else
       planned[i] = { 'new', id, run }

@@ -42,7 +42,7 @@ elseif verb == 'wake' then
   if j.state ~= 'suspended' or tonumber(j.run_at) <= tonumber(now) then return 0 end
   -- Only a run still waiting on this event (a step `waiting` with its name and key).
   for _, step in ipairs(redis.call('HVALS', steps_key(j.run))) do
-    local s = cjson.decode(step)
+    local s = cjson.decode(step)[1]
     if s.status == 'waiting' and type(s.wait) == 'table' and s.wait.event == ARGV[4]
       and s.wait.key == ARGV[5] then
       change(j, { run_at = now }, now)
