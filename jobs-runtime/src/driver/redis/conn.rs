@@ -8,8 +8,9 @@
 //!   (`CLUSTERDOWN`, `TRYAGAIN`, `MOVED`/`ASK` after redis-rs' own retries), a server loading
 //!   its data (`LOADING`), a replica answering a write (`READONLY`, during a failover):
 //!   `X_DRIVER_UNAVAILABLE`, retryable;
-//! - a value over the server's limits (`proto-max-bulk-len`), memory full (`OOM`):
-//!   `X_LIMIT_EXCEEDED`, terminal;
+//! - memory full (`OOM`, under the `noeviction` policy the guide requires):
+//!   `X_DRIVER_UNAVAILABLE`, retryable (a value over `proto-max-bulk-len` never reaches the
+//!   server: the driver refuses it first, `mod.rs`);
 //! - a refusal a script raised itself (`X_...` as the reply's first word): that code;
 //! - anything else: `X_DRIVER`, retryable, with Redis' own words (which name commands, never
 //!   values).
@@ -148,17 +149,18 @@ pub(super) fn classify(op: Op, error: RedisError) -> JobError {
         }
         _ => match error.code() {
             Some("WRONGPASS" | "NOAUTH") => ErrorCode::DriverAuthFailed,
-            Some("OOM") => ErrorCode::LimitExceeded,
-            _ if error.to_string().contains("max bulk") => ErrorCode::LimitExceeded,
+            // Memory full under `noeviction`: writes come back once workers drain the queue.
+            Some("OOM") => ErrorCode::DriverUnavailable,
             _ => ErrorCode::Driver,
         },
     };
-    let detail = match code {
-        ErrorCode::DriverAuthFailed => "the Redis server refused the URL's user or password".into(),
-        ErrorCode::LimitExceeded => format!(
-            "the Redis server refused a value: {}",
-            error.code().unwrap_or("over its limits")
-        ),
+    let detail = match (code, error.code()) {
+        (ErrorCode::DriverAuthFailed, _) => {
+            "the Redis server refused the URL's user or password".into()
+        }
+        (_, Some("OOM")) => "the Redis server is out of memory (`maxmemory`): it refuses \
+             writes until memory is freed or raised"
+            .into(),
         _ => format!(
             "{}: {}",
             error.category(),

@@ -246,8 +246,40 @@ pub(super) async fn connect(options: &RedisOptions) -> Result<Conn, JobError> {
         .map_err(|e| classify(Op::Connect, e))?;
         Conn::Single(connection)
     };
+    check_scripts(&conn).await?;
     check_durability(&conn, options.require_durability).await?;
     Ok(conn)
+}
+
+/// The largest value the server takes in one argument (`proto-max-bulk-len`; Redis' default
+/// when `CONFIG` is renamed away).
+pub(super) async fn largest_value(conn: &Conn) -> Result<usize, JobError> {
+    const REDIS_DEFAULT: usize = 512 * 1024 * 1024;
+    Ok(conn
+        .config_get("proto-max-bulk-len")
+        .await?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(REDIS_DEFAULT))
+}
+
+/// The driver is scripts: a user without `+@scripting` (or a server with `EVAL` renamed
+/// away) is refused at connect, not at the first enqueue.
+async fn check_scripts(conn: &Conn) -> Result<(), JobError> {
+    let mut probe = redis::cmd("EVAL");
+    probe.arg("return 1").arg(0);
+    match conn.query::<i64>(Op::Connect, &probe).await {
+        Ok(_) => Ok(()),
+        Err(error) if error.is(ErrorCode::DriverUnavailable) => Err(error),
+        Err(_) => Err(JobError::new(
+            ErrorCode::DriverAuthFailed,
+            "the Redis server refuses Lua scripts to this user, and the driver is scripts",
+        )
+        .with_fix(
+            "grant the URL's user scripting (`ACL SETUSER <user> +@scripting`, beside the \
+             commands on keys it needs: `+@all ~<prefix>*` or narrower), and do not rename \
+             EVAL, EVALSHA or SCRIPT away",
+        )),
+    }
 }
 
 fn silent(options: &RedisOptions) -> JobError {

@@ -30,6 +30,13 @@ pub(super) async fn enqueue(
     for (i, request) in requests.iter().enumerate() {
         by_queue.entry(request.queue.as_str()).or_default().push(i);
     }
+    let inputs: Vec<String> = requests
+        .iter()
+        .map(|r| serde_json::to_string(&r.input).unwrap_or_else(|_| "null".into()))
+        .collect();
+    for (request, input) in requests.iter().zip(&inputs) {
+        driver.check_value(&format!("the input of job `{}`", request.name), input.len())?;
+    }
     driver.file_queues(op, by_queue.keys().copied()).await?;
     index_ids(driver, op, requests).await?;
     let now = micros(now);
@@ -45,7 +52,7 @@ pub(super) async fn enqueue(
                 .arg(r.run_id.to_string())
                 .arg(&r.name)
                 .arg(&r.queue)
-                .arg(serde_json::to_string(&r.input).unwrap_or_else(|_| "null".into()))
+                .arg(&inputs[i])
                 .arg(&r.idempotency_key)
                 .arg(r.tenant_id.as_deref().unwrap_or(""))
                 .arg(r.max_attempts)

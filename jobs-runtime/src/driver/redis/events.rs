@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::codec::{micros, time};
+use super::codec::micros;
 use super::scripts;
 use super::RedisDriver;
 use crate::clock::{add, Timestamp};
@@ -23,6 +23,7 @@ pub(super) async fn publish(
         published_at: event.now,
     })
     .map_err(|_| JobError::new(ErrorCode::Driver, "an event did not serialize"))?;
+    driver.check_value("an event", json.len())?;
     let mut invocation = scripts::EVENTS.key(driver.keys().events());
     invocation
         .arg("publish")
@@ -127,6 +128,5 @@ pub(super) async fn find(
             return Ok(Some(event));
         }
     }
-    let _ = time;
     Ok(None)
 }

@@ -70,6 +70,8 @@ struct Inner {
     queue_of: Mutex<HashMap<JobId, Arc<str>>>,
     /// The queues this process knows are filed in the queue set.
     known_queues: Mutex<HashSet<String>>,
+    /// The largest value the server takes (`proto-max-bulk-len`), read at connect.
+    largest_value: usize,
 }
 
 impl RedisDriver {
@@ -84,6 +86,7 @@ impl RedisDriver {
     /// [`RedisDriver::connect`] with options of your own.
     pub async fn connect_with(options: RedisOptions) -> Result<Self, JobError> {
         let conn = connect::connect(&options).await?;
+        let largest_value = connect::largest_value(&conn).await?;
         Ok(RedisDriver {
             inner: Arc::new(Inner {
                 conn,
@@ -91,6 +94,7 @@ impl RedisDriver {
                 options,
                 queue_of: Mutex::new(HashMap::default()),
                 known_queues: Mutex::new(HashSet::new()),
+                largest_value,
             }),
         })
     }
@@ -185,6 +189,25 @@ impl RedisDriver {
         let mut queues: Vec<String> = self.conn().query(op, &cmd).await?;
         queues.sort_unstable();
         Ok(queues)
+    }
+
+    /// Refuses a value the server would refuse (over its `proto-max-bulk-len`) before anything
+    /// is written: the server would answer with a protocol error and drop the connection.
+    fn check_value(&self, what: &str, len: usize) -> Result<(), JobError> {
+        if len <= self.inner.largest_value {
+            return Ok(());
+        }
+        Err(JobError::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "{what} is {len} bytes, over the {} bytes the Redis server takes in one value",
+                self.inner.largest_value
+            ),
+        )
+        .with_fix(
+            "keep large payloads outside the queue (an object store) and pass their reference, \
+             or raise the server's `proto-max-bulk-len`",
+        ))
     }
 
     /// The refusal of an operation on a job no queue holds.

@@ -29,6 +29,8 @@ pub(super) async fn put(
     params: &StepPutParams<'_>,
 ) -> Result<bool, JobError> {
     let StepPutParams { record, fence } = *params;
+    let json = step_json(record)?;
+    driver.check_value("a step record", json.len())?;
     let Some(queue) = driver.queue_of(Op::StepPut, &fence.job_id).await? else {
         return Ok(false);
     };
@@ -59,7 +61,7 @@ pub(super) async fn put(
         .arg(fence.by.claim)
         .arg(record.run_id.to_string())
         .arg(&record.name)
-        .arg(step_json(record)?);
+        .arg(json);
     Ok(driver
         .conn()
         .script::<i64>(Op::StepPut, &invocation)
