@@ -44,15 +44,24 @@ async fn a_server_keeping_less_than_the_url_requires_is_refused_with_the_fix() {
         let error = refused(RedisDriver::connect(&url).await);
         assert!(error.is(ErrorCode::DriverDurabilityInsufficient), "{error}");
         assert_eq!(error.class(), ErrorClass::Terminal);
-        assert!(error.fix().unwrap_or_default().contains("appendfsync"), "{error:?}");
+        assert!(
+            error.fix().unwrap_or_default().contains("appendfsync"),
+            "{error:?}"
+        );
     }
     for (server, required, kept) in [
         (&plain, "none", jobs::driver::redis::Durability::None),
-        (&everysec, "everysec", jobs::driver::redis::Durability::EverySec),
+        (
+            &everysec,
+            "everysec",
+            jobs::driver::redis::Durability::EverySec,
+        ),
         (&always, "always", jobs::driver::redis::Durability::Always),
     ] {
         let url = format!("{}/?require_durability={required}", server.url());
-        let driver = RedisDriver::connect(&url).await.expect("enough is accepted");
+        let driver = RedisDriver::connect(&url)
+            .await
+            .expect("enough is accepted");
         assert_eq!(driver.durability().await.unwrap(), kept);
     }
 }
@@ -60,7 +69,10 @@ async fn a_server_keeping_less_than_the_url_requires_is_refused_with_the_fix() {
 #[tokio::test]
 async fn a_wrong_or_missing_password_is_auth_failed_and_never_repeated() {
     let server = RedisServer::start("auth", Persistence::None);
-    assert_eq!(server.cli(&["config", "set", "requirepass", "right-pw"]), "OK");
+    assert_eq!(
+        server.cli(&["config", "set", "requirepass", "right-pw"]),
+        "OK"
+    );
     let port = server.port();
     for url in [
         format!("redis://:wrong-pw@127.0.0.1:{port}"),
@@ -72,18 +84,32 @@ async fn a_wrong_or_missing_password_is_auth_failed_and_never_repeated() {
         assert!(!format!("{error:?}").contains("wrong-pw"), "{error:?}");
     }
     let url = format!("redis://:right-pw@127.0.0.1:{port}");
-    RedisDriver::connect(&url).await.expect("the right password opens it");
+    RedisDriver::connect(&url)
+        .await
+        .expect("the right password opens it");
 }
 
 #[tokio::test]
 async fn a_user_without_scripts_is_refused_at_connect() {
     let server = RedisServer::start("no_scripts", Persistence::None);
-    let acl = ["acl", "setuser", "noscripts", "on", ">pw", "~*", "+@all", "-@scripting"];
+    let acl = [
+        "acl",
+        "setuser",
+        "noscripts",
+        "on",
+        ">pw",
+        "~*",
+        "+@all",
+        "-@scripting",
+    ];
     assert_eq!(server.cli(&acl), "OK");
     let url = format!("redis://noscripts:pw@127.0.0.1:{}", server.port());
     let error = refused(RedisDriver::connect(&url).await);
     assert!(error.is(ErrorCode::DriverAuthFailed), "{error}");
-    assert!(error.fix().unwrap_or_default().contains("+@scripting"), "{error:?}");
+    assert!(
+        error.fix().unwrap_or_default().contains("+@scripting"),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -128,12 +154,17 @@ async fn a_value_over_the_servers_limit_is_refused_before_any_write() {
     };
     let error = jobs.enqueue::<CarryBlob>(big).await.unwrap_err();
     assert!(error.is(ErrorCode::LimitExceeded), "{error}");
-    assert!(!error.to_string().contains("xxxx"), "no payload in the message");
+    assert!(
+        !error.to_string().contains("xxxx"),
+        "no payload in the message"
+    );
     assert_eq!(server.cli(&["dbsize"]), "0", "nothing was written");
     // The connection is still good.
-    jobs.enqueue::<CarryBlob>(Blob { text: "small".into() })
-        .await
-        .expect("a small job after the refusal");
+    jobs.enqueue::<CarryBlob>(Blob {
+        text: "small".into(),
+    })
+    .await
+    .expect("a small job after the refusal");
 }
 
 #[tokio::test]
@@ -141,12 +172,16 @@ async fn a_full_server_refuses_writes_as_unavailable_not_lost() {
     let server = RedisServer::start("oom", Persistence::None);
     let driver = RedisDriver::connect(&server.url()).await.unwrap();
     let jobs = Jobs::new(driver);
-    jobs.enqueue::<CarryBlob>(Blob { text: "before".into() })
-        .await
-        .unwrap();
+    jobs.enqueue::<CarryBlob>(Blob {
+        text: "before".into(),
+    })
+    .await
+    .unwrap();
     assert_eq!(server.cli(&["config", "set", "maxmemory", "1"]), "OK");
     let error = jobs
-        .enqueue::<CarryBlob>(Blob { text: "after".into() })
+        .enqueue::<CarryBlob>(Blob {
+            text: "after".into(),
+        })
         .await
         .unwrap_err();
     assert!(error.is(ErrorCode::DriverUnavailable), "{error}");
@@ -181,7 +216,10 @@ async fn an_enqueue_in_a_callers_transaction_is_refused_naming_the_outbox() {
         .await
         .unwrap_err();
     assert!(error.is(ErrorCode::NotImplemented), "{error}");
-    assert!(error.fix().unwrap_or_default().contains("outbox"), "{error:?}");
+    assert!(
+        error.fix().unwrap_or_default().contains("outbox"),
+        "{error:?}"
+    );
     assert!(
         driver
             .job_get(&jobs::driver::JobGetParams { id: request.id })

@@ -30,7 +30,9 @@ const ACKED: u32 = 120;
 
 /// Enqueues [`ENQUEUED`] jobs and acks [`ACKED`] of them, each acknowledged by the server;
 /// answers the ids and which were acked.
-async fn acknowledged_work(driver: &RedisDriver) -> (Vec<jobs::driver::JobId>, Vec<jobs::driver::JobId>) {
+async fn acknowledged_work(
+    driver: &RedisDriver,
+) -> (Vec<jobs::driver::JobId>, Vec<jobs::driver::JobId>) {
     let jobs = Jobs::new(driver.clone());
     let mut ids = Vec::new();
     for n in 0..ENQUEUED {

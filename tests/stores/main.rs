@@ -8,6 +8,7 @@
 mod support;
 
 mod backfill_postgres;
+mod cluster_redis;
 mod concurrency_postgres;
 mod connect_postgres;
 mod connect_redis;

@@ -225,6 +225,53 @@ impl RedisCluster {
         &self.nodes
     }
 
+    /// SIGKILLs the node listening on `port`.
+    pub fn kill_port(&mut self, port: u16) {
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.port == port)
+            .expect("a node of this cluster");
+        node.kill();
+    }
+
+    /// The port of the master serving `key`'s slot, as the first live node sees it.
+    pub fn master_of(&self, key: &str) -> u16 {
+        self.live_master_of(key)
+            .unwrap_or_else(|| panic!("no live master serves the slot of {key}"))
+    }
+
+    /// The port of the live master serving `key`'s slot; `None` while none does (a failover).
+    pub fn live_master_of(&self, key: &str) -> Option<u16> {
+        let slot: u16 = self
+            .cli(&["cluster", "keyslot", key])
+            .parse()
+            .expect("a slot");
+        let live = self
+            .nodes
+            .iter()
+            .find(|n| n.cli(&["ping"]) == "PONG")
+            .expect("a live node");
+        for line in live.cli(&["cluster", "nodes"]).lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if !fields.get(2).is_some_and(|f| f.contains("master")) || fields[2].contains("fail") {
+                continue;
+            }
+            let owns = fields[8..].iter().any(|range| {
+                let (a, b) = range.split_once('-').unwrap_or((range, range));
+                match (a.parse::<u16>(), b.parse::<u16>()) {
+                    (Ok(a), Ok(b)) => a <= slot && slot <= b,
+                    _ => false,
+                }
+            });
+            if owns {
+                let address = fields[1].split('@').next().unwrap_or_default();
+                return address.rsplit(':').next().and_then(|p| p.parse().ok());
+            }
+        }
+        None
+    }
+
     /// One URL naming every node as a seed (`redis://127.0.0.1:a,127.0.0.1:b,...`).
     pub fn url(&self) -> String {
         let seeds: Vec<String> = self
@@ -235,11 +282,16 @@ impl RedisCluster {
         format!("redis://{}", seeds.join(","))
     }
 
-    /// Runs `redis-cli -c` (following redirections) against the first node.
+    /// Runs `redis-cli -c` (following redirections) against the first live node.
     pub fn cli(&self, args: &[&str]) -> String {
         let mut all = vec!["-c"];
         all.extend_from_slice(args);
-        cli(self.nodes[0].port, &all)
+        let node = self
+            .nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .expect("a live node");
+        cli(node.port, &all)
     }
 }
 
