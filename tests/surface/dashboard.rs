@@ -657,6 +657,11 @@ async fn on_sqlite() {
 }
 
 #[tokio::test]
+async fn on_redis() {
+    scenario(support::redis::driver("dashboard").await, "redis").await;
+}
+
+#[tokio::test]
 async fn a_reader_is_refused_every_change_and_a_stranger_everything() {
     let dash = Dash::start(Jobs::memory(), DashboardOptions::default()).await;
     let (status, body) = dash

@@ -6,6 +6,7 @@ mod support;
 
 mod cli_factories_postgres;
 mod cli_postgres;
+mod cli_redis;
 mod cli_sqlite;
 mod dashboard;
 mod dashboard_browser;

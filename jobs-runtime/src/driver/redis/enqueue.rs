@@ -38,13 +38,19 @@ pub(super) async fn enqueue(
         driver.check_value(&format!("the input of job `{}`", request.name), input.len())?;
     }
     driver.file_queues(op, by_queue.keys().copied()).await?;
-    index_ids(driver, op, requests).await?;
+    // On one server the enqueue script files the ids itself (one round trip); a cluster keeps
+    // the index in other slots, so it is written first, apart.
+    let in_script = !driver.is_cluster();
+    if !in_script {
+        index_ids(driver, op, requests).await?;
+    }
+    let channel = driver.keys().wake_channel();
     let now = micros(now);
     let mut results: Vec<Option<EnqueueResult>> = vec![None; requests.len()];
     let mut inserted: Vec<(&str, JobId)> = Vec::new();
     for (queue, members) in &by_queue {
         let mut invocation = scripts::ENQUEUE.key(driver.keys().queue(queue));
-        invocation.arg(&now).arg(members.len());
+        invocation.arg(&now).arg(&channel).arg(members.len());
         for &i in members {
             let r = &requests[i];
             invocation
@@ -63,6 +69,13 @@ pub(super) async fn enqueue(
                     ConflictPolicy::Dedupe => "d",
                     ConflictPolicy::Error => "e",
                 });
+            if in_script {
+                invocation
+                    .arg(driver.keys().id_index(&r.id))
+                    .arg(driver.keys().id_index(&r.run_id));
+            } else {
+                invocation.arg("").arg("");
+            }
         }
         let answer: Vec<Vec<String>> = match driver.conn().script(op, &invocation).await {
             Ok(answer) => answer,

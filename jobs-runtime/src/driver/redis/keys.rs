@@ -54,6 +54,12 @@ impl Keys {
         (0..ID_INDEX_SHARDS).map(|shard| format!("{{{}:ix:{shard}}}:ids", self.prefix))
     }
 
+    /// The channel an enqueue announces due jobs on (its message: the queue), for the push
+    /// wake. Plain Pub/Sub reaches every node of a cluster.
+    pub(super) fn wake_channel(&self) -> String {
+        format!("{}:wake", self.prefix)
+    }
+
     /// The events' slot: the bus, its marks and the parked runs' waits.
     pub(super) fn events(&self) -> String {
         format!("{{{}:ev}}", self.prefix)

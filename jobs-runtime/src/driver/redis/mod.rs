@@ -30,6 +30,7 @@ mod reads;
 mod scripts;
 mod settle;
 mod steps;
+mod wake;
 
 pub use connect::{
     Durability, RedisOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX, DEFAULT_RESPONSE_TIMEOUT,
@@ -45,7 +46,7 @@ use rustc_hash::FxHashMap as HashMap;
 use self::conn::Conn;
 use self::keys::Keys;
 use super::records::*;
-use super::JobDriver;
+use super::{JobDriver, WakeReceiver};
 use crate::driver::{
     EventFindParams, JobCancelParams, JobGetParams, Operation as Op, QueueStatsParams,
     StepListParams, StepPutParams,
@@ -303,5 +304,10 @@ impl JobDriver for RedisDriver {
 
     async fn event_find(&self, params: &EventFindParams<'_>) -> Result<Option<JobEvent>, JobError> {
         events::find(self, params).await
+    }
+
+    async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {
+        let nodes = self.inner.options.nodes.clone();
+        wake::listen(nodes, self.keys().wake_channel()).await.map(Some)
     }
 }
