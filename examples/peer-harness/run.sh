@@ -14,7 +14,8 @@ copy="$(mktemp -d)"
 trap 'rm -rf "$copy"' EXIT
 cp -r "$harness"/. "$copy"/
 chmod -R u+w "$copy"
-sed -i 's|^jobs = { path = "project/jobs-runtime" }|jobs = { path = "project/jobs-runtime", package = "jobs-runtime" }|' "$copy/Cargo.toml"
+# The Redis peer (SCRIPT=run-redis.sh) opens redis:// URLs: the driver is behind feature `redis`.
+sed -i 's|^jobs = { path = "project/jobs-runtime" }|jobs = { path = "project/jobs-runtime", package = "jobs-runtime", features = ["redis"] }|' "$copy/Cargo.toml"
 grep -q 'package = "jobs-runtime"' "$copy/Cargo.toml" \
     || { echo "error: the harness's dependency line changed; update this script" >&2; exit 2; }
 cd "$root"

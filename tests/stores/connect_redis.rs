@@ -67,6 +67,28 @@ async fn a_server_keeping_less_than_the_url_requires_is_refused_with_the_fix() {
 }
 
 #[tokio::test]
+async fn a_server_that_evicts_any_key_is_refused_and_volatile_eviction_is_not() {
+    let server = RedisServer::start("eviction", Persistence::None);
+    assert_eq!(
+        server.cli(&["config", "set", "maxmemory-policy", "allkeys-lru"]),
+        "OK"
+    );
+    let error = refused(RedisDriver::connect(&server.url()).await);
+    assert!(error.is(ErrorCode::DriverDurabilityInsufficient), "{error}");
+    assert!(
+        error.fix().unwrap_or_default().contains("noeviction"),
+        "{error:?}"
+    );
+    assert_eq!(
+        server.cli(&["config", "set", "maxmemory-policy", "volatile-lru"]),
+        "OK"
+    );
+    RedisDriver::connect(&server.url())
+        .await
+        .expect("volatile-* evicts only keys with an expiry, and the driver sets none");
+}
+
+#[tokio::test]
 async fn a_wrong_or_missing_password_is_auth_failed_and_never_repeated() {
     let server = RedisServer::start("auth", Persistence::None);
     assert_eq!(

@@ -87,8 +87,8 @@ impl Conn {
         self.on_every_master(Op::Connect, cmd).await
     }
 
-    /// `CONFIG GET <name>` of every master, the weakest... answered as each node's value;
-    /// `None` when `CONFIG` is renamed away.
+    /// `CONFIG GET <name>` on every master, the weakest value where they differ; `None` when
+    /// `CONFIG` is renamed away.
     pub(super) async fn config_get(&self, name: &str) -> Result<Option<String>, JobError> {
         let mut cmd = redis::cmd("CONFIG");
         cmd.arg("GET").arg(name);
@@ -97,12 +97,14 @@ impl Conn {
                 // Pairs of (name, value) per node: keep the values, the weakest first is the
                 // caller's choice; answer the first that is not the name.
                 let values: Vec<&String> = texts.iter().filter(|t| *t != name).collect();
-                for weak in ["no", "everysec"] {
-                    if values.iter().any(|v| v.as_str() == weak) {
-                        return Ok(Some(weak.to_string()));
-                    }
-                }
-                Ok(values.first().map(|v| v.to_string()))
+                // Where nodes differ, the weakest answers: an fsync policy of `no` before
+                // `everysec`, an `allkeys-*` eviction before any other.
+                let weakest = values
+                    .iter()
+                    .find(|v| v.as_str() == "no" || v.starts_with("allkeys"))
+                    .or_else(|| values.iter().find(|v| v.as_str() == "everysec"))
+                    .or(values.first());
+                Ok(weakest.map(|v| v.to_string()))
             }
             Err(e) if e.is(ErrorCode::Driver) => Ok(None),
             Err(e) => Err(e),

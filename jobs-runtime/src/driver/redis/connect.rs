@@ -247,8 +247,31 @@ pub(super) async fn connect(options: &RedisOptions) -> Result<Conn, JobError> {
         Conn::Single(connection)
     };
     check_scripts(&conn).await?;
+    check_eviction(&conn).await?;
     check_durability(&conn, options.require_durability).await?;
     Ok(conn)
+}
+
+/// A server that evicts any key under memory pressure (`allkeys-*`) would drop queued jobs
+/// without a trace: refused. The `volatile-*` policies evict only keys with an expiry, and the
+/// driver sets none, so they keep every job as `noeviction` does.
+async fn check_eviction(conn: &Conn) -> Result<(), JobError> {
+    let policy = conn.config_get("maxmemory-policy").await?;
+    if policy.as_deref().is_some_and(|p| p.starts_with("allkeys")) {
+        return Err(JobError::new(
+            ErrorCode::DriverDurabilityInsufficient,
+            format!(
+                "the Redis server evicts any key when its memory is full (maxmemory-policy {}): \
+                 queued jobs would vanish",
+                policy.unwrap_or_default()
+            ),
+        )
+        .with_fix(
+            "set `maxmemory-policy noeviction` (in redis.conf and with CONFIG SET): a full \
+             server then refuses new jobs (retryable) instead of dropping queued ones",
+        ));
+    }
+    Ok(())
 }
 
 /// The largest value the server takes in one argument (`proto-max-bulk-len`; Redis' default

@@ -308,6 +308,8 @@ impl JobDriver for RedisDriver {
 
     async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {
         let nodes = self.inner.options.nodes.clone();
-        wake::listen(nodes, self.keys().wake_channel()).await.map(Some)
+        wake::listen(nodes, self.keys().wake_channel())
+            .await
+            .map(Some)
     }
 }
