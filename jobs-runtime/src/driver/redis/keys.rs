@@ -70,6 +70,12 @@ impl Keys {
     pub(super) fn area(&self, area: &str) -> String {
         format!("{{{}:{area}}}", self.prefix)
     }
+
+    /// The slot of one name in a store beside the queues (a ledger of the book), so names
+    /// spread over a cluster's masters: `{<prefix>:<area>:<name>}`, the name escaped.
+    pub(super) fn area_of(&self, area: &str, name: &str) -> String {
+        format!("{{{}:{area}:{}}}", self.prefix, escape(name))
+    }
 }
 
 /// A user's name made safe inside a hash tag: `%` `{` `}` become `%25` `%7B` `%7D`, so the tag

@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+mod backfill;
 mod caller_tx;
 mod claim;
 mod codec;
@@ -25,12 +26,16 @@ mod connect;
 mod enqueue;
 mod events;
 mod keys;
+mod lease;
+mod ledger_book;
 mod purge;
 mod reads;
+mod scheduler;
 mod scripts;
 mod settle;
 mod steps;
 mod wake;
+mod webhook_ledger;
 
 pub use connect::{
     Durability, RedisOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX, DEFAULT_RESPONSE_TIMEOUT,
@@ -224,6 +229,26 @@ impl JobDriver for RedisDriver {
     }
 
     fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
+        Some(self)
+    }
+
+    fn lease_store(&self) -> Option<&dyn crate::driver::lease::LeaseStore> {
+        Some(self)
+    }
+
+    fn scheduler_store(&self) -> Option<&dyn crate::driver::SchedulerStore> {
+        Some(self)
+    }
+
+    fn backfill_store(&self) -> Option<&dyn crate::driver::BackfillStore> {
+        Some(self)
+    }
+
+    fn ledger_book(&self) -> Option<&dyn crate::driver::LedgerBook> {
+        Some(self)
+    }
+
+    fn webhook_ledger(&self) -> Option<&dyn crate::driver::WebhookLedger> {
         Some(self)
     }
 

@@ -32,3 +32,8 @@ queue_script!(JOB, "job.lua");
 queue_script!(STATS, "stats.lua");
 queue_script!(PURGE, "purge.lua");
 plain_script!(EVENTS, "events.lua");
+plain_script!(LEASE, "lease.lua");
+plain_script!(SCHEDULER, "scheduler.lua");
+plain_script!(BACKFILL, "backfill.lua");
+plain_script!(BOOK, "ledger_book.lua");
+plain_script!(WEBHOOK_LEDGER, "webhook_ledger.lua");

@@ -1,0 +1,262 @@
+//! The Redis driver's own measurements, the ones the peer harness does not take: memory per
+//! queued job, commands an idle worker sends per minute, and what a Redis Cluster costs and
+//! gives beside one server (single enqueue, bulk, end-to-end drain). The side-by-side table
+//! with apalis-redis, BullMQ and `redis-benchmark` comes from the peer harness
+//! (`SCRIPT=run-redis.sh examples/peer-harness/run.sh`).
+//!
+//! ```text
+//! REDIS_URL=redis://127.0.0.1:6390 REDIS_CLUSTER_URL=redis://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002 \
+//!     cargo run --release -p jobs-examples --bin bench-redis
+//! cargo run --release -p jobs-examples --bin bench-redis -- memory idle    # some only
+//! ```
+//!
+//! Scenarios: `memory` (10,000 queued no-op jobs: the server's `used_memory` growth per job,
+//! and `MEMORY USAGE` of one job's hash), `idle` (one worker with default settings on an empty
+//! queue: `total_commands_processed` growth over `IDLE_SECS`, default 60, per minute), `single`
+//! and `cluster` (20,000 single enqueues, 100,000 in calls of 1,000, and an end-to-end drain of
+//! 20,000 no-op jobs with 16 slots; on the cluster also three queues drained by three workers,
+//! one queue per master's slot range where the names fall so). Each store gets a fresh prefix.
+
+use std::time::{Duration, Instant};
+
+use jobs::driver::RedisDriver;
+use jobs::prelude::*;
+
+const RUNS: usize = 3;
+const SLOTS: u32 = 16;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Item {
+    bench: String,
+    n: u64,
+}
+
+#[job(key = "noop:{bench}:{n}", tenant = none)]
+async fn noop_redis_bench(_run: Run, _input: Item) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[job(key = "noop:{bench}:{n}", tenant = none, queue = "q-a")]
+async fn noop_redis_a(_run: Run, _input: Item) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[job(key = "noop:{bench}:{n}", tenant = none, queue = "q-b")]
+async fn noop_redis_b(_run: Run, _input: Item) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[job(key = "noop:{bench}:{n}", tenant = none, queue = "q-c")]
+async fn noop_redis_c(_run: Run, _input: Item) -> Result<(), JobError> {
+    Ok(())
+}
+
+/// The queues a run spreads over, by the job declared on each.
+const ONE_QUEUE: &[&str] = &["default"];
+const THREE_QUEUES: &[&str] = &["q-a", "q-b", "q-c"];
+
+async fn enqueue_one(jobs: &Jobs, queue: &str, item: Item) -> Result<(), JobError> {
+    match queue {
+        "q-a" => NoopRedisA::enqueue(jobs, item).await.map(drop),
+        "q-b" => NoopRedisB::enqueue(jobs, item).await.map(drop),
+        "q-c" => NoopRedisC::enqueue(jobs, item).await.map(drop),
+        _ => NoopRedisBench::enqueue(jobs, item).await.map(drop),
+    }
+}
+
+async fn enqueue_batch(
+    jobs: &Jobs,
+    queue: &str,
+    items: impl IntoIterator<Item = Item>,
+) -> Result<(), JobError> {
+    match queue {
+        "q-a" => NoopRedisA::enqueue_many(jobs, items).await.map(drop),
+        "q-b" => NoopRedisB::enqueue_many(jobs, items).await.map(drop),
+        "q-c" => NoopRedisC::enqueue_many(jobs, items).await.map(drop),
+        _ => NoopRedisBench::enqueue_many(jobs, items).await.map(drop),
+    }
+}
+
+fn bench_id() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+fn rate(n: u64, took: Duration) -> f64 {
+    n as f64 / took.as_secs_f64()
+}
+
+/// A store of its own on `url`: a fresh key prefix.
+async fn store(url: &str) -> Result<Jobs, JobError> {
+    let url = if url.contains('?') {
+        format!("{url}&prefix=bench{}", bench_id())
+    } else {
+        format!("{url}/?prefix=bench{}", bench_id())
+    };
+    Ok(Jobs::new(RedisDriver::connect(&url).await?))
+}
+
+/// One `INFO` field of the server at `url` (its first node), read with `redis-cli`.
+async fn info_field(url: &str, section: &str, field: &str) -> Result<u64, JobError> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let first = rest.split([',', '/', '?']).next().unwrap_or(rest);
+    let (host, port) = first.rsplit_once(':').unwrap_or((first, "6379"));
+    let host = host.rsplit('@').next().unwrap_or(host);
+    let out = std::process::Command::new("redis-cli")
+        .args(["-h", host, "-p", port, "info", section])
+        .output()
+        .map_err(|e| JobError::terminal(format!("redis-cli: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let prefix = format!("{field}:");
+    Ok(text
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0))
+}
+
+async fn memory(url: &str) -> Result<(), JobError> {
+    let jobs = store(url).await?;
+    let bench = bench_id();
+    // One job first, so the queue's own keys exist before the measured growth.
+    NoopRedisBench::enqueue(&jobs, Item { bench: bench.clone(), n: 0 }).await?;
+    let before = info_field(url, "memory", "used_memory").await?;
+    let total = 10_000u64;
+    for chunk in 0..total / 1_000 {
+        let items = (1 + chunk * 1_000..1 + (chunk + 1) * 1_000).map(|n| Item {
+            bench: bench.clone(),
+            n,
+        });
+        NoopRedisBench::enqueue_many(&jobs, items).await?;
+    }
+    let after = info_field(url, "memory", "used_memory").await?;
+    println!(
+        "memory: {:.0} bytes of used_memory per queued job ({total} no-op jobs, input {{bench, n}})",
+        after.saturating_sub(before) as f64 / total as f64
+    );
+    Ok(())
+}
+
+async fn idle(url: &str) -> Result<(), JobError> {
+    let secs: u64 = std::env::var("IDLE_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let jobs = store(url).await?;
+    let worker = jobs.worker().build()?;
+    let running = worker.start();
+    // Let the worker reach its idle ceiling before counting.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = info_field(url, "stats", "total_commands_processed").await?;
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let after = info_field(url, "stats", "total_commands_processed").await?;
+    running.shutdown().await;
+    // Each INFO is one command of ours.
+    let commands = after.saturating_sub(before).saturating_sub(1);
+    println!(
+        "idle: {:.1} commands per minute from one idle worker ({secs} s, default settings)",
+        commands as f64 * 60.0 / secs as f64
+    );
+    Ok(())
+}
+
+async fn throughput(url: &str, label: &str, queues: &[&str]) -> Result<(), JobError> {
+    let (mut single, mut bulk, mut e2e) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let jobs = store(url).await?;
+        let bench = bench_id();
+        let n_single = 20_000u64;
+        let started = Instant::now();
+        for n in 0..n_single {
+            let queue = queues[(n as usize) % queues.len()];
+            enqueue_one(&jobs, queue, Item { bench: bench.clone(), n }).await?;
+        }
+        single.push(rate(n_single, started.elapsed()));
+
+        let bench = bench_id();
+        let n_bulk = 100_000u64;
+        let started = Instant::now();
+        for chunk in 0..n_bulk / 1_000 {
+            let queue = queues[(chunk as usize) % queues.len()];
+            let items = (chunk * 1_000..(chunk + 1) * 1_000).map(|n| Item {
+                bench: bench.clone(),
+                n,
+            });
+            enqueue_batch(&jobs, queue, items).await?;
+        }
+        bulk.push(rate(n_bulk, started.elapsed()));
+
+        // The drain: a fresh store, 20,000 queued, then one worker per queue.
+        let jobs = store(url).await?;
+        let bench = bench_id();
+        let total = 20_000u64;
+        for chunk in 0..total / 1_000 {
+            let queue = queues[(chunk as usize) % queues.len()];
+            let items = (chunk * 1_000..(chunk + 1) * 1_000).map(|n| Item {
+                bench: bench.clone(),
+                n,
+            });
+            enqueue_batch(&jobs, queue, items).await?;
+        }
+        let workers: Vec<_> = queues
+            .iter()
+            .map(|q| {
+                jobs.worker()
+                    .queues([*q])
+                    .concurrency(SLOTS)
+                    .build()
+            })
+            .collect::<Result<_, _>>()?;
+        let started = Instant::now();
+        let running: Vec<_> = workers.iter().map(|w| w.start()).collect();
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let done = || workers.iter().map(|w| w.stats().completed).sum::<u64>();
+        while done() < total && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let took = started.elapsed();
+        for r in running {
+            r.shutdown().await;
+        }
+        e2e.push(rate(done(), took));
+    }
+    println!(
+        "{label}: single enqueue {:.0}/s, bulk (1,000 a call) {:.0}/s, end-to-end drain of 20,000 no-op jobs {:.0}/s (medians of {RUNS})",
+        median(single),
+        median(bulk),
+        median(e2e)
+    );
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), JobError> {
+    let wanted: Vec<String> = std::env::args().skip(1).collect();
+    let wants = |s: &str| wanted.is_empty() || wanted.iter().any(|w| w == s);
+    let single = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6390".into());
+    let cluster = std::env::var("REDIS_CLUSTER_URL").ok();
+    if wants("memory") {
+        memory(&single).await?;
+    }
+    if wants("idle") {
+        idle(&single).await?;
+    }
+    if wants("single") {
+        throughput(&single, "one server, one queue", ONE_QUEUE).await?;
+        throughput(&single, "one server, three queues", THREE_QUEUES).await?;
+    }
+    if wants("cluster") {
+        match &cluster {
+            Some(url) => {
+                throughput(url, "three-master cluster, one queue", ONE_QUEUE).await?;
+                throughput(url, "three-master cluster, three queues", THREE_QUEUES).await?;
+            }
+            None => println!("cluster: skipped (set REDIS_CLUSTER_URL)"),
+        }
+    }
+    Ok(())
+}
