@@ -24,6 +24,7 @@ mod conn;
 mod connect;
 mod enqueue;
 mod events;
+mod introspect;
 mod keys;
 mod purge;
 mod reads;
@@ -200,6 +201,10 @@ impl JobDriver for RedisDriver {
     }
 
     fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
+        Some(self)
+    }
+
+    fn introspect(&self) -> Option<&dyn crate::driver::introspect::JobIntrospection> {
         Some(self)
     }
 
