@@ -25,6 +25,7 @@ mod conn;
 mod connect;
 mod enqueue;
 mod events;
+mod introspect;
 mod keys;
 mod lease;
 mod ledger_book;
@@ -229,6 +230,10 @@ impl JobDriver for RedisDriver {
     }
 
     fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
+        Some(self)
+    }
+
+    fn introspect(&self) -> Option<&dyn crate::driver::introspect::JobIntrospection> {
         Some(self)
     }
 

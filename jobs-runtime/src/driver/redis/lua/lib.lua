@@ -15,11 +15,14 @@ local GONE = Q .. ':gone'         -- zset: ids whose job was deleted and history
 local PAUSE = Q .. ':pause'       -- hash: at, actor, while the queue is paused
 local SEQ = Q .. ':seq'           -- counter: insertion order (FIFO among equal run_at)
 local WAITING = Q .. ':rd'        -- zset: ready and delayed rows by run_at (the stats' split)
+local COUNTED = Q .. ':cn'        -- set: job names with a counters hash here (`counters_key`)
 local function jk(id) return Q .. ':j:' .. id end
 local function due_key(tenant) return Q .. ':due:' .. tenant end
 local function state_key(state) return Q .. ':st:' .. state end
 local function steps_key(run) return Q .. ':s:' .. run end
 local function hist_key(id) return Q .. ':h:' .. id end
+-- A job name's counters: '<width secs>:<bucket start secs>:<done|retried|failed|dead|duration_ms>'
+-- -> count; `observe` adds to 1-minute buckets, the operator's rollup folds them wider.
 local function counters_key(name) return Q .. ':c:' .. name end
 
 local QUEUED = { ready = true, delayed = true, suspended = true }
@@ -92,6 +95,7 @@ local function observe(before_state, before_attempt, j, now)
   local elapsed = math.floor((tonumber(now) - started) / 1000)
   if elapsed < 0 then elapsed = 0 end
   local key = counters_key(j.name)
+  redis.call('SADD', COUNTED, j.name)
   local field = '60:' .. string.format('%d', bucket) .. ':'
   redis.call('HINCRBY', key, field .. outcome, 1)
   redis.call('HINCRBY', key, field .. 'duration_ms', elapsed)
