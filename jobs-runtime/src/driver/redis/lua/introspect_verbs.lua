@@ -28,6 +28,8 @@ end
 -- as many fraction digits as it needs, so the fraction is padded to nanoseconds.
 local function step_time(json)
   local ok, step = pcall(cjson.decode, json)
+  -- Stored as [record, whether it has an output] (codec.rs).
+  if ok and type(step) == 'table' and type(step[1]) == 'table' then step = step[1] end
   if not ok or type(step) ~= 'table' or type(step.updated_at) ~= 'string' then return '' end
   local at = step.updated_at
   local base, fraction = string.match(at, '^(%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d)%.?(%d*)Z$')
