@@ -408,8 +408,9 @@ async fn connect() -> Result<Jobs, JobError> {
         eprintln!("jobs mcp: DATABASE_URL is not set; serving an empty in-memory queue");
         return Ok(Jobs::memory());
     };
-    let schema = std::env::var("JOBS_SCHEMA").unwrap_or_else(|_| "public".into());
-    let driver = crate::driver::url::connect(&url, Some(&schema)).await?;
+    // Postgres' schema (`public` when unset), or the key prefix on Redis (the URL's when unset).
+    let schema = std::env::var("JOBS_SCHEMA").ok();
+    let driver = crate::driver::url::connect(&url, schema.as_deref()).await?;
     Ok(Jobs::with_clock(
         driver,
         std::sync::Arc::new(crate::clock::SystemClock),

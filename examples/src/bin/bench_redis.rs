@@ -123,7 +123,14 @@ async fn memory(url: &str) -> Result<(), JobError> {
     let jobs = store(url).await?;
     let bench = bench_id();
     // One job first, so the queue's own keys exist before the measured growth.
-    NoopRedisBench::enqueue(&jobs, Item { bench: bench.clone(), n: 0 }).await?;
+    NoopRedisBench::enqueue(
+        &jobs,
+        Item {
+            bench: bench.clone(),
+            n: 0,
+        },
+    )
+    .await?;
     let before = info_field(url, "memory", "used_memory").await?;
     let total = 10_000u64;
     for chunk in 0..total / 1_000 {
@@ -173,7 +180,15 @@ async fn throughput(url: &str, label: &str, queues: &[&str]) -> Result<(), JobEr
         let started = Instant::now();
         for n in 0..n_single {
             let queue = queues[(n as usize) % queues.len()];
-            enqueue_one(&jobs, queue, Item { bench: bench.clone(), n }).await?;
+            enqueue_one(
+                &jobs,
+                queue,
+                Item {
+                    bench: bench.clone(),
+                    n,
+                },
+            )
+            .await?;
         }
         single.push(rate(n_single, started.elapsed()));
 
@@ -204,12 +219,7 @@ async fn throughput(url: &str, label: &str, queues: &[&str]) -> Result<(), JobEr
         }
         let workers: Vec<_> = queues
             .iter()
-            .map(|q| {
-                jobs.worker()
-                    .queues([*q])
-                    .concurrency(SLOTS)
-                    .build()
-            })
+            .map(|q| jobs.worker().queues([*q]).concurrency(SLOTS).build())
             .collect::<Result<_, _>>()?;
         let started = Instant::now();
         let running: Vec<_> = workers.iter().map(|w| w.start()).collect();

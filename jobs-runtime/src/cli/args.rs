@@ -12,9 +12,10 @@ pub(super) struct Cli {
     /// The Postgres server.
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
     pub(super) database_url: Option<String>,
-    /// The schema the queue's tables live in.
-    #[arg(long, env = "JOBS_SCHEMA", global = true, default_value = "public")]
-    pub(super) schema: String,
+    /// The schema the queue's tables live in (Postgres; `public` when not given), or the key
+    /// prefix on Redis (the URL's `prefix`, or `jobs`, when not given).
+    #[arg(long, env = "JOBS_SCHEMA", global = true)]
+    pub(super) schema: Option<String>,
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     pub(super) json: bool,

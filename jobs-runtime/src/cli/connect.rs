@@ -22,7 +22,7 @@ pub(super) async fn connect(cli: &Cli) -> Result<Jobs, JobError> {
             )
             .with_fix("set DATABASE_URL, or pass --database-url postgres://... or sqlite://...")
         })?;
-    let driver = crate::driver::url::connect(url, Some(&cli.schema)).await?;
+    let driver = crate::driver::url::connect(url, cli.schema.as_deref()).await?;
     Ok(Jobs::with_clock(
         driver,
         Arc::new(crate::clock::SystemClock),

@@ -150,7 +150,9 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
         QueueVerb::Backfill(args) => verbs::backfill::backfill(&jobs, args, json).await?,
         QueueVerb::Posting(args) => verbs::posting::posting(&jobs, args, json).await?,
         QueueVerb::Stats => verbs::stats::stats(&jobs, json).await?,
-        QueueVerb::Migrate => verbs::migrate::migrate(&jobs, &cli.schema, json).await?,
+        QueueVerb::Migrate => {
+            verbs::migrate::migrate(&jobs, cli.schema.as_deref().unwrap_or("public"), json).await?
+        }
     };
     emit(out, &text)
 }
