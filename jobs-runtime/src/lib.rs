@@ -162,6 +162,9 @@ mod guide_doctests {
     struct Sqlite;
     #[doc = include_str!("../../docs/writing-a-driver.md")]
     struct WritingADriver;
+    #[cfg(feature = "redis")]
+    #[doc = include_str!("../../docs/redis.md")]
+    struct Redis;
 }
 
 /// Everything a file that declares or enqueues jobs needs.

@@ -119,6 +119,22 @@ async fn info_field(url: &str, section: &str, field: &str) -> Result<u64, JobErr
         .unwrap_or(0))
 }
 
+/// Scripts the server has run (`EVALSHA` and `EVAL` calls), from `INFO commandstats`.
+fn script_calls(url: &str) -> Result<u64, JobError> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let first = rest.split([',', '/', '?']).next().unwrap_or(rest);
+    let (host, port) = first.rsplit_once(':').unwrap_or((first, "6379"));
+    let out = std::process::Command::new("redis-cli")
+        .args(["-h", host, "-p", port, "info", "commandstats"])
+        .output()
+        .map_err(|e| JobError::terminal(format!("redis-cli: {e}")))?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum())
+}
+
 async fn memory(url: &str) -> Result<(), JobError> {
     let jobs = store(url).await?;
     let bench = bench_id();
@@ -154,19 +170,24 @@ async fn idle(url: &str) -> Result<(), JobError> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(60);
     let jobs = store(url).await?;
-    let worker = jobs.worker().build()?;
+    let worker = jobs.worker().queues(["default"]).build()?;
     let running = worker.start();
     // Let the worker reach its idle ceiling before counting.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
     let before = info_field(url, "stats", "total_commands_processed").await?;
+    let scripts_before = script_calls(url)?;
     tokio::time::sleep(Duration::from_secs(secs)).await;
     let after = info_field(url, "stats", "total_commands_processed").await?;
+    let scripts = script_calls(url)?.saturating_sub(scripts_before);
     running.shutdown().await;
-    // Each INFO is one command of ours.
-    let commands = after.saturating_sub(before).saturating_sub(1);
+    // The INFO and the commandstats read are two commands of ours.
+    let commands = after.saturating_sub(before).saturating_sub(2);
+    let per_minute = |n: u64| n as f64 * 60.0 / secs as f64;
     println!(
-        "idle: {:.1} commands per minute from one idle worker ({secs} s, default settings)",
-        commands as f64 * 60.0 / secs as f64
+        "idle: one idle worker on one queue sends {:.1} scripts a minute, {:.1} commands a \
+         minute counting those the scripts run ({secs} s, default settings)",
+        per_minute(scripts),
+        per_minute(commands)
     );
     Ok(())
 }
