@@ -1,8 +1,8 @@
 //! Real processes: the crash, chaos and scheduler-handover tests start the package's binaries
 //! (`crash-worker`, `chaos-worker`, `scheduler-process`, `backfill-worker`, from `tests/bin/`)
-//! and kill, freeze, cut or terminate them; and the security checks. The scenarios shared by
-//! the Postgres and SQLite modules declare jobs, so they are included here, once, and in no
-//! other binary.
+//! and kill, freeze, cut or terminate them (and, on Redis, kill and restart the server and cut
+//! connections with `CLIENT KILL`); and the security checks. The scenarios shared by the
+//! store modules declare jobs, so they are included here, once, and in no other binary.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -14,6 +14,7 @@ mod crash;
 
 mod chaos_bad_input;
 mod chaos_postgres;
+mod chaos_redis;
 mod chaos_restart_scheduler;
 mod chaos_security;
 mod chaos_sqlite;
