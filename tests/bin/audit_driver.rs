@@ -155,9 +155,7 @@ impl AuditDriver {
     async fn retrying<F, Fut>(&self, mut statement: F) -> Result<(), JobError>
     where
         F: FnMut() -> Fut,
-        Fut: std::future::Future<
-            Output = Result<jobs::sqlx::postgres::PgQueryResult, sqlx::Error>,
-        >,
+        Fut: std::future::Future<Output = Result<jobs::sqlx::postgres::PgQueryResult, sqlx::Error>>,
     {
         let mut tries = 0;
         loop {

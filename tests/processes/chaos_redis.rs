@@ -65,3 +65,8 @@ async fn chaos_redis_client_kills_during_claims_and_acks_lose_nothing() {
     };
     run::run("chaos_redis_client_kills", run).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_redis_the_audit_catches_a_write_from_a_process_that_did_not_claim() {
+    chaos::on_redis::foreign::a_write_from_a_process_that_did_not_claim_is_caught().await;
+}

@@ -7,6 +7,11 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+/// The chaos worker's auditing driver, here for the Redis audit's own check
+/// (`support/chaos/on_redis/foreign.rs`).
+#[path = "../bin/audit_driver.rs"]
+#[allow(dead_code)]
+mod audit_driver;
 #[path = "../support/chaos/mod.rs"]
 mod chaos;
 #[path = "../support/crash.rs"]
@@ -19,4 +24,5 @@ mod chaos_restart_scheduler;
 mod chaos_security;
 mod chaos_sqlite;
 mod crash_postgres;
+mod crash_redis;
 mod crash_sqlite;

@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use jobs::driver::{JobDriver, StepListParams, StepRecord, StepStatus};
 use jobs::JobState;
 
-use super::store::{is_final, RedisStore};
+use super::store::{is_final, RedisStore, Totals};
 use crate::chaos::load::Ledger;
 
 /// What the invariants came to, printed at the end of each run.
@@ -70,6 +70,61 @@ struct Effect {
 
 /// Reads every count the invariants need, and checks them.
 pub async fn check(store: &RedisStore, ledger: &Ledger, what: &str) -> Counts {
+    let (c, totals) = read(store, ledger).await;
+    println!("{what}: {c:#?}");
+
+    assert_eq!(c.missing, 0, "{what}: no enqueued job is lost");
+    assert_eq!(c.unfinished, 0, "{what}: every job reaches a final state");
+    assert_eq!(totals.live, 0, "{what}: no job of the queue is left live");
+    assert!(
+        c.enqueues_answer_lost >= 0,
+        "{what}: fewer jobs in the queue than enqueues answered"
+    );
+    assert_eq!(
+        c.acked_missing_or_live, 0,
+        "{what}: a job whose ack landed is gone or live again"
+    );
+    assert_eq!(
+        c.claims_after_landed_ack, 0,
+        "{what}: a job was claimed again after its ack landed (an acknowledged ack lost)"
+    );
+    assert_eq!(
+        c.reruns_after_landed_step, 0,
+        "{what}: a step ran again after its completion landed (an acknowledged step lost)"
+    );
+    assert_eq!(
+        c.completed_step_reruns, 0,
+        "{what}: a step closure ran while its step was already completed"
+    );
+    assert_eq!(
+        c.changed_step_outputs, 0,
+        "{what}: a completed step's output changed after a later step read it"
+    );
+    assert_eq!(
+        c.done_without_three_steps, 0,
+        "{what}: a done run lacks a step"
+    );
+    assert_eq!(
+        c.claim_ordinals_reused, 0,
+        "{what}: one claim ordinal handed out twice"
+    );
+    assert!(
+        c.unaudited_claims >= 0,
+        "{what}: the audit logged claims the queue never stamped"
+    );
+    assert_eq!(
+        c.foreign_writes, 0,
+        "{what}: a write landed from a process or worker that was not handed the claim"
+    );
+    assert_eq!(
+        c.stale_writes, 0,
+        "{what}: a write landed though a later claim of its job had been answered before it"
+    );
+    c
+}
+
+/// Reads every count the invariants need.
+pub async fn read(store: &RedisStore, ledger: &Ledger) -> (Counts, Totals) {
     let s = store.schema();
     let mut c = Counts::default();
 
@@ -118,8 +173,10 @@ pub async fn check(store: &RedisStore, ledger: &Ledger, what: &str) -> Counts {
             .filter(|s| s.status == StepStatus::Completed)
     };
     c.step_executions = effects.len() as i64;
-    let distinct: BTreeSet<(uuid::Uuid, &str)> =
-        effects.iter().map(|e| (e.run_id, e.step.as_str())).collect();
+    let distinct: BTreeSet<(uuid::Uuid, &str)> = effects
+        .iter()
+        .map(|e| (e.run_id, e.step.as_str()))
+        .collect();
     c.interrupted_step_reruns = c.step_executions - distinct.len() as i64;
     c.late_asks = effects.iter().filter(|e| e.already_completed).count() as i64;
     c.completed_step_reruns = effects
@@ -232,56 +289,7 @@ pub async fn check(store: &RedisStore, ledger: &Ledger, what: &str) -> Counts {
          where c.job_id = w.job_id and c.claims > w.claims and c.returned_us < w.began_us)"
     ))
     .await;
-    println!("{what}: {c:#?}");
-
-    assert_eq!(c.missing, 0, "{what}: no enqueued job is lost");
-    assert_eq!(c.unfinished, 0, "{what}: every job reaches a final state");
-    assert_eq!(totals.live, 0, "{what}: no job of the queue is left live");
-    assert!(
-        c.enqueues_answer_lost >= 0,
-        "{what}: fewer jobs in the queue than enqueues answered"
-    );
-    assert_eq!(
-        c.acked_missing_or_live, 0,
-        "{what}: a job whose ack landed is gone or live again"
-    );
-    assert_eq!(
-        c.claims_after_landed_ack, 0,
-        "{what}: a job was claimed again after its ack landed (an acknowledged ack lost)"
-    );
-    assert_eq!(
-        c.reruns_after_landed_step, 0,
-        "{what}: a step ran again after its completion landed (an acknowledged step lost)"
-    );
-    assert_eq!(
-        c.completed_step_reruns, 0,
-        "{what}: a step closure ran while its step was already completed"
-    );
-    assert_eq!(
-        c.changed_step_outputs, 0,
-        "{what}: a completed step's output changed after a later step read it"
-    );
-    assert_eq!(
-        c.done_without_three_steps, 0,
-        "{what}: a done run lacks a step"
-    );
-    assert_eq!(
-        c.claim_ordinals_reused, 0,
-        "{what}: one claim ordinal handed out twice"
-    );
-    assert!(
-        c.unaudited_claims >= 0,
-        "{what}: the audit logged claims the queue never stamped"
-    );
-    assert_eq!(
-        c.foreign_writes, 0,
-        "{what}: a write landed from a process or worker that was not handed the claim"
-    );
-    assert_eq!(
-        c.stale_writes, 0,
-        "{what}: a write landed though a later claim of its job had been answered before it"
-    );
-    c
+    (c, totals)
 }
 
 /// The step closures' side effects (`s1`, `s2`, `s3`).

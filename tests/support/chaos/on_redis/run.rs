@@ -51,6 +51,7 @@ const CONCURRENCY: u64 = 8;
 pub async fn run(test: &str, run: Run) -> Counts {
     let started = Instant::now();
     let mut store = RedisStore::start(test).await;
+    store.install_audit().await;
     let jobs = store.jobs();
     let n = run.jobs;
     let mut ledger = Ledger::default();
@@ -83,7 +84,8 @@ pub async fn run(test: &str, run: Run) -> Counts {
             // Restart `k` once `k / (restarts + 1)` of the load is done.
             Break::Server => {
                 breaks < u64::from(run.restarts)
-                    && totals.is_some_and(|t| t.done * u64::from(run.restarts + 1) >= n * (breaks + 1))
+                    && totals
+                        .is_some_and(|t| t.done * u64::from(run.restarts + 1) >= n * (breaks + 1))
             }
             // Keep breaking while at least a twentieth of the load is left: the tail then runs
             // on a fleet that recovers.
@@ -126,7 +128,11 @@ pub async fn run(test: &str, run: Run) -> Counts {
     let probed = probe(&store, &jobs, &mut ledger, &mut workers).await;
     drop(workers);
     let counts = invariants::check(&store, &ledger, test).await;
-    assert_eq!(counts.dead + counts.other_final, 0, "50 attempts outlast the chaos");
+    assert_eq!(
+        counts.dead + counts.other_final,
+        0,
+        "50 attempts outlast the chaos"
+    );
     let broke = match run.breaks {
         Break::Workers => format!("{breaks} worker SIGKILLs (each replaced)"),
         Break::Server => format!(
@@ -190,9 +196,11 @@ async fn probe(
         )
         .await;
     }
-    wait::until(Duration::from_secs(30), "the probe jobs to finish", || async {
-        store.totals().await.is_some_and(|t| t.live == 0)
-    })
+    wait::until(
+        Duration::from_secs(30),
+        "the probe jobs to finish",
+        || async { store.totals().await.is_some_and(|t| t.live == 0) },
+    )
     .await;
     count
 }

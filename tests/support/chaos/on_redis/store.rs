@@ -1,8 +1,10 @@
-//! A Redis chaos test's queue and what it keeps beside it: a `redis-server` of the test's own
+//! A Redis process test's queue and what it keeps beside it: a `redis-server` of the test's own
 //! (AOF with `appendfsync always`, so nothing it acknowledged is lost when it is SIGKILLed; the
 //! URL requires it, so every process checks it at connect), a key prefix of its own, and a
 //! Postgres schema of its own on the test server for what Redis has no tables for: the side
-//! effects the jobs record and the audit the worker processes write (`audit_redis.sql`).
+//! effects the jobs record and, in a chaos run, the audit the worker processes write
+//! (`audit_redis.sql`, [`RedisStore::install_audit`]). The crash test (`support/crash.rs`) runs
+//! on it too, with a side-effect table of its own.
 
 use std::time::Duration;
 
@@ -47,10 +49,6 @@ impl RedisStore {
             redis::prefix(test)
         );
         let (pool, schema) = pg::schema(test).await;
-        sqlx::raw_sql(AssertSqlSafe(AUDIT.replace("{s}", &schema)))
-            .execute(&pool)
-            .await
-            .expect("the audit's tables");
         let driver = RedisDriver::connect(&url)
             .await
             .expect("the test's Redis server answers");
@@ -61,6 +59,16 @@ impl RedisStore {
             schema,
             driver,
         }
+    }
+
+    /// Creates the chaos audit's tables (and the side effects') in the side schema.
+    pub async fn install_audit(&self) {
+        self.exec(&AUDIT.replace("{s}", &self.schema)).await;
+    }
+
+    /// The queue's URL (prefix and required durability included): the workers' `DATABASE_URL`.
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// The side schema.
