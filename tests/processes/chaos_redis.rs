@@ -1,7 +1,8 @@
 //! Chaos on Redis: real worker processes (`tests/bin/chaos_worker.rs`) run three-step jobs on a
 //! `redis-server` of the test's own (AOF, `appendfsync always`) while the test breaks one thing
-//! over and over: SIGKILLs worker processes mid-step and starts others, SIGKILLs the server and
-//! restarts it, or cuts the workers' connections with `CLIENT KILL`. Then every worker process
+//! over and over: SIGKILLs worker processes mid-step and starts others (and freezes some until
+//! their claims are taken over), SIGKILLs the server and restarts it, or cuts the workers'
+//! connections with `CLIENT KILL`. Then every worker process
 //! must still claim (it reconnected on its own), and what must hold whatever broke is checked
 //! (`support/chaos/on_redis/invariants.rs`): nothing acknowledged is lost, no completed step
 //! runs again, no claim ordinal is handed out twice, no write lands from a worker that no longer

@@ -3,12 +3,16 @@
 //! and the audit the worker processes' decorator wrote):
 //!
 //! - nothing acknowledged is lost: every id an enqueue answered is a job, in a final state;
-//!   every job an ack landed on is there, final; no claim began after an ack of its job had
-//!   landed; no step closure began after a `completed` write of its step had landed (a server
+//!   every job an ack landed on is there, final, its last claim the one the ack was fenced on;
+//!   no claim began after an ack of its job had landed; no step closure (in a process still
+//!   holding the job) began after a `completed` write of its step had landed (a server
 //!   that lost an acknowledged write would run it again);
 //! - no completed step runs again: no closure began after its step was stored completed (the
-//!   closure asks the store first and records when it began), and each later step's recorded
-//!   input is the stored output of the step before it (a re-run would have replaced it);
+//!   closure asks the store first and records when it began) in a process still holding the
+//!   job (a frozen process, thawed after its claim was taken over, may go on with a closure
+//!   its runtime decided to run before: counted apart, `superseded_closures`, its writes
+//!   fenced), and each later step's recorded input is the stored output of the step before it
+//!   (a re-run would have replaced it);
 //! - no claim ordinal of a job is handed out twice;
 //! - no write lands from a worker that no longer holds the job: every landed ack, nack,
 //!   heartbeat, progress or step write was fenced on a claim the same process and worker was
@@ -41,6 +45,7 @@ pub struct Counts {
     pub interrupted_step_reruns: i64,
     pub completed_step_reruns: i64,
     pub late_asks: i64,
+    pub superseded_closures: i64,
     pub reruns_after_landed_step: i64,
     pub changed_step_outputs: i64,
     pub done_without_three_steps: i64,
@@ -54,6 +59,7 @@ pub struct Counts {
     pub step_writes: i64,
     pub heartbeats: i64,
     pub acked_missing_or_live: i64,
+    pub acks_not_under_last_claim: i64,
     pub foreign_writes: i64,
     pub stale_writes: i64,
     pub attempts_max: i64,
@@ -66,7 +72,19 @@ struct Effect {
     saw: Option<String>,
     already_completed: bool,
     began_us: i64,
+    /// Whether the closure began after a later claim of its job than its process's had been
+    /// answered: its process no longer held the job (see [`SUPERSEDED`]).
+    superseded: bool,
 }
+
+/// Whether side effect `e` began after a later claim of its job than the last its process had
+/// been handed was answered: a frozen process, thawed, going on with a step its runtime decided
+/// to run while it still held the claim (nothing can stop a process paused between that check
+/// and the closure's first instruction). Its writes are fenced; the closure itself is counted
+/// apart, as the SQL suites count a frozen worker's late ask.
+const SUPERSEDED: &str = "exists (select 1 from {s}.claim_log d where d.job_id = e.job_id \
+     and d.returned_us < e.began_us and d.claims > (select max(c.claims) from {s}.claim_log c \
+     where c.job_id = e.job_id and c.app = e.app and c.returned_us < e.began_us))";
 
 /// Reads every count the invariants need, and checks them.
 pub async fn check(store: &RedisStore, ledger: &Ledger, what: &str) -> Counts {
@@ -83,6 +101,10 @@ pub async fn check(store: &RedisStore, ledger: &Ledger, what: &str) -> Counts {
     assert_eq!(
         c.acked_missing_or_live, 0,
         "{what}: a job whose ack landed is gone or live again"
+    );
+    assert_eq!(
+        c.acks_not_under_last_claim, 0,
+        "{what}: an ack landed under a claim that was not its job's last"
     );
     assert_eq!(
         c.claims_after_landed_ack, 0,
@@ -179,10 +201,12 @@ pub async fn read(store: &RedisStore, ledger: &Ledger) -> (Counts, Totals) {
         .collect();
     c.interrupted_step_reruns = c.step_executions - distinct.len() as i64;
     c.late_asks = effects.iter().filter(|e| e.already_completed).count() as i64;
+    c.superseded_closures = effects.iter().filter(|e| e.superseded).count() as i64;
     c.completed_step_reruns = effects
         .iter()
         .filter(|e| {
             e.already_completed
+                && !e.superseded
                 && completed(e.run_id, &e.step)
                     .is_some_and(|t| t.updated_at.timestamp_micros() < e.began_us)
         })
@@ -242,7 +266,8 @@ pub async fn read(store: &RedisStore, ledger: &Ledger) -> (Counts, Totals) {
     c.reruns_after_landed_step = count(format!(
         "select count(*) from {s}.side_effects e join {s}.settle_log w \
          on w.run_id = e.run_id and w.step = e.step and w.kind = 'step' \
-         and w.detail = 'completed' where e.began_us > w.landed_us"
+         and w.detail = 'completed' where e.began_us > w.landed_us and not {}",
+        SUPERSEDED.replace("{s}", s)
     ))
     .await;
     c.landed_writes = count(format!("select count(*) from {s}.settle_log")).await;
@@ -262,20 +287,27 @@ pub async fn read(store: &RedisStore, ledger: &Ledger) -> (Counts, Totals) {
         "select count(*) from {s}.settle_log where kind = 'heartbeat'"
     ))
     .await;
-    // Every job an ack landed on is there, and final.
-    let acked: Vec<uuid::Uuid> = jobs::sqlx::query_scalar(jobs::sqlx::AssertSqlSafe(format!(
-        "select distinct job_id from {s}.settle_log where kind = 'ack'"
+    // Every job an ack landed on is there, final, and was never claimed again: the claim the
+    // ack was fenced on is the job's last (a later ordinal means the ack was lost, or landed
+    // on a row a later claim held).
+    let acked: Vec<(uuid::Uuid, i64)> = jobs::sqlx::query_as(jobs::sqlx::AssertSqlSafe(format!(
+        "select job_id, claims from {s}.settle_log where kind = 'ack'"
     )))
     .fetch_all(store.pool())
     .await
     .expect("the acked jobs");
-    for id in acked {
+    for (id, claim) in acked {
         let row = match rows.get(&id) {
             Some(row) => Some(row.clone()),
             None => store.job(id).await,
         };
-        if !row.is_some_and(|r| is_final(r.state)) {
-            c.acked_missing_or_live += 1;
+        match row {
+            Some(row) if is_final(row.state) => {
+                if row.claims != claim {
+                    c.acks_not_under_last_claim += 1;
+                }
+            }
+            _ => c.acked_missing_or_live += 1,
         }
     }
     c.foreign_writes = count(format!(
@@ -295,21 +327,25 @@ pub async fn read(store: &RedisStore, ledger: &Ledger) -> (Counts, Totals) {
 /// The step closures' side effects (`s1`, `s2`, `s3`).
 async fn effects(store: &RedisStore) -> Vec<Effect> {
     let s = store.schema();
-    let rows: Vec<(uuid::Uuid, String, Option<String>, bool, i64)> =
+    let rows: Vec<(uuid::Uuid, String, Option<String>, bool, i64, bool)> =
         jobs::sqlx::query_as(jobs::sqlx::AssertSqlSafe(format!(
-            "select run_id, step, saw, already_completed, began_us from {s}.side_effects \
-             where step in ('s1', 's2', 's3')"
+            "select run_id, step, saw, already_completed, began_us, {} from {s}.side_effects e \
+             where step in ('s1', 's2', 's3')",
+            SUPERSEDED.replace("{s}", s)
         )))
         .fetch_all(store.pool())
         .await
         .expect("the side effects");
     rows.into_iter()
-        .map(|(run_id, step, saw, already_completed, began_us)| Effect {
-            run_id,
-            step,
-            saw,
-            already_completed,
-            began_us,
-        })
+        .map(
+            |(run_id, step, saw, already_completed, began_us, superseded)| Effect {
+                run_id,
+                step,
+                saw,
+                already_completed,
+                began_us,
+                superseded,
+            },
+        )
         .collect()
 }

@@ -16,7 +16,10 @@ use crate::support::wait;
 /// What the test breaks, over and over, while the load runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Break {
-    /// SIGKILL a worker process, mid-step, and start another in its place.
+    /// SIGKILL a worker process, mid-step, and start another in its place; or, one time in
+    /// three when none is frozen, freeze one (SIGSTOP) until another process has claimed a job
+    /// it held (its lease lapsed) or [`FREEZE_BOUND`] passed, then let it go on (SIGCONT) with
+    /// claims it no longer holds. The kills go on meanwhile, never of the frozen one.
     Workers,
     /// SIGKILL `redis-server` and start it again on its directory (AOF, `appendfsync always`),
     /// at each of [`Run::restarts`] fractions of the load.
@@ -65,11 +68,18 @@ pub async fn run(test: &str, run: Run) -> Counts {
         ("STEP_MS", "2"),
     ]);
     let mut workers: Vec<Worker> = (0..run.workers).map(|_| fleet.spawn()).collect();
-    let (mut breaks, mut broken) = (0u64, 0u64);
+    let (mut breaks, mut broken, mut freezes) = (0u64, 0u64, 0u64);
     let mut outages = Vec::new();
     let deadline = Instant::now() + run.bound;
     let mut last_break = Instant::now();
+    let mut frozen: Option<Frozen> = None;
     loop {
+        if let Some(f) = &frozen {
+            if f.over(&store).await {
+                broken += u64::from(f.thaw(&store, &workers).await);
+                frozen = None;
+            }
+        }
         // `None`: the server is restarting, or this test's own connection was just cut.
         let totals = store.totals().await;
         if totals.is_some_and(|t| t.live == 0) {
@@ -99,9 +109,14 @@ pub async fn run(test: &str, run: Run) -> Counts {
             match run.breaks {
                 Break::Workers => {
                     let victim = rng.below(workers.len() as u64) as usize;
-                    workers.swap_remove(victim).sigkill();
-                    workers.push(fleet.spawn());
-                    broken += 1;
+                    let is_frozen = |w: &Worker| frozen.as_ref().is_some_and(|f| f.app == w.app);
+                    if frozen.is_none() && rng.below(3) == 0 {
+                        freezes += 1;
+                        frozen = Some(Frozen::freeze(&store, &workers[victim]).await);
+                    } else if !is_frozen(&workers[victim]) {
+                        workers.swap_remove(victim).sigkill();
+                        workers.push(fleet.spawn());
+                    }
                 }
                 Break::Server => {
                     let down = Instant::now();
@@ -124,6 +139,9 @@ pub async fn run(test: &str, run: Run) -> Counts {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    if let Some(f) = frozen.take() {
+        broken += u64::from(f.thaw(&store, &workers).await);
+    }
     let chaos_s = started.elapsed().as_secs_f64();
     let probed = probe(&store, &jobs, &mut ledger, &mut workers).await;
     drop(workers);
@@ -134,7 +152,11 @@ pub async fn run(test: &str, run: Run) -> Counts {
         "50 attempts outlast the chaos"
     );
     let broke = match run.breaks {
-        Break::Workers => format!("{breaks} worker SIGKILLs (each replaced)"),
+        Break::Workers => format!(
+            "{} worker SIGKILLs (each replaced), {freezes} freezes ({broken} with a claim taken \
+             over while frozen)",
+            breaks - freezes
+        ),
         Break::Server => format!(
             "{breaks} redis-server SIGKILLs, each down and up again in {:?} ms",
             outages.iter().map(Duration::as_millis).collect::<Vec<_>>()
@@ -151,8 +173,59 @@ pub async fn run(test: &str, run: Run) -> Counts {
         run.workers,
         started.elapsed().as_secs_f64()
     );
-    assert!(broken > 0, "the chaos broke something");
+    assert!(breaks > 0, "the chaos broke something");
     counts
+}
+
+/// The most a worker stays frozen: two visibility timeouts.
+const FREEZE_BOUND: Duration = Duration::from_millis(3_000);
+
+/// A worker frozen (SIGSTOP) until another process claims a job it held.
+struct Frozen {
+    app: String,
+    since: Instant,
+    /// Its claims taken over by a later claim when it was frozen.
+    before: i64,
+}
+
+impl Frozen {
+    async fn freeze(store: &RedisStore, worker: &Worker) -> Frozen {
+        let before = store.count(&taken_over(store, &worker.app)).await;
+        worker.signal("STOP");
+        Frozen {
+            app: worker.app.clone(),
+            since: Instant::now(),
+            before,
+        }
+    }
+
+    /// Whether to thaw it: a claim of it was taken over, or the bound passed.
+    async fn over(&self, store: &RedisStore) -> bool {
+        self.since.elapsed() >= FREEZE_BOUND || self.taken(store).await
+    }
+
+    async fn taken(&self, store: &RedisStore) -> bool {
+        store.count(&taken_over(store, &self.app)).await > self.before
+    }
+
+    /// SIGCONT; answers whether a claim was taken over while it was frozen.
+    async fn thaw(&self, store: &RedisStore, workers: &[Worker]) -> bool {
+        let worker = workers
+            .iter()
+            .find(|w| w.app == self.app)
+            .expect("a frozen worker is never killed");
+        worker.signal("CONT");
+        self.taken(store).await
+    }
+}
+
+/// Counts the claims of process `app` a later claim of the same job took over.
+fn taken_over(store: &RedisStore, app: &str) -> String {
+    let s = store.schema();
+    format!(
+        "select count(*) from {s}.claim_log c where c.app = '{app}' and exists \
+         (select 1 from {s}.claim_log d where d.job_id = c.job_id and d.claims > c.claims)"
+    )
 }
 
 /// Proves every worker process still claims once the chaos is over (so each reconnected on its
