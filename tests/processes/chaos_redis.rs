@@ -19,7 +19,7 @@ use std::time::Duration;
 use chaos::on_redis::run::{self, Break, Run};
 
 /// Jobs in each run (`CHAOS_JOBS` overrides).
-const CHAOS_JOBS: u64 = 1_000;
+const CHAOS_JOBS: u64 = 2_000;
 
 fn jobs() -> u64 {
     std::env::var("CHAOS_JOBS")
