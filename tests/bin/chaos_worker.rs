@@ -1,11 +1,17 @@
 //! A worker process for the chaos tests (`tests/processes/chaos_postgres.rs`,
-//! `tests/processes/chaos_sqlite.rs`), on the queue `DATABASE_URL` names: a SQLite file (`sqlite://...`), or the Postgres schema
-//! named by `JOBS_SCHEMA`. On Postgres every connection it opens carries
-//! `application_name = $CHAOS_APP`, so the test can find its backends and
-//! `pg_terminate_backend` them, and so the audit trigger the test installs on `x_jobs` can tell
-//! which process claimed and which settled each row; on SQLite it installs the audit's
-//! temporary triggers on its writing connection under that name
-//! (`tests/support/chaos/audit_sqlite_session.sql`).
+//! `tests/processes/chaos_sqlite.rs`, `tests/processes/chaos_redis.rs`), on the queue
+//! `DATABASE_URL` names: a SQLite file (`sqlite://...`), a Redis server (`redis://...`, its key
+//! prefix in the URL), or the Postgres schema named by `JOBS_SCHEMA`.
+//!
+//! - On Postgres every connection it opens carries `application_name = $CHAOS_APP`, so the
+//!   test can find its backends and `pg_terminate_backend` them, and so the audit trigger the
+//!   test installs on `x_jobs` can tell which process claimed and which settled each row.
+//! - On SQLite it installs the audit's temporary triggers on its writing connection under that
+//!   name (`tests/support/chaos/audit_sqlite_session.sql`).
+//! - On Redis, which has no triggers and no tables, the side effects and the audit go to the
+//!   Postgres schema `JOBS_SCHEMA` on `SIDE_DATABASE_URL`, and the worker runs on its driver
+//!   wrapped in the auditing decorator (`audit_driver.rs`), which logs each claim it is handed
+//!   and each fenced write that lands.
 //!
 //! - `chaos_steps`: three durable steps. Each step closure first asks the store whether its step
 //!   is already `completed` (it never should be: a completed step is replayed, not re-run), then
@@ -15,23 +21,24 @@
 //! - `drain_work`: records `start`, works `ms` milliseconds, records `end`: the SIGTERM test's
 //!   load (a short job finishes within the shutdown deadline, a long one is handed back).
 //!
-//! Environment: `DATABASE_URL`, `JOBS_SCHEMA` (Postgres), `CHAOS_APP`, and optionally `VISIBILITY_MS`
-//! (default 1500), `CONCURRENCY` (8), `SHUTDOWN_MS` (2000), `STEP_MS` (0: work inside each
-//! chaos step, after its side effect, to widen the window a kill can land in).
+//! Environment: `DATABASE_URL`, `JOBS_SCHEMA` (Postgres, and Redis' side schema),
+//! `SIDE_DATABASE_URL` (Redis), `CHAOS_APP`, and optionally `VISIBILITY_MS` (default 1500),
+//! `CONCURRENCY` (8), `SHUTDOWN_MS` (2000), `STEP_MS` (0: work inside each chaos step, after its
+//! side effect, to widen the window a kill can land in).
 //!
 //! Prints `ready` once the worker loop runs. On SIGTERM it prints `draining` and shuts down
 //! gracefully (stops claiming, lets running jobs finish within `SHUTDOWN_MS`, hands the rest back uncounted),
 //! prints `drained interrupted=<n> completed=<n> lease_lost=<n>` and exits 0.
 
+mod audit_driver;
 mod side_db;
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobs::driver::PostgresDriver;
+use audit_driver::AuditDriver;
+use jobs::driver::{JobDriver, PostgresDriver, RedisDriver, StepListParams, StepStatus};
 use jobs::prelude::*;
-use jobs::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use side_db::{Arg, SideDb};
 
 /// The SQLite audit's triggers for one connection, for the process named `{app}`.
@@ -53,6 +60,16 @@ struct Side {
     schema: String,
     app: String,
     step_ms: u64,
+    /// Where a step closure asks whether its step is already stored completed.
+    steps: Steps,
+}
+
+/// Where the step records are read.
+enum Steps {
+    /// The queue's own `x_job_steps` table, through the side database (Postgres, SQLite).
+    Table,
+    /// The driver's `step_list` (Redis keeps no tables).
+    Driver(Arc<dyn JobDriver>),
 }
 
 impl Side {
@@ -63,14 +80,7 @@ impl Side {
         let began_us = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as i64);
-        let completed = format!(
-            "select exists (select 1 from {}.x_job_steps where run_id = $1 and name = $2 and status = 'completed')",
-            self.schema
-        );
-        let already = self
-            .db
-            .fetch_bool(completed, &[Arg::Uuid(run.run_id()), Arg::Text(Some(step))])
-            .await?;
+        let already = self.already_completed(run, step).await?;
         let token = uuid::Uuid::new_v4().to_string();
         let insert = format!(
             "insert into {}.side_effects (run_id, job_id, step, token, saw, already_completed, app, attempt, began_us) \
@@ -93,6 +103,31 @@ impl Side {
             tokio::time::sleep(Duration::from_millis(self.step_ms)).await;
         }
         Ok(token)
+    }
+
+    /// Whether the store holds `step` of this run completed.
+    async fn already_completed(&self, run: &Run, step: &str) -> Result<bool, JobError> {
+        match &self.steps {
+            Steps::Table => {
+                let completed = format!(
+                    "select exists (select 1 from {}.x_job_steps where run_id = $1 and name = $2 and status = 'completed')",
+                    self.schema
+                );
+                self.db
+                    .fetch_bool(completed, &[Arg::Uuid(run.run_id()), Arg::Text(Some(step))])
+                    .await
+            }
+            Steps::Driver(driver) => {
+                let stored = driver
+                    .step_list(&StepListParams {
+                        run_id: run.run_id(),
+                    })
+                    .await?;
+                Ok(stored
+                    .iter()
+                    .any(|s| s.name == step && s.status == StepStatus::Completed))
+            }
+        }
     }
 
     async fn mark(&self, run: &Run, step: &str) -> Result<(), JobError> {
@@ -166,24 +201,31 @@ async fn main() -> Result<(), JobError> {
             schema,
             app,
             step_ms,
+            steps: Steps::Table,
         };
         (jobs, side)
+    } else if side_db::is_redis(&url) {
+        let side_url = std::env::var("SIDE_DATABASE_URL").expect("SIDE_DATABASE_URL");
+        let pool = side_db::postgres_pool(&side_url, &app)?;
+        let driver: Arc<dyn JobDriver> = Arc::new(RedisDriver::connect(&url).await?);
+        let audited = AuditDriver::new(driver.clone(), pool.clone(), &schema, &app);
+        let side = Side {
+            db: SideDb::Postgres(pool),
+            schema,
+            app,
+            step_ms,
+            steps: Steps::Driver(driver),
+        };
+        (Jobs::new(audited), side)
     } else {
-        let options = PgConnectOptions::from_str(&url)
-            .map_err(|e| JobError::retryable(format!("DATABASE_URL does not parse: {e}")))?
-            .application_name(&app);
-        // A short acquire timeout: with the server gone, calls fail fast and are retried,
-        // rather than queueing behind a dead pool.
-        let pool = PgPoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(Duration::from_secs(3))
-            .connect_lazy_with(options);
+        let pool = side_db::postgres_pool(&url, &app)?;
         let driver = PostgresDriver::new(pool.clone(), &schema)?;
         let side = Side {
             db: SideDb::Postgres(pool),
             schema,
             app,
             step_ms,
+            steps: Steps::Table,
         };
         (Jobs::new(driver), side)
     };

@@ -1,10 +1,11 @@
 //! A worker process for the process tests, on the queue `DATABASE_URL` names: a SQLite file
-//! (`sqlite://...`), or the Postgres schema named by `JOBS_SCHEMA`.
+//! (`sqlite://...`), a Redis server (`redis://...`, its side effects in the Postgres schema
+//! `JOBS_SCHEMA` on `SIDE_DATABASE_URL`), or the Postgres schema named by `JOBS_SCHEMA`.
 //!
 //! - `two_steps` records each step closure's execution in `<schema>.side_effects`; with
 //!   `BLOCK_SECOND_STEP=1` the second step never finishes, so the crash test can SIGKILL the
 //!   process in the middle of it.
-//! - `capped_work` (`concurrency = 2`, fleet-wide; Postgres only) records when each run starts
+//! - `capped_work` (`concurrency = 2`, fleet-wide; Postgres and Redis) records when each run starts
 //!   and ends in `<schema>.runs`, so the concurrency test can check that no more than two ever
 //!   overlap.
 //!
@@ -16,7 +17,7 @@ mod side_db;
 
 use std::time::Duration;
 
-use jobs::driver::PostgresDriver;
+use jobs::driver::{PostgresDriver, RedisDriver};
 use jobs::prelude::*;
 use jobs::sqlx::{self, AssertSqlSafe};
 use jobs::Registry;
@@ -48,7 +49,8 @@ impl Side {
         self.db.execute(sql, &args).await
     }
 
-    /// The Postgres pool: `capped_work` runs only there.
+    /// The Postgres pool (the queue's own, or Redis' side database): `capped_work` runs only
+    /// there.
     fn pool(&self) -> Result<&sqlx::PgPool, JobError> {
         match &self.db {
             SideDb::Postgres(pool) => Ok(pool),
@@ -118,6 +120,12 @@ async fn main() -> Result<(), JobError> {
         let (jobs, db) = side_db::open_sqlite(&url, None).await?;
         let schema = "main".to_string();
         (jobs, Side { db, schema, block })
+    } else if side_db::is_redis(&url) {
+        let schema = std::env::var("JOBS_SCHEMA").expect("JOBS_SCHEMA");
+        let side_url = std::env::var("SIDE_DATABASE_URL").expect("SIDE_DATABASE_URL");
+        let db = SideDb::Postgres(side_db::postgres_pool(&side_url, "crash-worker")?);
+        let driver = RedisDriver::connect(&url).await?;
+        (Jobs::new(driver), Side { db, schema, block })
     } else {
         let schema = std::env::var("JOBS_SCHEMA").expect("JOBS_SCHEMA");
         let driver = PostgresDriver::connect(&url).await?.with_schema(&schema)?;

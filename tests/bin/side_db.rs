@@ -1,20 +1,46 @@
 //! The queue a worker process of the process tests runs on, picked from the URL it is given
-//! (`sqlite://...` is a SQLite file, anything else Postgres), and the same database's handle for
-//! the side effects its jobs record in the test's tables (`{schema}.side_effects`, ...).
+//! (`sqlite://...` is a SQLite file, `redis://...` a Redis server, anything else Postgres), and
+//! the database's handle for the side effects its jobs record in the test's tables
+//! (`{schema}.side_effects`, ...): the queue's own on Postgres and SQLite; on Redis, which has
+//! no tables, a Postgres schema of the test's own named by `SIDE_DATABASE_URL` and
+//! `JOBS_SCHEMA`.
 //!
 //! On SQLite the tables live in the queue's own file and `schema` is `main`, so one statement
-//! text (`$1` placeholders, a schema-qualified table) serves both.
+//! text (`$1` placeholders, a schema-qualified table) serves all three.
 
 // Each worker binary uses its own part of this module.
 #![allow(dead_code)]
 
+use std::str::FromStr;
+use std::time::Duration;
+
 use jobs::driver::SqliteDriver;
 use jobs::prelude::*;
+use jobs::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use jobs::sqlx::{self, AssertSqlSafe, PgPool, SqlitePool};
 
 /// Whether `url` names a SQLite file.
 pub fn is_sqlite(url: &str) -> bool {
     url.starts_with("sqlite:")
+}
+
+/// Whether `url` names a Redis server (the side effects then go to `SIDE_DATABASE_URL`).
+pub fn is_redis(url: &str) -> bool {
+    url.starts_with("redis:")
+}
+
+/// A lazy pool of at most 8 connections on the Postgres server at `url`, each carrying
+/// `application_name = app` (so a test can find this process's backends). A short acquire
+/// timeout: with the server gone, calls fail fast and are retried, rather than queueing behind
+/// a dead pool.
+pub fn postgres_pool(url: &str, app: &str) -> Result<PgPool, JobError> {
+    let options = PgConnectOptions::from_str(url)
+        .map_err(|e| JobError::retryable(format!("the Postgres URL does not parse: {e}")))?
+        .application_name(app);
+    Ok(PgPoolOptions::new()
+        .max_connections(8)
+        .acquire_timeout(Duration::from_secs(3))
+        .connect_lazy_with(options))
 }
 
 /// One value bound to a side-effect statement.

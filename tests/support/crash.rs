@@ -1,5 +1,7 @@
-//! The crash scenario, on any store: a real worker process (`tests/bin/crash_worker.rs`) is
-//! SIGKILLed in the middle of a multi-step job; another worker process finishes the job once
+//! The crash scenario, on any store ([`CrashStore`]: Postgres and SQLite through
+//! `support::store::Store`, Redis through the chaos tests' `RedisStore`, whose side effects go
+//! to a Postgres schema of the test's own): a real worker process (`tests/bin/crash_worker.rs`)
+//! is SIGKILLed in the middle of a multi-step job; another worker process finishes the job once
 //! the visibility timeout lapses. Completed steps are not run again and nothing is lost.
 //!
 //! Included by path in `processes/main.rs` only (it declares a job):
@@ -12,8 +14,67 @@ use std::time::Duration;
 
 use jobs::prelude::*;
 
+use crate::chaos::on_redis::store::RedisStore;
+use crate::support::pg;
 use crate::support::store::Store;
 use crate::support::wait;
+
+/// What the scenario needs of a store: a client on its queue, the URL and schema its worker
+/// processes are given, and statements on the table of side effects they write.
+pub trait CrashStore {
+    fn jobs(&self) -> Jobs;
+    /// `DATABASE_URL`.
+    fn url(&self) -> String;
+    /// `JOBS_SCHEMA`, and what the side-effect tables are qualified with.
+    fn schema(&self) -> &str;
+    /// What else a worker process is given (where its side effects go, when not the queue's
+    /// own database).
+    fn side_env(&self) -> Vec<(&'static str, String)>;
+    async fn exec(&self, sql: &str);
+    async fn count(&self, sql: &str) -> i64;
+}
+
+impl CrashStore for Store {
+    fn jobs(&self) -> Jobs {
+        Store::jobs(self)
+    }
+    fn url(&self) -> String {
+        Store::url(self)
+    }
+    fn schema(&self) -> &str {
+        Store::schema(self)
+    }
+    fn side_env(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+    async fn exec(&self, sql: &str) {
+        Store::exec(self, sql).await
+    }
+    async fn count(&self, sql: &str) -> i64 {
+        Store::count(self, sql).await
+    }
+}
+
+impl CrashStore for RedisStore {
+    fn jobs(&self) -> Jobs {
+        RedisStore::jobs(self)
+    }
+    fn url(&self) -> String {
+        RedisStore::url(self).to_string()
+    }
+    fn schema(&self) -> &str {
+        RedisStore::schema(self)
+    }
+    fn side_env(&self) -> Vec<(&'static str, String)> {
+        vec![("SIDE_DATABASE_URL", pg::database_url().to_string())]
+    }
+    async fn exec(&self, sql: &str) {
+        RedisStore::exec(self, sql).await
+    }
+    async fn count(&self, sql: &str) -> i64 {
+        RedisStore::count(self, sql).await
+    }
+}
 
 #[derive(Serialize, Deserialize, JsonSchema)]
 pub struct Work {
@@ -48,16 +109,15 @@ pub fn start_worker(url: &str, schema: &str, env: &[(&str, &str)]) -> Child {
     child
 }
 
-fn start_step_worker(store: &Store, block: bool) -> Child {
+fn start_step_worker(store: &impl CrashStore, block: bool) -> Child {
     let block = if block { "1" } else { "0" };
-    start_worker(
-        &store.url(),
-        store.schema(),
-        &[("VISIBILITY_MS", "1000"), ("BLOCK_SECOND_STEP", block)],
-    )
+    let side = store.side_env();
+    let mut env: Vec<(&str, &str)> = side.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend([("VISIBILITY_MS", "1000"), ("BLOCK_SECOND_STEP", block)]);
+    start_worker(&store.url(), store.schema(), &env)
 }
 
-async fn side_effects(store: &Store, step: &str) -> i64 {
+async fn side_effects(store: &impl CrashStore, step: &str) -> i64 {
     let s = store.schema();
     store
         .count(&format!(
@@ -67,7 +127,7 @@ async fn side_effects(store: &Store, step: &str) -> i64 {
 }
 
 /// The scenario: kill mid-step, finish elsewhere, count the step executions.
-pub async fn a_killed_worker_s_job_is_finished_by_another(store: &Store) {
+pub async fn a_killed_worker_s_job_is_finished_by_another(store: &impl CrashStore) {
     let s = store.schema();
     store
         .exec(&format!(

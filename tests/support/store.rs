@@ -130,19 +130,6 @@ impl Store {
         ids.into_iter().collect()
     }
 
-    /// The idempotency key of job `id`, when the row can be read.
-    pub async fn key_of(&self, id: uuid::Uuid) -> Option<String> {
-        let sql = AssertSqlSafe(format!(
-            "select idempotency_key from {}.x_jobs where id = $1",
-            self.schema()
-        ));
-        on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(id)
-            .fetch_optional(pool)
-            .await)
-        .unwrap_or(None)
-    }
-
     /// Whether a connection holds the SQLite file's write lock (another process's open write
     /// transaction): `BEGIN IMMEDIATE` without a busy timeout answers `SQLITE_BUSY` at once.
     /// The probe closes before answering, so it holds nothing when the caller acts. Always

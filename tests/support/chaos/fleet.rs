@@ -1,5 +1,5 @@
-//! Chaos worker processes (`tests/bin/chaos_worker.rs`) on one store, and the signals the
-//! scenarios send them. A worker still running when its handle drops is SIGKILLed, so a
+//! Chaos worker processes (`tests/bin/chaos_worker.rs`) on one store (Postgres, SQLite, or
+//! Redis through `on_redis/`), and the signals the scenarios send them. A worker still running when its handle drops is SIGKILLed, so a
 //! failing test leaves no process behind.
 
 use std::io::{BufRead, BufReader};
@@ -28,9 +28,15 @@ pub struct Fleet {
 impl Fleet {
     /// Workers on `store`, each with `env` added to its environment.
     pub fn new(store: &Store, env: &[(&'static str, &str)]) -> Self {
+        Fleet::on(store.url(), store.schema(), env)
+    }
+
+    /// Workers on the queue at `url` (`DATABASE_URL`), with `schema` as `JOBS_SCHEMA`, each
+    /// with `env` added to its environment.
+    pub fn on(url: String, schema: &str, env: &[(&'static str, &str)]) -> Self {
         Fleet {
-            url: store.url(),
-            schema: store.schema().to_string(),
+            url,
+            schema: schema.to_string(),
             tag: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
             generation: 0,
             env: env.iter().map(|(k, v)| (*k, v.to_string())).collect(),

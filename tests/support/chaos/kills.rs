@@ -100,7 +100,7 @@ pub async fn run(store: &Store, run: Run) {
                 };
                 breaks += 1;
             }
-            reenqueue_some(&jobs, store, &mut ledger, &mut rng, n).await;
+            reenqueue_some(&jobs, &mut ledger, &mut rng, n).await;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

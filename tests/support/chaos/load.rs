@@ -5,7 +5,6 @@ use jobs::prelude::*;
 use jobs::Enqueued;
 
 use super::{Chaos, ChaosSteps};
-use crate::support::store::Store;
 
 /// Every id any enqueue answered, with the key it was asked under.
 #[derive(Default)]
@@ -73,14 +72,9 @@ pub async fn enqueue_all(jobs: &Jobs, ledger: &mut Ledger, n: u64) {
 }
 
 /// Enqueues a few keys again: each answer is the live row holding the key, or a new row when
-/// the key's job already finished.
-pub async fn reenqueue_some(
-    jobs: &Jobs,
-    store: &Store,
-    ledger: &mut Ledger,
-    rng: &mut Rng,
-    n: u64,
-) {
+/// the key's job already finished. The answered job's key is read back through the driver, so
+/// this serves every store.
+pub async fn reenqueue_some(jobs: &Jobs, ledger: &mut Ledger, rng: &mut Rng, n: u64) {
     let keys: Vec<u64> = (0..8).map(|_| rng.below(n)).collect();
     // Concurrently: the same key from several tasks at once must still land one live row.
     let answers = futures_join(keys.iter().flat_map(|&k| {
@@ -91,7 +85,8 @@ pub async fn reenqueue_some(
     }))
     .await;
     for (k, answer) in answers {
-        // The database may be cut (or locked) at any moment: a failed enqueue inserted nothing.
+        // The database may be cut (or locked) at any moment: a failed enqueue inserted nothing
+        // (or, on Redis, a job whose answer was lost: counted apart by its invariants).
         let Ok(answer) = answer else { continue };
         ledger.reenqueued += 1;
         if answer.deduped {
@@ -100,9 +95,9 @@ pub async fn reenqueue_some(
             ledger.inserted_again += 1;
         }
         ledger.note(k, &answer);
-        if let Some(key) = store.key_of(answer.id).await {
+        if let Ok(Some(row)) = jobs.job(answer.id).await {
             assert_eq!(
-                key,
+                row.idempotency_key,
                 format!("chaos:{k}"),
                 "an enqueue answered another key's job"
             );

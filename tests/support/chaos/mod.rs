@@ -1,10 +1,12 @@
-//! The chaos scenarios, on any store (`support::store::Store`): real worker processes
+//! The chaos scenarios, on any SQL store (`support::store::Store`): real worker processes
 //! (`tests/bin/chaos_worker.rs`) run three-step jobs while the test breaks them, then the
 //! invariants (`invariants.rs`) are checked against the audit (`audit.rs`): kills and a second
 //! breakage under load (`kills.rs`), a frozen then thawed worker (`frozen.rs`), a clean drain by
 //! several processes (`exclusive.rs`), SIGTERM (`sigterm.rs`), the audit itself
 //! (`foreign.rs`). Run by `processes/chaos_postgres.rs` and
-//! `processes/chaos_sqlite.rs`.
+//! `processes/chaos_sqlite.rs`. The Redis scenarios, with their own audit and invariants over
+//! the same workers, jobs and load (`fleet.rs`, `load.rs`), are `on_redis/`, run by
+//! `processes/chaos_redis.rs`.
 //!
 //! Included by path in `processes/main.rs` only (it declares jobs):
 //! `#[path = "../support/chaos/mod.rs"] mod chaos;`.
@@ -19,6 +21,7 @@ pub mod frozen;
 pub mod invariants;
 pub mod kills;
 pub mod load;
+pub mod on_redis;
 pub mod sigterm;
 
 use jobs::prelude::*;
