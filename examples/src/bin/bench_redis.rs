@@ -264,6 +264,22 @@ async fn throughput(url: &str, label: &str, queues: &[&str]) -> Result<(), JobEr
     Ok(())
 }
 
+/// Only the bulk enqueue, for a profile: 100,000 jobs in calls of 1,000.
+async fn bulk_only(url: &str) -> Result<(), JobError> {
+    let jobs = store(url).await?;
+    let bench = bench_id();
+    let started = Instant::now();
+    for chunk in 0..100u64 {
+        let items = (chunk * 1_000..(chunk + 1) * 1_000).map(|n| Item {
+            bench: bench.clone(),
+            n,
+        });
+        enqueue_batch(&jobs, "default", items).await?;
+    }
+    println!("bulk only: {:.0}/s", rate(100_000, started.elapsed()));
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), JobError> {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
@@ -275,6 +291,9 @@ async fn main() -> Result<(), JobError> {
     }
     if wants("idle") {
         idle(&single).await?;
+    }
+    if wanted.iter().any(|w| w == "bulk-only") {
+        bulk_only(&single).await?;
     }
     if wants("single") {
         throughput(&single, "one server, one queue", ONE_QUEUE).await?;
