@@ -93,7 +93,14 @@ async fn run_body(
 ) -> Verdict {
     let descriptor = *entry.descriptor();
     let cancel = CancellationToken::new();
-    let window = ClaimWindow::new(admitted_at, shared.visibility_timeout);
+    // The window runs from the claim's own stamp (its `visible_at` less the timeout), not from
+    // the admission: a claim whose answer came back late (the process paused during the call,
+    // a slow network) holds less than a full window, and counting from the admission let a
+    // step start after another worker had taken the row (seen in the Redis chaos run: a reply
+    // 3.3 s late on a 1.5 s lease).
+    let claimed_at = job.visible_at
+        - chrono::TimeDelta::from_std(shared.visibility_timeout).unwrap_or_default();
+    let window = ClaimWindow::new(admitted_at.min(claimed_at), shared.visibility_timeout);
     let seed = RunSeed {
         job_id: job.id,
         run_id: job.run_id,
