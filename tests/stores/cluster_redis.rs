@@ -1,7 +1,9 @@
 //! The Redis driver on a Redis Cluster of the test's own: every key of a queue lives in the
 //! queue's one slot (a brace in a tenant or key cannot move one), queues spread over the
 //! masters, and a master killed after its replica caught up fails over with nothing lost while
-//! the driver follows the new master.
+//! the driver follows the new master; a queue's slot migrated to another master while the
+//! driver works (`MOVED`, `ASK`, `TRYAGAIN`) loses nothing, and every refusal meanwhile is
+//! retryable.
 
 use std::time::Duration;
 
@@ -199,4 +201,123 @@ async fn a_master_killed_after_its_replica_caught_up_fails_over_with_nothing_los
         },
     )
     .await;
+}
+
+/// A node's id (`CLUSTER MYID`).
+fn node_id(node: &RedisServer) -> String {
+    node.cli(&["cluster", "myid"])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_slot_migrated_while_the_driver_works_loses_nothing() {
+    let cluster = RedisCluster::start("reshard", 3, 0);
+    let url = format!("{}/?prefix=reshard", cluster.url());
+    let jobs = Jobs::new(RedisDriver::connect(&url).await.unwrap());
+    let tag = "{reshard:q:default}";
+    let mut ids = Vec::new();
+    for i in 0..40 {
+        let note = Note {
+            key: format!("before{i}"),
+            org: "o".into(),
+        };
+        ids.push(jobs.enqueue::<ClusterNote>(note).await.unwrap().id);
+    }
+    let slot = cluster.cli(&["cluster", "keyslot", tag]);
+    let from_port = cluster.master_of(tag);
+    let node = |port: u16| cluster.nodes().iter().find(|n| n.port() == port).unwrap();
+    let to_port = cluster
+        .nodes()
+        .iter()
+        .map(RedisServer::port)
+        .find(|p| *p != from_port)
+        .unwrap();
+    let (from, to) = (node(from_port), node(to_port));
+    let (from_id, to_id) = (node_id(from), node_id(to));
+    assert_eq!(
+        to.cli(&["cluster", "setslot", &slot, "importing", &from_id]),
+        "OK"
+    );
+    assert_eq!(
+        from.cli(&["cluster", "setslot", &slot, "migrating", &to_id]),
+        "OK"
+    );
+    // Keys move a few at a time; between moves the driver enqueues, claims and reads. A
+    // script whose keys are split between the two nodes is refused (`TRYAGAIN`): retryable.
+    let worker = jobs.worker().queues(["default"]).build().unwrap();
+    let mut refused = 0;
+    let mut enqueued_during = 0;
+    loop {
+        let keys = from.cli(&["cluster", "getkeysinslot", &slot, "5"]);
+        let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
+        if keys.is_empty() {
+            break;
+        }
+        let mut migrate = vec!["migrate", "127.0.0.1"];
+        let port = to_port.to_string();
+        migrate.extend([port.as_str(), "", "0", "5000", "KEYS"]);
+        migrate.extend(keys.iter().copied());
+        assert_eq!(from.cli(&migrate), "OK");
+        let note = Note {
+            key: format!("during{enqueued_during}"),
+            org: "o".into(),
+        };
+        match jobs.enqueue::<ClusterNote>(note).await {
+            Ok(e) => {
+                ids.push(e.id);
+                enqueued_during += 1;
+            }
+            Err(error) => {
+                assert_eq!(error.class(), jobs::ErrorClass::Retryable, "{error}");
+                refused += 1;
+            }
+        }
+        if let Err(error) = worker.tick().await {
+            assert_eq!(error.class(), jobs::ErrorClass::Retryable, "{error}");
+            refused += 1;
+        }
+    }
+    for n in cluster.nodes() {
+        assert_eq!(n.cli(&["cluster", "setslot", &slot, "node", &to_id]), "OK");
+    }
+    assert_eq!(cluster.master_of(tag), to_port);
+    // Everything is on the new master, and the driver reads and works it there.
+    until(
+        Duration::from_secs(30),
+        "every job readable after the move",
+        || {
+            let jobs = jobs.clone();
+            let ids = ids.clone();
+            async move {
+                for id in &ids {
+                    if !matches!(jobs.job(*id).await, Ok(Some(_))) {
+                        return false;
+                    }
+                }
+                true
+            }
+        },
+    )
+    .await;
+    until(
+        Duration::from_secs(60),
+        "every job done on the new master",
+        || {
+            let (jobs, ids, worker) = (jobs.clone(), ids.clone(), worker.clone());
+            async move {
+                let _ = worker.tick().await;
+                for id in &ids {
+                    match jobs.job(*id).await {
+                        Ok(Some(job)) if job.state == jobs::driver::JobState::Done => {}
+                        _ => return false,
+                    }
+                }
+                true
+            }
+        },
+    )
+    .await;
+    println!(
+        "reshard: {} jobs, {enqueued_during} enqueued during the move, {refused} retryable refusals",
+        ids.len()
+    );
 }

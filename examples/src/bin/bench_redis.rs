@@ -131,7 +131,14 @@ fn script_calls(url: &str) -> Result<u64, JobError> {
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
         .sum())
 }
 
@@ -264,6 +271,53 @@ async fn throughput(url: &str, label: &str, queues: &[&str]) -> Result<(), JobEr
     Ok(())
 }
 
+/// Only the end-to-end drain, for a profile: 20,000 queued no-op jobs, 16 slots.
+async fn e2e_only(url: &str) -> Result<(), JobError> {
+    let jobs = store(url).await?;
+    let bench = bench_id();
+    for chunk in 0..20u64 {
+        let items = (chunk * 1_000..(chunk + 1) * 1_000).map(|n| Item {
+            bench: bench.clone(),
+            n,
+        });
+        enqueue_batch(&jobs, "default", items).await?;
+    }
+    let worker = jobs
+        .worker()
+        .queues(["default"])
+        .concurrency(SLOTS)
+        .build()?;
+    let started = Instant::now();
+    let running = worker.start();
+    while worker.stats().completed < 20_000 && started.elapsed() < Duration::from_secs(120) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let took = started.elapsed();
+    running.shutdown().await;
+    println!("e2e only: {:.0}/s", rate(worker.stats().completed, took));
+    Ok(())
+}
+
+/// Only the single enqueue, for a profile: 20,000 jobs one call each.
+async fn single_only(url: &str) -> Result<(), JobError> {
+    let jobs = store(url).await?;
+    let bench = bench_id();
+    let started = Instant::now();
+    for n in 0..20_000u64 {
+        enqueue_one(
+            &jobs,
+            "default",
+            Item {
+                bench: bench.clone(),
+                n,
+            },
+        )
+        .await?;
+    }
+    println!("single only: {:.0}/s", rate(20_000, started.elapsed()));
+    Ok(())
+}
+
 /// Only the bulk enqueue, for a profile: 100,000 jobs in calls of 1,000.
 async fn bulk_only(url: &str) -> Result<(), JobError> {
     let jobs = store(url).await?;
@@ -291,6 +345,12 @@ async fn main() -> Result<(), JobError> {
     }
     if wants("idle") {
         idle(&single).await?;
+    }
+    if wanted.iter().any(|w| w == "e2e-only") {
+        e2e_only(&single).await?;
+    }
+    if wanted.iter().any(|w| w == "single-only") {
+        single_only(&single).await?;
     }
     if wanted.iter().any(|w| w == "bulk-only") {
         bulk_only(&single).await?;

@@ -98,8 +98,8 @@ async fn run_body(
     // a slow network) holds less than a full window, and counting from the admission let a
     // step start after another worker had taken the row (seen in the Redis chaos run: a reply
     // 3.3 s late on a 1.5 s lease).
-    let claimed_at = job.visible_at
-        - chrono::TimeDelta::from_std(shared.visibility_timeout).unwrap_or_default();
+    let claimed_at =
+        job.visible_at - chrono::TimeDelta::from_std(shared.visibility_timeout).unwrap_or_default();
     let window = ClaimWindow::new(admitted_at.min(claimed_at), shared.visibility_timeout);
     let seed = RunSeed {
         job_id: job.id,

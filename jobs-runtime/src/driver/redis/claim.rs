@@ -34,7 +34,7 @@ pub(super) async fn claim(
     let visible_at = add(params.now, params.visibility_timeout);
     let vis = micros(visible_at);
     let claims = demand.iter().filter(|d| d.limit > 0).map(|d| {
-        let mut invocation = scripts::CLAIM.key(driver.keys().queue(&d.queue));
+        let mut invocation = scripts::on_queue(&scripts::CLAIM, driver.keys(), &d.queue);
         invocation
             .arg(&now)
             .arg(d.limit)

@@ -217,9 +217,16 @@ fn check_prefix(prefix: &str) -> Result<(), JobError> {
 /// Connects to the nodes the options name, and checks the server's persistence.
 pub(super) async fn connect(options: &RedisOptions) -> Result<Conn, JobError> {
     let conn = if options.cluster {
+        // A redirect or a `TRYAGAIN` is retried a few times within half a second; past that
+        // the call answers X_DRIVER_UNAVAILABLE and the worker's own backoff takes over
+        // (redis-rs' defaults wait up to minutes inside one call).
         let client = ClusterClientBuilder::new(options.nodes.clone())
             .connection_timeout(options.connect_timeout)
             .response_timeout(options.response_timeout)
+            .retries(4)
+            .min_retry_wait(10)
+            .max_retry_wait(200)
+            .retry_wait_formula(10, 2)
             .build()
             .map_err(|e| classify(Op::Connect, e))?;
         let connection = tokio::time::timeout(

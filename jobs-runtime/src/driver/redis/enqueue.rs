@@ -49,7 +49,7 @@ pub(super) async fn enqueue(
     let mut results: Vec<Option<EnqueueResult>> = vec![None; requests.len()];
     let mut inserted: Vec<(&str, JobId)> = Vec::new();
     for (queue, members) in &by_queue {
-        let mut invocation = scripts::ENQUEUE.key(driver.keys().queue(queue));
+        let mut invocation = scripts::on_queue(&scripts::ENQUEUE, driver.keys(), queue);
         invocation.arg(&now).arg(&channel).arg(members.len());
         for &i in members {
             let r = &requests[i];
@@ -154,7 +154,7 @@ async fn index_ids(
 /// is answered with the refusal either way).
 async fn take_back(driver: &RedisDriver, inserted: &[(&str, JobId)]) {
     for (queue, id) in inserted {
-        let mut invocation = scripts::JOB.key(driver.keys().queue(queue));
+        let mut invocation = scripts::on_queue(&scripts::JOB, driver.keys(), queue);
         invocation.arg("take_back").arg(id.to_string());
         if let Err(error) = driver
             .conn()

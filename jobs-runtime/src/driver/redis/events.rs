@@ -37,7 +37,7 @@ pub(super) async fn publish(
         let Some((queue, id)) = waiter.split_once('\0') else {
             continue;
         };
-        let mut wake = scripts::JOB.key(driver.keys().queue(queue));
+        let mut wake = scripts::on_queue(&scripts::JOB, driver.keys(), queue);
         wake.arg("wake")
             .arg(id)
             .arg(micros(event.now))

@@ -13,7 +13,7 @@ pub(super) async fn purge(driver: &RedisDriver, params: &JobPurgeParams) -> Resu
     let mut gone = 0u64;
     let now = micros(chrono::Utc::now());
     for queue in driver.queues(Op::JobPurge).await? {
-        let mut invocation = scripts::PURGE.key(driver.keys().queue(&queue));
+        let mut invocation = scripts::on_queue(&scripts::PURGE, driver.keys(), &queue);
         invocation
             .arg(micros(params.done_before))
             .arg(micros(params.finished_before))

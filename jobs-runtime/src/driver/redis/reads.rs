@@ -12,7 +12,7 @@ pub(super) async fn get(driver: &RedisDriver, id: &JobId) -> Result<Option<JobRe
     let Some(queue) = driver.queue_of(Op::JobGet, id).await? else {
         return Ok(None);
     };
-    let mut invocation = scripts::JOB.key(driver.keys().queue(&queue));
+    let mut invocation = scripts::on_queue(&scripts::JOB, driver.keys(), &queue);
     invocation.arg("get").arg(id.to_string());
     let row: Vec<String> = driver.conn().script(Op::JobGet, &invocation).await?;
     if row.is_empty() {
@@ -28,7 +28,7 @@ pub(super) async fn queue_stats(
     let queues = driver.queues(Op::QueueStats).await?;
     let now_text = micros(now);
     let reads = queues.iter().map(|queue| {
-        let mut invocation = scripts::STATS.key(driver.keys().queue(queue));
+        let mut invocation = scripts::on_queue(&scripts::STATS, driver.keys(), queue);
         invocation.arg(&now_text);
         async move {
             driver

@@ -43,3 +43,20 @@ queue_script!(INTROSPECT_BULK, "introspect_bulk.lua");
 queue_script!(INTROSPECT_PAUSE, "introspect_pause.lua");
 queue_script!(INTROSPECT_COUNTERS, "introspect_counters.lua");
 plain_script!(INTROSPECT_WORKERS, "introspect_workers.lua");
+
+/// A queue script's invocation on `queue`. `KEYS[1]` is the queue's tag, which the script builds
+/// every key from; `KEYS[2]` is a second name in the same slot that is never stored. Declaring
+/// two keys, neither of which exists, makes a cluster node whose slot is being migrated answer
+/// `TRYAGAIN` (retryable) instead of running the script on one side of a half-moved queue: a
+/// script reaches keys it did not declare (jobs by id), which Redis cannot route during a
+/// migration. Outside a migration the two names only route the script to the queue's master.
+pub(super) fn on_queue<'a>(
+    script: &'a redis::Script,
+    keys: &super::keys::Keys,
+    queue: &str,
+) -> redis::ScriptInvocation<'a> {
+    let tag = keys.queue(queue);
+    let mut invocation = script.key(&tag);
+    invocation.key(format!("{tag}:route"));
+    invocation
+}

@@ -36,7 +36,7 @@ pub(super) async fn ack_many(
         .map(micros)
         .unwrap_or_default();
     let scripts = by_queue.iter().map(|(queue, members)| {
-        let mut invocation = scripts::SETTLE.key(driver.keys().queue(queue));
+        let mut invocation = scripts::on_queue(&scripts::SETTLE, driver.keys(), queue);
         invocation.arg("ack").arg(&now);
         for &i in members {
             let p = &params[i];
@@ -72,7 +72,7 @@ async fn fenced(
     let Some(queue) = driver.queue_of(op, id).await? else {
         return Ok(false);
     };
-    let mut invocation = scripts::SETTLE.key(driver.keys().queue(&queue));
+    let mut invocation = scripts::on_queue(&scripts::SETTLE, driver.keys(), &queue);
     invocation
         .arg(verb)
         .arg(micros(now))
@@ -135,7 +135,7 @@ pub(super) async fn cancel(
             &params.id,
         ));
     };
-    let mut invocation = scripts::JOB.key(driver.keys().queue(&queue));
+    let mut invocation = scripts::on_queue(&scripts::JOB, driver.keys(), &queue);
     invocation
         .arg("cancel")
         .arg(params.id.to_string())

@@ -13,7 +13,7 @@ pub(super) async fn list(driver: &RedisDriver, run_id: RunId) -> Result<Vec<Step
     let Some(queue) = driver.queue_of(Op::StepList, &run_id).await? else {
         return Ok(Vec::new());
     };
-    let mut invocation = scripts::JOB.key(driver.keys().queue(&queue));
+    let mut invocation = scripts::on_queue(&scripts::JOB, driver.keys(), &queue);
     invocation.arg("steps").arg(run_id.to_string());
     let rows: Vec<String> = driver.conn().script(Op::StepList, &invocation).await?;
     let mut steps = rows
@@ -40,7 +40,7 @@ pub(super) async fn put(
                 .await?;
         if came {
             // Marked as if the publish had woken it: its park resumes at once.
-            let mut invocation = scripts::JOB.key(driver.keys().queue(&queue));
+            let mut invocation = scripts::on_queue(&scripts::JOB, driver.keys(), &queue);
             invocation
                 .arg("wake")
                 .arg(fence.job_id.to_string())
@@ -53,7 +53,7 @@ pub(super) async fn put(
                 .await?;
         }
     }
-    let mut invocation = scripts::JOB.key(driver.keys().queue(&queue));
+    let mut invocation = scripts::on_queue(&scripts::JOB, driver.keys(), &queue);
     invocation
         .arg("step_put")
         .arg(fence.job_id.to_string())

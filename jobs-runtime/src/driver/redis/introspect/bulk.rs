@@ -78,7 +78,7 @@ async fn script(
     params: &JobBulkParams,
     quota: u64,
 ) -> Result<Vec<String>, JobError> {
-    let mut invocation = scripts::INTROSPECT_BULK.key(driver.keys().queue(queue));
+    let mut invocation = scripts::on_queue(&scripts::INTROSPECT_BULK, driver.keys(), queue);
     invocation
         .arg(match verb {
             Bulk::Requeue => "requeue",

@@ -22,7 +22,7 @@ async fn on_every_queue(
 ) -> Result<Vec<Vec<String>>, JobError> {
     let queues = driver.queues(op).await?;
     let reads = queues.iter().map(|queue| {
-        let mut invocation = scripts::INTROSPECT_COUNTERS.key(driver.keys().queue(queue));
+        let mut invocation = scripts::on_queue(&scripts::INTROSPECT_COUNTERS, driver.keys(), queue);
         invocation.arg(verb);
         for arg in args {
             invocation.arg(arg);

@@ -34,7 +34,7 @@ pub(super) async fn list(
     let Some(queue) = driver.queue_of(OP, &params.id).await? else {
         return Ok(Vec::new());
     };
-    let mut invocation = scripts::INTROSPECT_VERBS.key(driver.keys().queue(&queue));
+    let mut invocation = scripts::on_queue(&scripts::INTROSPECT_VERBS, driver.keys(), &queue);
     invocation.arg("history").arg(params.id.to_string());
     let stored: Vec<String> = driver.conn().script(OP, &invocation).await?;
     let mut rows = Vec::with_capacity(stored.len());

@@ -111,7 +111,7 @@ async fn share(
     let (mut min, mut max) = (range.min.clone(), range.max.clone());
     let mut rows = Vec::new();
     loop {
-        let mut invocation = scripts::INTROSPECT_LIST.key(driver.keys().queue(queue));
+        let mut invocation = scripts::on_queue(&scripts::INTROSPECT_LIST, driver.keys(), queue);
         invocation
             .arg(params.state.map(|s| s.as_str()).unwrap_or(""))
             .arg(&min)

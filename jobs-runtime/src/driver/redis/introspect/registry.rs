@@ -23,7 +23,7 @@ pub(super) async fn pause(
 ) -> Result<(), JobError> {
     const OP: Op = Op::IntrospectQueuePause;
     driver.file_queues(OP, [params.queue]).await?;
-    let mut invocation = scripts::INTROSPECT_PAUSE.key(driver.keys().queue(params.queue));
+    let mut invocation = scripts::on_queue(&scripts::INTROSPECT_PAUSE, driver.keys(), params.queue);
     invocation
         .arg("pause")
         .arg(micros(params.now))
@@ -37,7 +37,7 @@ pub(super) async fn resume(
     driver: &RedisDriver,
     params: &QueueResumeParams<'_>,
 ) -> Result<bool, JobError> {
-    let mut invocation = scripts::INTROSPECT_PAUSE.key(driver.keys().queue(params.queue));
+    let mut invocation = scripts::on_queue(&scripts::INTROSPECT_PAUSE, driver.keys(), params.queue);
     invocation.arg("resume");
     let was: i64 = driver
         .conn()
@@ -51,7 +51,7 @@ pub(super) async fn paused(driver: &RedisDriver) -> Result<Vec<QueuePause>, JobE
     const OP: Op = Op::IntrospectQueuePaused;
     let queues = driver.queues(OP).await?;
     let reads = queues.iter().map(|queue| {
-        let mut invocation = scripts::INTROSPECT_PAUSE.key(driver.keys().queue(queue));
+        let mut invocation = scripts::on_queue(&scripts::INTROSPECT_PAUSE, driver.keys(), queue);
         invocation.arg("read");
         async move { driver.conn().script::<Vec<String>>(OP, &invocation).await }
     });

@@ -73,7 +73,7 @@ async fn run(
     let Some(queue) = driver.queue_of(op, &id).await? else {
         return Ok(Answer::Missing);
     };
-    let mut invocation = scripts::INTROSPECT_VERBS.key(driver.keys().queue(&queue));
+    let mut invocation = scripts::on_queue(&scripts::INTROSPECT_VERBS, driver.keys(), &queue);
     invocation
         .arg(verb)
         .arg(id.to_string())

@@ -27,6 +27,8 @@ table.sort(due, function(a, b)
   return a[2] < b[2]
 end)
 
+-- Every job this claim changes changes once: its index edits go in one batch.
+batch_begin()
 local exhausted, candidates, turns = {}, {}, {}
 for order, entry in ipairs(due) do
   local j = load(entry[3])
@@ -65,4 +67,5 @@ for i = 1, math.min(limit, #candidates) do
   row[#row + 1] = tostring(redis.call('EXISTS', steps_key(j.run)))
   claimed[#claimed + 1] = row
 end
+batch_flush()
 return { claimed, exhausted }

@@ -50,32 +50,132 @@ local function created_member(j)
   return string.format('%017d', tonumber(j.created)) .. ':' .. j.id
 end
 
+-- Index edits. A script that changes many jobs, each once (the claim, the batched ack), opens a
+-- batch (`batch_begin`): each key's removals and additions are then sent once, at
+-- `batch_flush`, instead of one call per job (a claim or ack of 16 jobs made about 350 calls;
+-- batched, about 60). Within a batch every removal is applied before every addition, which is
+-- the order `change` makes them in for any one job.
+local pending = nil
+
+local function batch_begin()
+  pending = { zrem = {}, zadd = {}, left = {}, joined = {}, hincr = {}, names = {}, live = {} }
+end
+
+local function zrem(key, member)
+  if pending == nil then return redis.call('ZREM', key, member) end
+  local list = pending.zrem[key]
+  if list == nil then list = {}; pending.zrem[key] = list end
+  list[#list + 1] = member
+end
+
+local function zadd(key, score, member)
+  if pending == nil then return redis.call('ZADD', key, score, member) end
+  local list = pending.zadd[key]
+  if list == nil then list = {}; pending.zadd[key] = list end
+  list[#list + 1] = score
+  list[#list + 1] = member
+end
+
+-- A tenant's due set lost a row: the tenant leaves the set of tenants once its set is empty.
+local function tenant_left(tenant)
+  if pending then
+    pending.left[tenant] = true
+  elseif redis.call('EXISTS', due_key(tenant)) == 0 then
+    redis.call('SREM', TENANTS, tenant)
+  end
+end
+
+local function tenant_joined(tenant)
+  if pending then pending.joined[tenant] = true else redis.call('SADD', TENANTS, tenant) end
+end
+
+-- unpack() takes a few thousand values at most: long lists go in chunks (of whole pairs).
+local function call_chunked(command, key, list)
+  local CHUNK = 2000
+  for from = 1, #list, CHUNK do
+    redis.call(command, key, unpack(list, from, math.min(from + CHUNK - 1, #list)))
+  end
+end
+
+local function batch_flush()
+  local p = pending
+  pending = nil
+  if p == nil then return end
+  for key, members in pairs(p.zrem) do call_chunked('ZREM', key, members) end
+  for key, members in pairs(p.zadd) do call_chunked('ZADD', key, members) end
+  for tenant in pairs(p.left) do
+    if redis.call('EXISTS', due_key(tenant)) == 0 then redis.call('SREM', TENANTS, tenant) end
+  end
+  for tenant in pairs(p.joined) do redis.call('SADD', TENANTS, tenant) end
+  -- Live keys freed: each only if it still names the job that freed it.
+  local lks, ids = {}, {}
+  for lk, id in pairs(p.live) do
+    lks[#lks + 1] = lk
+    ids[#ids + 1] = id
+  end
+  for from = 1, #lks, 1000 do
+    local to = math.min(from + 999, #lks)
+    local holders = redis.call('HMGET', LIVE, unpack(lks, from, to))
+    local freed = {}
+    for k = 1, #holders do
+      if holders[k] == ids[from + k - 1] then freed[#freed + 1] = lks[from + k - 1] end
+    end
+    if #freed > 0 then redis.call('HDEL', LIVE, unpack(freed)) end
+  end
+  for key, fields in pairs(p.hincr) do
+    for field, n in pairs(fields) do redis.call('HINCRBY', key, field, n) end
+  end
+  local names = {}
+  for name in pairs(p.names) do names[#names + 1] = name end
+  if #names > 0 then redis.call('SADD', COUNTED, unpack(names)) end
+end
+
 local function unindex(j)
   local tenant = j.tenant or ''
   if QUEUED[j.state] then
-    redis.call('ZREM', due_key(tenant), j.m)
-    redis.call('ZREM', WAITING, j.id)
-    if redis.call('EXISTS', due_key(tenant)) == 0 then redis.call('SREM', TENANTS, tenant) end
+    zrem(due_key(tenant), j.m)
+    zrem(WAITING, j.id)
+    tenant_left(tenant)
   elseif j.state == 'running' then
-    redis.call('ZREM', RUNNING, j.id)
+    zrem(RUNNING, j.id)
   else
-    redis.call('ZREM', FIN, j.id)
+    zrem(FIN, j.id)
   end
-  redis.call('ZREM', state_key(j.state), created_member(j))
+  zrem(state_key(j.state), created_member(j))
 end
 
 local function index(j)
   local tenant = j.tenant or ''
   if QUEUED[j.state] then
-    redis.call('ZADD', due_key(tenant), j.run_at, j.m)
-    redis.call('SADD', TENANTS, tenant)
-    if j.state ~= 'suspended' then redis.call('ZADD', WAITING, j.run_at, j.id) end
+    zadd(due_key(tenant), j.run_at, j.m)
+    tenant_joined(tenant)
+    if j.state ~= 'suspended' then zadd(WAITING, j.run_at, j.id) end
   elseif j.state == 'running' then
-    redis.call('ZADD', RUNNING, j.vis, j.id)
+    zadd(RUNNING, j.vis, j.id)
   else
-    redis.call('ZADD', FIN, j.updated, j.id)
+    zadd(FIN, j.updated, j.id)
   end
-  redis.call('ZADD', state_key(j.state), 0, created_member(j))
+  zadd(state_key(j.state), 0, created_member(j))
+end
+
+-- Frees a job's live key if it still names the job.
+local function free_live_key(j)
+  if pending then
+    pending.live[j.lk] = j.id
+  elseif redis.call('HGET', LIVE, j.lk) == j.id then
+    redis.call('HDEL', LIVE, j.lk)
+  end
+end
+
+local function count(key, field, n)
+  if pending == nil then return redis.call('HINCRBY', key, field, n) end
+  local fields = pending.hincr[key]
+  if fields == nil then fields = {}; pending.hincr[key] = fields end
+  fields[field] = (fields[field] or 0) + n
+end
+
+local function counted(name)
+  if pending then pending.names[name] = true else redis.call('SADD', COUNTED, name) end
 end
 
 -- A settle's outcome for the per-name counters (the port's CounterOutcome::of), added to the
@@ -95,10 +195,10 @@ local function observe(before_state, before_attempt, j, now)
   local elapsed = math.floor((tonumber(now) - started) / 1000)
   if elapsed < 0 then elapsed = 0 end
   local key = counters_key(j.name)
-  redis.call('SADD', COUNTED, j.name)
+  counted(j.name)
   local field = '60:' .. string.format('%d', bucket) .. ':'
-  redis.call('HINCRBY', key, field .. outcome, 1)
-  redis.call('HINCRBY', key, field .. 'duration_ms', elapsed)
+  count(key, field .. outcome, 1)
+  count(key, field .. 'duration_ms', elapsed)
 end
 
 -- Applies `set` (field -> text, or false to clear) to job `j`, moving its indexes, freeing its
@@ -109,8 +209,9 @@ local function change(j, set, now)
   local hset, hdel = {}, {}
   for f, v in pairs(set) do
     if v == false then
+      -- Only a field the job has: an HDEL of nothing is a call for nothing.
+      if j[f] ~= nil then hdel[#hdel + 1] = f end
       j[f] = nil
-      hdel[#hdel + 1] = f
     else
       j[f] = v
       hset[#hset + 1] = f
@@ -119,9 +220,7 @@ local function change(j, set, now)
   end
   if #hset > 0 then redis.call('HSET', jk(j.id), unpack(hset)) end
   if #hdel > 0 then redis.call('HDEL', jk(j.id), unpack(hdel)) end
-  if LIVE_STATES[before_state] and not LIVE_STATES[j.state] then
-    if redis.call('HGET', LIVE, j.lk) == j.id then redis.call('HDEL', LIVE, j.lk) end
-  end
+  if LIVE_STATES[before_state] and not LIVE_STATES[j.state] then free_live_key(j) end
   index(j)
   observe(before_state, before_attempt, j, now)
 end

@@ -5,6 +5,8 @@
 --   heartbeat: id, worker, claim, visible_at.     progress: id, worker, claim, progress JSON.
 local verb, now = ARGV[1], ARGV[2]
 if verb == 'ack' then
+  -- Each job of the batch is acked once: its index edits and counts go in one batch.
+  batch_begin()
   local out = {}
   for i = 3, #ARGV, 3 do
     local j = load(ARGV[i])
@@ -15,6 +17,7 @@ if verb == 'ack' then
       out[#out + 1] = 0
     end
   end
+  batch_flush()
   return out
 end
 local j = load(ARGV[3])
