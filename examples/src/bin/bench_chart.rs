@@ -1,8 +1,12 @@
 //! The benchmark page's peer chart (`docs/benchmarks/peers.svg`), drawn from its results file
 //! (`docs/benchmarks/peers.json`), so the picture and the table never disagree.
 //!
+//! The Redis peers have a results file and chart of their own (`redis-peers.json`,
+//! `redis-peers.svg`), taken with `--store redis` before the other arguments.
+//!
 //! ```text
 //! cargo run --bin bench-chart                      # redraw the SVG from the results file
+//! cargo run --bin bench-chart -- --store redis --from-harness target/bench-peers/results-redis/<ts>/results.jsonl
 //! cargo run --bin bench-chart -- --check           # fail when the committed SVG is stale (CI)
 //! cargo run --bin bench-chart -- --from-harness target/bench-peers/results/<ts>/results.jsonl
 //!                                                  # take a peer-harness run's figures, then redraw
@@ -26,12 +30,46 @@ const ROW_H: f64 = 22.0;
 const OURS: &str = "#2563eb";
 const THEIRS: &str = "#9ca3af";
 
+/// Which harness a results file comes from: the physical reference's rows differ.
+#[derive(Clone, Copy)]
+struct Harness {
+    /// The file names' stem (`peers`, `redis-peers`).
+    stem: &'static str,
+    /// The reference's harness row (`pgbench`, `redis-benchmark`), its enqueue and bulk keys.
+    reference: (&'static str, &'static str, &'static str),
+}
+
+const POSTGRES: Harness = Harness {
+    stem: "peers",
+    reference: ("pgbench", "insert_1c_tps", "batch1000_rows_per_s"),
+};
+
+const REDIS: Harness = Harness {
+    stem: "redis-peers",
+    reference: ("redis-benchmark", "lpush_1c", "lpush_p1000"),
+};
+
 fn main() -> ExitCode {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/benchmarks");
-    let results = root.join("peers.json");
-    let chart = root.join("peers.svg");
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args, &results, &chart) {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let harness = match args.first().map(String::as_str) {
+        Some("--store") => {
+            let store = args.get(1).cloned().unwrap_or_default();
+            args.drain(..2.min(args.len()));
+            match store.as_str() {
+                "redis" => REDIS,
+                "postgres" => POSTGRES,
+                other => {
+                    eprintln!("error: unknown store `{other}`: use postgres or redis");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        _ => POSTGRES,
+    };
+    let results = root.join(format!("{}.json", harness.stem));
+    let chart = root.join(format!("{}.svg", harness.stem));
+    match run(&args, &results, &chart, harness) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
@@ -40,7 +78,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &[String], results: &Path, chart: &Path) -> Result<(), String> {
+fn run(args: &[String], results: &Path, chart: &Path, harness: Harness) -> Result<(), String> {
     let read = |path: &Path| {
         std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
@@ -62,7 +100,7 @@ fn run(args: &[String], results: &Path, chart: &Path) -> Result<(), String> {
         }
         Some("--from-harness") => {
             let lines = PathBuf::from(args.get(1).ok_or("--from-harness takes a results.jsonl")?);
-            take_harness_run(&mut data, &read(&lines)?)?;
+            take_harness_run(&mut data, &read(&lines)?, harness)?;
             // The run's conditions, written by the harness beside its lines.
             let conditions = lines.with_file_name("conditions.txt");
             if let Ok(text) = std::fs::read_to_string(&conditions) {
@@ -81,7 +119,7 @@ fn run(args: &[String], results: &Path, chart: &Path) -> Result<(), String> {
 }
 
 /// Replaces each listed peer's figures (and pgbench's) with those of a harness run.
-fn take_harness_run(data: &mut Value, lines: &str) -> Result<(), String> {
+fn take_harness_run(data: &mut Value, lines: &str, harness: Harness) -> Result<(), String> {
     // (peer, mode) -> key -> the values of the repetitions that finished.
     let mut runs: BTreeMap<(String, String), BTreeMap<String, Vec<f64>>> = BTreeMap::new();
     for line in lines.lines().filter(|l| !l.trim().is_empty()) {
@@ -141,12 +179,10 @@ fn take_harness_run(data: &mut Value, lines: &str) -> Result<(), String> {
         });
     }
     let reference = &mut data["reference"];
-    for (mode, key) in [
-        ("enqueue", "insert_1c_tps"),
-        ("bulk", "batch1000_rows_per_s"),
-    ] {
+    let (row, enqueue_key, bulk_key) = harness.reference;
+    for (mode, key) in [("enqueue", enqueue_key), ("bulk", bulk_key)] {
         let what = reference[mode]["what"].clone();
-        reference[mode] = stats("pgbench", "baseline", key);
+        reference[mode] = stats(row, "baseline", key);
         reference[mode]["what"] = what;
     }
     Ok(())
@@ -160,6 +196,7 @@ fn take_conditions(data: &mut Value, text: &str) {
         match key {
             "date_utc" => run["date_utc"] = json!(value.replace('T', " ").trim_end_matches('Z')),
             "postgres" => run["postgres"] = json!(format!("PostgreSQL {value}")),
+            "redis" => run["redis"] = json!(format!("Redis {value}")),
             "params" => {
                 if let Some(reps) = value.split(' ').find_map(|p| p.strip_prefix("REPS=")) {
                     run["repetitions"] = json!(reps.parse::<u32>().unwrap_or(0));
@@ -208,7 +245,14 @@ fn draw(data: &Value) -> Result<String, String> {
         let r = &data["reference"][mode];
         Some((
             r["median"].as_f64()?,
-            format!("pgbench {}", fmt_count(r["median"].as_f64()?)),
+            format!(
+                "{} {}",
+                data["reference"]["name"]
+                    .as_str()
+                    .and_then(|n| n.split(',').next())
+                    .unwrap_or("pgbench"),
+                fmt_count(r["median"].as_f64()?)
+            ),
         ))
     };
     let throughput = |title, mode: &str, with_reference: bool| Panel {
@@ -219,7 +263,11 @@ fn draw(data: &Value) -> Result<String, String> {
                 (
                     p["peer"].as_str().unwrap_or("?"),
                     range(&p[mode]),
-                    p[mode]["note"].as_str().map(str::to_owned),
+                    // A figure's note, or why there is none (`<mode>_note`).
+                    p[mode]["note"]
+                        .as_str()
+                        .or(p[format!("{mode}_note")].as_str())
+                        .map(str::to_owned),
                 )
             })
             .collect(),
@@ -265,7 +313,10 @@ fn draw(data: &Value) -> Result<String, String> {
     let mut y = 28.0;
     let _ = writeln!(
         body,
-        r#"<text x="12" y="{y}" class="title">jobs beside the Postgres job queues a Rust team would pick instead</text>"#
+        r#"<text x="12" y="{y}" class="title">{}</text>"#,
+        esc(run["title"]
+            .as_str()
+            .unwrap_or("jobs beside the Postgres job queues a Rust team would pick instead"))
     );
     y += 18.0;
     let _ = writeln!(
@@ -274,7 +325,10 @@ fn draw(data: &Value) -> Result<String, String> {
         esc(run["date_utc"].as_str().unwrap_or("?")),
         esc(run["build"].as_str().unwrap_or("?")),
         run["repetitions"],
-        esc(run["postgres"].as_str().unwrap_or("?")),
+        esc(run["postgres"]
+            .as_str()
+            .or(run["redis"].as_str())
+            .unwrap_or("?")),
     );
     y += 16.0;
     for panel in &panels {
@@ -283,7 +337,7 @@ fn draw(data: &Value) -> Result<String, String> {
     let height = y + 16.0;
     Ok(format!(
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="system-ui, -apple-system, Segoe UI, sans-serif" font-size="12">
-<!-- Drawn by the bench-chart binary (examples/src/bin/bench_chart.rs) from docs/benchmarks/peers.json: edit that file, not this one. -->
+<!-- Drawn by the bench-chart binary (examples/src/bin/bench_chart.rs) from its results file in docs/benchmarks/: edit that file, not this one. -->
 <style>.title {{ font-size: 16px; font-weight: 600; fill: #111827 }} .note {{ fill: #6b7280 }} .head {{ font-weight: 600; fill: #111827 }} .label {{ fill: #374151 }} .value {{ fill: #111827 }} .ours {{ font-weight: 600 }}</style>
 <rect width="100%" height="100%" fill="#ffffff"/>
 {body}</svg>
@@ -361,10 +415,12 @@ fn draw_panel(out: &mut String, panel: &Panel, top: f64) -> f64 {
                 );
             }
             None => {
+                let why = note.as_deref().unwrap_or("not offered");
                 let _ = writeln!(
                     out,
-                    r#"<text x="{}" y="{mid}" class="note">no figure (not offered)</text>"#,
-                    LABEL_W + 4.0
+                    r#"<text x="{}" y="{mid}" class="note">no figure ({})</text>"#,
+                    LABEL_W + 4.0,
+                    esc(why)
                 );
             }
         }
@@ -447,7 +503,7 @@ mod tests {
             r#"{"peer":"pgbench","mode":"baseline","rep":1,"status":"ok","insert_1c_tps":2000,"batch1000_rows_per_s":90000}"#,
         ]
         .join("\n");
-        take_harness_run(&mut data, &lines).unwrap();
+        take_harness_run(&mut data, &lines, POSTGRES).unwrap();
         let jobs = &data["peers"][0];
         assert_eq!(
             jobs["enqueue"],
