@@ -2,12 +2,19 @@
 
 /// Runs `jobs <args>` against `schema`, answering the exit code, stdout and stderr.
 pub async fn jobs_cli(schema: &str, args: &[&str]) -> (u8, String, String) {
+    let url = super::pg::database_url();
+    let mut argv = vec!["--schema", schema];
+    argv.extend_from_slice(args);
+    jobs_cli_on(url, &argv).await
+}
+
+/// Runs `jobs --database-url <url> <args>` (a SQLite file, a Redis URL with its prefix),
+/// answering the exit code, stdout and stderr.
+pub async fn jobs_cli_on(url: &str, args: &[&str]) -> (u8, String, String) {
     let mut argv = vec![
         "jobs".to_string(),
         "--database-url".to_string(),
-        super::pg::database_url().to_string(),
-        "--schema".to_string(),
-        schema.to_string(),
+        url.to_string(),
     ];
     argv.extend(args.iter().map(|a| a.to_string()));
     let (mut out, mut err) = (Vec::new(), Vec::new());

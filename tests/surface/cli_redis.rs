@@ -4,6 +4,8 @@
 
 use crate::support;
 
+use support::cli::jobs_cli_on;
+
 use jobs::prelude::*;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -17,22 +19,6 @@ async fn sync_crm_redis(_run: Run, _input: Account) -> Result<(), JobError> {
     Err(JobError::terminal("crm answered 422: account archived"))
 }
 
-async fn jobs_cli(url: &str, args: &[&str]) -> (u8, String, String) {
-    let mut argv = vec![
-        "jobs".to_string(),
-        "--database-url".to_string(),
-        url.to_string(),
-    ];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = jobs::cli::run(argv, &mut out, &mut err).await;
-    (
-        code,
-        String::from_utf8(out).expect("utf-8"),
-        String::from_utf8(err).expect("utf-8"),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_verbs_and_the_mcp_server_work_on_a_redis_url() {
     let server = support::redis::shared_server();
@@ -41,7 +27,7 @@ async fn the_operator_verbs_and_the_mcp_server_work_on_a_redis_url() {
         server.url(),
         support::redis::prefix("cli_redis")
     );
-    let (code, out, err) = jobs_cli(&url, &["migrate"]).await;
+    let (code, out, err) = jobs_cli_on(&url, &["migrate"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("redis"), "{out}");
 
@@ -52,12 +38,12 @@ async fn the_operator_verbs_and_the_mcp_server_work_on_a_redis_url() {
     let worker = jobs.worker().queues(["crm-redis"]).build().expect("worker");
     assert_eq!(worker.tick().await.expect("tick").len(), 1);
 
-    let (code, out, _) = jobs_cli(&url, &["ls", "--state", "dead", "--json"]).await;
+    let (code, out, _) = jobs_cli_on(&url, &["ls", "--state", "dead", "--json"]).await;
     assert_eq!(code, 0, "{out}");
     let page: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(page["jobs"][0]["id"], dead.id.to_string());
 
-    let (code, out, _) = jobs_cli(&url, &["show", &dead.id.to_string()]).await;
+    let (code, out, _) = jobs_cli_on(&url, &["show", &dead.id.to_string()]).await;
     assert_eq!(code, 0);
     assert!(out.contains("state        dead"), "{out}");
     assert!(out.contains("crm answered 422"), "{out}");
@@ -68,11 +54,11 @@ async fn the_operator_verbs_and_the_mcp_server_work_on_a_redis_url() {
     let shown = mcp.call("job.show", &args).await.unwrap();
     assert_eq!(shown["job"]["state"], "dead");
 
-    let (code, out, err) = jobs_cli(&url, &["retry", &dead.id.to_string()]).await;
+    let (code, out, err) = jobs_cli_on(&url, &["retry", &dead.id.to_string()]).await;
     assert_eq!(code, 0, "{out}{err}");
     let row = jobs.job(dead.id).await.expect("read").expect("row");
     assert_eq!(row.state, JobState::Ready);
-    let (code, out, _) = jobs_cli(&url, &["show", &dead.id.to_string()]).await;
+    let (code, out, _) = jobs_cli_on(&url, &["show", &dead.id.to_string()]).await;
     assert_eq!(code, 0);
     let history = &out[out.find("\nhistory\n").expect("a history table")..];
     assert!(
@@ -80,22 +66,22 @@ async fn the_operator_verbs_and_the_mcp_server_work_on_a_redis_url() {
         "who retried it: {history}"
     );
 
-    let (code, _, _) = jobs_cli(&url, &["pause", "crm-redis"]).await;
+    let (code, _, _) = jobs_cli_on(&url, &["pause", "crm-redis"]).await;
     assert_eq!(code, 0);
     assert!(
         worker.tick().await.expect("tick").is_empty(),
         "a paused queue yields nothing"
     );
-    let (code, _, _) = jobs_cli(&url, &["resume", "crm-redis"]).await;
+    let (code, _, _) = jobs_cli_on(&url, &["resume", "crm-redis"]).await;
     assert_eq!(code, 0);
     assert_eq!(worker.tick().await.expect("tick").len(), 1);
 
-    let (code, out, _) = jobs_cli(&url, &["stats"]).await;
+    let (code, out, _) = jobs_cli_on(&url, &["stats"]).await;
     assert_eq!(code, 0);
     assert!(out.contains("crm-redis"), "{out}");
 
     // Refusals exit 1 and print the code, as on the other stores.
-    let (code, _, err) = jobs_cli(&url, &["promote", &dead.id.to_string()]).await;
+    let (code, _, err) = jobs_cli_on(&url, &["promote", &dead.id.to_string()]).await;
     assert_eq!(code, 1);
     assert!(err.starts_with("error: X_JOB_NOT_PROMOTABLE: "), "{err}");
 }

@@ -3,6 +3,8 @@
 
 use crate::support;
 
+use support::cli::jobs_cli_on;
+
 use jobs::prelude::*;
 use support::sqlite::TempDir;
 
@@ -17,30 +19,14 @@ async fn sync_crm(_run: Run, _input: Account) -> Result<(), JobError> {
     Err(JobError::terminal("crm answered 422: account archived"))
 }
 
-async fn jobs_cli(url: &str, args: &[&str]) -> (u8, String, String) {
-    let mut argv = vec![
-        "jobs".to_string(),
-        "--database-url".to_string(),
-        url.to_string(),
-    ];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = jobs::cli::run(argv, &mut out, &mut err).await;
-    (
-        code,
-        String::from_utf8(out).expect("utf-8"),
-        String::from_utf8(err).expect("utf-8"),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_verbs_work_on_a_sqlite_url() {
     let dir = TempDir::new("cli_sqlite");
     let url = dir.url();
-    let (code, out, err) = jobs_cli(&url, &["migrate"]).await;
+    let (code, out, err) = jobs_cli_on(&url, &["migrate"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("the sqlite store: applied 0001, "), "{out}");
-    let (code, out, _) = jobs_cli(&url, &["migrate"]).await;
+    let (code, out, _) = jobs_cli_on(&url, &["migrate"]).await;
     assert_eq!(
         (code, out.as_str()),
         (0, "the sqlite store is up to date\n")
@@ -53,20 +39,20 @@ async fn the_operator_verbs_work_on_a_sqlite_url() {
     let worker = jobs.worker().queues(["crm"]).build().expect("worker");
     assert_eq!(worker.tick().await.expect("tick").len(), 1);
 
-    let (code, out, _) = jobs_cli(&url, &["ls", "--state", "dead", "--json"]).await;
+    let (code, out, _) = jobs_cli_on(&url, &["ls", "--state", "dead", "--json"]).await;
     assert_eq!(code, 0, "{out}");
     let page: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(page["jobs"][0]["id"], dead.id.to_string());
 
-    let (code, out, _) = jobs_cli(&url, &["show", &dead.id.to_string()]).await;
+    let (code, out, _) = jobs_cli_on(&url, &["show", &dead.id.to_string()]).await;
     assert_eq!(code, 0);
     assert!(out.contains("state        dead"), "{out}");
 
-    let (code, out, err) = jobs_cli(&url, &["retry", &dead.id.to_string()]).await;
+    let (code, out, err) = jobs_cli_on(&url, &["retry", &dead.id.to_string()]).await;
     assert_eq!(code, 0, "{out}{err}");
     let row = jobs.job(dead.id).await.expect("read").expect("row");
     assert_eq!(row.state, JobState::Ready);
-    let (code, out, _) = jobs_cli(&url, &["show", &dead.id.to_string()]).await;
+    let (code, out, _) = jobs_cli_on(&url, &["show", &dead.id.to_string()]).await;
     assert_eq!(code, 0);
     let history = &out[out.find("\nhistory\n").expect("a history table")..];
     assert!(
@@ -74,18 +60,18 @@ async fn the_operator_verbs_work_on_a_sqlite_url() {
         "who retried it: {history}"
     );
 
-    let (code, _, _) = jobs_cli(&url, &["pause", "crm"]).await;
+    let (code, _, _) = jobs_cli_on(&url, &["pause", "crm"]).await;
     assert_eq!(code, 0);
     assert!(
         worker.tick().await.expect("tick").is_empty(),
         "a paused queue yields nothing"
     );
-    let (code, _, _) = jobs_cli(&url, &["resume", "crm"]).await;
+    let (code, _, _) = jobs_cli_on(&url, &["resume", "crm"]).await;
     assert_eq!(code, 0);
     assert_eq!(worker.tick().await.expect("tick").len(), 1);
 
     // Refusals exit 1 and print the code, as on Postgres.
-    let (code, _, err) = jobs_cli(&url, &["promote", &dead.id.to_string()]).await;
+    let (code, _, err) = jobs_cli_on(&url, &["promote", &dead.id.to_string()]).await;
     assert_eq!(code, 1);
     assert!(err.starts_with("error: X_JOB_NOT_PROMOTABLE: "), "{err}");
 }
@@ -94,7 +80,7 @@ async fn the_operator_verbs_work_on_a_sqlite_url() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unmigrated_store_is_told_to_run_jobs_migrate() {
     let dir = TempDir::new("cli_sqlite_unmigrated");
-    let (code, _, err) = jobs_cli(&dir.url(), &["ls"]).await;
+    let (code, _, err) = jobs_cli_on(&dir.url(), &["ls"]).await;
     assert_ne!(code, 0);
     assert!(err.contains("X_DRIVER_SCHEMA_MISSING"), "{err}");
     assert!(err.contains("fix: run `jobs migrate`"), "{err}");

@@ -17,18 +17,16 @@ while (done_n < limit or finished_n < limit) and scanned < 10 * limit + 500 do
     local j = load(rows[i])
     local at = tonumber(rows[i + 1])
     if j then
-      if j.state == 'done' then
-        if at < done_before and done_n < limit then
-          done_n = done_n + 1
-          delete(j, now)
-          redis.call('DEL', hist_key(j.id))
-          redis.call('ZREM', GONE, j.id)
-          deleted[#deleted + 1] = j.id
-        else
-          offset = offset + 1
-        end
-      elseif at < finished_before and finished_n < limit then
-        finished_n = finished_n + 1
+      -- Done rows and the other finished ones each have their cutoff and their share.
+      local done = j.state == 'done'
+      local due
+      if done then
+        due = at < done_before and done_n < limit
+      else
+        due = at < finished_before and finished_n < limit
+      end
+      if due then
+        if done then done_n = done_n + 1 else finished_n = finished_n + 1 end
         delete(j, now)
         redis.call('DEL', hist_key(j.id))
         redis.call('ZREM', GONE, j.id)
