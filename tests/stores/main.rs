@@ -22,6 +22,7 @@ mod hot_path_postgres;
 mod known_claim_postgres;
 mod operator_sqlite;
 mod purge_postgres;
+mod purge_redis;
 mod redis_harness;
 mod scheduler_postgres;
 mod stores_sqlite;

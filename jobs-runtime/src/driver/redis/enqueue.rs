@@ -131,7 +131,13 @@ async fn index_ids(
 ) -> Result<(), JobError> {
     let mut by_shard: BTreeMap<String, redis::Cmd> = BTreeMap::new();
     for r in requests {
-        for id in [r.id, r.run_id] {
+        // A run is its first job's unless one was named: only a run begun elsewhere is indexed.
+        let ids = if r.run_id == r.id {
+            vec![r.id]
+        } else {
+            vec![r.id, r.run_id]
+        };
+        for id in ids {
             by_shard
                 .entry(driver.keys().id_index(&id))
                 .or_insert_with_key(|shard| {

@@ -1,6 +1,9 @@
 //! `job_purge`: each queue's finished rows past their cutoffs and the history of its jobs no
-//! longer stored, one script per queue, until the batch's limit is spent; the purged ids leave
-//! the id index afterwards (an index entry without its job answers "no such job").
+//! longer stored, one script per queue; then the purged jobs' ids and run ids, and the ids of
+//! removed jobs whose history is gone, leave the id index (in other slots on a cluster, so
+//! after the script: an index entry without its job answers "no such job" meanwhile).
+
+use std::collections::BTreeMap;
 
 use super::codec::micros;
 use super::scripts;
@@ -11,7 +14,8 @@ use crate::error::JobError;
 
 pub(super) async fn purge(driver: &RedisDriver, params: &JobPurgeParams) -> Result<u64, JobError> {
     let mut gone = 0u64;
-    let now = micros(chrono::Utc::now());
+    // The script's `now` stamps the history of a job it deletes, which it deletes too.
+    let now = micros(params.done_before.max(params.finished_before));
     for queue in driver.queues(Op::JobPurge).await? {
         let mut invocation = scripts::on_queue(&scripts::PURGE, driver.keys(), &queue);
         invocation
@@ -20,15 +24,27 @@ pub(super) async fn purge(driver: &RedisDriver, params: &JobPurgeParams) -> Resu
             .arg(params.limit)
             .arg(&now);
         let answer: Vec<String> = driver.conn().script(Op::JobPurge, &invocation).await?;
-        let deleted = &answer[1..];
-        gone += deleted.len() as u64;
-        for id in deleted {
-            if let Ok(id) = uuid::Uuid::parse_str(id) {
-                let mut cmd = redis::cmd("HDEL");
-                cmd.arg(driver.keys().id_index(&id)).arg(id.to_string());
-                driver.conn().query::<()>(Op::JobPurge, &cmd).await?;
-                driver.forget(&id);
-            }
+        let Some((count, forgotten)) = answer.split_first() else {
+            continue;
+        };
+        gone += count.parse::<u64>().unwrap_or(0);
+        let mut by_shard: BTreeMap<String, redis::Cmd> = BTreeMap::new();
+        for id in forgotten
+            .iter()
+            .filter_map(|id| uuid::Uuid::parse_str(id).ok())
+        {
+            driver.forget(&id);
+            by_shard
+                .entry(driver.keys().id_index(&id))
+                .or_insert_with_key(|shard| {
+                    let mut cmd = redis::cmd("HDEL");
+                    cmd.arg(shard);
+                    cmd
+                })
+                .arg(id.to_string());
+        }
+        for cmd in by_shard.values() {
+            driver.conn().query::<()>(Op::JobPurge, cmd).await?;
         }
     }
     Ok(gone)

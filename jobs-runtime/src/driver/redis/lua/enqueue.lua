@@ -119,8 +119,9 @@ for i = 1, count do
     push(due[tenant], j.run_at, j.m)
     push(waiting, j.run_at, j.id)
     tenants[tenant] = true
+    -- A run is its first job's unless one was named: only a run begun elsewhere is indexed.
     local run_shard = ARGV[b + 14]
-    if run_shard ~= '' then
+    if run_shard ~= '' and j.run ~= j.id then
       runs[run_shard] = runs[run_shard] or {}
       push(runs[run_shard], j.run, j.queue)
     end

@@ -2,11 +2,13 @@
 -- `done_before`, failed, dead and cancelled ones before `finished_before`), at most `limit` of
 -- each kind, oldest first, with their steps and history; then up to `limit` history rows of
 -- jobs no longer stored written before the later cutoff.
--- ARGV: done_before, finished_before, limit, now. Answers {deleted count, deleted ids...}.
+-- ARGV: done_before, finished_before, limit, now. Answers {deleted count, ids...}: the ids
+-- and run ids of the deleted jobs, and the ids of removed jobs whose last history row went,
+-- which the caller takes out of the id index.
 local done_before, finished_before, limit, now =
   tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local later = math.max(done_before, finished_before)
-local deleted, done_n, finished_n = {}, 0, 0
+local deleted, forgotten, done_n, finished_n = {}, {}, 0, 0
 local offset, scanned = 0, 0
 while (done_n < limit or finished_n < limit) and scanned < 10 * limit + 500 do
   local rows = redis.call('ZRANGEBYSCORE', FIN, '-inf', '(' .. string.format('%d', later),
@@ -31,6 +33,8 @@ while (done_n < limit or finished_n < limit) and scanned < 10 * limit + 500 do
         redis.call('DEL', hist_key(j.id))
         redis.call('ZREM', GONE, j.id)
         deleted[#deleted + 1] = j.id
+        forgotten[#forgotten + 1] = j.id
+        forgotten[#forgotten + 1] = j.run
       else
         offset = offset + 1
       end
@@ -57,8 +61,9 @@ for _, id in ipairs(redis.call('ZRANGE', GONE, 0, limit - 1)) do
     redis.call('RPUSH', hist_key(id), unpack(kept))
   else
     redis.call('ZREM', GONE, id)
+    forgotten[#forgotten + 1] = id
   end
 end
-local out = { #deleted }
-for _, id in ipairs(deleted) do out[#out + 1] = id end
+local out = { tostring(#deleted) }
+for _, id in ipairs(forgotten) do out[#out + 1] = id end
 return out
