@@ -68,7 +68,7 @@ async fn open_picks_the_store_from_the_url_and_migrates_it() {
         Jobs::open("memory:").await.expect("memory").driver().name(),
         "memory"
     );
-    let refused = Jobs::open("redis://127.0.0.1/")
+    let refused = Jobs::open("nats://127.0.0.1/")
         .await
         .expect_err("no such store");
     assert_eq!(refused.code(), Some(ErrorCode::DriverUrlInvalid));
