@@ -16,7 +16,9 @@ pub fn ensure(binaries: &[&str], packages: &[&str]) {
     // binaries there (two apt-gets at once fail on dpkg's lock). Another process's apt-get is
     // waited for through dpkg's own lock timeout.
     static INSTALLING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one_at_a_time = INSTALLING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     if present() {
         return;
     }
