@@ -87,25 +87,14 @@ impl Conn {
         self.on_every_master(Op::Connect, cmd).await
     }
 
-    /// `CONFIG GET <name>` on every master, the weakest value where they differ; `None` when
-    /// `CONFIG` is renamed away.
-    pub(super) async fn config_get(&self, name: &str) -> Result<Option<String>, JobError> {
+    /// `CONFIG GET <name>`: every master's value; `None` when `CONFIG` is renamed away. The
+    /// caller decides what a difference between masters means.
+    pub(super) async fn config_values(&self, name: &str) -> Result<Option<Vec<String>>, JobError> {
         let mut cmd = redis::cmd("CONFIG");
         cmd.arg("GET").arg(name);
         match self.on_every_master(Op::Connect, cmd).await {
-            Ok(texts) => {
-                // Pairs of (name, value) per node: keep the values, the weakest first is the
-                // caller's choice; answer the first that is not the name.
-                let values: Vec<&String> = texts.iter().filter(|t| *t != name).collect();
-                // Where nodes differ, the weakest answers: an fsync policy of `no` before
-                // `everysec`, an `allkeys-*` eviction before any other.
-                let weakest = values
-                    .iter()
-                    .find(|v| v.as_str() == "no" || v.starts_with("allkeys"))
-                    .or_else(|| values.iter().find(|v| v.as_str() == "everysec"))
-                    .or(values.first());
-                Ok(weakest.map(|v| v.to_string()))
-            }
+            // Pairs of (name, value) per node: the values.
+            Ok(texts) => Ok(Some(texts.into_iter().filter(|t| t != name).collect())),
             Err(e) if e.is(ErrorCode::Driver) => Ok(None),
             Err(e) => Err(e),
         }

@@ -263,14 +263,17 @@ pub(super) async fn connect(options: &RedisOptions) -> Result<Conn, JobError> {
 /// without a trace: refused. The `volatile-*` policies evict only keys with an expiry, and the
 /// driver sets none, so they keep every job as `noeviction` does.
 async fn check_eviction(conn: &Conn) -> Result<(), JobError> {
-    let policy = conn.config_get("maxmemory-policy").await?;
-    if policy.as_deref().is_some_and(|p| p.starts_with("allkeys")) {
+    let policies = conn.config_values("maxmemory-policy").await?;
+    let evicting = policies
+        .into_iter()
+        .flatten()
+        .find(|p| p.starts_with("allkeys"));
+    if let Some(policy) = evicting {
         return Err(JobError::new(
             ErrorCode::DriverDurabilityInsufficient,
             format!(
-                "the Redis server evicts any key when its memory is full (maxmemory-policy {}): \
-                 queued jobs would vanish",
-                policy.unwrap_or_default()
+                "the Redis server evicts any key when its memory is full (maxmemory-policy \
+                 {policy}): queued jobs would vanish"
             ),
         )
         .with_fix(
@@ -281,14 +284,17 @@ async fn check_eviction(conn: &Conn) -> Result<(), JobError> {
     Ok(())
 }
 
-/// The largest value the server takes in one argument (`proto-max-bulk-len`; Redis' default
-/// when `CONFIG` is renamed away).
+/// The largest value every master takes in one argument (`proto-max-bulk-len`; Redis'
+/// default when `CONFIG` is renamed away).
 pub(super) async fn largest_value(conn: &Conn) -> Result<usize, JobError> {
     const REDIS_DEFAULT: usize = 512 * 1024 * 1024;
     Ok(conn
-        .config_get("proto-max-bulk-len")
+        .config_values("proto-max-bulk-len")
         .await?
-        .and_then(|v| v.parse().ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.parse().ok())
+        .min()
         .unwrap_or(REDIS_DEFAULT))
 }
 
@@ -326,24 +332,27 @@ fn silent(options: &RedisOptions) -> JobError {
 /// `CONFIG` is renamed away, `INFO persistence`) on every node.
 pub(super) async fn persistence(conn: &Conn) -> Result<Durability, JobError> {
     let infos: Vec<String> = conn.info_everywhere("persistence").await?;
-    let mut weakest = Durability::Always;
-    for info in infos {
-        let aof_on = info.lines().any(|l| l.trim() == "aof_enabled:1");
-        let node = if !aof_on {
-            Durability::None
-        } else {
-            match conn.config_get("appendfsync").await?.as_deref() {
-                Some("always") => Durability::Always,
-                Some("everysec") => Durability::EverySec,
-                // `no` leaves the flush to the kernel: up to 30 s on Linux.
-                Some(_) => Durability::None,
-                // CONFIG renamed away: AOF is on, its fsync policy unknown; take the weaker.
-                None => Durability::EverySec,
-            }
-        };
-        weakest = weakest.min(node);
+    if infos
+        .iter()
+        .any(|info| !info.lines().any(|l| l.trim() == "aof_enabled:1"))
+    {
+        return Ok(Durability::None);
     }
-    Ok(weakest)
+    // AOF is on everywhere: the weakest master's fsync policy answers.
+    let Some(policies) = conn.config_values("appendfsync").await? else {
+        // CONFIG renamed away: the fsync policy is unknown; take the weaker.
+        return Ok(Durability::EverySec);
+    };
+    Ok(policies
+        .iter()
+        .map(|policy| match policy.as_str() {
+            "always" => Durability::Always,
+            "everysec" => Durability::EverySec,
+            // `no` leaves the flush to the kernel: up to 30 s on Linux.
+            _ => Durability::None,
+        })
+        .min()
+        .unwrap_or(Durability::EverySec))
 }
 
 async fn check_durability(conn: &Conn, required: Durability) -> Result<(), JobError> {

@@ -2,7 +2,6 @@
 //! themselves lately.
 
 use super::OperatorState;
-use crate::clock::add;
 use crate::driver::introspect::*;
 use crate::driver::introspect::{
     QueuePauseParams, QueueResumeParams, WorkerForgetParams, WorkerListParams,
@@ -55,22 +54,7 @@ pub(super) fn paused(driver: &MemoryDriver) -> Result<Vec<QueuePause>, JobError>
 
 /// Files a worker's announcement, dropping the expired ones.
 pub(super) fn announce(driver: &MemoryDriver, a: &WorkerAnnounce) -> Result<(), JobError> {
-    let row = WorkerRow {
-        id: a.id.clone(),
-        host: a.host.clone(),
-        started_at: a.started_at,
-        queues: a.queues.clone(),
-        slots: a.slots,
-        in_flight: a
-            .in_flight
-            .iter()
-            .take(MAX_WORKER_IN_FLIGHT)
-            .copied()
-            .collect(),
-        in_flight_count: a.in_flight_count,
-        heartbeat_at: a.now,
-        expires_at: add(a.now, a.ttl),
-    };
+    let row = WorkerRow::announced(a);
     let mut state = driver.lock();
     let workers = &mut state.operator.workers;
     workers.retain(|_, w| w.expires_at > a.now);

@@ -69,3 +69,27 @@ pub struct WorkerListParams {
     /// Now, on the injected clock.
     pub now: Timestamp,
 }
+
+impl WorkerRow {
+    /// The row an announcement files: its in-flight ids cut to [`MAX_WORKER_IN_FLIGHT`], heard
+    /// at its `now`, expiring one `ttl` later. The stores that keep the row whole (memory,
+    /// Redis) build it here; the SQL stores write the same columns.
+    pub fn announced(a: &WorkerAnnounce) -> WorkerRow {
+        WorkerRow {
+            id: a.id.clone(),
+            host: a.host.clone(),
+            started_at: a.started_at,
+            queues: a.queues.clone(),
+            slots: a.slots,
+            in_flight: a
+                .in_flight
+                .iter()
+                .take(MAX_WORKER_IN_FLIGHT)
+                .copied()
+                .collect(),
+            in_flight_count: a.in_flight_count,
+            heartbeat_at: a.now,
+            expires_at: crate::clock::add(a.now, a.ttl),
+        }
+    }
+}

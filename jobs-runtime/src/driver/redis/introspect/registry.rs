@@ -7,7 +7,6 @@
 use super::super::codec::{micros, time};
 use super::super::scripts;
 use super::super::RedisDriver;
-use crate::clock::add;
 use crate::driver::introspect::*;
 use crate::driver::introspect::{
     QueuePauseParams, QueueResumeParams, WorkerForgetParams, WorkerListParams,
@@ -87,22 +86,7 @@ async fn workers<T: redis::FromRedisValue>(
 /// Writes (or refreshes) a worker's row, sweeping the rows expired at its `now`.
 pub(super) async fn announce(driver: &RedisDriver, a: &WorkerAnnounce) -> Result<(), JobError> {
     const OP: Op = Op::IntrospectWorkerAnnounce;
-    let row = WorkerRow {
-        id: a.id.clone(),
-        host: a.host.clone(),
-        started_at: a.started_at,
-        queues: a.queues.clone(),
-        slots: a.slots,
-        in_flight: a
-            .in_flight
-            .iter()
-            .take(MAX_WORKER_IN_FLIGHT)
-            .copied()
-            .collect(),
-        in_flight_count: a.in_flight_count,
-        heartbeat_at: a.now,
-        expires_at: add(a.now, a.ttl),
-    };
+    let row = WorkerRow::announced(a);
     let json = serde_json::to_string(&row).map_err(|_| super::super::enqueue::malformed())?;
     let (now, expires) = (micros(a.now), micros(row.expires_at));
     workers::<i64>(driver, OP, "announce", &[&now, &a.id, &expires, &json]).await?;
