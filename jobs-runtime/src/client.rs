@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::clock::{SharedClock, SystemClock, Timestamp};
 use crate::driver::{
     CallerConnection, CallerTransaction, EnqueueRequest, EnqueueResult, EventPublish,
-    JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, QueueStats,
+    JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, OutboxStore, QueueStats,
     QueueStatsParams, DEFAULT_EVENT_TTL,
 };
 use crate::enqueue::{EnqueueOptions, Prepared};
@@ -41,6 +41,8 @@ pub struct Jobs {
     tenant: Option<Arc<str>>,
     /// Who this client enqueues for ([`Jobs::acting_as`]), if named.
     actor: Option<Arc<str>>,
+    /// The outbox its `enqueue_in` stages through ([`Jobs::with_outbox`]), if installed.
+    outbox: Option<crate::outbox::Installed>,
 }
 
 struct JobsInner {
@@ -58,6 +60,7 @@ impl std::fmt::Debug for Jobs {
             .field("driver", &self.inner.driver.name())
             .field("clock", &self.inner.clock)
             .field("tenant", &self.tenant.is_some())
+            .field("outbox", &self.outbox)
             .finish()
     }
 }
@@ -79,6 +82,7 @@ impl Jobs {
             }),
             tenant: None,
             actor: None,
+            outbox: None,
         }
     }
 
@@ -116,6 +120,34 @@ impl Jobs {
             actor: Some(Arc::from(actor.into())),
             ..self.clone()
         }
+    }
+
+    /// This client, staging through the transactional outbox `store` (see
+    /// [`outbox`](crate::outbox)): [`Jobs::enqueue_in`] and the handles' `enqueue_in` stage the
+    /// job in the caller's transaction on the app's database, and an
+    /// [`OutboxRelay`](crate::outbox::OutboxRelay) publishes it to this client's job store
+    /// once that transaction commits. Under [`OutboxMode::Required`](crate::outbox::OutboxMode)
+    /// a plain `enqueue` is refused with `X_OUTBOX_NO_TX` unless it says
+    /// [`EnqueueOptions::direct`]. It shares the driver, the clock and the metrics with `self`.
+    pub fn with_outbox(&self, store: impl OutboxStore, mode: crate::outbox::OutboxMode) -> Jobs {
+        self.with_shared_outbox(Arc::new(store), mode)
+    }
+
+    /// [`Jobs::with_outbox`] over a shared store.
+    pub fn with_shared_outbox(
+        &self,
+        store: Arc<dyn OutboxStore>,
+        mode: crate::outbox::OutboxMode,
+    ) -> Jobs {
+        Jobs {
+            outbox: Some(crate::outbox::Installed { store, mode }),
+            ..self.clone()
+        }
+    }
+
+    /// The outbox this client stages through, if one is installed ([`Jobs::with_outbox`]).
+    pub fn outbox(&self) -> Option<&Arc<dyn OutboxStore>> {
+        self.outbox.as_ref().map(|installed| &installed.store)
     }
 
     /// The tenant this client is scoped to, if any ([`Jobs::for_tenant`]).
@@ -192,8 +224,21 @@ impl Jobs {
         input: J::Input,
         options: EnqueueOptions,
     ) -> Result<Enqueued, JobError> {
+        self.refuse_outside_transaction(J::DESCRIPTOR.name, &options)?;
         let request = self.request::<J>(&input, &options)?;
         self.send(request).await
+    }
+
+    /// `X_OUTBOX_NO_TX` when the outbox requires a transaction and the call does not opt out.
+    fn refuse_outside_transaction(&self, job: &str, options: &EnqueueOptions) -> Result<(), JobError> {
+        match &self.outbox {
+            Some(installed)
+                if installed.mode == crate::outbox::OutboxMode::Required && !options.is_direct() =>
+            {
+                Err(crate::outbox::no_transaction(job))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// One request to the driver, traced, then the local wake.
@@ -226,6 +271,7 @@ impl Jobs {
         I: IntoIterator<Item = J::Input>,
     {
         let options = self.scope(EnqueueOptions::default());
+        self.refuse_outside_transaction(J::DESCRIPTOR.name, &options)?;
         // One clock reading for the whole batch: every job due now is stored `ready`, not a
         // few microseconds in the future of the batch's `now` (and so `delayed`).
         let now = self.now();
@@ -244,9 +290,13 @@ impl Jobs {
         Ok(results)
     }
 
-    /// Enqueues job `J` on the caller's Postgres connection or transaction: the job exists if
-    /// and only if that transaction commits (the transactional outbox). The same statement as
-    /// [`Jobs::enqueue`], with the same dedupe.
+    /// Enqueues job `J` on the caller's connection or transaction: the job exists if and only
+    /// if that transaction commits. With an outbox installed ([`Jobs::with_outbox`]) the job is
+    /// staged in the outbox on the caller's database, whichever store runs the jobs, and the
+    /// relay publishes it after the commit (the answer's `deduped` is then always `false`: a
+    /// live key is met only at publish). Without one, the caller's transaction must be on the
+    /// job store's own Postgres or SQLite database, and the job is written there by the same
+    /// statement as [`Jobs::enqueue`], with the same dedupe.
     ///
     /// ```no_run
     /// # use jobs::prelude::*;
@@ -276,6 +326,23 @@ impl Jobs {
         input: J::Input,
         options: EnqueueOptions,
     ) -> Result<Enqueued, JobError> {
+        if let Some(installed) = self.outbox.as_ref().filter(|_| !options.is_direct()) {
+            let mut request = self.request::<J>(&input, &options)?;
+            // The traceparent is stamped now: the relay publishes with no request span.
+            let trace = EnqueueTrace::start(std::slice::from_mut(&mut request));
+            let staged = async {
+                installed
+                    .store
+                    .outbox_stage(conn.connection(), &request)
+                    .await?;
+                Ok(EnqueueResult {
+                    id: request.id,
+                    run_id: request.run_id,
+                    deduped: false,
+                })
+            };
+            return trace.send(staged).await;
+        }
         let joins = self.caller_transaction()?;
         let mut request = self.request::<J>(&input, &options)?;
         let trace = EnqueueTrace::start(std::slice::from_mut(&mut request));

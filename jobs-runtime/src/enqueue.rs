@@ -34,6 +34,7 @@ pub struct EnqueueOptions {
     actor: Option<String>,
     on_conflict: ConflictPolicy,
     traceparent: Option<String>,
+    direct: bool,
     /// The tenant of the client the call is made on ([`crate::Jobs::for_tenant`]); set by the
     /// client, never by the caller.
     scope: Option<String>,
@@ -109,6 +110,19 @@ impl EnqueueOptions {
     pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
         self.traceparent = Some(traceparent.into());
         self
+    }
+
+    /// Publishes this enqueue directly to the job store, past an installed outbox: a plain
+    /// `enqueue` is then allowed under `OutboxMode::Required` (where it is otherwise
+    /// `X_OUTBOX_NO_TX`), and `enqueue_in` joins the caller's transaction on the job store's
+    /// own database instead of staging.
+    pub fn direct(mut self) -> Self {
+        self.direct = true;
+        self
+    }
+
+    pub(crate) fn is_direct(&self) -> bool {
+        self.direct
     }
 
     /// Refuses a live duplicate key with `X_JOB_DUPLICATE` instead of answering it.

@@ -81,6 +81,10 @@ error_codes! {
     /// Two jobs share one name, or a live job holds the key.
     JobDuplicate = "X_JOB_DUPLICATE", T,
         "give each `#[job]` its own `name = \"..\"`, or wait until the live job holding the key finishes";
+    /// An enqueue outside a transaction while the outbox is installed with
+    /// `OutboxMode::Required`.
+    OutboxNoTx = "X_OUTBOX_NO_TX", T,
+        "enqueue inside the caller's transaction (`enqueue_in(&mut tx, ..)`, which stages the job in the outbox), or say this call publishes directly: `EnqueueOptions::new().direct()`";
     /// A value broke an invariant (a bad duration, zero attempts, ...).
     Invariant = "X_INVARIANT", T,
         "pass a value within the documented bounds";

@@ -67,6 +67,7 @@ mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod operator;
+pub mod outbox;
 pub mod purge;
 mod registry;
 pub mod retry;

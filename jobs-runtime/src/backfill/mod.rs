@@ -413,7 +413,8 @@ fn enqueue_erased<B: Backfill>(
     jobs: &crate::Jobs,
     request: BackfillRequest,
 ) -> BoxFuture<'_, Result<crate::Enqueued, JobError>> {
-    Box::pin(jobs.enqueue::<B>(request))
+    // An operator's act, not an app's write: direct, past a required outbox.
+    Box::pin(jobs.enqueue_with::<B>(request, crate::EnqueueOptions::new().direct()))
 }
 
 /// Every `#[backfill]` linked into this binary, sorted by name.

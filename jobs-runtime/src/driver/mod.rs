@@ -36,7 +36,8 @@ pub mod url;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisDriver;
 pub use memory::{
-    MemoryBook, MemoryDriver, MemoryLeaseStore, MemoryWebhookLedger, MEMORY_LEDGER_RING,
+    MemoryBook, MemoryDriver, MemoryLeaseStore, MemoryOutbox, MemoryOutboxTx, MemoryWebhookLedger,
+    MEMORY_LEDGER_RING,
 };
 pub(crate) use port::records;
 pub use port::*;

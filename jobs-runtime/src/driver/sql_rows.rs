@@ -89,3 +89,37 @@ records_from!(sqlx::postgres::PgRow);
 
 #[cfg(feature = "sqlite")]
 records_from!(sqlx::sqlite::SqliteRow);
+
+/// `impl FromRow<$row>` for an outbox row as the relay's claim returns it (`outbox_claim`).
+macro_rules! outbox_record_from {
+    ($row:ty) => {
+        impl<'r> sqlx::FromRow<'r, $row> for super::outbox::OutboxRecord {
+            fn from_row(row: &'r $row) -> Result<Self, sqlx::Error> {
+                let on_conflict: String = row.try_get("on_conflict")?;
+                Ok(super::outbox::OutboxRecord {
+                    request: super::records::EnqueueRequest {
+                        id: row.try_get("id")?,
+                        run_id: row.try_get("run_id")?,
+                        name: row.try_get("name")?,
+                        queue: row.try_get("queue")?,
+                        input: row.try_get("input")?,
+                        idempotency_key: row.try_get("idempotency_key")?,
+                        tenant_id: row.try_get("tenant_id")?,
+                        max_attempts: narrowed::<i32, _, _>(row, "max_attempts")?,
+                        run_at: row.try_get("run_at")?,
+                        on_conflict: super::records::ConflictPolicy::from_stored(&on_conflict),
+                        traceparent: row.try_get("traceparent")?,
+                        actor: row.try_get("actor")?,
+                        now: row.try_get("staged_at")?,
+                    },
+                    publish_attempts: narrowed::<i32, _, _>(row, "publish_attempts")?,
+                })
+            }
+        }
+    };
+}
+
+#[cfg(feature = "postgres")]
+outbox_record_from!(sqlx::postgres::PgRow);
+#[cfg(feature = "sqlite")]
+outbox_record_from!(sqlx::sqlite::SqliteRow);

@@ -232,7 +232,9 @@ async fn receive<J: Job>(
     // answers the first delivery's job even after it finished (until retention deletes it),
     // where the input's key dedupes only while that job is live.
     let job_id = delivery_job_id(&state.receiver.path, &hook.id);
-    let options = EnqueueOptions::new().job_id(job_id);
+    // Direct, past a required outbox: the delivery has no business transaction to join, and
+    // the sender is answered only once the job is stored.
+    let options = EnqueueOptions::new().job_id(job_id).direct();
     match state
         .jobs
         .enqueue_with::<J>((state.input)(hook), options)

@@ -16,6 +16,7 @@ mod lease;
 mod ledger_book;
 mod live_keys;
 mod names;
+mod outbox;
 mod purge;
 mod reads;
 mod scheduler;
@@ -26,6 +27,7 @@ mod webhook_ledger;
 
 pub use lease::MemoryLeaseStore;
 pub use ledger_book::MemoryBook;
+pub use outbox::{MemoryOutbox, MemoryOutboxTx};
 pub use webhook_ledger::{MemoryWebhookLedger, MEMORY_LEDGER_RING};
 
 use crate::clock::Timestamp;

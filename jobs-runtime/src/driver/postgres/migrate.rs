@@ -56,6 +56,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     20 => "0020_run_index_shared_only.sql",
     21 => "0021_failed_index_without_done.sql",
     22 => "0022_created_index_ascending.sql",
+    23 => "0023_outbox.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

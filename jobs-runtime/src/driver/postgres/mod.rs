@@ -28,6 +28,7 @@ mod lease;
 mod ledger_book;
 mod migrate;
 mod nodelay;
+mod outbox;
 mod pinned;
 mod purge;
 mod reads;
@@ -42,6 +43,7 @@ mod webhook_ledger;
 pub use connect::DEFAULT_CONNECT_TIMEOUT;
 pub use ledger_book::PostgresBook;
 pub use migrate::{Migration, MIGRATIONS};
+pub use outbox::PostgresOutbox;
 pub use pinned::REPLAN_EVERY;
 
 use std::sync::Arc;

@@ -51,6 +51,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0006_created_index_ascending.sql",
         sql: include_str!("../../../migrations/sqlite/0006_created_index_ascending.sql"),
     },
+    SqliteMigration {
+        version: 7,
+        name: "0007_outbox.sql",
+        sql: include_str!("../../../migrations/sqlite/0007_outbox.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.

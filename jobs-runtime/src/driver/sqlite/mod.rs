@@ -37,6 +37,7 @@ mod introspect;
 mod lease;
 mod ledger_book;
 mod migrate;
+mod outbox;
 mod purge;
 mod reads;
 mod scheduler;
@@ -50,6 +51,7 @@ mod writer;
 pub use connect::{DEFAULT_BUSY_TIMEOUT, JOURNAL_SIZE_LIMIT};
 pub use ledger_book::SqliteBook;
 pub use migrate::{SqliteMigration, SQLITE_MIGRATIONS};
+pub use outbox::SqliteOutbox;
 
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePool};

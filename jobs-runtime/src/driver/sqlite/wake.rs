@@ -3,7 +3,8 @@
 //! file and reads nothing of the tables. When it moves, one bounded read of the newest rows
 //! (`x_jobs_created_idx`, those created since the last look) names the queues that received
 //! jobs; each is announced as Postgres' NOTIFY announces it. A worker in the same process is
-//! woken at once by [`Jobs`](crate::Jobs) itself; this is for the other processes.
+//! woken at once by [`Jobs`](crate::Jobs) itself; this is for the other processes. The outbox's
+//! relay watches the same way for staged rows (`listen_outbox`).
 
 use std::time::Duration;
 
@@ -21,16 +22,81 @@ pub const DATA_VERSION_POLL: Duration = Duration::from_millis(5);
 /// Rows read per look, at most: a burst larger than this may leave a queue to the poll.
 const NEWEST_ROWS: i64 = 256;
 
-/// Starts the watcher; it ends when the receiver is dropped.
+/// Starts the watcher of new jobs; it ends when the receiver is dropped.
 pub(crate) async fn listen(reader: &SqlitePool) -> Result<WakeReceiver, JobError> {
-    let options = reader.connect_options();
+    watch(reader, NewJobs { newest: None }).await
+}
+
+/// Starts the watcher of the outbox (`x_outbox` in the same kind of file): a signal each time a
+/// commit leaves a staged row waiting unclaimed.
+pub(crate) async fn listen_outbox(pool: &SqlitePool) -> Result<WakeReceiver, JobError> {
+    watch(pool, OutboxRows).await
+}
+
+/// What a watcher looks for once `data_version` moved: the signals to send.
+#[async_trait::async_trait]
+trait Look: Send + 'static {
+    /// Reads where the file stands before the first move.
+    async fn start(&mut self, _conn: &mut SqliteConnection) -> Result<(), JobError> {
+        Ok(())
+    }
+
+    /// The signals a move brings.
+    async fn look(&mut self, conn: &mut SqliteConnection) -> Result<Vec<WakeSignal>, JobError>;
+}
+
+/// The queues of ready jobs created since the last look.
+struct NewJobs {
+    newest: Option<String>,
+}
+
+#[async_trait::async_trait]
+impl Look for NewJobs {
+    async fn start(&mut self, conn: &mut SqliteConnection) -> Result<(), JobError> {
+        self.newest = newest_created(conn).await?;
+        Ok(())
+    }
+
+    async fn look(&mut self, conn: &mut SqliteConnection) -> Result<Vec<WakeSignal>, JobError> {
+        let (queues, latest) = queues_since(conn, self.newest.as_deref()).await?;
+        if latest.is_some() {
+            self.newest = latest;
+        }
+        Ok(queues.into_iter().map(WakeSignal::Queue).collect())
+    }
+}
+
+/// Whether a committed outbox row waits unclaimed.
+struct OutboxRows;
+
+#[async_trait::async_trait]
+impl Look for OutboxRows {
+    async fn look(&mut self, conn: &mut SqliteConnection) -> Result<Vec<WakeSignal>, JobError> {
+        let waiting: bool = sqlx::query_scalar(
+            "select exists (select 1 from x_outbox
+             where published_at is null and refused_at is null and claimed_by is null)",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(|e| classify(Op::WakeListen, e))?;
+        Ok(if waiting {
+            vec![WakeSignal::Queue(String::new())]
+        } else {
+            Vec::new()
+        })
+    }
+}
+
+/// Polls `data_version` on a connection of its own and sends what `look` finds at each move.
+async fn watch(pool: &SqlitePool, mut look: impl Look) -> Result<WakeReceiver, JobError> {
+    let options = pool.connect_options();
     let mut conn = options
         .connect()
         .await
         .map_err(|e| classify(Op::WakeListen, e))?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let mut version = data_version(&mut conn).await?;
-    let mut newest = newest_created(&mut conn).await?;
+    look.start(&mut conn).await?;
     tokio::spawn(async move {
         if tx.send(WakeSignal::Live).await.is_err() {
             return;
@@ -50,14 +116,11 @@ pub(crate) async fn listen(reader: &SqlitePool) -> Result<WakeReceiver, JobError
                 continue;
             }
             version = now;
-            let Ok((queues, latest)) = queues_since(&mut conn, newest.as_deref()).await else {
+            let Ok(signals) = look.look(&mut conn).await else {
                 continue;
             };
-            if latest.is_some() {
-                newest = latest;
-            }
-            for queue in queues {
-                if tx.send(WakeSignal::Queue(queue)).await.is_err() {
+            for signal in signals {
+                if tx.send(signal).await.is_err() {
                     return;
                 }
             }

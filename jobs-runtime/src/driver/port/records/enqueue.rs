@@ -18,6 +18,25 @@ pub enum ConflictPolicy {
     Error,
 }
 
+impl ConflictPolicy {
+    /// How a store keeps it (an outbox row's `on_conflict` column): `dedupe` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConflictPolicy::Dedupe => "dedupe",
+            ConflictPolicy::Error => "error",
+        }
+    }
+
+    /// Reads a stored policy back; anything but `error` is the default.
+    pub fn from_stored(text: &str) -> Self {
+        if text == "error" {
+            ConflictPolicy::Error
+        } else {
+            ConflictPolicy::Dedupe
+        }
+    }
+}
+
 /// One job to insert.
 #[derive(Debug, Clone)]
 pub struct EnqueueRequest {

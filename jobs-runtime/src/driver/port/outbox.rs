@@ -1,0 +1,167 @@
+//! The transactional outbox's store: jobs staged in the application's own database, in the
+//! caller's transaction, and the relay's fenced, ordered claims over them.
+//!
+//! An outbox store lives in the app's database, which need not be the one the jobs run on: the
+//! relay ([`crate::outbox::OutboxRelay`]) publishes its committed rows through the job store's
+//! own enqueue, so a Postgres or SQLite app can feed memory, SQLite, Postgres or Redis. The
+//! built-in stores are [`MemoryOutbox`](crate::driver::MemoryOutbox) (for tests: its
+//! transactions are [`MemoryOutboxTx`](crate::driver::MemoryOutboxTx)),
+//! `PostgresOutbox` and `SqliteOutbox`.
+//!
+//! Every store keeps the same rules, which the outbox conformance cases check:
+//!
+//! - a row is staged on the caller's connection and exists only if that transaction commits;
+//! - [`OutboxStore::outbox_claim`] takes the first rows not yet published or failed, in the
+//!   total order `(staged_at, id)`, and stamps the holder and the time on them in the same
+//!   statement or transaction that picks them; it takes nothing while any of those rows is held
+//!   by another holder whose claim has not lapsed (`claimed_at + lease > now`), so one relay
+//!   at a time publishes and nothing overtakes a batch in flight;
+//! - [`OutboxStore::outbox_published`], [`OutboxStore::outbox_release`] and
+//!   [`OutboxStore::outbox_refused`] change only rows the caller still holds (`claimed_by`):
+//!   a lapsed relay's late call changes nothing;
+//! - published rows are kept (the audit trail) until [`OutboxStore::outbox_purge`].
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::caller_tx::CallerConn;
+use super::records::{EnqueueRequest, JobId};
+use super::WakeReceiver;
+use crate::clock::Timestamp;
+use crate::error::JobError;
+
+/// How long a relay's claim on a batch lasts before another relay may take it over.
+pub const DEFAULT_OUTBOX_CLAIM_LEASE: Duration = Duration::from_secs(30);
+
+/// One claim of the relay.
+#[derive(Debug, Clone)]
+pub struct OutboxClaimParams {
+    /// Who claims (one relay instance: unique, never reused).
+    pub holder: String,
+    /// Rows at most.
+    pub limit: usize,
+    /// How long the claim holds the rows.
+    pub lease: Duration,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// A staged row, as a claim hands it to the relay.
+#[derive(Debug, Clone)]
+pub struct OutboxRecord {
+    /// The enqueue as it was staged; its `now` is the time it was staged.
+    pub request: EnqueueRequest,
+    /// Failed publishes so far.
+    pub publish_attempts: u32,
+}
+
+impl OutboxRecord {
+    /// When the row was staged.
+    pub fn staged_at(&self) -> Timestamp {
+        self.request.now
+    }
+}
+
+/// What the job store answered for one published row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutboxPublished {
+    /// The staged row (and job) id.
+    pub id: JobId,
+    /// `true` when the job store inserted nothing: the id was already stored (a re-publish
+    /// after a crash) or a live job held the key.
+    pub deduped: bool,
+}
+
+/// A change the relay makes to the rows it holds.
+#[derive(Debug, Clone)]
+pub struct OutboxSettle<'a> {
+    /// The holder the rows must still be claimed by.
+    pub holder: &'a str,
+    /// The clock's now.
+    pub now: Timestamp,
+}
+
+/// The outbox as an operator sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutboxStats {
+    /// Rows staged and committed, not yet published nor refused.
+    pub backlog: u64,
+    /// When the oldest of them was staged.
+    pub oldest_staged_at: Option<Timestamp>,
+    /// Backlog rows whose last publish failed (they are retried).
+    pub failing: u64,
+    /// The code of the newest failure among them.
+    pub last_error_code: Option<String>,
+    /// Rows the job store refused for good (never published; kept for the operator).
+    pub refused: u64,
+    /// Published rows kept as the audit trail.
+    pub published: u64,
+}
+
+impl std::fmt::Debug for dyn OutboxStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OutboxStore({})", self.name())
+    }
+}
+
+/// The store of the transactional outbox; see the module's rules.
+#[async_trait]
+pub trait OutboxStore: Send + Sync + 'static {
+    /// A short name for logs (`memory`, `postgres`, `sqlite`).
+    fn name(&self) -> &'static str;
+
+    /// Stages `request` on the caller's connection: the row exists if and only if the
+    /// caller's transaction commits. A connection of another kind than the store's is refused
+    /// with [`foreign_connection`](super::caller_tx::foreign_connection)'s `X_DRIVER_UNAVAILABLE`.
+    /// A store with a push wake announces the row on commit, unless a committed row is already
+    /// waiting unclaimed.
+    async fn outbox_stage(
+        &self,
+        conn: CallerConn<'_>,
+        request: &EnqueueRequest,
+    ) -> Result<(), JobError>;
+
+    /// Claims the head of the outbox for `params.holder`, in `(staged_at, id)` order; empty
+    /// while another holder's claim on it has not lapsed.
+    async fn outbox_claim(&self, params: &OutboxClaimParams)
+        -> Result<Vec<OutboxRecord>, JobError>;
+
+    /// Marks the rows published, with what the job store answered; answers how many it changed.
+    async fn outbox_published(
+        &self,
+        settle: &OutboxSettle<'_>,
+        rows: &[OutboxPublished],
+    ) -> Result<u64, JobError>;
+
+    /// Hands the rows back unpublished at once. `failed`, when given, is the row whose publish
+    /// failed and the failure's code: its attempts go up by one and the code is kept.
+    async fn outbox_release(
+        &self,
+        settle: &OutboxSettle<'_>,
+        ids: &[JobId],
+        failed: Option<(JobId, &str)>,
+    ) -> Result<u64, JobError>;
+
+    /// Marks a row the job store refused for good (a terminal code: a held key under
+    /// `error_on_duplicate`, a limit): never published, kept for the operator with its code.
+    async fn outbox_refused(
+        &self,
+        settle: &OutboxSettle<'_>,
+        id: JobId,
+        code: &str,
+    ) -> Result<u64, JobError>;
+
+    /// The outbox as an operator sees it.
+    async fn outbox_stats(&self) -> Result<OutboxStats, JobError>;
+
+    /// Deletes published and refused rows settled before `before`, at most `limit`; answers
+    /// how many went.
+    async fn outbox_purge(&self, before: Timestamp, limit: u32) -> Result<u64, JobError>;
+
+    /// A push wake, when the store has one: a signal each time a staged row commits (or may
+    /// have), and whether the wake is proven live. `None`: the relay's poll is all there is.
+    async fn outbox_wake(&self) -> Result<Option<WakeReceiver>, JobError> {
+        Ok(None)
+    }
+}

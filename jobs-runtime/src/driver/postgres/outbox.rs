@@ -1,0 +1,280 @@
+//! The outbox on Postgres ([`PostgresOutbox`]): `x_outbox` in the app's database, staged on the
+//! caller's transaction, claimed by the relay under an advisory lock so claims take turns.
+//! Its statements are the `outbox_*.sql` files beside this module.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnection, PgPool};
+use sqlx::{Row, SqlStr};
+
+use super::classify::{classify, Op};
+use super::sql::{check_schema, render, safe};
+use super::wake;
+use crate::clock::Timestamp;
+use crate::driver::caller_tx::{foreign_connection, CallerConn};
+use crate::driver::outbox::*;
+use crate::driver::records::{EnqueueRequest, JobId};
+use crate::driver::WakeReceiver;
+use crate::error::JobError;
+
+/// The outbox's DDL: the jobs' migration 23, which [`PostgresOutbox::install`] also runs.
+const DDL: &str = include_str!("../../../migrations/0023_outbox.sql");
+
+#[derive(Debug)]
+struct Statements {
+    stage: SqlStr,
+    claim: SqlStr,
+    published: SqlStr,
+    release: SqlStr,
+    refused: SqlStr,
+    stats: SqlStr,
+    purge: SqlStr,
+}
+
+impl Statements {
+    fn new(schema: &str) -> Self {
+        let sql = |text: &str| safe(render(text, schema));
+        Statements {
+            stage: sql(include_str!("sql/outbox_stage.sql")),
+            claim: sql(include_str!("sql/outbox_claim.sql")),
+            published: sql(include_str!("sql/outbox_published.sql")),
+            release: sql(include_str!("sql/outbox_release.sql")),
+            refused: sql(include_str!("sql/outbox_refused.sql")),
+            stats: sql(include_str!("sql/outbox_stats.sql")),
+            purge: sql(include_str!("sql/outbox_purge.sql")),
+        }
+    }
+}
+
+/// The transactional outbox in a Postgres database: the app's own (where the business rows
+/// are), whichever store runs the jobs.
+///
+/// ```no_run
+/// # use jobs::prelude::*;
+/// # #[derive(Serialize, Deserialize, JsonSchema)] struct Signup { user_id: u64 }
+/// # #[job(key = "welcome:{user_id}", tenant = none)]
+/// # async fn send_welcome(_run: Run, _input: Signup) -> Result<(), JobError> { Ok(()) }
+/// # async fn demo(app: jobs::sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+/// use jobs::driver::postgres::PostgresOutbox;
+/// use jobs::outbox::{OutboxMode, OutboxRelay};
+///
+/// let outbox = PostgresOutbox::new(app.clone(), "public")?;
+/// outbox.install().await?; // creates x_outbox if missing
+/// let jobs = Jobs::open("redis://127.0.0.1/").await?.with_outbox(outbox.clone(), OutboxMode::Required);
+/// let relay = OutboxRelay::builder(outbox, &jobs).build()?.start();
+///
+/// let mut tx = app.begin().await?;
+/// // ... the app's own writes on `tx` ...
+/// SendWelcome::enqueue_in(&jobs, &mut tx, Signup { user_id: 7 }).await?;
+/// tx.commit().await?; // the job is published after this, and only if it commits
+/// # relay.stop(std::time::Duration::from_secs(5)).await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct PostgresOutbox {
+    pool: PgPool,
+    schema: Arc<str>,
+    channel: Arc<str>,
+    sql: Arc<Statements>,
+}
+
+impl PostgresOutbox {
+    /// The outbox in `schema` of the database `pool` connects to (a plain lower-case
+    /// identifier; `X_DRIVER_URL_INVALID` otherwise). Stages run on the caller's connection;
+    /// the relay's claims, marks and reads run on `pool`.
+    pub fn new(pool: PgPool, schema: &str) -> Result<Self, JobError> {
+        check_schema(schema)?;
+        Ok(PostgresOutbox {
+            pool,
+            schema: schema.into(),
+            channel: channel(schema).into(),
+            sql: Arc::new(Statements::new(schema)),
+        })
+    }
+
+    /// The outbox beside a Postgres job store, in its database and schema (its migrations
+    /// create `x_outbox`).
+    pub fn of(driver: &super::PostgresDriver) -> Self {
+        Self::new(driver.pool().clone(), driver.schema())
+            .expect("a driver's schema was checked when it was built")
+    }
+
+    /// Creates the schema and `x_outbox` when missing (the DDL of the jobs' migration 23):
+    /// for an app database apart from the job store's. Idempotent; safe from several processes
+    /// at once.
+    pub async fn install(&self) -> Result<(), JobError> {
+        let failed = |e| classify(Op::OutboxInstall, e);
+        let mut tx = self.pool.begin().await.map_err(failed)?;
+        sqlx::query("select pg_advisory_xact_lock(hashtext($1))")
+            .bind(format!("jobs.outbox.install:{}", self.schema))
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        let ddl = format!(
+            "create schema if not exists {{schema}};\n{DDL}"
+        );
+        sqlx::raw_sql(safe(render(&ddl, &self.schema)))
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        tx.commit().await.map_err(failed)
+    }
+}
+
+/// The wake channel of a schema's outbox.
+fn channel(schema: &str) -> String {
+    format!("x_outbox_wake:{schema}")
+}
+
+#[async_trait]
+impl OutboxStore for PostgresOutbox {
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn outbox_stage(
+        &self,
+        conn: CallerConn<'_>,
+        request: &EnqueueRequest,
+    ) -> Result<(), JobError> {
+        let conn = conn
+            .downcast_mut::<PgConnection>()
+            .ok_or_else(|| foreign_connection("postgres outbox", "PgConnection"))?;
+        sqlx::query(self.sql.stage.clone())
+            .bind(request.id)
+            .bind(request.run_id)
+            .bind(&request.name)
+            .bind(&request.queue)
+            .bind(&request.input)
+            .bind(&request.idempotency_key)
+            .bind(&request.tenant_id)
+            .bind(request.max_attempts as i32)
+            .bind(request.run_at)
+            .bind(request.on_conflict.as_str())
+            .bind(&request.traceparent)
+            .bind(&request.actor)
+            .bind(request.now)
+            .bind(&*self.channel)
+            .execute(conn)
+            .await
+            .map_err(|e| classify(Op::OutboxStage, e))?;
+        Ok(())
+    }
+
+    async fn outbox_claim(
+        &self,
+        params: &OutboxClaimParams,
+    ) -> Result<Vec<OutboxRecord>, JobError> {
+        let failed = |e| classify(Op::OutboxClaim, e);
+        let live_after = params
+            .now
+            .checked_sub_signed(chrono::Duration::from_std(params.lease).unwrap_or_default())
+            .unwrap_or(params.now);
+        let mut tx = self.pool.begin().await.map_err(failed)?;
+        sqlx::query("select pg_advisory_xact_lock(hashtext($1))")
+            .bind(&*self.channel)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        let mut records: Vec<OutboxRecord> = sqlx::query_as(self.sql.claim.clone())
+            .bind(&params.holder)
+            .bind(i64::try_from(params.limit).unwrap_or(i64::MAX))
+            .bind(params.now)
+            .bind(live_after)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        // `returning` keeps no order: the relay publishes in the claim's.
+        records.sort_by_key(|r| (r.request.now, r.request.id));
+        Ok(records)
+    }
+
+    async fn outbox_published(
+        &self,
+        settle: &OutboxSettle<'_>,
+        rows: &[OutboxPublished],
+    ) -> Result<u64, JobError> {
+        let ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
+        let deduped: Vec<bool> = rows.iter().map(|r| r.deduped).collect();
+        let done = sqlx::query(self.sql.published.clone())
+            .bind(settle.holder)
+            .bind(&ids)
+            .bind(&deduped)
+            .bind(settle.now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify(Op::OutboxPublished, e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn outbox_release(
+        &self,
+        settle: &OutboxSettle<'_>,
+        ids: &[JobId],
+        failed: Option<(JobId, &str)>,
+    ) -> Result<u64, JobError> {
+        let done = sqlx::query(self.sql.release.clone())
+            .bind(settle.holder)
+            .bind(ids)
+            .bind(failed.map(|(id, _)| id))
+            .bind(failed.map(|(_, code)| code))
+            .bind(settle.now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify(Op::OutboxRelease, e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn outbox_refused(
+        &self,
+        settle: &OutboxSettle<'_>,
+        id: JobId,
+        code: &str,
+    ) -> Result<u64, JobError> {
+        let done = sqlx::query(self.sql.refused.clone())
+            .bind(settle.holder)
+            .bind(id)
+            .bind(code)
+            .bind(settle.now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify(Op::OutboxRefused, e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats, JobError> {
+        let failed = |e| classify(Op::OutboxStats, e);
+        let row = sqlx::query(self.sql.stats.clone())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(failed)?;
+        let count = |name: &str| -> Result<u64, JobError> {
+            let n: i64 = row.try_get(name).map_err(failed)?;
+            Ok(n.max(0) as u64)
+        };
+        Ok(OutboxStats {
+            backlog: count("backlog")?,
+            oldest_staged_at: row.try_get("oldest_staged_at").map_err(failed)?,
+            failing: count("failing")?,
+            last_error_code: row.try_get("last_error_code").map_err(failed)?,
+            refused: count("refused")?,
+            published: count("published")?,
+        })
+    }
+
+    async fn outbox_purge(&self, before: Timestamp, limit: u32) -> Result<u64, JobError> {
+        let done = sqlx::query(self.sql.purge.clone())
+            .bind(before)
+            .bind(i64::from(limit))
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify(Op::OutboxPurge, e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn outbox_wake(&self) -> Result<Option<WakeReceiver>, JobError> {
+        Ok(Some(wake::spawn(self.pool.clone(), self.channel.to_string())))
+    }
+}

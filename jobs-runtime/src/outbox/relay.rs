@@ -1,0 +1,426 @@
+//! [`OutboxRelay`]: claims committed outbox rows in stage order, as a lease, and publishes them
+//! through the job store's own batched enqueue.
+//!
+//! One pass: claim up to a batch (stamping this relay as the holder in the statement that picks
+//! the rows), publish the batch in one `job_enqueue_many`, mark it published. When the batch
+//! call fails, the rows are published one at a time in order, and the first that fails stops
+//! the pass: the rows before it are marked, it and every row after it are released at once, so
+//! nothing overtakes it. The job's id is the row's: a relay that crashed between publishing and
+//! marking re-publishes, and the job store answers the first job (`deduped`), never a second.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::client::Jobs;
+use crate::driver::outbox::*;
+use crate::driver::records::{EnqueueRequest, EnqueueResult};
+use crate::driver::WakeSignal;
+use crate::error::{ErrorCode, JobError};
+
+/// Rows a pass claims at most.
+pub const DEFAULT_OUTBOX_BATCH: usize = 500;
+/// The wait between passes while there is work (a pass that emptied a full batch goes again
+/// at once).
+pub const DEFAULT_OUTBOX_INTERVAL: Duration = Duration::from_millis(200);
+/// The idle wait's ceiling while the store's wake is proven live: 12 claims a minute.
+pub const DEFAULT_OUTBOX_IDLE_MAX: Duration = Duration::from_secs(5);
+/// The idle wait's ceiling with no live wake (the poll is all there is): 30 claims a minute.
+pub const DEFAULT_OUTBOX_IDLE_MAX_WITHOUT_WAKE: Duration = Duration::from_secs(2);
+
+/// Codes a job store refuses one row with for good: publishing it again would fail again, so
+/// the row is set aside (refused, kept with its code) rather than stopping the outbox behind it.
+/// Every other failure (the store down, a timeout) stops the pass and the row is retried.
+const REFUSALS: &[ErrorCode] = &[
+    ErrorCode::JobDuplicate,
+    ErrorCode::LimitExceeded,
+    ErrorCode::ValueUnstorable,
+];
+
+/// Builds an [`OutboxRelay`]; every setting is checked by [`OutboxRelayBuilder::build`].
+#[derive(Debug)]
+pub struct OutboxRelayBuilder {
+    store: Arc<dyn OutboxStore>,
+    jobs: Jobs,
+    batch: usize,
+    interval: Duration,
+    idle_max: Duration,
+    idle_max_without_wake: Duration,
+    lease: Duration,
+    holder: Option<String>,
+}
+
+impl OutboxRelayBuilder {
+    /// Rows a pass claims and publishes at most (default [`DEFAULT_OUTBOX_BATCH`]).
+    pub fn batch(mut self, rows: usize) -> Self {
+        self.batch = rows;
+        self
+    }
+
+    /// The wait between passes while there is work (default [`DEFAULT_OUTBOX_INTERVAL`]).
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// The idle wait's ceilings, with a live wake and without one (defaults
+    /// [`DEFAULT_OUTBOX_IDLE_MAX`] and [`DEFAULT_OUTBOX_IDLE_MAX_WITHOUT_WAKE`]).
+    pub fn idle_max(mut self, with_wake: Duration, without_wake: Duration) -> Self {
+        self.idle_max = with_wake;
+        self.idle_max_without_wake = without_wake;
+        self
+    }
+
+    /// How long a claim holds its rows before another relay may take them over (default
+    /// [`DEFAULT_OUTBOX_CLAIM_LEASE`], 30 s): a positive whole number of milliseconds, else
+    /// `X_INVARIANT` at [`build`](Self::build).
+    pub fn claim_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// This relay's holder id (default `relay:<uuid>`): unique per running relay, never reused.
+    pub fn holder(mut self, holder: impl Into<String>) -> Self {
+        self.holder = Some(holder.into());
+        self
+    }
+
+    /// Checks the settings and builds the relay.
+    pub fn build(self) -> Result<OutboxRelay, JobError> {
+        let whole_ms = |d: Duration| !d.is_zero() && d.subsec_nanos() % 1_000_000 == 0;
+        if !whole_ms(self.lease) {
+            return Err(JobError::new(
+                ErrorCode::Invariant,
+                "the outbox relay's claim lease is not a positive whole number of milliseconds",
+            )
+            .with_fix("leave the default (30 s) or pass a positive whole number of milliseconds"));
+        }
+        for (what, value) in [
+            ("interval", self.interval),
+            ("idle_max", self.idle_max),
+            ("idle_max without a wake", self.idle_max_without_wake),
+        ] {
+            if value.is_zero() {
+                return Err(JobError::new(
+                    ErrorCode::Invariant,
+                    format!("the outbox relay's `{what}` is zero"),
+                )
+                .with_fix("give it a positive duration"));
+            }
+        }
+        if self.batch == 0 {
+            return Err(JobError::new(
+                ErrorCode::Invariant,
+                "the outbox relay's batch is zero rows",
+            )
+            .with_fix("claim at least one row a pass"));
+        }
+        let holder = self
+            .holder
+            .unwrap_or_else(|| format!("relay:{}", Uuid::now_v7()));
+        if holder.is_empty() || holder.len() > 200 || holder.chars().any(char::is_control) {
+            return Err(JobError::new(
+                ErrorCode::Invariant,
+                "the outbox relay's holder id is empty, longer than 200 bytes, or holds a control character",
+            )
+            .with_fix("leave the default holder id, or pass a short printable one"));
+        }
+        Ok(OutboxRelay {
+            inner: Arc::new(Inner {
+                store: self.store,
+                jobs: self.jobs,
+                batch: self.batch,
+                interval: self.interval,
+                idle_max: self.idle_max,
+                idle_max_without_wake: self.idle_max_without_wake,
+                lease: self.lease,
+                holder,
+            }),
+        })
+    }
+}
+
+/// The outbox relay: publishes committed outbox rows to the job store of a [`Jobs`] client.
+///
+/// Run it with [`OutboxRelay::start`] (or let a worker run it: `WorkerBuilder::outbox_relay`),
+/// or pass by pass with [`OutboxRelay::pass`] in a test. See the module for the guarantees.
+#[derive(Debug, Clone)]
+pub struct OutboxRelay {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Arc<dyn OutboxStore>,
+    jobs: Jobs,
+    batch: usize,
+    interval: Duration,
+    idle_max: Duration,
+    idle_max_without_wake: Duration,
+    lease: Duration,
+    holder: String,
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PassReport {
+    /// Rows claimed.
+    pub claimed: usize,
+    /// Rows published (a deduped one included).
+    pub published: usize,
+    /// Of those, rows the job store already held (a re-publish, or a live key).
+    pub deduped: usize,
+    /// Rows the job store refused for good (kept, never published).
+    pub refused: usize,
+    /// The code of the failure that stopped the pass, when one did.
+    pub stopped_by: Option<String>,
+}
+
+impl OutboxRelay {
+    /// A relay from `store` into the job store `jobs` runs on, with the defaults.
+    pub fn builder(store: impl OutboxStore, jobs: &Jobs) -> OutboxRelayBuilder {
+        Self::builder_shared(Arc::new(store), jobs)
+    }
+
+    /// [`OutboxRelay::builder`] over a shared store.
+    pub fn builder_shared(store: Arc<dyn OutboxStore>, jobs: &Jobs) -> OutboxRelayBuilder {
+        OutboxRelayBuilder {
+            store,
+            jobs: jobs.clone(),
+            batch: DEFAULT_OUTBOX_BATCH,
+            interval: DEFAULT_OUTBOX_INTERVAL,
+            idle_max: DEFAULT_OUTBOX_IDLE_MAX,
+            idle_max_without_wake: DEFAULT_OUTBOX_IDLE_MAX_WITHOUT_WAKE,
+            lease: DEFAULT_OUTBOX_CLAIM_LEASE,
+            holder: None,
+        }
+    }
+
+    /// This relay's holder id.
+    pub fn holder(&self) -> &str {
+        &self.inner.holder
+    }
+
+    /// The outbox store it reads.
+    pub fn store(&self) -> &Arc<dyn OutboxStore> {
+        &self.inner.store
+    }
+
+    /// One pass: claim a batch, publish it in order, mark what was published and release the
+    /// rest at the first failure.
+    pub async fn pass(&self) -> Result<PassReport, JobError> {
+        let inner = &*self.inner;
+        let rows = inner
+            .store
+            .outbox_claim(&OutboxClaimParams {
+                holder: inner.holder.clone(),
+                limit: inner.batch,
+                lease: inner.lease,
+                now: inner.jobs.now(),
+            })
+            .await?;
+        let mut report = PassReport {
+            claimed: rows.len(),
+            ..PassReport::default()
+        };
+        if rows.is_empty() {
+            return Ok(report);
+        }
+        let now = inner.jobs.now();
+        let requests: Vec<EnqueueRequest> = rows
+            .into_iter()
+            .map(|row| EnqueueRequest { now, ..row.request })
+            .collect();
+        let settle = OutboxSettle {
+            holder: &inner.holder,
+            now,
+        };
+        match inner.jobs.driver().job_enqueue_many(&requests).await {
+            Ok(results) => {
+                self.mark(&settle, &requests, &results, &mut report).await?;
+            }
+            Err(_) => self.one_by_one(&settle, &requests, &mut report).await?,
+        }
+        if report.published > 0 {
+            inner.jobs.local_wake().notify_waiters();
+        }
+        Ok(report)
+    }
+
+    /// After a failed batch call: each row in order, stopping at the first that fails.
+    async fn one_by_one(
+        &self,
+        settle: &OutboxSettle<'_>,
+        requests: &[EnqueueRequest],
+        report: &mut PassReport,
+    ) -> Result<(), JobError> {
+        let store = &self.inner.store;
+        for (at, request) in requests.iter().enumerate() {
+            match self.inner.jobs.driver().job_enqueue(request).await {
+                Ok(result) => {
+                    self.mark(settle, std::slice::from_ref(request), &[result], report)
+                        .await?;
+                }
+                Err(error) if error.code().is_some_and(|c| REFUSALS.contains(&c)) => {
+                    let code = error.code().map_or("", |c| c.as_str());
+                    tracing::warn!(target: "jobs.outbox.refused", job_id = %request.id, job = %request.name, code, "the job store refused an outbox row for good; it is kept, unpublished");
+                    store.outbox_refused(settle, request.id, code).await?;
+                    report.refused += 1;
+                }
+                Err(error) => {
+                    let code = error.code().map_or("X_DRIVER", |c| c.as_str());
+                    let rest: Vec<_> = requests[at..].iter().map(|r| r.id).collect();
+                    store
+                        .outbox_release(settle, &rest, Some((request.id, code)))
+                        .await?;
+                    tracing::warn!(target: "jobs.outbox.publish-failed", job_id = %request.id, code, held_back = rest.len(), "an outbox row failed to publish; it and the rows after it wait for the next pass");
+                    report.stopped_by = Some(code.to_string());
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn mark(
+        &self,
+        settle: &OutboxSettle<'_>,
+        requests: &[EnqueueRequest],
+        results: &[EnqueueResult],
+        report: &mut PassReport,
+    ) -> Result<(), JobError> {
+        let published: Vec<OutboxPublished> = requests
+            .iter()
+            .zip(results)
+            .map(|(request, result)| OutboxPublished {
+                id: request.id,
+                deduped: result.deduped,
+            })
+            .collect();
+        self.inner
+            .store
+            .outbox_published(settle, &published)
+            .await?;
+        report.published += published.len();
+        report.deduped += published.iter().filter(|p| p.deduped).count();
+        Ok(())
+    }
+
+    /// Starts the relay loop on the tokio runtime: a pass at once, again at once after a full
+    /// batch, after the interval while there is work, and idle after a doubling wait up to the
+    /// ceiling, cut short by the store's wake.
+    pub fn start(&self) -> RelayHandle {
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(self.clone().run(stop.clone()));
+        RelayHandle {
+            relay: self.clone(),
+            stop,
+            task,
+        }
+    }
+
+    async fn run(self, stop: CancellationToken) {
+        let inner = &*self.inner;
+        let clock = inner.jobs.clock().clone();
+        let mut wake = match inner.store.outbox_wake().await {
+            Ok(wake) => wake,
+            Err(error) => {
+                tracing::warn!(target: "jobs.outbox.wake-unavailable", %error, "the outbox's wake could not be opened; polling only");
+                None
+            }
+        };
+        let mut live = false;
+        let mut idle = inner.interval;
+        while !stop.is_cancelled() {
+            let ceiling = if live {
+                inner.idle_max
+            } else {
+                inner.idle_max_without_wake
+            };
+            let wait = match self.pass().await {
+                Ok(report) if report.stopped_by.is_none() && report.claimed == inner.batch => {
+                    idle = inner.interval;
+                    continue;
+                }
+                Ok(report) if report.stopped_by.is_none() && report.claimed > 0 => {
+                    idle = inner.interval;
+                    inner.interval
+                }
+                Ok(report) => {
+                    if report.claimed == 0 {
+                        tracing::trace!(target: "jobs.outbox.idle", "nothing to publish");
+                    }
+                    let wait = idle.min(ceiling);
+                    idle = (idle * 2).min(ceiling);
+                    wait
+                }
+                Err(error) => {
+                    tracing::warn!(target: "jobs.outbox.tick-failed", %error, "an outbox pass failed; the relay tries again");
+                    let wait = idle.min(ceiling);
+                    idle = (idle * 2).min(ceiling);
+                    wait
+                }
+            };
+            let sleep = clock.sleep(wait);
+            tokio::pin!(sleep);
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = &mut sleep => break,
+                    signal = recv(&mut wake) => match signal {
+                        Some(WakeSignal::Live) => live = true,
+                        Some(WakeSignal::Lost) => live = false,
+                        Some(WakeSignal::Queue(_)) => {
+                            idle = inner.interval;
+                            break;
+                        }
+                        None => wake = None,
+                    },
+                }
+            }
+        }
+    }
+}
+
+/// The next wake signal; pending forever when there is no wake.
+async fn recv(wake: &mut Option<crate::driver::WakeReceiver>) -> Option<WakeSignal> {
+    match wake {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A running relay ([`OutboxRelay::start`]).
+#[derive(Debug)]
+pub struct RelayHandle {
+    relay: OutboxRelay,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RelayHandle {
+    /// The relay.
+    pub fn relay(&self) -> &OutboxRelay {
+        &self.relay
+    }
+
+    /// Stops the relay: no pass starts after this, and the pass in flight is joined if it ends
+    /// within `deadline` (on the client's clock); past it the pass is abandoned, and its claim
+    /// lapses for another relay to take over. Await it before closing the outbox's database.
+    /// Answers whether the pass in flight (if any) ended in time.
+    pub async fn stop(self, deadline: Duration) -> bool {
+        self.stop.cancel();
+        let clock = self.relay.inner.jobs.clock().clone();
+        let mut task = self.task;
+        tokio::select! {
+            _ = &mut task => true,
+            _ = clock.sleep(deadline) => {
+                task.abort();
+                tracing::warn!(target: "jobs.outbox.stop-deadline", "the outbox pass in flight outlived the stop deadline; its claim lapses for another relay");
+                false
+            }
+        }
+    }
+}
