@@ -40,6 +40,7 @@ pub mod job_settle;
 pub mod lease;
 pub mod ledger_book;
 pub mod limits;
+pub mod outbox;
 pub mod scheduler;
 pub mod step;
 pub mod tenancy;
