@@ -11,8 +11,8 @@ use uuid::Uuid;
 use crate::clock::{SharedClock, SystemClock, Timestamp};
 use crate::driver::{
     CallerConnection, CallerTransaction, EnqueueRequest, EnqueueResult, EventPublish,
-    JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, OutboxStore, QueueStats,
-    QueueStatsParams, DEFAULT_EVENT_TTL,
+    JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, OutboxStore,
+    QueueStats, QueueStatsParams, DEFAULT_EVENT_TTL,
 };
 use crate::enqueue::{EnqueueOptions, Prepared};
 use crate::error::{ErrorCode, JobError};
@@ -230,10 +230,15 @@ impl Jobs {
     }
 
     /// `X_OUTBOX_NO_TX` when the outbox requires a transaction and the call does not opt out.
-    fn refuse_outside_transaction(&self, job: &str, options: &EnqueueOptions) -> Result<(), JobError> {
+    fn refuse_outside_transaction(
+        &self,
+        job: &str,
+        options: &EnqueueOptions,
+    ) -> Result<(), JobError> {
         match &self.outbox {
             Some(installed)
-                if installed.mode == crate::outbox::OutboxMode::Required && !options.is_direct() =>
+                if installed.mode == crate::outbox::OutboxMode::Required
+                    && !options.is_direct() =>
             {
                 Err(crate::outbox::no_transaction(job))
             }

@@ -20,6 +20,7 @@ mod lock;
 mod manifest;
 mod manifest_cli;
 mod operator_tenancy;
+mod outbox;
 mod purge;
 mod purge_declared;
 mod retries;

@@ -193,11 +193,17 @@ pub async fn outbox_claim_takes_committed_rows_in_stage_order(fixture: Arc<dyn O
     let first = claim_ok(&*store, &claim("r1", 3, at(20))).await;
     let mut expected_tie = [tie[0].id, tie[1].id];
     expected_tie.sort();
-    assert_eq!(ids(&first), vec![early.id, expected_tie[0], expected_tie[1]]);
+    assert_eq!(
+        ids(&first),
+        vec![early.id, expected_tie[0], expected_tie[1]]
+    );
     let rest = claim_ok(&*store, &claim("r1", 3, at(20))).await;
     // The same holder claims again from the head: its own rows and the next.
     assert_eq!(rest.len(), 3);
-    assert_eq!(ids(&rest)[..3], [early.id, expected_tie[0], expected_tie[1]]);
+    assert_eq!(
+        ids(&rest)[..3],
+        [early.id, expected_tie[0], expected_tie[1]]
+    );
     let all = claim_ok(&*store, &claim("r1", 10, at(20))).await;
     assert_eq!(ids(&all).last(), Some(&late.id));
 }
@@ -261,7 +267,13 @@ pub async fn outbox_marks_are_fenced_on_the_holder(fixture: Arc<dyn OutboxFixtur
     let new = claim_ok(&*store, &claim("r2", 2, at(50))).await;
     assert_eq!(ids(&old), ids(&new));
     let late = settle("r1", at(51));
-    assert_eq!(store.outbox_published(&late, &published(&old)).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .outbox_published(&late, &published(&old))
+            .await
+            .unwrap(),
+        0
+    );
     assert_eq!(
         store
             .outbox_release(&late, &ids(&old), Some((old[0].request.id, "X_DRIVER")))
@@ -367,7 +379,11 @@ pub async fn outbox_purge_deletes_settled_rows_before_the_cutoff_in_bounded_batc
         .await
         .unwrap();
     store
-        .outbox_refused(&settle("r1", at(20)), held[3].request.id, "X_LIMIT_EXCEEDED")
+        .outbox_refused(
+            &settle("r1", at(20)),
+            held[3].request.id,
+            "X_LIMIT_EXCEEDED",
+        )
         .await
         .unwrap();
     store
@@ -554,7 +570,10 @@ pub async fn relay_stops_at_the_first_failed_row_and_keeps_the_rest(
     let s = stats_of(&*fixture).await;
     assert_eq!((s.backlog, s.failing, s.published), (4, 1, 2));
     for row in &rows[2..] {
-        assert!(failing.get(row.id).await.is_none(), "a row after the failure was published");
+        assert!(
+            failing.get(row.id).await.is_none(),
+            "a row after the failure was published"
+        );
     }
     // Released at once: another relay may take the head straight away.
     failing.heal();
@@ -584,8 +603,16 @@ pub async fn relay_sets_aside_a_row_the_job_store_refuses_for_good(
         .await
         .expect("pass");
     assert_eq!((report.published, report.refused), (1, 1));
-    assert!(driver.job_get(&JobGetParams { id: dup.id }).await.unwrap().is_none());
-    assert!(driver.job_get(&JobGetParams { id: after.id }).await.unwrap().is_some());
+    assert!(driver
+        .job_get(&JobGetParams { id: dup.id })
+        .await
+        .unwrap()
+        .is_none());
+    assert!(driver
+        .job_get(&JobGetParams { id: after.id })
+        .await
+        .unwrap()
+        .is_some());
     let s = stats_of(&*fixture).await;
     assert_eq!((s.backlog, s.refused, s.published), (0, 1, 1));
 }
@@ -604,7 +631,11 @@ pub async fn relay_re_publish_after_a_crash_meets_the_first_job(fixture: Arc<dyn
     let requests: Vec<EnqueueRequest> = held.iter().map(|r| r.request.clone()).collect();
     driver.job_enqueue_many(&requests).await.unwrap();
     let relay = relay(&*fixture, &jobs, "relay-b", 10);
-    assert_eq!(relay.pass().await.unwrap().claimed, 0, "the crashed claim is still live");
+    assert_eq!(
+        relay.pass().await.unwrap().claimed,
+        0,
+        "the crashed claim is still live"
+    );
     let later = Jobs::with_clock(
         driver.clone(),
         Arc::new(crate::clock::TestClock::at(at(100 + 31))),

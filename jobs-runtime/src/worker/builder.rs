@@ -61,6 +61,7 @@ pub struct WorkerBuilder {
     id: Option<String>,
     limits: Limits,
     retention: Option<crate::Retention>,
+    outbox_relay: Option<crate::outbox::OutboxRelay>,
 }
 
 impl std::fmt::Debug for WorkerBuilder {
@@ -98,6 +99,7 @@ impl WorkerBuilder {
             id: None,
             limits: Limits::default(),
             retention: None,
+            outbox_relay: None,
         }
     }
 
@@ -184,6 +186,14 @@ impl WorkerBuilder {
     /// worker may sweep: the deletes skip rows another sweeper holds).
     pub fn retention(mut self, retention: crate::Retention) -> Self {
         self.retention = Some(retention);
+        self
+    }
+
+    /// Runs `relay` beside the worker: [`Worker::start`](crate::Worker::start) starts it, and
+    /// [`WorkerHandle::shutdown`](crate::WorkerHandle::shutdown) stops it, joining its pass in
+    /// flight within the worker's shutdown deadline.
+    pub fn outbox_relay(mut self, relay: crate::outbox::OutboxRelay) -> Self {
+        self.outbox_relay = Some(relay);
         self
     }
 
@@ -292,6 +302,7 @@ impl WorkerBuilder {
                 completer: Default::default(),
                 keeper: Default::default(),
                 retention: self.retention,
+                outbox_relay: self.outbox_relay,
             }),
         })
     }

@@ -102,6 +102,8 @@ pub(crate) struct WorkerShared {
     pub keeper: keeper::Keeper,
     /// Finished rows' retention, swept by the run loop.
     pub retention: Option<crate::Retention>,
+    /// The outbox relay started and stopped with the loop.
+    pub outbox_relay: Option<crate::outbox::OutboxRelay>,
 }
 
 /// What a worker has done since it started.
@@ -222,6 +224,7 @@ impl Worker {
             worker: self.clone(),
             stop,
             task,
+            relay: self.shared.outbox_relay.as_ref().map(|relay| relay.start()),
         }
     }
 
@@ -439,6 +442,7 @@ pub struct WorkerHandle {
     worker: Worker,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
+    relay: Option<crate::outbox::RelayHandle>,
 }
 
 /// What a graceful shutdown did.
@@ -461,6 +465,9 @@ impl WorkerHandle {
         let shared = self.worker.shared.clone();
         self.stop.cancel();
         let _ = self.task.await;
+        if let Some(relay) = self.relay {
+            relay.stop(shared.shutdown_deadline).await;
+        }
         let mut in_flight = shared.in_flight_total.subscribe();
         let clock = shared.jobs.clock().clone();
         let finished = tokio::select! {

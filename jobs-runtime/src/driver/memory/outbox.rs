@@ -158,9 +158,9 @@ impl OutboxStore for MemoryOutbox {
     ) -> Result<Vec<OutboxRecord>, JobError> {
         let mut rows = self.shared.rows.lock().expect("outbox lock");
         let held_elsewhere = rows.pending.values().any(|row| {
-            row.claim.as_ref().is_some_and(|(by, at)| {
-                by != &params.holder && add(*at, params.lease) > params.now
-            })
+            row.claim
+                .as_ref()
+                .is_some_and(|(by, at)| by != &params.holder && add(*at, params.lease) > params.now)
         });
         if held_elsewhere {
             return Ok(Vec::new());
@@ -220,7 +220,10 @@ impl OutboxStore for MemoryOutbox {
         _code: &str,
     ) -> Result<u64, JobError> {
         let mut rows = self.shared.rows.lock().expect("outbox lock");
-        let keys: Vec<_> = rows.held(settle.holder, &[id]).map(|(key, _)| key).collect();
+        let keys: Vec<_> = rows
+            .held(settle.holder, &[id])
+            .map(|(key, _)| key)
+            .collect();
         for key in &keys {
             rows.pending.remove(key);
             rows.settled.insert(key.1, (settle.now, true));
@@ -243,8 +246,16 @@ impl OutboxStore for MemoryOutbox {
                 .iter()
                 .max_by_key(|(at, _)| *at)
                 .map(|(_, code)| code.clone()),
-            refused: rows.settled.values().filter(|(_, refused)| *refused).count() as u64,
-            published: rows.settled.values().filter(|(_, refused)| !*refused).count() as u64,
+            refused: rows
+                .settled
+                .values()
+                .filter(|(_, refused)| *refused)
+                .count() as u64,
+            published: rows
+                .settled
+                .values()
+                .filter(|(_, refused)| !*refused)
+                .count() as u64,
         })
     }
 

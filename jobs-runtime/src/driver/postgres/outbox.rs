@@ -111,9 +111,7 @@ impl PostgresOutbox {
             .execute(&mut *tx)
             .await
             .map_err(failed)?;
-        let ddl = format!(
-            "create schema if not exists {{schema}};\n{DDL}"
-        );
+        let ddl = format!("create schema if not exists {{schema}};\n{DDL}");
         sqlx::raw_sql(safe(render(&ddl, &self.schema)))
             .execute(&mut *tx)
             .await
@@ -275,6 +273,9 @@ impl OutboxStore for PostgresOutbox {
     }
 
     async fn outbox_wake(&self) -> Result<Option<WakeReceiver>, JobError> {
-        Ok(Some(wake::spawn(self.pool.clone(), self.channel.to_string())))
+        Ok(Some(wake::spawn(
+            self.pool.clone(),
+            self.channel.to_string(),
+        )))
     }
 }
