@@ -24,6 +24,7 @@ mod operator_sqlite;
 mod outbox_memory;
 mod outbox_postgres;
 mod outbox_sqlite;
+mod outbox_targets;
 mod purge_postgres;
 mod purge_redis;
 mod redis_harness;
