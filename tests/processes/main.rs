@@ -26,3 +26,4 @@ mod chaos_sqlite;
 mod crash_postgres;
 mod crash_redis;
 mod crash_sqlite;
+mod outbox_relay_kill;

@@ -41,7 +41,12 @@ async fn stage_pg(jobs: &Jobs, pool: &jobs::sqlx::PgPool, first: u64, n: u64) ->
     for chunk in (first..first + n).collect::<Vec<_>>().chunks(10) {
         let mut tx = pool.begin().await.unwrap();
         for id in chunk {
-            ids.push(OutboxShip::enqueue_in(jobs, &mut tx, Order { id: *id }).await.unwrap().id);
+            ids.push(
+                OutboxShip::enqueue_in(jobs, &mut tx, Order { id: *id })
+                    .await
+                    .unwrap()
+                    .id,
+            );
         }
         tx.commit().await.unwrap();
     }
@@ -91,7 +96,12 @@ async fn feeds(target: Arc<dyn JobDriver>, outbox: Arc<dyn OutboxStore>, stage: 
             let mut ids = Vec::new();
             let mut tx = pool.begin().await.unwrap();
             for id in 1..=25 {
-                ids.push(OutboxShip::enqueue_in(&jobs, &mut tx, Order { id }).await.unwrap().id);
+                ids.push(
+                    OutboxShip::enqueue_in(&jobs, &mut tx, Order { id })
+                        .await
+                        .unwrap()
+                        .id,
+                );
             }
             tx.commit().await.unwrap();
             ids
@@ -104,7 +114,11 @@ async fn feeds(target: Arc<dyn JobDriver>, outbox: Arc<dyn OutboxStore>, stage: 
     assert_eq!(drain(&relay).await, 25, "target {}", target.name());
     assert_eq!(queued(&*target).await, 25, "target {}", target.name());
     for id in &ids {
-        assert!(jobs.job(*id).await.unwrap().is_some(), "target {}", target.name());
+        assert!(
+            jobs.job(*id).await.unwrap().is_some(),
+            "target {}",
+            target.name()
+        );
     }
     let stats = outbox.outbox_stats().await.unwrap();
     assert_eq!((stats.backlog, stats.published), (0, 25));
@@ -132,7 +146,12 @@ async fn pg_outbox_in(test: &str) -> (jobs::sqlx::PgPool, String, Arc<dyn Outbox
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_outbox_feeds_memory() {
     let (pool, outbox) = pg_outbox("outbox_feeds_memory").await;
-    feeds(Arc::new(MemoryDriver::new()), outbox, Staging::Postgres(pool)).await;
+    feeds(
+        Arc::new(MemoryDriver::new()),
+        outbox,
+        Staging::Postgres(pool),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -181,10 +200,12 @@ async fn postgres_outbox_installs_in_an_app_database_without_the_jobs_tables() {
     .await
     .unwrap();
     assert_eq!(tables, vec!["x_outbox".to_string()]);
-    jobs::sqlx::raw_sql(jobs::sqlx::AssertSqlSafe(format!("drop schema {apart} cascade")))
-        .execute(&pool)
-        .await
-        .unwrap();
+    jobs::sqlx::raw_sql(jobs::sqlx::AssertSqlSafe(format!(
+        "drop schema {apart} cascade"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
 }
 
 /// The relay runs on the real clock while the Redis target is killed: the backlog grows, the
@@ -206,19 +227,26 @@ async fn a_stopped_target_grows_the_backlog_and_drains_in_order_when_it_is_back(
         .unwrap()
         .start();
     let mut ids = stage_pg(&jobs, &pool, 1, 10).await;
-    until(Duration::from_secs(30), "the first rows to publish", || async {
-        outbox.outbox_stats().await.unwrap().backlog == 0
-    })
+    until(
+        Duration::from_secs(30),
+        "the first rows to publish",
+        || async { outbox.outbox_stats().await.unwrap().backlog == 0 },
+    )
     .await;
 
     server.kill();
     ids.extend(stage_pg(&jobs, &pool, 11, 30).await);
-    until(Duration::from_secs(60), "a failed publish to be counted", || async {
-        outbox.outbox_stats().await.unwrap().failing > 0
-    })
+    until(
+        Duration::from_secs(60),
+        "a failed publish to be counted",
+        || async { outbox.outbox_stats().await.unwrap().failing > 0 },
+    )
     .await;
     let down = outbox.outbox_stats().await.unwrap();
-    assert_eq!(down.backlog, 30, "the backlog holds every row staged while down");
+    assert_eq!(
+        down.backlog, 30,
+        "the backlog holds every row staged while down"
+    );
     assert!(down.last_error_code.is_some());
 
     server.restart();
@@ -233,14 +261,16 @@ async fn a_stopped_target_grows_the_backlog_and_drains_in_order_when_it_is_back(
     }
     // In stage order: the publish times never go back along (staged_at, id).
     let table = format!("{schema}.x_outbox");
-    let order: Vec<(JobId, chrono::DateTime<chrono::Utc>)> = jobs::sqlx::query_as(
-        jobs::sqlx::AssertSqlSafe(format!(
+    let order: Vec<(JobId, chrono::DateTime<chrono::Utc>)> =
+        jobs::sqlx::query_as(jobs::sqlx::AssertSqlSafe(format!(
             "select id, published_at from {table} order by staged_at, id"
-        )),
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+        )))
+        .fetch_all(&pool)
+        .await
+        .unwrap();
     assert_eq!(order.iter().map(|(id, _)| *id).collect::<Vec<_>>(), ids);
-    assert!(order.windows(2).all(|w| w[0].1 <= w[1].1), "published out of stage order");
+    assert!(
+        order.windows(2).all(|w| w[0].1 <= w[1].1),
+        "published out of stage order"
+    );
 }
