@@ -42,7 +42,7 @@ pub struct Jobs {
     /// Who this client enqueues for ([`Jobs::acting_as`]), if named.
     actor: Option<Arc<str>>,
     /// The outbox its `enqueue_in` stages through ([`Jobs::with_outbox`]), if installed.
-    outbox: Option<crate::outbox::Installed>,
+    outbox: Option<crate::enqueue::OutboxInstalled>,
 }
 
 struct JobsInner {
@@ -126,10 +126,10 @@ impl Jobs {
     /// [`outbox`](crate::outbox)): [`Jobs::enqueue_in`] and the handles' `enqueue_in` stage the
     /// job in the caller's transaction on the app's database, and an
     /// [`OutboxRelay`](crate::outbox::OutboxRelay) publishes it to this client's job store
-    /// once that transaction commits. Under [`OutboxMode::Required`](crate::outbox::OutboxMode)
+    /// once that transaction commits. Under [`OutboxMode::Required`](crate::enqueue::OutboxMode)
     /// a plain `enqueue` is refused with `X_OUTBOX_NO_TX` unless it says
     /// [`EnqueueOptions::direct`]. It shares the driver, the clock and the metrics with `self`.
-    pub fn with_outbox(&self, store: impl OutboxStore, mode: crate::outbox::OutboxMode) -> Jobs {
+    pub fn with_outbox(&self, store: impl OutboxStore, mode: crate::enqueue::OutboxMode) -> Jobs {
         self.with_shared_outbox(Arc::new(store), mode)
     }
 
@@ -137,10 +137,10 @@ impl Jobs {
     pub fn with_shared_outbox(
         &self,
         store: Arc<dyn OutboxStore>,
-        mode: crate::outbox::OutboxMode,
+        mode: crate::enqueue::OutboxMode,
     ) -> Jobs {
         Jobs {
-            outbox: Some(crate::outbox::Installed { store, mode }),
+            outbox: Some(crate::enqueue::OutboxInstalled { store, mode }),
             ..self.clone()
         }
     }
@@ -237,10 +237,10 @@ impl Jobs {
     ) -> Result<(), JobError> {
         match &self.outbox {
             Some(installed)
-                if installed.mode == crate::outbox::OutboxMode::Required
+                if installed.mode == crate::enqueue::OutboxMode::Required
                     && !options.is_direct() =>
             {
-                Err(crate::outbox::no_transaction(job))
+                Err(crate::enqueue::outbox_no_transaction(job))
             }
             _ => Ok(()),
         }

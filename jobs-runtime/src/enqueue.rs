@@ -284,3 +284,38 @@ fn parse_run_id(text: &str) -> Result<Uuid, JobError> {
     }
     Uuid::parse_str(text).map_err(|_| invalid())
 }
+
+/// Whether an enqueue outside a transaction is allowed once the outbox is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutboxMode {
+    /// `enqueue_in` stages; a plain `enqueue` still publishes directly.
+    #[default]
+    Optional,
+    /// Every enqueue must be staged: a plain `enqueue` is refused with `X_OUTBOX_NO_TX`, unless
+    /// the call says [`EnqueueOptions::direct`](crate::EnqueueOptions::direct).
+    Required,
+}
+
+/// The outbox a client stages through ([`Jobs::with_outbox`](crate::Jobs::with_outbox)).
+#[derive(Clone)]
+pub(crate) struct OutboxInstalled {
+    pub store: std::sync::Arc<dyn crate::driver::OutboxStore>,
+    pub mode: OutboxMode,
+}
+
+impl std::fmt::Debug for OutboxInstalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outbox")
+            .field("store", &self.store.name())
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+/// The refusal of an enqueue made outside a transaction while the outbox requires one.
+pub(crate) fn outbox_no_transaction(job: &str) -> JobError {
+    JobError::new(
+        ErrorCode::OutboxNoTx,
+        format!("the enqueue of job `{job}` was made outside a transaction, and the outbox is installed with `OutboxMode::Required`"),
+    )
+}

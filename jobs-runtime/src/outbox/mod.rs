@@ -52,44 +52,5 @@ pub use relay::{
     DEFAULT_OUTBOX_IDLE_MAX, DEFAULT_OUTBOX_IDLE_MAX_WITHOUT_WAKE, DEFAULT_OUTBOX_INTERVAL,
 };
 
-use std::sync::Arc;
-
-use crate::driver::outbox::OutboxStore;
-use crate::error::{ErrorCode, JobError};
-
 pub use crate::driver::outbox::{OutboxStats, DEFAULT_OUTBOX_CLAIM_LEASE};
-
-/// Whether an enqueue outside a transaction is allowed once the outbox is installed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OutboxMode {
-    /// `enqueue_in` stages; a plain `enqueue` still publishes directly.
-    #[default]
-    Optional,
-    /// Every enqueue must be staged: a plain `enqueue` is refused with `X_OUTBOX_NO_TX`, unless
-    /// the call says [`EnqueueOptions::direct`](crate::EnqueueOptions::direct).
-    Required,
-}
-
-/// The outbox a client stages through ([`Jobs::with_outbox`](crate::Jobs::with_outbox)).
-#[derive(Clone)]
-pub(crate) struct Installed {
-    pub store: Arc<dyn OutboxStore>,
-    pub mode: OutboxMode,
-}
-
-impl std::fmt::Debug for Installed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Outbox")
-            .field("store", &self.store.name())
-            .field("mode", &self.mode)
-            .finish()
-    }
-}
-
-/// The refusal of an enqueue made outside a transaction while the outbox requires one.
-pub(crate) fn no_transaction(job: &str) -> JobError {
-    JobError::new(
-        ErrorCode::OutboxNoTx,
-        format!("the enqueue of job `{job}` was made outside a transaction, and the outbox is installed with `OutboxMode::Required`"),
-    )
-}
+pub use crate::enqueue::OutboxMode;
