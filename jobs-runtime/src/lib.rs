@@ -145,6 +145,8 @@ mod guide_doctests {
     struct BackfillsAndLedgers;
     #[doc = include_str!("../../docs/tenants.md")]
     struct Tenants;
+    #[doc = include_str!("../../docs/outbox.md")]
+    struct Outbox;
     #[doc = include_str!("../../docs/limits.md")]
     struct Limits;
     #[doc = include_str!("../../docs/operating.md")]

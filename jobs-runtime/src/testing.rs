@@ -218,3 +218,158 @@ impl TestKit {
         runs.get(&(run_id, name.to_string())).copied().unwrap_or(0)
     }
 }
+
+/// An [`OutboxStore`](crate::driver::OutboxStore) around another that counts the relay's claims
+/// and marks, and can take the wake away or stall a mark: for tests and benchmarks of a relay
+/// (its idle claims a minute, a relay killed between a publish and its mark). Clones share the
+/// counts.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
+/// use jobs::driver::MemoryOutbox;
+/// use jobs::outbox::OutboxRelay;
+/// use jobs::testing::OutboxProbe;
+///
+/// let probe = OutboxProbe::new(MemoryOutbox::new());
+/// let relay = OutboxRelay::builder(probe.clone(), &jobs::Jobs::memory()).build()?;
+/// relay.pass().await?;
+/// assert_eq!(probe.claims(), 1);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct OutboxProbe {
+    inner: Arc<dyn crate::driver::OutboxStore>,
+    state: Arc<ProbeState>,
+}
+
+#[derive(Default)]
+struct ProbeState {
+    claims: std::sync::atomic::AtomicUsize,
+    marks: std::sync::atomic::AtomicUsize,
+    no_wake: std::sync::atomic::AtomicBool,
+    stall_on_mark: std::sync::atomic::AtomicUsize,
+    stalled: tokio::sync::Notify,
+}
+
+impl std::fmt::Debug for OutboxProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboxProbe")
+            .field("store", &self.inner.name())
+            .field("claims", &self.claims())
+            .finish()
+    }
+}
+
+impl OutboxProbe {
+    /// A probe around `store`.
+    pub fn new(store: impl crate::driver::OutboxStore) -> Self {
+        OutboxProbe {
+            inner: Arc::new(store),
+            state: Arc::default(),
+        }
+    }
+
+    /// This probe, answering no wake: the relay polls.
+    pub fn without_wake(self) -> Self {
+        self.state
+            .no_wake
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self
+    }
+
+    /// This probe, whose `n`-th mark of published rows never returns (the relay then sits
+    /// between a publish and its mark until it is killed or stopped).
+    pub fn stall_on_mark(self, n: usize) -> Self {
+        self.state
+            .stall_on_mark
+            .store(n, std::sync::atomic::Ordering::SeqCst);
+        self
+    }
+
+    /// Resolves once a mark stalled ([`OutboxProbe::stall_on_mark`]).
+    pub async fn stalled(&self) {
+        self.state.stalled.notified().await
+    }
+
+    /// Claims made through it so far.
+    pub fn claims(&self) -> usize {
+        self.state.claims.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::driver::OutboxStore for OutboxProbe {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    async fn outbox_stage(
+        &self,
+        conn: crate::driver::caller_tx::CallerConn<'_>,
+        request: &crate::driver::EnqueueRequest,
+    ) -> Result<(), crate::JobError> {
+        self.inner.outbox_stage(conn, request).await
+    }
+
+    async fn outbox_claim(
+        &self,
+        params: &crate::driver::outbox::OutboxClaimParams,
+    ) -> Result<Vec<crate::driver::outbox::OutboxRecord>, crate::JobError> {
+        self.state
+            .claims
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.outbox_claim(params).await
+    }
+
+    async fn outbox_published(
+        &self,
+        settle: &crate::driver::outbox::OutboxSettle<'_>,
+        rows: &[crate::driver::outbox::OutboxPublished],
+    ) -> Result<u64, crate::JobError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let mark = self.state.marks.fetch_add(1, SeqCst) + 1;
+        if mark == self.state.stall_on_mark.load(SeqCst) {
+            self.state.stalled.notify_waiters();
+            self.state.stalled.notify_one();
+            std::future::pending::<()>().await;
+        }
+        self.inner.outbox_published(settle, rows).await
+    }
+
+    async fn outbox_release(
+        &self,
+        settle: &crate::driver::outbox::OutboxSettle<'_>,
+        ids: &[JobId],
+        failed: Option<(JobId, &str)>,
+    ) -> Result<u64, crate::JobError> {
+        self.inner.outbox_release(settle, ids, failed).await
+    }
+
+    async fn outbox_refused(
+        &self,
+        settle: &crate::driver::outbox::OutboxSettle<'_>,
+        id: JobId,
+        code: &str,
+    ) -> Result<u64, crate::JobError> {
+        self.inner.outbox_refused(settle, id, code).await
+    }
+
+    async fn outbox_stats(&self) -> Result<crate::driver::outbox::OutboxStats, crate::JobError> {
+        self.inner.outbox_stats().await
+    }
+
+    async fn outbox_purge(
+        &self,
+        before: crate::clock::Timestamp,
+        limit: u32,
+    ) -> Result<u64, crate::JobError> {
+        self.inner.outbox_purge(before, limit).await
+    }
+
+    async fn outbox_wake(&self) -> Result<Option<crate::driver::WakeReceiver>, crate::JobError> {
+        if self.state.no_wake.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(None);
+        }
+        self.inner.outbox_wake().await
+    }
+}

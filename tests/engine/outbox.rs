@@ -2,17 +2,15 @@
 //! handle, `OutboxMode::Required` and its opt-out, the relay's settings, its loop (the wake,
 //! the idle backoff to its ceiling, the stop), and the worker that runs it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use jobs::clock::{TestClock, Timestamp};
-use jobs::driver::caller_tx::CallerConn;
-use jobs::driver::outbox::*;
-use jobs::driver::{EnqueueRequest, JobId, MemoryDriver, MemoryOutbox, WakeReceiver};
+use jobs::clock::TestClock;
+use jobs::driver::outbox::OutboxStore;
+use jobs::driver::{MemoryDriver, MemoryOutbox};
 use jobs::outbox::{OutboxMode, OutboxRelay};
 use jobs::prelude::*;
+use jobs::testing::OutboxProbe;
 use jobs::{EnqueueOptions, Registry};
 
 use crate::support::wait::wait_until;
@@ -166,79 +164,26 @@ async fn the_relay_refuses_settings_it_cannot_keep() {
     assert!(relay.holder().starts_with("relay:"));
 }
 
-/// A memory outbox that counts claims, with its wake or without one.
-#[derive(Clone)]
+/// A memory outbox behind a probe that counts claims, with its wake or without one.
 struct Counting {
     inner: MemoryOutbox,
-    claims: Arc<AtomicUsize>,
-    wake: bool,
-}
-
-#[async_trait]
-impl OutboxStore for Counting {
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-    async fn outbox_stage(&self, c: CallerConn<'_>, r: &EnqueueRequest) -> Result<(), JobError> {
-        self.inner.outbox_stage(c, r).await
-    }
-    async fn outbox_claim(&self, p: &OutboxClaimParams) -> Result<Vec<OutboxRecord>, JobError> {
-        self.claims.fetch_add(1, Ordering::SeqCst);
-        self.inner.outbox_claim(p).await
-    }
-    async fn outbox_published(
-        &self,
-        s: &OutboxSettle<'_>,
-        rows: &[OutboxPublished],
-    ) -> Result<u64, JobError> {
-        self.inner.outbox_published(s, rows).await
-    }
-    async fn outbox_release(
-        &self,
-        s: &OutboxSettle<'_>,
-        ids: &[JobId],
-        failed: Option<(JobId, &str)>,
-    ) -> Result<u64, JobError> {
-        self.inner.outbox_release(s, ids, failed).await
-    }
-    async fn outbox_refused(
-        &self,
-        s: &OutboxSettle<'_>,
-        id: JobId,
-        code: &str,
-    ) -> Result<u64, JobError> {
-        self.inner.outbox_refused(s, id, code).await
-    }
-    async fn outbox_stats(&self) -> Result<OutboxStats, JobError> {
-        self.inner.outbox_stats().await
-    }
-    async fn outbox_purge(&self, before: Timestamp, limit: u32) -> Result<u64, JobError> {
-        self.inner.outbox_purge(before, limit).await
-    }
-    async fn outbox_wake(&self) -> Result<Option<WakeReceiver>, JobError> {
-        if self.wake {
-            self.inner.outbox_wake().await
-        } else {
-            Ok(None)
-        }
-    }
+    probe: OutboxProbe,
 }
 
 fn counting(wake: bool) -> Counting {
-    Counting {
-        inner: MemoryOutbox::new(),
-        claims: Arc::new(AtomicUsize::new(0)),
-        wake,
-    }
+    let inner = MemoryOutbox::new();
+    let probe = OutboxProbe::new(inner.clone());
+    let probe = if wake { probe } else { probe.without_wake() };
+    Counting { inner, probe }
 }
 
 /// Waits until the relay made `claims` claims and sleeps on the clock again.
 async fn parked_after(store: &Counting, clock: &TestClock, claims: usize) {
     wait_until("the relay to claim and park", || async {
-        store.claims.load(Ordering::SeqCst) >= claims && clock.pending_timers() == 1
+        store.probe.claims() >= claims && clock.pending_timers() == 1
     })
     .await;
-    assert_eq!(store.claims.load(Ordering::SeqCst), claims);
+    assert_eq!(store.probe.claims(), claims);
 }
 
 /// Idle, the relay's wait doubles from the interval (200 ms) to its ceiling: 5 s with a live
@@ -249,7 +194,7 @@ async fn an_idle_relay_backs_off_doubling_to_its_ceiling() {
         let clock = clock();
         let store = counting(wake);
         let jobs = client(&clock);
-        let handle = OutboxRelay::builder(store.clone(), &jobs)
+        let handle = OutboxRelay::builder(store.probe.clone(), &jobs)
             .build()
             .unwrap()
             .start();
@@ -283,8 +228,8 @@ async fn an_idle_relay_backs_off_doubling_to_its_ceiling() {
 async fn a_committed_stage_wakes_the_idle_relay() {
     let clock = clock();
     let store = counting(true);
-    let jobs = client(&clock).with_outbox(store.clone(), OutboxMode::Required);
-    let handle = OutboxRelay::builder(store.clone(), &jobs)
+    let jobs = client(&clock).with_outbox(store.probe.clone(), OutboxMode::Required);
+    let handle = OutboxRelay::builder(store.probe.clone(), &jobs)
         .build()
         .unwrap()
         .start();
@@ -306,8 +251,10 @@ async fn a_committed_stage_wakes_the_idle_relay() {
 async fn a_worker_runs_its_relay_and_stops_it_at_shutdown() {
     let clock = clock();
     let store = counting(true);
-    let jobs = client(&clock).with_outbox(store.clone(), OutboxMode::Optional);
-    let relay = OutboxRelay::builder(store.clone(), &jobs).build().unwrap();
+    let jobs = client(&clock).with_outbox(store.probe.clone(), OutboxMode::Optional);
+    let relay = OutboxRelay::builder(store.probe.clone(), &jobs)
+        .build()
+        .unwrap();
     let registry = Registry::global().unwrap().clone();
     let worker = jobs
         .worker()
@@ -318,17 +265,13 @@ async fn a_worker_runs_its_relay_and_stops_it_at_shutdown() {
         .unwrap();
     let handle = worker.start();
     wait_until("the worker's relay to claim", || async {
-        store.claims.load(Ordering::SeqCst) >= 1
+        store.probe.claims() >= 1
     })
     .await;
     let report = handle.shutdown().await;
     assert_eq!(report.interrupted, 0);
-    let after = store.claims.load(Ordering::SeqCst);
+    let after = store.probe.claims();
     clock.advance(Duration::from_secs(60));
     tokio::task::yield_now().await;
-    assert_eq!(
-        store.claims.load(Ordering::SeqCst),
-        after,
-        "no claim after the stop"
-    );
+    assert_eq!(store.probe.claims(), after, "no claim after the stop");
 }

@@ -89,7 +89,7 @@ impl OutboxRelayBuilder {
 
     /// Checks the settings and builds the relay.
     pub fn build(self) -> Result<OutboxRelay, JobError> {
-        let whole_ms = |d: Duration| !d.is_zero() && d.subsec_nanos() % 1_000_000 == 0;
+        let whole_ms = |d: Duration| !d.is_zero() && d.subsec_nanos().is_multiple_of(1_000_000);
         if !whole_ms(self.lease) {
             return Err(JobError::new(
                 ErrorCode::Invariant,

@@ -18,9 +18,9 @@ fn refused(what: &str) -> JobError {
         format!("the Redis store cannot {what} inside a caller's database transaction"),
     )
     .with_fix(
-        "stage the job in your database's transaction with the transactional outbox, whose \
-         relay publishes it to Redis after the commit; or enqueue after your commit with \
-         `Jobs::enqueue` (not atomic with it)",
+        "stage the job in your database's transaction with the transactional outbox \
+         (`jobs.with_outbox(PostgresOutbox or SqliteOutbox, ..)`, then `enqueue_in`), whose \
+         relay publishes it to Redis after the commit; see `jobs::outbox`",
     )
 }
 
