@@ -106,7 +106,8 @@ impl Postgres {
     }
 
     async fn drop_schemas(&self) {
-        for schema in self.schemas.lock().unwrap().drain(..).collect::<Vec<_>>() {
+        let schemas: Vec<String> = self.schemas.lock().unwrap().drain(..).collect();
+        for schema in schemas {
             jobs::sqlx::raw_sql(jobs::sqlx::AssertSqlSafe(format!(
                 "drop schema if exists {schema} cascade"
             )))
