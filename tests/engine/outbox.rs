@@ -275,3 +275,36 @@ async fn a_worker_runs_its_relay_and_stops_it_at_shutdown() {
     tokio::task::yield_now().await;
     assert_eq!(store.probe.claims(), after, "no claim after the stop");
 }
+
+/// The purge target deletes published rows older than its window, in as many batches as it
+/// takes, and keeps the backlog and newer rows.
+#[tokio::test]
+async fn the_outbox_purge_target_deletes_the_audit_trail_past_its_window() {
+    use jobs::purge::PurgeTarget;
+    let clock = clock();
+    let outbox = MemoryOutbox::new();
+    let jobs = client(&clock).with_outbox(outbox.clone(), OutboxMode::Required);
+    let mut tx = outbox.begin();
+    for user_id in 0..1_205 {
+        OutboxWelcome::enqueue_in(&jobs, &mut tx, Signup { user_id })
+            .await
+            .unwrap();
+    }
+    tx.commit();
+    let relay = OutboxRelay::builder(outbox.clone(), &jobs)
+        .batch(2_000)
+        .build()
+        .unwrap();
+    assert_eq!(relay.pass().await.unwrap().published, 1_205);
+    clock.advance(Duration::from_secs(3_600));
+    let mut tx = outbox.begin();
+    OutboxWelcome::enqueue_in(&jobs, &mut tx, Signup { user_id: 99_999 })
+        .await
+        .unwrap();
+    tx.commit();
+    let target = jobs::outbox::OutboxPurge::new(outbox.clone(), Duration::from_secs(1_800));
+    assert_eq!(target.name(), "outbox");
+    assert_eq!(target.purge_expired(jobs.now()).await.unwrap(), 1_205);
+    let stats = outbox.outbox_stats().await.unwrap();
+    assert_eq!((stats.backlog, stats.published), (1, 0));
+}
