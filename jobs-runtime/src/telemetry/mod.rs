@@ -45,7 +45,9 @@ mod metrics;
 mod spans;
 mod traceparent;
 
-pub(crate) use metrics::{oldest_staged_seconds, render_outbox};
+#[cfg(feature = "dashboard")]
+pub(crate) use metrics::oldest_staged_seconds;
+pub(crate) use metrics::render_outbox;
 pub use metrics::{Metrics, METRIC_NAMES, OUTBOX_METRIC_NAMES};
 pub use traceparent::TraceContext;
 
