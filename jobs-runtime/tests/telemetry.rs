@@ -378,3 +378,79 @@ async fn workers_feed_the_metrics_and_queue_stats_the_gauges() {
     assert!(text.contains("# TYPE job_leases_lost_total counter\n"));
     assert!(!text.contains("charge:1"));
 }
+
+#[tokio::test]
+async fn an_installed_outbox_adds_its_gauges_to_the_metrics() {
+    use jobs::driver::outbox::{OutboxClaimParams, OutboxSettle, OutboxStore};
+    use jobs::driver::MemoryOutbox;
+    use jobs::outbox::OutboxMode;
+    use jobs::telemetry::{METRIC_NAMES, OUTBOX_METRIC_NAMES};
+
+    let kit = TestKit::new();
+    let without = kit.jobs().operator().metrics_text().await.unwrap();
+    assert!(!without.contains("outbox"), "{without}");
+
+    let outbox = MemoryOutbox::new();
+    let jobs = kit.jobs().with_outbox(outbox.clone(), OutboxMode::Optional);
+    let mut tx = outbox.begin();
+    for order_id in 1..=3 {
+        Charge::enqueue_in(
+            &jobs,
+            &mut tx,
+            ChargeInput {
+                order_id,
+                card_token: "tok_secret".into(),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    tx.commit();
+    // One publish failed: the relay handed its row back with the failure's code.
+    let held = outbox
+        .outbox_claim(&OutboxClaimParams {
+            holder: "relay".into(),
+            limit: 1,
+            lease: std::time::Duration::from_secs(30),
+            now: jobs.now(),
+        })
+        .await
+        .unwrap();
+    let settle = OutboxSettle {
+        holder: "relay",
+        now: jobs.now(),
+    };
+    let failed = Some((held[0].request.id, "X_DRIVER_UNAVAILABLE"));
+    outbox
+        .outbox_release(&settle, &[held[0].request.id], failed)
+        .await
+        .unwrap();
+    kit.advance(std::time::Duration::from_millis(42_500));
+
+    let text = jobs.operator().metrics_text().await.unwrap();
+    for line in [
+        "\noutbox_backlog 3\n",
+        "\noutbox_oldest_staged_seconds 42.5\n",
+        "\noutbox_failing 1\n",
+        "\noutbox_refused 0\n",
+        "\noutbox_published 0\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+    // Every metric once, the runtime's first and the outbox's after.
+    let written: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    let expected: Vec<&str> = METRIC_NAMES
+        .iter()
+        .chain(OUTBOX_METRIC_NAMES.iter())
+        .copied()
+        .collect();
+    assert_eq!(written, expected);
+    assert!(!text.contains("tok_secret") && !text.contains("charge:"));
+    // The client without the outbox still renders none: the gauges are read per call.
+    let plain = kit.jobs().operator().metrics_text().await.unwrap();
+    assert!(!plain.contains("outbox"), "{plain}");
+}

@@ -5,11 +5,13 @@
 mod support;
 
 mod cli_factories_postgres;
+mod cli_outbox;
 mod cli_postgres;
 mod cli_redis;
 mod cli_sqlite;
 mod dashboard;
 mod dashboard_browser;
+mod dashboard_outbox;
 mod webhooks;
 mod webhooks_declared;
 mod webhooks_inbound;

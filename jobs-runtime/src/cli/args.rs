@@ -23,6 +23,13 @@ pub(super) struct Cli {
     /// (default `cli:$USER`).
     #[arg(long, env = "JOBS_ACTOR", global = true)]
     pub(super) actor: Option<String>,
+    /// The app's database holding the transactional outbox (`postgres://...` or
+    /// `sqlite://...`), when it is not the job store's own (`outbox`, `dashboard`).
+    #[arg(long, env = "JOBS_OUTBOX_URL", global = true, hide_env_values = true)]
+    pub(super) outbox_url: Option<String>,
+    /// The schema `x_outbox` lives in at `--outbox-url` (Postgres; `public` when not given).
+    #[arg(long, env = "JOBS_OUTBOX_SCHEMA", global = true)]
+    pub(super) outbox_schema: Option<String>,
     #[command(subcommand)]
     pub(super) verb: Option<Verb>,
 }
@@ -31,6 +38,10 @@ pub(super) struct Cli {
 pub(super) enum Verb {
     #[command(flatten)]
     Queue(QueueVerb),
+    /// The transactional outbox: the backlog, the age of the oldest staged row, failing rows
+    /// and the last error code, refused rows, published rows kept. It is read beside the jobs
+    /// (DATABASE_URL and --schema), or in the app's database at --outbox-url.
+    Outbox,
     /// The manifest of the jobs and tasks linked into this binary; `--out DIR` writes every
     /// generated output, `--check DIR` fails when a committed copy is stale.
     Manifest(ManifestArgs),

@@ -19,10 +19,13 @@
 //! the SQLite store) and `JOBS_SCHEMA` (or `--schema`, default `public`, Postgres only); `manifest` needs no database. Every queue verb takes `--json`; otherwise it prints
 //! readable tables. A verb that changes a job or a queue records who did it (the job's history,
 //! shown by `jobs show`; a queue's pause) under `--actor` (or `JOBS_ACTOR`), by default
-//! `cli:$USER`. Exit codes: `0` done, `1` refused (the `X_...` code is printed), `2` usage.
+//! `cli:$USER`. `jobs outbox` reads the transactional outbox beside the jobs, or in the app's
+//! database at `--outbox-url` (or `JOBS_OUTBOX_URL`; `--outbox-schema` on Postgres). Exit
+//! codes: `0` done, `1` refused (the `X_...` code is printed), `2` usage.
 
 mod args;
 mod connect;
+mod outbox_store;
 mod output;
 mod render;
 mod verbs;
@@ -85,10 +88,31 @@ where
             )
         }
         Some(Verb::Mcp) => return crate::mcp::serve_linked().await,
+        Some(Verb::Outbox) => {
+            let result = verbs::outbox::outbox(&cli)
+                .await
+                .and_then(|text| emit(out, &text));
+            return finish(result, json, out, err);
+        }
         Some(Verb::Queue(verb)) => verb,
         None => QueueVerb::Ls(LsArgs::default()),
     };
-    finish(execute(cli, verb, out).await, json, out, err)
+    finish(
+        execute(cli, verb, out).await.map_err(tool_fix),
+        json,
+        out,
+        err,
+    )
+}
+
+/// A queue verb's error, its fix naming the tool's verb where the driver's names its own API.
+fn tool_fix(error: JobError) -> JobError {
+    if error.is(ErrorCode::DriverSchemaMissing) {
+        return error.with_fix(
+            "run `jobs migrate` with the same --database-url (and --schema) to apply the migrations, or pass --schema naming the schema they were applied to",
+        );
+    }
+    error
 }
 
 /// The exit code of a verb's result, its refusal printed (as JSON with `--json`).
@@ -100,13 +124,7 @@ fn finish(
 ) -> u8 {
     match result {
         Ok(()) => EXIT_OK,
-        Err(mut error) => {
-            // The driver's fix names its own API; an operator at the tool has a verb for it.
-            if error.is(ErrorCode::DriverSchemaMissing) {
-                error = error.with_fix(
-                    "run `jobs migrate` with the same --database-url (and --schema) to apply the migrations, or pass --schema naming the schema they were applied to",
-                );
-            }
+        Err(error) => {
             let code = error.code().map_or("X_ERROR", ErrorCode::as_str);
             let exit = if error.is(ErrorCode::CliBadFlag) {
                 EXIT_USAGE

@@ -1,6 +1,7 @@
 //! `/metrics`: the queue's gauges in the Prometheus text format, encoded by prometheus-client
 //! from one fresh registry per scrape (the store is the source of truth, not this process).
-//! The queue gauges are each queue's depth, read without counting the done rows.
+//! The queue gauges are each queue's depth, read without counting the done rows; the outbox's
+//! gauges follow when the dashboard's client has an outbox installed.
 
 use std::sync::atomic::AtomicU64;
 
@@ -9,7 +10,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::clock::Timestamp;
 use crate::driver::introspect::{CounterTotals, QueuePause, WorkerRow};
+use crate::driver::outbox::OutboxStats;
 use crate::driver::QueueStats;
 use crate::error::{ErrorCode, JobError};
 
@@ -21,6 +24,8 @@ pub(crate) struct Scrape<'a> {
     pub paused: &'a [QueuePause],
     pub workers: &'a [WorkerRow],
     pub last_hour: &'a [CounterTotals],
+    /// The outbox's figures, when the client has one, and the time they were read at.
+    pub outbox: Option<(&'a OutboxStats, Timestamp)>,
 }
 
 /// The exposition text of one scrape.
@@ -96,8 +101,48 @@ pub(crate) fn render(scrape: &Scrape<'_>) -> Result<String, JobError> {
         "Attempts that ended in the last hour, by job and outcome",
         hour,
     );
+    if let Some((outbox, now)) = scrape.outbox {
+        register_outbox(&mut registry, outbox, now);
+    }
     let mut text = String::new();
     encode(&mut text, &registry)
         .map_err(|_| JobError::new(ErrorCode::Invariant, "the metrics did not encode"))?;
     Ok(text)
+}
+
+/// The outbox's gauges, named as `Operator::metrics_text` names them, under this registry's
+/// `jobs` prefix (`jobs_outbox_backlog`, ...).
+fn register_outbox(registry: &mut Registry, stats: &OutboxStats, now: Timestamp) {
+    let count = |n: u64| {
+        let gauge = Gauge::<i64>::default();
+        gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        gauge
+    };
+    registry.register(
+        "outbox_backlog",
+        "Outbox rows staged and committed, not yet published nor refused",
+        count(stats.backlog),
+    );
+    let oldest = Gauge::<f64, AtomicU64>::default();
+    oldest.set(crate::telemetry::oldest_staged_seconds(stats, now));
+    registry.register(
+        "outbox_oldest_staged_seconds",
+        "Age of the oldest outbox row not yet published nor refused",
+        oldest,
+    );
+    registry.register(
+        "outbox_failing",
+        "Outbox rows whose last publish failed (retried)",
+        count(stats.failing),
+    );
+    registry.register(
+        "outbox_refused",
+        "Outbox rows the job store refused for good",
+        count(stats.refused),
+    );
+    registry.register(
+        "outbox_published",
+        "Published outbox rows kept until the purge",
+        count(stats.published),
+    );
 }

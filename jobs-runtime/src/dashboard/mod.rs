@@ -3,7 +3,8 @@
 //! dashboard` serves standalone.
 //!
 //! Pages: the overview (queue depth by state, oldest ready age, paused flag, the last hour's
-//! throughput drawn from the counters), jobs (filters, keyset pages both ways, bulk retry,
+//! throughput drawn from the counters, and the transactional outbox's figures when the client
+//! has an outbox installed), jobs (filters, keyset pages both ways, bulk retry,
 //! cancel and delete), a job (its steps, last error, redacted input, and its actions), dead
 //! letters, queues (pause and resume), workers, tasks, backfills, ledger postings, the manifest
 //! with an enqueue form built from each job's input schema, and `/metrics`.

@@ -316,19 +316,35 @@ impl Operator<'_> {
     }
 
     /// Refreshes the queue gauges from `queue_stats` and renders every metric as Prometheus
-    /// exposition text (the body of a `/metrics` endpoint).
+    /// exposition text (the body of a `/metrics` endpoint). With an outbox installed
+    /// ([`Jobs::with_outbox`]) the outbox's gauges follow, read from its store by this call
+    /// ([`OUTBOX_METRIC_NAMES`](crate::telemetry::OUTBOX_METRIC_NAMES)); a failed read of
+    /// either store is this call's error.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
+    /// use jobs::driver::MemoryOutbox;
+    /// use jobs::outbox::OutboxMode;
+    ///
     /// let jobs = jobs::Jobs::memory();
     /// let text = jobs.operator().metrics_text().await?;
     /// assert!(text.contains("# TYPE queue_depth gauge"));
+    /// assert!(!text.contains("outbox_backlog"));
+    ///
+    /// let jobs = jobs.with_outbox(MemoryOutbox::new(), OutboxMode::Optional);
+    /// let text = jobs.operator().metrics_text().await?;
+    /// assert!(text.contains("\noutbox_backlog 0\n"));
     /// # Ok(()) }
     /// ```
     pub async fn metrics_text(&self) -> Result<String, JobError> {
         let stats = self.jobs.stats().await?;
         self.jobs.metrics().observe_queues(&stats);
-        Ok(self.jobs.metrics().render_prometheus())
+        let mut text = self.jobs.metrics().render_prometheus();
+        if let Some(outbox) = self.jobs.outbox() {
+            let outbox = outbox.outbox_stats().await?;
+            text.push_str(&crate::telemetry::render_outbox(&outbox, self.jobs.now()));
+        }
+        Ok(text)
     }
 
     /// The live workers.

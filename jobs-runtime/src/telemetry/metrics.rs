@@ -1,12 +1,15 @@
 //! A small metrics registry: counters fed by the workers, gauges refreshed from `queue_stats`,
-//! rendered as Prometheus exposition text. Labels are queue names, job names and outcomes
-//! only: all declared, so the series stay few.
+//! rendered as Prometheus exposition text, and the transactional outbox's gauges from one
+//! `outbox_stats` read. Labels are queue names, job names and outcomes only: all declared, so
+//! the series stay few.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use super::spans::outcome_name;
+use crate::clock::Timestamp;
+use crate::driver::outbox::OutboxStats;
 use crate::driver::{JobRecord, JobState, QueueStats};
 use crate::execution::{ExecutionOutcome, JobExecution};
 
@@ -17,6 +20,25 @@ pub const METRIC_NAMES: [&str; 5] = [
     "queue_dead_jobs",
     "jobs_total",
     "job_leases_lost_total",
+];
+
+/// The outbox's gauges, which [`Operator::metrics_text`](crate::Operator::metrics_text) adds
+/// after [`METRIC_NAMES`] when the client has an outbox installed
+/// ([`Jobs::with_outbox`](crate::Jobs::with_outbox)), in the order it writes them.
+///
+/// | metric | type | what |
+/// |---|---|---|
+/// | `outbox_backlog` | gauge | rows staged and committed, not yet published nor refused |
+/// | `outbox_oldest_staged_seconds` | gauge | age of the oldest of them (0 when none): how far the relay is behind |
+/// | `outbox_failing` | gauge | backlog rows whose last publish failed (the relay retries them) |
+/// | `outbox_refused` | gauge | rows the job store refused for good: never published, kept for the operator |
+/// | `outbox_published` | gauge | published rows kept as the audit trail, until the outbox's purge |
+pub const OUTBOX_METRIC_NAMES: [&str; 5] = [
+    "outbox_backlog",
+    "outbox_oldest_staged_seconds",
+    "outbox_failing",
+    "outbox_refused",
+    "outbox_published",
 ];
 
 /// The runtime's metrics. Every [`Jobs`](crate::Jobs) owns one (`jobs.metrics()`), shared by
@@ -219,6 +241,52 @@ impl Metrics {
     }
 }
 
+/// How long ago the oldest backlog row of the outbox was staged, in seconds: 0 when there is
+/// none, or when a clock ahead of `now` staged it.
+pub(crate) fn oldest_staged_seconds(stats: &OutboxStats, now: Timestamp) -> f64 {
+    stats.oldest_staged_at.map_or(0.0, |at| {
+        (now - at).num_milliseconds().max(0) as f64 / 1000.0
+    })
+}
+
+/// The outbox's gauges ([`OUTBOX_METRIC_NAMES`]) as exposition text, from `stats` read at `now`.
+/// Nothing here is kept between scrapes: the outbox's store is the source of truth.
+pub(crate) fn render_outbox(stats: &OutboxStats, now: Timestamp) -> String {
+    let oldest = oldest_staged_seconds(stats, now);
+    let mut out = String::new();
+    for (name, help, value) in [
+        (
+            "outbox_backlog",
+            "Outbox rows staged and committed, not yet published nor refused.",
+            stats.backlog.to_string(),
+        ),
+        (
+            "outbox_oldest_staged_seconds",
+            "Age of the oldest outbox row not yet published nor refused, in seconds.",
+            format_float(oldest),
+        ),
+        (
+            "outbox_failing",
+            "Outbox rows whose last publish failed (retried).",
+            stats.failing.to_string(),
+        ),
+        (
+            "outbox_refused",
+            "Outbox rows the job store refused for good.",
+            stats.refused.to_string(),
+        ),
+        (
+            "outbox_published",
+            "Published outbox rows kept until the purge.",
+            stats.published.to_string(),
+        ),
+    ] {
+        header(&mut out, name, help, "gauge");
+        let _ = writeln!(out, "{name} {value}");
+    }
+    out
+}
+
 fn header(out: &mut String, name: &str, help: &str, kind: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
@@ -300,6 +368,58 @@ job_leases_lost_total{queue=\"billing\"} 1
             2
         );
         assert_eq!(metrics.leases_lost("billing"), 1);
+    }
+
+    #[test]
+    fn renders_the_outbox_gauges_in_order() {
+        let now = chrono::DateTime::parse_from_rfc3339("2030-01-01T09:00:00Z")
+            .unwrap()
+            .to_utc();
+        let stats = OutboxStats {
+            backlog: 3,
+            oldest_staged_at: Some(now - chrono::Duration::milliseconds(90_500)),
+            failing: 1,
+            last_error_code: Some("X_DRIVER_UNAVAILABLE".into()),
+            refused: 2,
+            published: 40,
+        };
+        let expected = "\
+# HELP outbox_backlog Outbox rows staged and committed, not yet published nor refused.
+# TYPE outbox_backlog gauge
+outbox_backlog 3
+# HELP outbox_oldest_staged_seconds Age of the oldest outbox row not yet published nor refused, in seconds.
+# TYPE outbox_oldest_staged_seconds gauge
+outbox_oldest_staged_seconds 90.5
+# HELP outbox_failing Outbox rows whose last publish failed (retried).
+# TYPE outbox_failing gauge
+outbox_failing 1
+# HELP outbox_refused Outbox rows the job store refused for good.
+# TYPE outbox_refused gauge
+outbox_refused 2
+# HELP outbox_published Published outbox rows kept until the purge.
+# TYPE outbox_published gauge
+outbox_published 40
+";
+        let text = render_outbox(&stats, now);
+        assert_eq!(text, expected);
+        let written: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .map(|l| l.split(' ').next().unwrap())
+            .collect();
+        assert_eq!(written, OUTBOX_METRIC_NAMES);
+        // An empty outbox, or a row staged by a clock ahead of this one: no negative age.
+        let empty = render_outbox(&OutboxStats::default(), now);
+        assert!(
+            empty.contains("\noutbox_oldest_staged_seconds 0\n"),
+            "{empty}"
+        );
+        let ahead = OutboxStats {
+            backlog: 1,
+            oldest_staged_at: Some(now + chrono::Duration::seconds(5)),
+            ..OutboxStats::default()
+        };
+        assert!(render_outbox(&ahead, now).contains("\noutbox_oldest_staged_seconds 0\n"));
     }
 
     #[test]

@@ -36,7 +36,8 @@
 //!
 //! [`Metrics`] is fed by every worker of a [`Jobs`](crate::Jobs) (outcomes, lost leases) and
 //! by `queue_stats` (depth, oldest ready age, dead jobs); [`Operator::metrics_text`](crate::Operator::metrics_text) refreshes the
-//! gauges and renders the Prometheus exposition text.
+//! gauges and renders the Prometheus exposition text, with the outbox's gauges
+//! ([`OUTBOX_METRIC_NAMES`]) when the client has an outbox installed.
 
 mod ambient;
 pub mod attributes;
@@ -44,7 +45,10 @@ mod metrics;
 mod spans;
 mod traceparent;
 
-pub use metrics::{Metrics, METRIC_NAMES};
+#[cfg(feature = "dashboard")]
+pub(crate) use metrics::oldest_staged_seconds;
+pub(crate) use metrics::render_outbox;
+pub use metrics::{Metrics, METRIC_NAMES, OUTBOX_METRIC_NAMES};
 pub use traceparent::TraceContext;
 
 pub(crate) use spans::{step, EnqueueTrace, RunTrace};

@@ -7,6 +7,7 @@ pub(super) mod list;
 pub(super) mod manifest;
 pub(super) mod migrate;
 pub(super) mod mutate;
+pub(super) mod outbox;
 pub(super) mod posting;
 pub(super) mod show;
 pub(super) mod stats;

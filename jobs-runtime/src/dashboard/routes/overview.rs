@@ -1,11 +1,11 @@
 //! The overview (each queue's depth by state, oldest ready age, paused flag, the last hour's
-//! throughput) and `/metrics`.
+//! throughput, and the transactional outbox when the client has one) and `/metrics`.
 
 use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::Extension;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{fleet_wide, page, Note, Page};
 use crate::dashboard::access::Ctx;
@@ -13,7 +13,8 @@ use crate::dashboard::{chart, metrics, Shared};
 use crate::driver::introspect::{
     CounterBucket, CounterTotals, CounterTotalsParams, CountersParams,
 };
-use crate::error::JobError;
+use crate::driver::outbox::OutboxStats;
+use crate::error::{ErrorCode, JobError};
 
 /// Every job name's counters over the last hour: the totals, and their one-minute buckets.
 async fn last_hour(dash: &Shared) -> Result<(Vec<CounterTotals>, Vec<CounterBucket>), JobError> {
@@ -32,6 +33,32 @@ async fn last_hour(dash: &Shared) -> Result<(Vec<CounterTotals>, Vec<CounterBuck
         buckets.extend(introspect.counters(&params).await?);
     }
     Ok((totals, buckets))
+}
+
+/// The outbox's figures, when the dashboard's client has one installed: `None` without one.
+async fn outbox_stats(dash: &Shared) -> Option<Result<OutboxStats, JobError>> {
+    Some(dash.jobs.outbox()?.outbox_stats().await)
+}
+
+/// The overview's outbox panel. A failed read shows in the panel (its code and message) rather
+/// than taking the page down: the outbox may live in another database than the jobs.
+fn outbox_panel(read: Result<OutboxStats, JobError>, now: crate::clock::Timestamp) -> Value {
+    match read {
+        Ok(stats) => json!({
+            "backlog": stats.backlog,
+            "oldest": stats.oldest_staged_at.map(|_| {
+                format!("{:.1}s", crate::telemetry::oldest_staged_seconds(&stats, now))
+            }),
+            "failing": stats.failing,
+            "last_error_code": stats.last_error_code,
+            "refused": stats.refused,
+            "published": stats.published,
+        }),
+        Err(error) => json!({ "error": {
+            "code": error.code().map_or("X_ERROR", ErrorCode::as_str),
+            "message": error.message(),
+        }}),
+    }
 }
 
 /// `GET /`.
@@ -66,6 +93,9 @@ pub(super) async fn show(
             })
         })
         .collect();
+    let outbox = outbox_stats(&dash)
+        .await
+        .map(|read| outbox_panel(read, dash.jobs.now()));
     let chart = chart::throughput(&buckets, dash.jobs.now());
     // The strip across the top: every queue's rows by state, summed.
     let sum = |f: fn(&crate::driver::QueueStats) -> u64| queues.iter().map(f).sum::<u64>();
@@ -90,6 +120,7 @@ pub(super) async fn show(
             "workers": workers.len(),
             "busy": workers.iter().map(|w| u64::from(w.in_flight_count)).sum::<u64>(),
             "slots": workers.iter().map(|w| u64::from(w.slots)).sum::<u64>(),
+            "outbox": outbox,
         }),
     )
 }
@@ -100,7 +131,8 @@ const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// `GET /metrics`: the Prometheus text format, encoded by prometheus-client. The queue gauges
 /// come from each queue's depth (as the overview's), which leaves the done rows uncounted, so a
 /// scrape costs the same at a hundred or a million finished jobs; done work is the counters'
-/// `jobs_last_hour_outcomes`.
+/// `jobs_last_hour_outcomes`. With an outbox installed, its gauges follow (`jobs_outbox_*`); a
+/// failed read of it fails the scrape, as a failed read of the queues does.
 pub(super) async fn metrics(State(dash): State<Shared>) -> Page {
     fleet_wide(&dash, "the fleet's metrics")?;
     let operator = dash.jobs.operator();
@@ -108,11 +140,13 @@ pub(super) async fn metrics(State(dash): State<Shared>) -> Page {
     let paused = operator.introspect()?.queue_paused().await?;
     let workers = operator.workers().await?;
     let (totals, _) = last_hour(&dash).await?;
+    let outbox = outbox_stats(&dash).await.transpose()?;
     let text = metrics::render(&metrics::Scrape {
         queues: &queues,
         paused: &paused,
         workers: &workers,
         last_hour: &totals,
+        outbox: outbox.as_ref().map(|stats| (stats, dash.jobs.now())),
     })?;
     Ok(([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], text).into_response())
 }
