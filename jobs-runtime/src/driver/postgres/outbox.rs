@@ -195,7 +195,7 @@ impl OutboxStore for PostgresOutbox {
         rows: &[OutboxPublished],
     ) -> Result<u64, JobError> {
         let ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
-        let deduped: Vec<bool> = rows.iter().map(|r| r.deduped).collect();
+        let deduped: Vec<JobId> = rows.iter().filter(|r| r.deduped).map(|r| r.id).collect();
         let done = sqlx::query(self.sql.published.clone())
             .bind(settle.holder)
             .bind(&ids)

@@ -41,12 +41,12 @@ const CLAIM: &str = "update x_outbox set claimed_by = ?1, claimed_at = ?3
     returning id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts,
         run_at, on_conflict, traceparent, actor, staged_at, publish_attempts";
 
-/// ?2 is a JSON array of `[hex id, deduped]`.
+/// ?2 and ?4 are JSON arrays of hex ids: the rows, and those the job store already held.
 const PUBLISHED: &str = "update x_outbox
     set published_at = ?3,
-        deduped = (select p.value ->> 1 from json_each(?2) p where unhex(p.value ->> 0) = x_outbox.id)
+        deduped = (id in (select unhex(value) from json_each(?4)))
     where claimed_by = ?1 and published_at is null and refused_at is null
-      and id in (select unhex(value ->> 0) from json_each(?2))";
+      and id in (select unhex(value) from json_each(?2))";
 
 /// ?2 is a JSON array of hex ids; ?3 the row whose publish failed (or null), ?4 its code.
 const RELEASE: &str = "update x_outbox
@@ -196,16 +196,13 @@ impl OutboxStore for SqliteOutbox {
         settle: &OutboxSettle<'_>,
         rows: &[OutboxPublished],
     ) -> Result<u64, JobError> {
-        let batch = serde_json::Value::from(
-            rows.iter()
-                .map(|r| serde_json::json!([r.id.simple().to_string(), r.deduped]))
-                .collect::<Vec<_>>(),
-        )
-        .to_string();
+        let ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
+        let deduped: Vec<JobId> = rows.iter().filter(|r| r.deduped).map(|r| r.id).collect();
         let done = sqlx::query(PUBLISHED)
             .bind(settle.holder)
-            .bind(batch)
+            .bind(hex_ids(&ids))
             .bind(ts(settle.now))
+            .bind(hex_ids(&deduped))
             .execute(&self.pool)
             .await
             .map_err(|e| classify(Op::OutboxPublished, e))?;

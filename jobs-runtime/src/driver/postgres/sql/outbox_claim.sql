@@ -15,10 +15,11 @@ with head as (
     limit $2
     for update
 )
+-- The rows are found by their primary key: a join would let the planner hash the whole table,
+-- the audit trail included, on every claim.
 update {schema}.x_outbox o
 set claimed_by = $1, claimed_at = $3
-from head
-where o.id = head.id
+where o.id = any(array(select id from head))
 returning o.id, o.run_id, o.name, o.queue, o.input, o.idempotency_key, o.tenant_id,
     o.max_attempts, o.run_at, o.on_conflict, o.traceparent, o.actor, o.staged_at,
     o.publish_attempts
