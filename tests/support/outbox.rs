@@ -36,16 +36,7 @@ impl OutboxFixture for PostgresOutboxFixture {
     }
 
     async fn stage(&self, requests: &[EnqueueRequest], commit: bool) -> Result<(), JobError> {
-        let mut tx = self.pool.begin().await.expect("begin");
-        for request in requests {
-            self.outbox.outbox_stage(tx.connection(), request).await?;
-        }
-        if commit {
-            tx.commit().await.expect("commit");
-        } else {
-            tx.rollback().await.expect("rollback");
-        }
-        Ok(())
+        stage_on(&self.pool, &self.outbox, requests, commit).await
     }
 }
 
@@ -90,15 +81,29 @@ impl OutboxFixture for SqliteOutboxFixture {
     }
 
     async fn stage(&self, requests: &[EnqueueRequest], commit: bool) -> Result<(), JobError> {
-        let mut tx = self.pool.begin().await.expect("begin");
-        for request in requests {
-            self.outbox.outbox_stage(tx.connection(), request).await?;
-        }
-        if commit {
-            tx.commit().await.expect("commit");
-        } else {
-            tx.rollback().await.expect("rollback");
-        }
-        Ok(())
+        stage_on(&self.pool, &self.outbox, requests, commit).await
     }
+}
+
+/// Stages `requests` through `outbox` in one transaction on `pool`, then commits or rolls back.
+async fn stage_on<DB>(
+    pool: &jobs::sqlx::Pool<DB>,
+    outbox: &dyn OutboxStore,
+    requests: &[EnqueueRequest],
+    commit: bool,
+) -> Result<(), JobError>
+where
+    DB: jobs::sqlx::Database,
+    for<'c> jobs::sqlx::Transaction<'c, DB>: CallerConnection,
+{
+    let mut tx = pool.begin().await.expect("begin");
+    for request in requests {
+        outbox.outbox_stage(tx.connection(), request).await?;
+    }
+    if commit {
+        tx.commit().await.expect("commit");
+    } else {
+        tx.rollback().await.expect("rollback");
+    }
+    Ok(())
 }
