@@ -11,9 +11,16 @@ if redis.call('EXISTS', PAUSE) == 1 or limit <= 0 then return { {}, {} } end
 
 -- Every due entry: {score, order member, id, tenant}.
 local due = {}
-local lapsed = redis.call('ZRANGEBYSCORE', RUNNING, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
-for i = 1, #lapsed, 2 do
-  due[#due + 1] = { tonumber(lapsed[i + 1]), '', lapsed[i], nil }
+-- Lapsed running rows (member: the id) and suspended rows whose wait ended (a timeout, or an
+-- event woke them; member: the order member), with the queued ones.
+local timed = redis.call('ZRANGEBYSCORE', TIMED, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+for i = 1, #timed, 2 do
+  local member = timed[i]
+  if #member == ID_LENGTH then
+    due[#due + 1] = { tonumber(timed[i + 1]), '', member, nil }
+  else
+    due[#due + 1] = { tonumber(timed[i + 1]), member, string.sub(member, 17), nil }
+  end
 end
 for _, tenant in ipairs(redis.call('SMEMBERS', TENANTS)) do
   local rows = redis.call('ZRANGEBYSCORE', due_key(tenant), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)

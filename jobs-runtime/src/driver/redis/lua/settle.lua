@@ -11,7 +11,8 @@ if verb == 'ack' then
   for i = 3, #ARGV, 3 do
     local j = load(ARGV[i])
     if held(j, ARGV[i + 1], ARGV[i + 2]) then
-      change(j, { state = 'done', vis = false, err = false, errc = false, updated = now }, now)
+      -- `vis` stays: the codec reads it of running rows only.
+      change(j, { state = 'done', err = false, errc = false, updated = now }, now)
       out[#out + 1] = 1
     else
       out[#out + 1] = 0
