@@ -64,6 +64,19 @@ local function load(id)
   return j
 end
 
+-- Some of a stored job's fields (`names`, the first of them 'state', which every job has), by
+-- HMGET: a settle that answers no row reads no payload. A field left out is nil, as an absent one.
+local function load_some(id, names)
+  local got = redis.call('HMGET', jk(id), unpack(names))
+  if not got[1] then return nil end
+  local j = {}
+  for i = 1, #names do
+    if got[i] then j[names[i]] = got[i] end
+  end
+  derive(j, id)
+  return j
+end
+
 local INTERNAL = { sq = true }
 
 -- The job as the driver reads it: its fields as a flat list of pairs.
