@@ -38,7 +38,7 @@ end)
 batch_begin()
 local exhausted, candidates, turns = {}, {}, {}
 for order, entry in ipairs(due) do
-  local j = load(entry[3])
+  local j, stored = load(entry[3])
   if j then
     if j.state == 'running' and tonumber(j.attempt) >= tonumber(j.max) then
       local target = 'dead'
@@ -51,7 +51,7 @@ for order, entry in ipairs(due) do
       local turn = (turns[tenant] or 0) + 1
       if turn <= limit then
         turns[tenant] = turn
-        candidates[#candidates + 1] = { turn, order, j }
+        candidates[#candidates + 1] = { turn, order, j, stored }
       end
     end
   end
@@ -63,13 +63,25 @@ end)
 
 local claimed = {}
 for i = 1, math.min(limit, #candidates) do
-  local j = candidates[i][3]
-  change(j, {
+  local j, row = candidates[i][3], candidates[i][4]
+  local set = {
     state = 'running', attempt = tostring(tonumber(j.attempt) + 1),
     claims = tostring(tonumber(j.claims) + 1), by = worker, vis = visible_at, updated = now,
     started = now, wk = false,
-  }, now)
-  local row = flat(j)
+  }
+  change(j, set, now)
+  -- The answer: the fields as read, then what the claim wrote and what the hash leaves out (a
+  -- later pair wins in the codec; a cleared `wk` is a field the codec does not read).
+  for f, v in pairs(set) do
+    if v then
+      row[#row + 1] = f
+      row[#row + 1] = v
+    end
+  end
+  row[#row + 1] = 'id'
+  row[#row + 1] = j.id
+  row[#row + 1] = 'run'
+  row[#row + 1] = j.run
   row[#row + 1] = 'hs'
   row[#row + 1] = tostring(redis.call('EXISTS', steps_key(j.run)))
   claimed[#claimed + 1] = row

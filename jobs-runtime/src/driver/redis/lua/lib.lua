@@ -61,7 +61,8 @@ local function load(id)
   local j = {}
   for i = 1, #flat, 2 do j[flat[i]] = flat[i + 1] end
   derive(j, id)
-  return j
+  -- And the fields as read, which an answer may reuse (`claim.lua`).
+  return j, flat
 end
 
 -- Some of a stored job's fields (`names`, the first of them 'state', which every job has), by
