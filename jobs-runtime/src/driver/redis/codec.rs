@@ -62,6 +62,7 @@ fn id(f: &Fields, name: &str) -> Result<Uuid, JobError> {
 
 /// The job record of a stored job's fields.
 pub(super) fn job(f: &Fields) -> Result<JobRecord, JobError> {
+    let state = JobState::parse(text(f, "state")?)?;
     Ok(JobRecord {
         id: id(f, "id")?,
         run_id: id(f, "run")?,
@@ -70,7 +71,7 @@ pub(super) fn job(f: &Fields) -> Result<JobRecord, JobError> {
         input: serde_json::from_str(text(f, "input")?).map_err(|_| bad("an input"))?,
         idempotency_key: text(f, "key")?.to_string(),
         tenant_id: f.get("tenant").cloned(),
-        state: JobState::parse(text(f, "state")?)?,
+        state,
         attempt: number(f, "attempt")?,
         max_attempts: number(f, "max")?,
         run_at: time(text(f, "run_at")?)?,
@@ -80,7 +81,12 @@ pub(super) fn job(f: &Fields) -> Result<JobRecord, JobError> {
         last_error_code: f.get("errc").cloned(),
         claimed_by: f.get("by").cloned(),
         claims: number(f, "claims")?,
-        visible_at: f.get("vis").map(|v| time(v)).transpose()?,
+        // A row keeps its last lease's `vis` when it settles (one write fewer per ack): only a
+        // running row's is its visibility.
+        visible_at: match state {
+            JobState::Running => f.get("vis").map(|v| time(v)).transpose()?,
+            _ => None,
+        },
         progress: f
             .get("prog")
             .map(|p| serde_json::from_str(p).map_err(|_| bad("a progress")))

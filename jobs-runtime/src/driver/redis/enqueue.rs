@@ -1,5 +1,7 @@
-//! The enqueue: the id index first (so any stored job is findable by its id and run), then one
-//! script per queue that inserts the queue's jobs all or none under the live-key rule. A batch
+//! The enqueue: one script per queue that inserts the queue's jobs all or none under the
+//! live-key rule, and on one server files their ids in the id index in the same script (on a
+//! cluster the index lives in other slots and is written first, so any stored job is findable
+//! by its id and run). A batch
 //! over several queues is one script per queue; if a later queue's script refuses, the
 //! earlier queues' new jobs are taken back, so the batch answers all or none to the caller
 //! (a crash between two queues' scripts can leave the first queue's jobs: one queue is the
@@ -45,19 +47,32 @@ pub(super) async fn enqueue(
         index_ids(driver, op, requests).await?;
     }
     let channel = driver.keys().wake_channel();
+    let index_head = if in_script {
+        driver.keys().id_index_head()
+    } else {
+        String::new()
+    };
     let now = micros(now);
     let mut results: Vec<Option<EnqueueResult>> = vec![None; requests.len()];
     let mut inserted: Vec<(&str, JobId)> = Vec::new();
     for (queue, members) in &by_queue {
         let mut invocation = scripts::on_queue(&scripts::ENQUEUE, driver.keys(), queue);
-        invocation.arg(&now).arg(&channel).arg(members.len());
+        invocation
+            .arg(&now)
+            .arg(&channel)
+            .arg(members.len())
+            .arg(*queue)
+            .arg(&index_head);
         for &i in members {
             let r = &requests[i];
+            invocation.arg(r.id.to_string());
+            if r.run_id == r.id {
+                invocation.arg("");
+            } else {
+                invocation.arg(r.run_id.to_string());
+            }
             invocation
-                .arg(r.id.to_string())
-                .arg(r.run_id.to_string())
                 .arg(&r.name)
-                .arg(&r.queue)
                 .arg(&inputs[i])
                 .arg(&r.idempotency_key)
                 .arg(r.tenant_id.as_deref().unwrap_or(""))
@@ -69,51 +84,56 @@ pub(super) async fn enqueue(
                     ConflictPolicy::Dedupe => "d",
                     ConflictPolicy::Error => "e",
                 });
-            if in_script {
-                invocation
-                    .arg(driver.keys().id_index(&r.id))
-                    .arg(driver.keys().id_index(&r.run_id));
-            } else {
-                invocation.arg("").arg("");
-            }
         }
-        let answer: Vec<Vec<String>> = match driver.conn().script(op, &invocation).await {
+        let answer: Vec<String> = match driver.conn().script(op, &invocation).await {
             Ok(answer) => answer,
             Err(error) => {
                 take_back(driver, &inserted).await;
                 return Err(error);
             }
         };
+        let (head, rest) = answer.split_first().ok_or_else(malformed)?;
         // A conflict under the error policy comes back alone, with nothing written.
-        if let Some(conflict) = answer
-            .iter()
-            .find(|a| a.first().map(String::as_str) == Some("conflict"))
-        {
+        if head == "conflict" {
             take_back(driver, &inserted).await;
-            let at: usize = conflict[1].parse().unwrap_or(1);
-            let request = &requests[members[at - 1]];
-            let (id, run) = (parse_id(&conflict[2])?, parse_id(&conflict[3])?);
+            let [at, id, run] = <&[String; 3]>::try_from(rest).map_err(|_| malformed())?;
+            let at: usize = at.parse().map_err(|_| malformed())?;
+            let request = members
+                .get(at.wrapping_sub(1))
+                .map(|&i| &requests[i])
+                .ok_or_else(malformed)?;
+            let (id, run) = (parse_id(id)?, parse_id(run)?);
             return Err(EnqueueResult::held(request, id, run, false)
                 .expect_err("the error policy refuses a held key"));
         }
-        let queue_name: Arc<str> = Arc::from(*queue);
-        for (&i, row) in members.iter().zip(answer) {
-            let [status, id, run] = <[String; 3]>::try_from(row).map_err(|_| malformed())?;
-            let (id, run) = (parse_id(&id)?, parse_id(&run)?);
+        if head != "ok" || rest.len() % 4 != 0 {
+            return Err(malformed());
+        }
+        // Every job the answer does not name was inserted.
+        for chunk in rest.chunks_exact(4) {
+            let at: usize = chunk[0].parse().map_err(|_| malformed())?;
+            let &i = members.get(at.wrapping_sub(1)).ok_or_else(malformed)?;
+            let (id, run) = (parse_id(&chunk[2])?, parse_id(&chunk[3])?);
             let request = &requests[i];
-            results[i] = Some(match status.as_str() {
-                "new" => {
-                    inserted.push((queue, id));
-                    driver.remember(id, &queue_name);
-                    driver.remember(run, &queue_name);
-                    EnqueueResult {
-                        id,
-                        run_id: run,
-                        deduped: false,
-                    }
-                }
-                "same" => EnqueueResult::held(request, id, run, true)?,
-                _ => EnqueueResult::held(request, id, run, false)?,
+            results[i] = Some(if chunk[1] == "same" {
+                EnqueueResult::held(request, id, run, true)?
+            } else {
+                EnqueueResult::held(request, id, run, false)?
+            });
+        }
+        let queue_name: Arc<str> = Arc::from(*queue);
+        for &i in members {
+            if results[i].is_some() {
+                continue;
+            }
+            let request = &requests[i];
+            inserted.push((queue, request.id));
+            driver.remember(request.id, &queue_name);
+            driver.remember(request.run_id, &queue_name);
+            results[i] = Some(EnqueueResult {
+                id: request.id,
+                run_id: request.run_id,
+                deduped: false,
             });
         }
     }

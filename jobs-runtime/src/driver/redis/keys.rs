@@ -50,6 +50,13 @@ impl Keys {
         format!("{{{}:ix:{shard}}}:ids", self.prefix)
     }
 
+    /// What every shard's key starts with, `{<prefix>:ix:`: the enqueue script names a shard
+    /// itself, as the head, the shard's number and `}:ids`. The shard is the id's last byte
+    /// modulo 16, which is the value of the id's last hex digit.
+    pub(super) fn id_index_head(&self) -> String {
+        format!("{{{}:ix:", self.prefix)
+    }
+
     /// Every shard of the job-id index.
     #[allow(dead_code)] // no port walks the index yet; kept for the sub-ports still to come
     pub(super) fn id_index_shards(&self) -> impl Iterator<Item = String> + '_ {
@@ -156,5 +163,18 @@ mod tests {
             assert_eq!(key_slot(&job), key_slot(&tag), "{hostile}");
         }
         assert_ne!(keys.queue("%7D"), keys.queue("}"), "escaping is one to one");
+    }
+
+    #[test]
+    fn the_enqueue_script_names_an_ids_shard_as_the_driver_does() {
+        // `lua/enqueue.lua`: head, the value of the id's last hex digit, `}:ids`.
+        let keys = Keys::new("jobs");
+        for _ in 0..64 {
+            let id = uuid::Uuid::now_v7();
+            let text = id.to_string();
+            let digit = u8::from_str_radix(&text[text.len() - 1..], 16).unwrap();
+            let scripted = format!("{}{digit}}}:ids", keys.id_index_head());
+            assert_eq!(scripted, keys.id_index(&id), "{text}");
+        }
     }
 }

@@ -4,8 +4,9 @@
 //! touches one hash slot: a queue's keys share the queue's tag (`keys.rs`), so a queue lives on
 //! one master and queues spread over a cluster's masters. What spans queues (the operator's
 //! lists, the counts, the purge) walks the queues one script each. A job id finds its queue
-//! through a sharded index written before the job (`keys::Keys::id_index`), and through this
-//! process' own memory of the jobs it enqueued and claimed. `ARCHITECTURE.md` says how each
+//! through a sharded index written with the job (on a cluster, before it;
+//! `keys::Keys::id_index`), and through this process' own memory of the jobs it enqueued and
+//! claimed. `ARCHITECTURE.md` says how each
 //! guarantee is kept; the guide `docs/redis.md` what survives what.
 //!
 //! ```no_run

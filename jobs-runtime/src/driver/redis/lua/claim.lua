@@ -11,9 +11,16 @@ if redis.call('EXISTS', PAUSE) == 1 or limit <= 0 then return { {}, {} } end
 
 -- Every due entry: {score, order member, id, tenant}.
 local due = {}
-local lapsed = redis.call('ZRANGEBYSCORE', RUNNING, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
-for i = 1, #lapsed, 2 do
-  due[#due + 1] = { tonumber(lapsed[i + 1]), '', lapsed[i], nil }
+-- Lapsed running rows (member: the id) and suspended rows whose wait ended (a timeout, or an
+-- event woke them; member: the order member), with the queued ones.
+local timed = redis.call('ZRANGEBYSCORE', TIMED, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+for i = 1, #timed, 2 do
+  local member = timed[i]
+  if #member == ID_LENGTH then
+    due[#due + 1] = { tonumber(timed[i + 1]), '', member, nil }
+  else
+    due[#due + 1] = { tonumber(timed[i + 1]), member, string.sub(member, 17), nil }
+  end
 end
 for _, tenant in ipairs(redis.call('SMEMBERS', TENANTS)) do
   local rows = redis.call('ZRANGEBYSCORE', due_key(tenant), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
@@ -31,7 +38,7 @@ end)
 batch_begin()
 local exhausted, candidates, turns = {}, {}, {}
 for order, entry in ipairs(due) do
-  local j = load(entry[3])
+  local j, stored = load(entry[3])
   if j then
     if j.state == 'running' and tonumber(j.attempt) >= tonumber(j.max) then
       local target = 'dead'
@@ -44,7 +51,7 @@ for order, entry in ipairs(due) do
       local turn = (turns[tenant] or 0) + 1
       if turn <= limit then
         turns[tenant] = turn
-        candidates[#candidates + 1] = { turn, order, j }
+        candidates[#candidates + 1] = { turn, order, j, stored }
       end
     end
   end
@@ -56,13 +63,25 @@ end)
 
 local claimed = {}
 for i = 1, math.min(limit, #candidates) do
-  local j = candidates[i][3]
-  change(j, {
+  local j, row = candidates[i][3], candidates[i][4]
+  local set = {
     state = 'running', attempt = tostring(tonumber(j.attempt) + 1),
     claims = tostring(tonumber(j.claims) + 1), by = worker, vis = visible_at, updated = now,
     started = now, wk = false,
-  }, now)
-  local row = flat(j)
+  }
+  change(j, set, now)
+  -- The answer: the fields as read, then what the claim wrote and what the hash leaves out (a
+  -- later pair wins in the codec; a cleared `wk` is a field the codec does not read).
+  for f, v in pairs(set) do
+    if v then
+      row[#row + 1] = f
+      row[#row + 1] = v
+    end
+  end
+  row[#row + 1] = 'id'
+  row[#row + 1] = j.id
+  row[#row + 1] = 'run'
+  row[#row + 1] = j.run
   row[#row + 1] = 'hs'
   row[#row + 1] = tostring(redis.call('EXISTS', steps_key(j.run)))
   claimed[#claimed + 1] = row

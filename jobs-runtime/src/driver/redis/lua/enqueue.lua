@@ -1,151 +1,194 @@
 -- Enqueues a batch of jobs into one queue, all or none, at one `now`.
--- ARGV: now, wake channel ('' none), count, then per job: id, run, name, queue, input, key,
+-- ARGV: now, wake channel ('' none), count, queue, the id index's key head ('{<prefix>:ix:';
+-- '' when the caller wrote the index: on a cluster it lives in other slots; on one server the
+-- script writes it too), then per job: id, run ('' when it is the id), name, input, key,
 -- tenant ('' none), max attempts, run_at, traceparent ('' none), actor ('' none), policy ('d'
--- dedupe, 'e' error), the id index shards of the id and of the run ('' when the caller wrote
--- them: on a cluster they live in other slots; on one server the script writes them too).
+-- dedupe, 'e' error).
 -- A job due now is announced on the wake channel (once per call), so idle workers claim it at
 -- once rather than at their next poll.
--- Answers per job {status, id, run}: 'new', 'same' (the id is stored already: an outbox
--- re-publish) or 'held' (a live job holds the key); or, with nothing left written, {{'conflict',
--- index, holder id, holder run}} for a held key under the error policy.
+-- Answers {'ok', then (index, status, id, run) for each job not inserted}: status 'same' (the
+-- id is stored already: an outbox re-publish) or 'held' (a live job holds the key); every job
+-- not named was inserted with its own id and run. Or, with nothing written,
+-- {'conflict', index, holder id, holder run} for a held key under the error policy.
 --
--- The plan claims each new job's live key with one HSETNX (and, on one server, its id with one
--- HSETNX on the index, whose 0 is the rare "stored already?" question); the write is one HSET
--- per job and one command per index for the whole batch, so a batch of 1,000 costs about 2,000
--- calls rather than 14,000.
-local now, channel, count = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local FIELDS = 14
-local HEAD = 3
-local planned, seen_ids, seen_keys, indexed = {}, {}, {}, {}
--- What the plan wrote, taken back on a conflict: {hash, field}.
-local taken = {}
-local function undo()
-  for _, t in ipairs(taken) do redis.call('HDEL', t[1], t[2]) end
+-- The plan only reads (the id index and the live keys with one HMGET per shard or chunk, the
+-- jobs themselves only where the index already names an id), then the write is one HSET per
+-- new job and one command per index for the whole batch.
+local now, channel, count, queue, ix = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local FIELDS = 11
+local HEAD = 5
+local function arg(i, n) return ARGV[HEAD + (i - 1) * FIELDS + n] end
+-- The id index shard of an id, as `keys.rs` names it: the id's last hex digit.
+local function shard_of(id) return ix .. tonumber(string.sub(id, -1), 16) .. '}:ids' end
+local function run_of(i)
+  local run = arg(i, 2)
+  if run == '' then return arg(i, 1) end
+  return run
 end
+
+-- unpack() takes a few thousand values at most: long lists go in chunks.
+local function call_chunked(command, key, list, chunk)
+  local answers = {}
+  for from = 1, #list, chunk do
+    local part = redis.call(command, key, unpack(list, from, math.min(from + chunk - 1, #list)))
+    if type(part) == 'table' then
+      for _, v in ipairs(part) do answers[#answers + 1] = v end
+    end
+  end
+  return answers
+end
+
+-- Which ids the index already names (perhaps stale: a job taken back or removed leaves its
+-- entry until the purge), and the live keys' holders. A batch reads them, one HMGET per shard
+-- or chunk; a lone job claims both at once with HSETNX (what it claimed and did not use is
+-- taken back below). On a cluster the caller wrote the index: every id is looked up.
+local indexed, fresh, holders, claimed_id, claimed_key = {}, {}, {}, false, false
+local lks = {}
 for i = 1, count do
-  local b = HEAD + (i - 1) * FIELDS
-  local id, run, name, key, tenant = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 6], ARGV[b + 7]
-  local lk = name .. '\0' .. tenant .. '\0' .. key
-  local policy, id_shard = ARGV[b + 12], ARGV[b + 13]
-  local stored = seen_ids[id]
-  if stored == nil then
-    -- One server: the index entry doubles as the question; a cluster asks the job itself.
-    local fresh_id
-    if id_shard ~= '' then
-      fresh_id = redis.call('HSETNX', id_shard, id, ARGV[b + 4]) == 1
-      if fresh_id then
-        taken[#taken + 1] = { id_shard, id }
-        indexed[i] = id_shard
+  lks[i] = arg(i, 3) .. '\0' .. arg(i, 6) .. '\0' .. arg(i, 5)
+end
+if count == 1 then
+  local id = arg(1, 1)
+  if ix ~= '' then
+    claimed_id = redis.call('HSETNX', shard_of(id), id, queue) == 1
+    indexed[id] = not claimed_id
+  end
+  if claimed_id or redis.call('EXISTS', jk(id)) == 0 then
+    fresh[id] = true
+    claimed_key = redis.call('HSETNX', LIVE, lks[1], id) == 1
+    if not claimed_key then holders[1] = redis.call('HGET', LIVE, lks[1]) end
+  end
+else
+  if ix ~= '' then
+    local by_shard = {}
+    for i = 1, count do
+      local id = arg(i, 1)
+      local shard = shard_of(id)
+      local list = by_shard[shard]
+      if list == nil then list = {}; by_shard[shard] = list end
+      list[#list + 1] = id
+    end
+    for shard, ids in pairs(by_shard) do
+      local found = call_chunked('HMGET', shard, ids, 1000)
+      for k = 1, #ids do
+        if found[k] then indexed[ids[k]] = true end
       end
-    else
-      fresh_id = false
     end
-    if not fresh_id and redis.call('EXISTS', jk(id)) == 1 then
-      stored = redis.call('HGET', jk(id), 'run')
-    end
+  end
+  holders = call_chunked('HMGET', LIVE, lks, 1000)
+end
+
+-- The plan.
+local planned, seen_ids, seen_keys = {}, {}, {}
+local new = 0
+for i = 1, count do
+  local id, lk = arg(i, 1), lks[i]
+  local stored = seen_ids[id]
+  if stored == nil and not fresh[id] and (ix == '' or indexed[id]) then
+    local run = redis.call('HMGET', jk(id), 'state', 'run')
+    if run[1] then stored = run[2] or id end
   end
   if stored then
     planned[i] = { 'same', id, stored }
   else
     local holder = seen_keys[lk]
-    if holder == nil and redis.call('HSETNX', LIVE, lk, id) == 0 then
-      local holder_id = redis.call('HGET', LIVE, lk)
-      local holder_run = redis.call('HGET', jk(holder_id), 'run')
-      if holder_run then
-        holder = { holder_id, holder_run }
-      else
-        -- A key left by a job that is gone: it is free.
-        redis.call('HSET', LIVE, lk, id)
+    if holder == nil and holders[i] then
+      local holder_id = holders[i]
+      local f = redis.call('HMGET', jk(holder_id), 'state', 'run')
+      if f[1] then
+        holder = { holder_id, f[2] or holder_id }
       end
+      -- Else a key left by a job that is gone: it is free, and the new job takes it.
     end
     if holder then
-      if policy == 'e' then
-        undo()
-        return { { 'conflict', tostring(i), holder[1], holder[2] } }
+      if arg(i, 11) == 'e' then
+        if claimed_id then redis.call('HDEL', shard_of(id), id) end
+        return { 'conflict', tostring(i), holder[1], holder[2] }
       end
       planned[i] = { 'held', holder[1], holder[2] }
     else
-      taken[#taken + 1] = { LIVE, lk }
-      planned[i] = { 'new', id, run }
+      new = new + 1
+      planned[i] = true
+      local run = run_of(i)
       seen_ids[id] = run
       seen_keys[lk] = { id, run }
     end
   end
 end
 
--- The write: one HSET per new job, then each index once for the batch. A job that was not
--- inserted leaves no entry in the id index.
-local new = 0
-for i = 1, count do
-  if planned[i][1] == 'new' then
-    new = new + 1
-  elseif indexed[i] then
-    redis.call('HDEL', indexed[i], ARGV[HEAD + (i - 1) * FIELDS + 1])
-  end
-end
-local seq = redis.call('INCRBY', SEQ, new) - new
+-- The write: one HSET per new job, then each index once for the batch.
+local seq = 0
+if new > 0 then seq = redis.call('INCRBY', SEQ, new) - new end
 local due_now = false
-local all, by_state, due, waiting, tenants, runs = {}, {}, {}, {}, {}, {}
-local function push(list, ...)
-  for _, v in ipairs({ ... }) do list[#list + 1] = v end
+local created_head = string.format('%017d', tonumber(now)) .. ':'
+local all, by_state, due, live, shards = {}, {}, {}, {}, {}
+local function shard_put(id, value)
+  local shard = shard_of(id)
+  local list = shards[shard]
+  if list == nil then list = {}; shards[shard] = list end
+  list[#list + 1] = id
+  list[#list + 1] = value
 end
+local out = { 'ok' }
 for i = 1, count do
-  if planned[i][1] == 'new' then
-    local b = HEAD + (i - 1) * FIELDS
+  local plan = planned[i]
+  if plan == true then
+    local id, run, name, input, key, tenant, max, run_at, tp, actor =
+      arg(i, 1), arg(i, 2), arg(i, 3), arg(i, 4), arg(i, 5), arg(i, 6), arg(i, 7), arg(i, 8),
+      arg(i, 9), arg(i, 10)
     seq = seq + 1
-    local j = {
-      id = ARGV[b + 1], run = ARGV[b + 2], name = ARGV[b + 3], queue = ARGV[b + 4],
-      input = ARGV[b + 5], key = ARGV[b + 6], max = ARGV[b + 8], run_at = ARGV[b + 9],
-      attempt = '0', claims = '0', created = now, updated = now,
-    }
-    local tenant = ARGV[b + 7]
-    if tenant ~= '' then j.tenant = tenant end
-    if ARGV[b + 10] ~= '' then j.tp = ARGV[b + 10] end
-    if ARGV[b + 11] ~= '' then j.actor = ARGV[b + 11] end
-    j.lk = j.name .. '\0' .. tenant .. '\0' .. j.key
-    if tonumber(j.run_at) <= tonumber(now) then
-      j.state = 'ready'
+    local state = 'delayed'
+    if tonumber(run_at) <= tonumber(now) then
+      state = 'ready'
       due_now = true
-    else
-      j.state = 'delayed'
     end
-    j.m = string.format('%016d', seq) .. j.id
-    redis.call('HSET', jk(j.id), unpack(flat(j)))
-    local member = created_member(j)
-    push(all, 0, member)
-    by_state[j.state] = by_state[j.state] or {}
-    push(by_state[j.state], 0, member)
-    due[tenant] = due[tenant] or {}
-    push(due[tenant], j.run_at, j.m)
-    push(waiting, j.run_at, j.id)
-    tenants[tenant] = true
-    -- A run is its first job's unless one was named: only a run begun elsewhere is indexed.
-    local run_shard = ARGV[b + 14]
-    if run_shard ~= '' and j.run ~= j.id then
-      runs[run_shard] = runs[run_shard] or {}
-      push(runs[run_shard], j.run, j.queue)
+    local h = { 'name', name, 'queue', queue, 'input', input, 'key', key, 'max', max,
+      'run_at', run_at, 'created', now, 'state', state, 'sq', seq }
+    if run ~= '' then h[#h + 1] = 'run'; h[#h + 1] = run end
+    if tenant ~= '' then h[#h + 1] = 'tenant'; h[#h + 1] = tenant end
+    if tp ~= '' then h[#h + 1] = 'tp'; h[#h + 1] = tp end
+    if actor ~= '' then h[#h + 1] = 'actor'; h[#h + 1] = actor end
+    redis.call('HSET', jk(id), unpack(h))
+    local member = created_head .. id
+    all[#all + 1] = 0
+    all[#all + 1] = member
+    local list = by_state[state]
+    if list == nil then list = {}; by_state[state] = list end
+    list[#list + 1] = 0
+    list[#list + 1] = member
+    list = due[tenant]
+    if list == nil then list = {}; due[tenant] = list end
+    list[#list + 1] = run_at
+    list[#list + 1] = string.format('%016d', seq) .. id
+    if not claimed_key then
+      live[#live + 1] = lks[i]
+      live[#live + 1] = id
     end
-  end
-end
--- unpack() takes a few thousand values at most: send long lists in chunks.
-local function call_chunked(command, key, list)
-  local CHUNK = 2000
-  for from = 1, #list, CHUNK do
-    local to = math.min(from + CHUNK - 1, #list)
-    redis.call(command, key, unpack(list, from, to))
+    if ix ~= '' then
+      if not claimed_id then shard_put(id, queue) end
+      -- A run is its first job's unless one was named: only a run begun elsewhere is indexed.
+      if run ~= '' and run ~= id then shard_put(run, queue) end
+    end
+  else
+    -- A lone job that was not inserted gives back the index entry it claimed.
+    if claimed_id then redis.call('HDEL', shard_of(arg(i, 1)), arg(i, 1)) end
+    local status = 'same'
+    if plan[1] == 'held' then status = 'held' end
+    out[#out + 1] = tostring(i)
+    out[#out + 1] = status
+    out[#out + 1] = plan[2]
+    out[#out + 1] = plan[3]
   end
 end
 if new > 0 then
-  call_chunked('ZADD', ALL, all)
-  for state, members in pairs(by_state) do call_chunked('ZADD', state_key(state), members) end
+  for shard, list in pairs(shards) do call_chunked('HSET', shard, list, 2000) end
+  if #live > 0 then call_chunked('HSET', LIVE, live, 2000) end
+  call_chunked('ZADD', ALL, all, 2000)
+  for state, members in pairs(by_state) do call_chunked('ZADD', state_key(state), members, 2000) end
   for tenant, members in pairs(due) do
-    call_chunked('ZADD', due_key(tenant), members)
+    call_chunked('ZADD', due_key(tenant), members, 2000)
     redis.call('SADD', TENANTS, tenant)
   end
-  call_chunked('ZADD', WAITING, waiting)
-  for shard, pairs_ in pairs(runs) do call_chunked('HSET', shard, pairs_) end
 end
-if due_now and channel ~= '' then redis.call('PUBLISH', channel, ARGV[HEAD + 4]) end
-local out = {}
-for i = 1, count do out[i] = planned[i] end
+if due_now and channel ~= '' then redis.call('PUBLISH', channel, queue) end
 return out

@@ -18,8 +18,10 @@ local index = state_key(state)
 
 local keys_seen = {}
 local function movable(id)
-  local f = redis.call('HMGET', jk(id), 'state', 'name', 'tenant', 'lk', 'run_at')
+  local f = redis.call('HMGET', jk(id), 'state', 'name', 'tenant', 'key', 'run_at')
   if f[1] ~= state then return false end
+  -- The live key, as `derive` makes it.
+  f[4] = f[2] .. '\0' .. (f[3] or '') .. '\0' .. f[4]
   if want.name and f[2] ~= want.name then return false end
   if want.tenant and f[3] ~= want.tenant then return false end
   if verb == 'promote' then return tonumber(f[5]) > tonumber(now) end
@@ -40,9 +42,9 @@ local function move(id)
   if verb == 'requeue' then
     change(j, {
       state = 'ready', attempt = '0', run_at = now, vis = false, by = false, prog = false,
-      wk = false, updated = now, m = string.format('%016d', redis.call('INCR', SEQ)) .. j.id,
+      wk = false, updated = now, sq = tostring(redis.call('INCR', SEQ)),
     }, now)
-    redis.call('HSET', LIVE, j.lk, j.id)
+    redis.call('HSET', LIVE, live_key(j), j.id)
     history(j, 'requeue', now, actor, 'bulk')
   elseif verb == 'remove' then
     history(j, 'remove', now, actor, 'bulk')

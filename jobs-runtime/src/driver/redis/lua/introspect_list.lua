@@ -15,6 +15,46 @@ for i = 7, #ARGV, 2 do want[ARGV[i]] = ARGV[i + 1] end
 local index = ALL
 if state ~= '' then index = state_key(state) end
 
+-- A lex range's members from one end, as ZRANGEBYLEX / ZREVRANGEBYLEX answer them. Running
+-- rows have no state index (TIMED holds them, by lease, with the suspended ones): their
+-- members are made here, once, from the running rows.
+local running = nil
+local function in_range(member, lo, hi)
+  if lo ~= '-' then
+    local bound, open = string.sub(lo, 2), string.sub(lo, 1, 1) == '('
+    if member < bound or (open and member == bound) then return false end
+  end
+  if hi ~= '+' then
+    local bound, open = string.sub(hi, 2), string.sub(hi, 1, 1) == '('
+    if member > bound or (open and member == bound) then return false end
+  end
+  return true
+end
+local function range(lo, hi, desc, take)
+  if state ~= 'running' then
+    if desc then return redis.call('ZREVRANGEBYLEX', index, hi, lo, 'LIMIT', 0, take) end
+    return redis.call('ZRANGEBYLEX', index, lo, hi, 'LIMIT', 0, take)
+  end
+  if running == nil then
+    running = {}
+    for _, id in ipairs(redis.call('ZRANGE', TIMED, 0, -1)) do
+      local created = #id == ID_LENGTH and redis.call('HGET', jk(id), 'created')
+      if created then
+        running[#running + 1] = string.format('%017d', tonumber(created)) .. ':' .. id
+      end
+    end
+    table.sort(running)
+  end
+  local out = {}
+  local from, to, step = 1, #running, 1
+  if desc then from, to, step = #running, 1, -1 end
+  for k = from, to, step do
+    if #out >= take then break end
+    if in_range(running[k], lo, hi) then out[#out + 1] = running[k] end
+  end
+  return out
+end
+
 -- The member is '<created, 17 digits>:<id>': the id starts at 19.
 local function id_of(member) return string.sub(member, 19) end
 
@@ -29,12 +69,7 @@ local rows, seen, last = {}, 0, ''
 local CHUNK = 256
 while #rows < limit and seen < budget do
   local take = math.min(CHUNK, budget - seen)
-  local members
-  if order == 'desc' then
-    members = redis.call('ZREVRANGEBYLEX', index, max, min, 'LIMIT', 0, take)
-  else
-    members = redis.call('ZRANGEBYLEX', index, min, max, 'LIMIT', 0, take)
-  end
+  local members = range(min, max, order == 'desc', take)
   for _, member in ipairs(members) do
     seen = seen + 1
     last = member

@@ -64,7 +64,7 @@ elseif verb == 'requeue' then
     end
   end
   -- The live-key rule: the key may be held by a live job enqueued since this one finished.
-  local holder = redis.call('HGET', LIVE, j.lk)
+  local holder = redis.call('HGET', LIVE, live_key(j))
   if holder and holder ~= j.id then
     local h = load(holder)
     if h and LIVE_STATES[h.state] then return answer('held', j, holder) end
@@ -73,9 +73,9 @@ elseif verb == 'requeue' then
   -- A fresh insertion order: among rows due at once it queues behind those already waiting.
   change(j, {
     state = 'ready', attempt = '0', run_at = now, vis = false, by = false, prog = false,
-    wk = false, updated = now, m = string.format('%016d', redis.call('INCR', SEQ)) .. j.id,
+    wk = false, updated = now, sq = tostring(redis.call('INCR', SEQ)),
   }, now)
-  redis.call('HSET', LIVE, j.lk, j.id)
+  redis.call('HSET', LIVE, live_key(j), j.id)
   if step then
     history(j, 'requeue_from_step', now, actor, step)
   else

@@ -6,19 +6,29 @@
 -- Lua's numbers are doubles, and Redis turns a number argument into text with 14 digits, so
 -- no time is ever written from arithmetic done here.
 local Q = KEYS[1]
-local TENANTS = Q .. ':tenants'   -- set: tenants with queued rows ('' is no tenant)
-local RUNNING = Q .. ':running'   -- zset: running rows by visible_at
+local TENANTS = Q .. ':tenants'   -- set: tenants with ready or delayed rows ('' is no tenant)
+-- zset: the rows that come due at a time outside the due sets: running rows by visible_at
+-- (member: the id; running rows have no state index, this is it) and suspended rows by run_at
+-- (member: as the due sets', 16 digits of insertion order then the id).
+local TIMED = Q .. ':timed'
+local ID_LENGTH = 36
 local LIVE = Q .. ':live'         -- hash: live key (name NUL tenant NUL key) -> job id
 local ALL = Q .. ':all'           -- zset by lex: '<created>:<id>' of every stored job
 local FIN = Q .. ':fin'           -- zset: finished rows by updated_at
 local GONE = Q .. ':gone'         -- zset: ids whose job was deleted and history kept, by when
 local PAUSE = Q .. ':pause'       -- hash: at, actor, while the queue is paused
 local SEQ = Q .. ':seq'           -- counter: insertion order (FIFO among equal run_at)
-local WAITING = Q .. ':rd'        -- zset: ready and delayed rows by run_at (the stats' split)
 local COUNTED = Q .. ':cn'        -- set: job names with a counters hash here (`counters_key`)
 local function jk(id) return Q .. ':j:' .. id end
 local function due_key(tenant) return Q .. ':due:' .. tenant end
-local function state_key(state) return Q .. ':st:' .. state end
+-- A state's rows by creation (lex, '<created>:<id>'), for the lists and counts; none for
+-- `running`, whose rows are few and which TIMED already holds.
+local STATE_KEYS = {}
+local function state_key(state)
+  local key = STATE_KEYS[state]
+  if key == nil then key = Q .. ':st:' .. state; STATE_KEYS[state] = key end
+  return key
+end
 local function steps_key(run) return Q .. ':s:' .. run end
 local function hist_key(id) return Q .. ':h:' .. id end
 -- A job name's counters: '<width secs>:<bucket start secs>:<done|retried|failed|dead|duration_ms>'
@@ -28,20 +38,56 @@ local function counters_key(name) return Q .. ':c:' .. name end
 local QUEUED = { ready = true, delayed = true, suspended = true }
 local LIVE_STATES = { ready = true, delayed = true, suspended = true, running = true }
 
+-- What a stored job's hash leaves out, because it follows from what is stored: the id (in the
+-- key), the run (the id, unless another was named), attempt and claims (0 until the first
+-- claim) and updated (created until the first change), which `load` fills in; and the live
+-- key (`live_key`: name, tenant and key) and the due-order member (`order_member`: `sq`, the
+-- insertion order, then the id), made where they are needed. `flat` leaves `sq` out of an
+-- answer.
+local function derive(j, id)
+  j.id = id
+  if j.run == nil then j.run = id end
+  if j.attempt == nil then j.attempt = '0' end
+  if j.claims == nil then j.claims = '0' end
+  if j.updated == nil then j.updated = j.created end
+end
+
+local function live_key(j) return j.name .. '\0' .. (j.tenant or '') .. '\0' .. j.key end
+local function order_member(j) return string.format('%016d', tonumber(j.sq)) .. j.id end
+
 local function load(id)
   local flat = redis.call('HGETALL', jk(id))
   if #flat == 0 then return nil end
   local j = {}
   for i = 1, #flat, 2 do j[flat[i]] = flat[i + 1] end
+  derive(j, id)
+  -- And the fields as read, which an answer may reuse (`claim.lua`).
+  return j, flat
+end
+
+-- Some of a stored job's fields (`names`, the first of them 'state', which every job has), by
+-- HMGET: a settle that answers no row reads no payload. A field left out is nil, as an absent one.
+local function load_some(id, names)
+  local got = redis.call('HMGET', jk(id), unpack(names))
+  if not got[1] then return nil end
+  local j = {}
+  for i = 1, #names do
+    if got[i] then j[names[i]] = got[i] end
+  end
+  derive(j, id)
   return j
 end
+
+local INTERNAL = { sq = true }
 
 -- The job as the driver reads it: its fields as a flat list of pairs.
 local function flat(j)
   local out = {}
   for f, v in pairs(j) do
-    out[#out + 1] = f
-    out[#out + 1] = v
+    if not INTERNAL[f] then
+      out[#out + 1] = f
+      out[#out + 1] = v
+    end
   end
   return out
 end
@@ -130,14 +176,20 @@ local function batch_flush()
   if #names > 0 then redis.call('SADD', COUNTED, unpack(names)) end
 end
 
+-- A ready or delayed row is in its tenant's due set, by run_at (the claim's and the stats'
+-- one index of them); a suspended or running one in TIMED, a finished one in FIN; and every
+-- row but a running one in its state's index.
 local function unindex(j)
   local tenant = j.tenant or ''
-  if QUEUED[j.state] then
-    zrem(due_key(tenant), j.m)
-    zrem(WAITING, j.id)
+  if j.state == 'running' then
+    zrem(TIMED, j.id)
+    return
+  end
+  if j.state == 'suspended' then
+    zrem(TIMED, order_member(j))
+  elseif QUEUED[j.state] then
+    zrem(due_key(tenant), order_member(j))
     tenant_left(tenant)
-  elseif j.state == 'running' then
-    zrem(RUNNING, j.id)
   else
     zrem(FIN, j.id)
   end
@@ -146,12 +198,15 @@ end
 
 local function index(j)
   local tenant = j.tenant or ''
-  if QUEUED[j.state] then
-    zadd(due_key(tenant), j.run_at, j.m)
+  if j.state == 'running' then
+    zadd(TIMED, j.vis, j.id)
+    return
+  end
+  if j.state == 'suspended' then
+    zadd(TIMED, j.run_at, order_member(j))
+  elseif QUEUED[j.state] then
+    zadd(due_key(tenant), j.run_at, order_member(j))
     tenant_joined(tenant)
-    if j.state ~= 'suspended' then zadd(WAITING, j.run_at, j.id) end
-  elseif j.state == 'running' then
-    zadd(RUNNING, j.vis, j.id)
   else
     zadd(FIN, j.updated, j.id)
   end
@@ -161,9 +216,10 @@ end
 -- Frees a job's live key if it still names the job.
 local function free_live_key(j)
   if pending then
-    pending.live[j.lk] = j.id
-  elseif redis.call('HGET', LIVE, j.lk) == j.id then
-    redis.call('HDEL', LIVE, j.lk)
+    pending.live[live_key(j)] = j.id
+  else
+    local lk = live_key(j)
+    if redis.call('HGET', LIVE, lk) == j.id then redis.call('HDEL', LIVE, lk) end
   end
 end
 
@@ -178,6 +234,18 @@ local function counted(name)
   if pending then pending.names[name] = true else redis.call('SADD', COUNTED, name) end
 end
 
+-- The minute bucket's field head of `now` ('60:<bucket start secs>:'), made once per script.
+local bucket_of = {}
+local function bucket_field(now)
+  local field = bucket_of[now]
+  if field == nil then
+    local now_s = math.floor(tonumber(now) / 1000000)
+    field = '60:' .. string.format('%d', now_s - (now_s % 60)) .. ':'
+    bucket_of[now] = field
+  end
+  return field
+end
+
 -- A settle's outcome for the per-name counters (the port's CounterOutcome::of), added to the
 -- minute bucket of `now`, with the attempt's duration since its claim.
 local function observe(before_state, before_attempt, j, now)
@@ -189,14 +257,12 @@ local function observe(before_state, before_attempt, j, now)
   elseif j.state == 'ready' and tonumber(j.attempt) >= before_attempt then outcome = 'retried'
   end
   if outcome == nil then return end
-  local now_s = math.floor(tonumber(now) / 1000000)
-  local bucket = now_s - (now_s % 60)
   local started = tonumber(j.started or now)
   local elapsed = math.floor((tonumber(now) - started) / 1000)
   if elapsed < 0 then elapsed = 0 end
   local key = counters_key(j.name)
   counted(j.name)
-  local field = '60:' .. string.format('%d', bucket) .. ':'
+  local field = bucket_field(now)
   count(key, field .. outcome, 1)
   count(key, field .. 'duration_ms', elapsed)
 end
@@ -228,8 +294,8 @@ end
 -- Deletes a stored job and its run's steps; its history stays until the purge takes it.
 local function delete(j, now)
   unindex(j)
-  if LIVE_STATES[j.state] and redis.call('HGET', LIVE, j.lk) == j.id then
-    redis.call('HDEL', LIVE, j.lk)
+  if LIVE_STATES[j.state] and redis.call('HGET', LIVE, live_key(j)) == j.id then
+    redis.call('HDEL', LIVE, live_key(j))
   end
   redis.call('DEL', jk(j.id), steps_key(j.run))
   redis.call('ZREM', ALL, created_member(j))

@@ -7,11 +7,15 @@ local verb, now = ARGV[1], ARGV[2]
 if verb == 'ack' then
   -- Each job of the batch is acked once: its index edits and counts go in one batch.
   batch_begin()
+  -- What the fence, the indexes, the live key and the counters read of a running job.
+  local fields = { 'state', 'by', 'claims', 'attempt', 'name', 'tenant', 'key', 'created',
+    'started', 'err', 'errc' }
   local out = {}
   for i = 3, #ARGV, 3 do
-    local j = load(ARGV[i])
+    local j = load_some(ARGV[i], fields)
     if held(j, ARGV[i + 1], ARGV[i + 2]) then
-      change(j, { state = 'done', vis = false, err = false, errc = false, updated = now }, now)
+      -- `vis` stays: the codec reads it of running rows only.
+      change(j, { state = 'done', err = false, errc = false, updated = now }, now)
       out[#out + 1] = 1
     else
       out[#out + 1] = 0

@@ -1,11 +1,21 @@
--- One queue's counts (QueueStats): ready and delayed split by whether run_at is due at `now`,
--- and the oldest due row's run_at. ARGV: now. Answers {ready, delayed, running, suspended, done,
+-- One queue's counts (QueueStats): ready and delayed split by whether run_at is due at `now`
+-- (read from the tenants' due sets, which hold exactly the ready and delayed rows), and the
+-- oldest due row's run_at. ARGV: now. Answers {ready, delayed, running, suspended, done,
 -- failed, dead, cancelled, oldest due run_at or ''}.
 local now = ARGV[1]
-local total = redis.call('ZCARD', WAITING)
-local due = redis.call('ZCOUNT', WAITING, '-inf', now)
-local oldest = ''
-if due > 0 then oldest = redis.call('ZRANGE', WAITING, 0, 0, 'WITHSCORES')[2] end
+local total, due, oldest = 0, 0, nil
+for _, tenant in ipairs(redis.call('SMEMBERS', TENANTS)) do
+  local key = due_key(tenant)
+  total = total + redis.call('ZCARD', key)
+  local n = redis.call('ZCOUNT', key, '-inf', now)
+  if n > 0 then
+    due = due + n
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
+    if oldest == nil or tonumber(first) < tonumber(oldest) then oldest = first end
+  end
+end
 local function count(state) return redis.call('ZCARD', state_key(state)) end
-return { due, total - due, count('running'), count('suspended'), count('done'), count('failed'),
-  count('dead'), count('cancelled'), oldest }
+local suspended = count('suspended')
+-- TIMED holds the running rows and the suspended ones.
+return { due, total - due, redis.call('ZCARD', TIMED) - suspended, suspended, count('done'),
+  count('failed'), count('dead'), count('cancelled'), oldest or '' }
