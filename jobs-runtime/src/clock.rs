@@ -39,6 +39,14 @@ pub fn add(at: Timestamp, duration: Duration) -> Timestamp {
         .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
+/// `at - duration`, saturating instead of overflowing.
+pub fn sub(at: Timestamp, duration: Duration) -> Timestamp {
+    chrono::Duration::from_std(duration)
+        .ok()
+        .and_then(|d| at.checked_sub_signed(d))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
 /// The real clock: `Utc::now()` and tokio timers.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;

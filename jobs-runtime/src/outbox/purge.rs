@@ -49,10 +49,7 @@ impl PurgeTarget for OutboxPurge {
     }
 
     async fn purge_expired(&self, now: Timestamp) -> Result<u64, JobError> {
-        let before = chrono::Duration::from_std(self.keep)
-            .ok()
-            .and_then(|keep| now.checked_sub_signed(keep))
-            .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+        let before = crate::clock::sub(now, self.keep);
         let mut total = 0;
         loop {
             let gone = self.store.outbox_purge(before, PURGE_BATCH).await?;

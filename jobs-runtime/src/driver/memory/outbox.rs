@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use crate::clock::{add, Timestamp};
+use crate::clock::Timestamp;
 use crate::driver::caller_tx::{foreign_connection, CallerConn, CallerConnection};
 use crate::driver::outbox::*;
 use crate::driver::records::{EnqueueRequest, JobId};
@@ -157,10 +157,11 @@ impl OutboxStore for MemoryOutbox {
         params: &OutboxClaimParams,
     ) -> Result<Vec<OutboxRecord>, JobError> {
         let mut rows = self.shared.rows.lock().expect("outbox lock");
+        let live_after = params.live_after();
         let held_elsewhere = rows.pending.values().any(|row| {
             row.claim
                 .as_ref()
-                .is_some_and(|(by, at)| by != &params.holder && add(*at, params.lease) > params.now)
+                .is_some_and(|(by, at)| by != &params.holder && *at > live_after)
         });
         if held_elsewhere {
             return Ok(Vec::new());

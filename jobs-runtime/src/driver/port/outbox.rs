@@ -47,6 +47,14 @@ pub struct OutboxClaimParams {
     pub now: Timestamp,
 }
 
+impl OutboxClaimParams {
+    /// Claims stamped after this instant are live: a row another holder claimed then keeps
+    /// every claimer off the head. Every store judges a claim by it.
+    pub fn live_after(&self) -> Timestamp {
+        crate::clock::sub(self.now, self.lease)
+    }
+}
+
 /// A staged row, as a claim hands it to the relay.
 #[derive(Debug, Clone)]
 pub struct OutboxRecord {

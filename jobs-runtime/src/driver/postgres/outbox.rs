@@ -165,10 +165,7 @@ impl OutboxStore for PostgresOutbox {
         params: &OutboxClaimParams,
     ) -> Result<Vec<OutboxRecord>, JobError> {
         let failed = |e| classify(Op::OutboxClaim, e);
-        let live_after = params
-            .now
-            .checked_sub_signed(chrono::Duration::from_std(params.lease).unwrap_or_default())
-            .unwrap_or(params.now);
+        let live_after = params.live_after();
         let mut tx = self.pool.begin().await.map_err(failed)?;
         sqlx::query("select pg_advisory_xact_lock(hashtext($1))")
             .bind(&*self.channel)

@@ -171,10 +171,7 @@ impl OutboxStore for SqliteOutbox {
         params: &OutboxClaimParams,
     ) -> Result<Vec<OutboxRecord>, JobError> {
         let failed = |e| classify(Op::OutboxClaim, e);
-        let live_after = params
-            .now
-            .checked_sub_signed(chrono::Duration::from_std(params.lease).unwrap_or_default())
-            .unwrap_or(params.now);
+        let live_after = params.live_after();
         let mut conn = self.pool.acquire().await.map_err(failed)?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         let mut records: Vec<OutboxRecord> = sqlx::query_as(CLAIM)
