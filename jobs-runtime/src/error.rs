@@ -118,12 +118,13 @@ error_codes! {
     /// A deadline passed.
     Timeout = "X_TIMEOUT", R,
         "retry later, or raise the deadline";
-    /// A responder asked to slow down.
-    RateLimited = "X_RATE_LIMITED", R,
-        "the job retries after the stated delay";
-    /// A responder is overloaded.
-    Overloaded = "X_OVERLOADED", R,
-        "the job retries after the stated delay";
+    /// A responder asked to slow down. Classed retry-after: state the delay with
+    /// [`JobError::with_retry_after`]; without one the job's backoff applies.
+    RateLimited = "X_RATE_LIMITED", RA,
+        "the job retries after the stated delay (`JobError::with_retry_after`), clamped by `max_delay`";
+    /// A responder is overloaded. Classed retry-after, as `X_RATE_LIMITED`.
+    Overloaded = "X_OVERLOADED", RA,
+        "the job retries after the stated delay (`JobError::with_retry_after`), clamped by `max_delay`";
     /// The run no longer holds its claim (cancelled, or re-delivered after its lease lapsed).
     JobLeaseLost = "X_JOB_LEASE_LOST", T,
         "raise the worker's visibility timeout past the longest gap between heartbeats";
@@ -368,6 +369,22 @@ impl JobError {
             class: ErrorClass::RetryAfter(after),
             ..JobError::retryable(message)
         }
+    }
+
+    /// States the delay before the retry (a responder's `Retry-After`): the class becomes
+    /// retry-after, so the retry comes after `after` (clamped by the job's `max_delay`) instead
+    /// of the backoff. Still an attempt, still under the job's ceiling.
+    ///
+    /// ```
+    /// use jobs::{ErrorClass, ErrorCode, JobError};
+    /// use std::time::Duration;
+    ///
+    /// let e = JobError::new(ErrorCode::RateLimited, "the provider answered 429")
+    ///     .with_retry_after(Duration::from_secs(30));
+    /// assert_eq!(e.class(), ErrorClass::RetryAfter(Duration::from_secs(30)));
+    /// ```
+    pub fn with_retry_after(self, after: Duration) -> Self {
+        self.with_class(ErrorClass::RetryAfter(after))
     }
 
     /// Replaces the fix.

@@ -50,11 +50,13 @@ pub fn jittered(delay: Duration, jitter: Jitter, rng: &mut impl Rng) -> Duration
 
 /// The delay before retrying an attempt that failed with `class`: a stated delay (clamped by
 /// `max_delay`, plus up to a tenth of it so a throttled burst does not come back in lockstep,
-/// unless jitter is `none`), or the jittered backoff.
+/// unless jitter is `none`), or the jittered backoff. A retry-after class that states no delay
+/// (a retry-after code such as `X_RATE_LIMITED` returned without
+/// [`JobError::with_retry_after`](crate::JobError::with_retry_after)) gets the backoff.
 pub fn retry_delay(policy: &RetryPolicy, attempt: u32, class: ErrorClass) -> Duration {
     let mut rng = rand::rng();
     match class {
-        ErrorClass::RetryAfter(stated) => {
+        ErrorClass::RetryAfter(stated) if !stated.is_zero() => {
             let base = stated.min(policy.max_delay);
             match policy.jitter {
                 Jitter::None => base,
@@ -116,5 +118,12 @@ mod tests {
         let p = policy(Backoff::Fixed);
         let d = retry_delay(&p, 1, ErrorClass::RetryAfter(Duration::from_secs(3600)));
         assert_eq!(d, p.max_delay);
+    }
+
+    #[test]
+    fn a_retry_after_class_without_a_delay_gets_the_backoff() {
+        let p = policy(Backoff::Linear);
+        let d = retry_delay(&p, 3, ErrorClass::RetryAfter(Duration::ZERO));
+        assert_eq!(d, backoff_delay(&p, 3));
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jobs::prelude::*;
 use jobs::testing::TestKit;
-use jobs::{ExecutionOutcome, JobExecution};
+use jobs::{ErrorClass, ExecutionOutcome, JobExecution};
 
 use crate::support::time::elapsed;
 use crate::support::wait::{bounded, wait_until};
@@ -93,6 +93,23 @@ async fn throttled_job(run: Run, input: Throttle) -> Result<(), JobError> {
         ));
     }
     Ok(())
+}
+
+/// Returns the coded retry-after errors a responder's throttle maps to: `kind` 0 is
+/// `X_RATE_LIMITED` with a stated 40 s, 1 is `X_OVERLOADED` with a stated 50 s, 2 is
+/// `X_RATE_LIMITED` with no delay stated.
+#[job(key = "coded:{id}", tenant = none, retry(attempts = 3, delay = "7s", backoff = fixed, max_delay = "1m", jitter = none))]
+async fn coded_throttle_job(run: Run, input: Throttle) -> Result<(), JobError> {
+    if run.attempt() > 1 {
+        return Ok(());
+    }
+    Err(match input.after_secs {
+        0 => JobError::new(ErrorCode::RateLimited, "the provider answered 429")
+            .with_retry_after(Duration::from_secs(40)),
+        1 => JobError::new(ErrorCode::Overloaded, "the provider answered 503")
+            .with_retry_after(Duration::from_secs(50)),
+        _ => JobError::new(ErrorCode::RateLimited, "the provider answered 429"),
+    })
 }
 
 static FINAL_ATTEMPTS: Mutex<Vec<(u32, bool)>> = Mutex::new(Vec::new());
@@ -399,6 +416,49 @@ async fn retry_after_uses_the_stated_delay_clamped_by_max_delay() {
     assert_eq!(kit.job(short.id).await.state, JobState::Done);
     assert_eq!(kit.job(long.id).await.state, JobState::Done);
     assert_eq!(kit.job(long.id).await.attempt, 2);
+}
+
+/// `X_RATE_LIMITED` and `X_OVERLOADED` are classed retry-after, as the reference classes them:
+/// the stated delay, not the backoff; with no delay stated, the backoff.
+#[tokio::test]
+async fn rate_limited_and_overloaded_codes_retry_after_the_stated_delay() {
+    assert!(matches!(
+        ErrorCode::RateLimited.class(),
+        ErrorClass::RetryAfter(_)
+    ));
+    assert!(matches!(
+        ErrorCode::Overloaded.class(),
+        ErrorClass::RetryAfter(_)
+    ));
+    let kit = TestKit::new();
+    let mut ids = Vec::new();
+    for kind in 0..3 {
+        let input = Throttle {
+            id: kind,
+            after_secs: kind,
+        };
+        ids.push(CodedThrottleJob::enqueue(kit.jobs(), input).await.unwrap().id);
+    }
+    let now = kit.jobs().now();
+    let executions = kit.run_until_idle().await;
+    assert_eq!(executions.len(), 3);
+    let mut waited = Vec::new();
+    for id in &ids {
+        let row = kit.job(*id).await;
+        assert_eq!(row.state, JobState::Ready);
+        assert_eq!(row.attempt, 1, "a stated delay is still an attempt");
+        waited.push(elapsed(now, row.run_at));
+    }
+    assert_eq!(waited, [40, 50, 7].map(Duration::from_secs));
+    let rate_limited = kit.job(ids[0]).await;
+    assert_eq!(
+        rate_limited.last_error_code.as_deref(),
+        Some("X_RATE_LIMITED")
+    );
+    kit.run_to_completion().await;
+    for id in &ids {
+        assert_eq!(kit.job(*id).await.state, JobState::Done);
+    }
 }
 
 #[tokio::test]
