@@ -151,10 +151,13 @@ mod value;
 /// `timeout` is the ceiling on one attempt (the run's cancellation fires first, then the
 /// attempt fails with `X_JOB_TIMEOUT`); `step_timeout` is the ceiling on one step;
 /// `event_poll` is how long a parked `wait_for_event` waits between polls (default `"30s"`).
+/// `expires_in` discards a job whose first attempt has not started that long after its
+/// enqueue: the worker that reaches it settles it `failed` with `X_JOB_EXPIRED`, never running
+/// it (default: never expires; a retry has started, so it never expires).
 ///
 /// ```ignore
 /// #[jobs::job(key = "export:{export_id}", tenant = org_id,
-///             timeout = "10m", step_timeout = "30s", event_poll = "5s")]
+///             timeout = "10m", step_timeout = "30s", event_poll = "5s", expires_in = "1h")]
 /// ```
 ///
 /// # Concurrency

@@ -59,6 +59,8 @@ pub struct JobDecl<'a> {
     pub step_timeout: Option<DurationValue>,
     /// `event_poll = ..`, when declared.
     pub event_poll: Option<DurationValue>,
+    /// `expires_in = ..`, when declared.
+    pub expires_in: Option<DurationValue>,
     /// `concurrency`, when declared and complete.
     pub concurrency: Option<Concurrency>,
     /// `on_settled = path`, when declared.
@@ -118,6 +120,7 @@ impl<'a> JobDecl<'a> {
             timeout: None,
             step_timeout: None,
             event_poll: None,
+            expires_in: None,
             concurrency: None,
             on_settled: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
@@ -141,6 +144,7 @@ impl<'a> JobDecl<'a> {
         decl.timeout = errs.value(&args.timeout);
         decl.step_timeout = errs.value(&args.step_timeout);
         decl.event_poll = errs.value(&args.event_poll);
+        decl.expires_in = errs.value(&args.expires_in);
         if let Some(concurrency) = &args.concurrency {
             decl.concurrency = Concurrency::from_args(concurrency, errs);
         }

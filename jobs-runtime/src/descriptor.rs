@@ -22,6 +22,9 @@ pub struct JobDescriptor {
     pub event_poll: Duration,
     /// The fleet-wide cap, if declared.
     pub concurrency: Option<Concurrency>,
+    /// `expires_in`: a job whose first attempt has not started this long after its enqueue is
+    /// discarded when a worker reaches it (state `failed`, `X_JOB_EXPIRED`), never run.
+    pub expires_in: Option<Duration>,
     /// How the run's tenant is derived.
     pub tenant: TenantMode,
     /// The Rust path of the input type, for people reading the manifest.
@@ -34,7 +37,7 @@ pub struct JobDescriptor {
 
 impl JobDescriptor {
     /// The reference's defaults: queue `default`, [`RetryPolicy::DEFAULT`], dead letters on,
-    /// no timeouts, a 30 s event poll, no concurrency cap.
+    /// no timeouts, a 30 s event poll, no concurrency cap, no expiry.
     pub const fn new(
         name: &'static str,
         tenant: TenantMode,
@@ -50,6 +53,7 @@ impl JobDescriptor {
             step_timeout: None,
             event_poll: DEFAULT_EVENT_POLL,
             concurrency: None,
+            expires_in: None,
             tenant,
             input_type,
             input_schema,

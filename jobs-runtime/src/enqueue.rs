@@ -197,6 +197,7 @@ pub(crate) struct Prepared {
     pub idempotency_key: String,
     pub tenant_id: Option<String>,
     pub max_attempts: u32,
+    pub expires_in: Option<Duration>,
 }
 
 impl Prepared {
@@ -226,6 +227,7 @@ impl Prepared {
             idempotency_key,
             tenant_id: J::tenant(input),
             max_attempts: d.retry.attempts,
+            expires_in: d.expires_in,
         })
     }
 
@@ -249,6 +251,21 @@ impl Prepared {
             (None, Some(delay)) => add(now, delay),
             (None, None) => now,
         };
+        if let Some(ttl) = self.expires_in {
+            // `expires_in` counts from the enqueue: a job due at or after its expiry could
+            // only ever be discarded.
+            if run_at >= add(now, ttl) {
+                return Err(JobError::new(
+                    ErrorCode::Invariant,
+                    format!(
+                        "job `{}` would be due after its expires_in ({} ms after the enqueue) and could never run; refused before anything is written",
+                        self.name,
+                        ttl.as_millis()
+                    ),
+                )
+                .with_fix("delay the job less than its `expires_in`, or raise `expires_in`"));
+            }
+        }
         let request = EnqueueRequest {
             id,
             run_id,

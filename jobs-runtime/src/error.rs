@@ -143,6 +143,10 @@ error_codes! {
     /// Claimed under `when_busy = fail` while the key was busy.
     JobKeyBusy = "X_JOB_KEY_BUSY", T,
         "requeue the job once the key's other run finishes, or declare `when_busy = wait`";
+    /// A job declared `expires_in` was reached by a worker after its expiry, before its first
+    /// attempt started: discarded (`failed`, uncounted), its body never run.
+    JobExpired = "X_JOB_EXPIRED", T,
+        "raise the job's `expires_in`, or give its queue more workers so jobs start in time; requeue the job if it should still run";
     /// A job declares `concurrency` and the driver has no lease store.
     JobConcurrencyUnenforceable = "X_JOB_CONCURRENCY_UNENFORCEABLE", T,
         "run the worker on a driver with a lease store (memory, postgres or sqlite)";

@@ -28,6 +28,9 @@ pub enum ExecutionOutcome {
     Shed,
     /// `when_busy = fail` over a busy key: settled `failed` (outcome `refused`), uncounted.
     Refused,
+    /// Reached after its `expires_in` before it started: settled `failed` (outcome `expired`,
+    /// `X_JOB_EXPIRED`), uncounted, never run.
+    Expired,
 }
 
 /// What one attempt did.

@@ -17,6 +17,8 @@ pub enum Outcome {
     Dropped,
     /// `when_busy = fail` over a busy key; the body never ran (row `failed`).
     Refused,
+    /// Not started within its `expires_in`; the body never ran (row `failed`, `X_JOB_EXPIRED`).
+    Expired,
 }
 
 impl Outcome {
@@ -27,6 +29,7 @@ impl Outcome {
             Outcome::DeadLettered => "dead-lettered",
             Outcome::Dropped => "dropped",
             Outcome::Refused => "refused",
+            Outcome::Expired => "expired",
         }
     }
 }

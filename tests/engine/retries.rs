@@ -437,7 +437,12 @@ async fn rate_limited_and_overloaded_codes_retry_after_the_stated_delay() {
             id: kind,
             after_secs: kind,
         };
-        ids.push(CodedThrottleJob::enqueue(kit.jobs(), input).await.unwrap().id);
+        ids.push(
+            CodedThrottleJob::enqueue(kit.jobs(), input)
+                .await
+                .unwrap()
+                .id,
+        );
     }
     let now = kit.jobs().now();
     let executions = kit.run_until_idle().await;

@@ -31,6 +31,8 @@ pub struct JobArgs {
     pub step_timeout: Option<Arg<DurationValue>>,
     /// `event_poll = "30s"`
     pub event_poll: Option<Arg<DurationValue>>,
+    /// `expires_in = "10m"`
+    pub expires_in: Option<Arg<DurationValue>>,
     /// `concurrency = 3` or `concurrency(key = "{org_id}", limit = 1, when_busy = wait)`
     pub concurrency: Option<ConcurrencyArgs>,
     /// `on_settled = path::to::hook`
@@ -53,6 +55,7 @@ impl ArgNames for JobArgs {
         "timeout",
         "step_timeout",
         "event_poll",
+        "expires_in",
         "dead_letter",
         "on_settled",
         "handle",

@@ -30,6 +30,8 @@ pub struct JobShape<'a> {
     pub step_timeout: Option<&'a DurationValue>,
     /// `event_poll = ..`.
     pub event_poll: Option<&'a DurationValue>,
+    /// `expires_in = ..`.
+    pub expires_in: Option<&'a DurationValue>,
     /// `concurrency ..`.
     pub concurrency: Option<&'a Concurrency>,
     /// Whether an `on_settled` hook is declared.
@@ -55,6 +57,7 @@ impl<'a> JobShape<'a> {
             timeout: None,
             step_timeout: None,
             event_poll: None,
+            expires_in: None,
             concurrency: None,
             on_settled: false,
         }
@@ -84,6 +87,7 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
         timeout,
         step_timeout,
         event_poll,
+        expires_in,
         concurrency,
         on_settled,
     } = shape;
@@ -126,6 +130,10 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
     if let Some(event_poll) = event_poll {
         let event_poll = millis(event_poll);
         set.push(quote!(d.event_poll = #event_poll;));
+    }
+    if let Some(expires_in) = expires_in {
+        let expires_in = millis(expires_in);
+        set.push(quote!(d.expires_in = ::std::option::Option::Some(#expires_in);));
     }
     if let Some(concurrency) = concurrency {
         let (limit, keyed, when_busy) = match concurrency {

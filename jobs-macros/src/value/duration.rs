@@ -31,6 +31,7 @@ fn when_zero(arg: &str) -> &'static str {
         "timeout" => "leave `timeout` out for no ceiling on an attempt",
         "step_timeout" => "leave `step_timeout` out for no ceiling on a step",
         "event_poll" => "leave `event_poll` out to poll every 30s",
+        "expires_in" => "leave `expires_in` out for a job that never expires",
         "delay" => "use `backoff = fixed` for evenly spaced retries",
         "max_delay" => "leave `max_delay` out for the 1h default",
         _ => "leave it out for the default",

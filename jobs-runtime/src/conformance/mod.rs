@@ -150,6 +150,7 @@ macro_rules! __conformance_cases {
             worker::worker_runs_steps_and_a_sleep_to_done,
             worker::worker_retries_then_dead_letters,
             worker::worker_resumes_a_wait_when_its_event_is_published,
+            worker::worker_discards_a_job_not_started_within_its_expiry,
             limits::limits_refuse_oversized_keys_tenants_queues_and_names_before_any_write,
             limits::limits_refuse_nul_in_keys_tenants_queues_and_inputs_before_any_write,
             limits::limits_accept_every_value_at_its_limit,

@@ -144,6 +144,44 @@ impl Job for Await {
     }
 }
 
+/// Declares `expires_in = "10m"`; under the key `flaky` its first attempt fails (backoff 1 h).
+#[derive(Debug)]
+pub struct Perishable;
+
+impl Job for Perishable {
+    type Input = Subject;
+    type Output = ();
+    const DESCRIPTOR: JobDescriptor = {
+        let mut d = descriptor("conformance.perishable");
+        d.expires_in = Some(Duration::from_secs(600));
+        d.retry = RetryPolicy {
+            attempts: 2,
+            backoff: Backoff::Fixed,
+            delay: Duration::from_secs(3600),
+            max_delay: Duration::from_secs(3600),
+            jitter: Jitter::None,
+        };
+        d
+    };
+
+    fn idempotency_key(input: &Subject) -> String {
+        format!("perishable:{}", input.key)
+    }
+
+    fn tenant(_: &Subject) -> Option<String> {
+        None
+    }
+
+    fn run(run: Run, input: Subject) -> BoxFuture<'static, Result<(), JobError>> {
+        Box::pin(async move {
+            if input.key == "flaky" && run.attempt() == 1 {
+                return Err(JobError::retryable("the upstream said no"));
+            }
+            Ok(())
+        })
+    }
+}
+
 /// A client on a frozen clock at `t0` and a worker for the conformance jobs.
 fn rig(driver: Arc<dyn JobDriver>) -> (Jobs, TestClock, Worker) {
     let clock = TestClock::at(t0());
@@ -153,6 +191,7 @@ fn rig(driver: Arc<dyn JobDriver>) -> (Jobs, TestClock, Worker) {
         .register::<Trip>()
         .and_then(|r| r.register::<Flaky>())
         .and_then(|r| r.register::<Await>())
+        .and_then(|r| r.register::<Perishable>())
         .expect("distinct names");
     let worker = jobs
         .worker()
@@ -319,4 +358,56 @@ pub async fn worker_resumes_a_wait_when_its_event_is_published(driver: Arc<dyn J
         .remove(0);
     assert_eq!(wait.status, StepStatus::Completed);
     assert_eq!(wait.output, Some(serde_json::json!({ "amount": 9 })));
+}
+
+/// `expires_in`: a job reached at or after its enqueue plus `expires_in`, before its first
+/// attempt started, is settled `failed` with `X_JOB_EXPIRED`, uncounted and never run; one
+/// reached in time runs; a retry has started and never expires; an enqueue due past its expiry
+/// is refused before anything is written.
+pub async fn worker_discards_a_job_not_started_within_its_expiry(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let (jobs, clock, worker) = rig(driver.clone());
+    let fresh = jobs.enqueue::<Perishable>(subject("fresh")).await.unwrap();
+    let flaky = jobs.enqueue::<Perishable>(subject("flaky")).await.unwrap();
+    let pass = tick(&worker).await;
+    let outcomes: Vec<_> = pass.iter().map(|e| (e.job_id, e.outcome)).collect();
+    assert!(outcomes.contains(&(fresh.id, ExecutionOutcome::Completed)));
+    assert!(outcomes.contains(&(flaky.id, ExecutionOutcome::Retried)));
+
+    clock.advance(Duration::from_secs(60));
+    let stale = jobs.enqueue::<Perishable>(subject("stale")).await.unwrap();
+    // Reached exactly at its expiry (the flaky job's retry is not due for an hour).
+    clock.advance(Duration::from_secs(600));
+    let pass = tick(&worker).await;
+    assert_eq!(pass.len(), 1, "{pass:?}");
+    assert_eq!(pass[0].job_id, stale.id);
+    assert_eq!(pass[0].outcome, ExecutionOutcome::Expired);
+    assert_eq!(pass[0].code, Some(ErrorCode::JobExpired));
+    let row = get(d, stale.id).await;
+    assert_eq!(row.state, JobState::Failed);
+    assert_eq!(row.attempt, 0, "an expired job spends no attempt");
+    assert_eq!(row.last_error_code.as_deref(), Some("X_JOB_EXPIRED"));
+    assert!(steps(d, stale.run_id).await.is_empty());
+
+    // The retry is due an hour after its first attempt, long past its expiry: it runs.
+    clock.advance(Duration::from_secs(3000));
+    let pass = tick(&worker).await;
+    assert_eq!(pass.len(), 1, "{pass:?}");
+    assert_eq!(pass[0].job_id, flaky.id);
+    assert_eq!(pass[0].outcome, ExecutionOutcome::Completed);
+    assert_eq!(get(d, flaky.id).await.state, JobState::Done);
+    assert_eq!(worker.stats().expired, 1);
+
+    let late = jobs
+        .enqueue_with::<Perishable>(
+            subject("late"),
+            crate::EnqueueOptions::new().delay(Duration::from_secs(600)),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(late.code(), Some(ErrorCode::Invariant));
+    assert!(
+        tick(&worker).await.is_empty(),
+        "the refused enqueue wrote nothing"
+    );
 }

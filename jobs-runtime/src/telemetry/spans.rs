@@ -243,5 +243,6 @@ pub(crate) fn outcome_name(outcome: ExecutionOutcome) -> &'static str {
         ExecutionOutcome::Deferred => "deferred",
         ExecutionOutcome::Shed => "shed",
         ExecutionOutcome::Refused => "refused",
+        ExecutionOutcome::Expired => "expired",
     }
 }

@@ -15,7 +15,7 @@ use super::fleet_slots;
 use super::WorkerShared;
 use crate::clock::Timestamp;
 use crate::driver::lease::HeldLease;
-use crate::error::JobError;
+use crate::error::{ErrorCode, JobError};
 use crate::registry::{ErasedBody, JobEntry, ParsedInput, Typed};
 
 /// What admission decided.
@@ -66,6 +66,9 @@ pub(crate) enum Refusal {
     Shed(&'static str),
     /// `when_busy = fail` and the key is busy: settle `failed`, outcome `refused`.
     Busy(Declared, JobError),
+    /// Reached after its `expires_in`, before its first attempt started: settle `failed`,
+    /// outcome `expired`, never run.
+    Expired(Declared, JobError),
     /// The cap could not be decided (the key did not derive): fail this attempt.
     Undecidable(Declared, JobError),
 }
@@ -109,6 +112,11 @@ fn admit_here(shared: &WorkerShared, claimed: Claimed) -> Here {
         }));
     };
     let now = shared.jobs.now();
+    if let Some(error) = expired(entry.descriptor(), &claimed.job, now) {
+        let tenant = claimed.job.tenant_id.clone();
+        let refusal = Refusal::Expired(Declared { entry, tenant }, error);
+        return Here::Decided(Admission::Refused(Refused { claimed, refusal }));
+    }
     if let Err(limit) = shared.limiter.enter(&shared.limits, &claimed.job, now) {
         return Here::Decided(Admission::Refused(Refused {
             claimed,
@@ -175,6 +183,29 @@ async fn admit_capped(shared: &WorkerShared, capped: Capped) -> Admission {
             deny(shared, claimed, Refusal::Undecidable(declared, error))
         }
     }
+}
+
+/// `X_JOB_EXPIRED` when the job declares `expires_in` and its first attempt, not yet started
+/// (no attempt counted before this one, no step written), is reached at or after its enqueue
+/// plus `expires_in`. A retry has started, so it never expires.
+fn expired(
+    descriptor: &crate::descriptor::JobDescriptor,
+    job: &crate::driver::ClaimedJob,
+    now: Timestamp,
+) -> Option<JobError> {
+    let ttl = descriptor.expires_in?;
+    let started = job.attempt > 1 || job.has_steps;
+    if started || now < crate::clock::add(job.created_at, ttl) {
+        return None;
+    }
+    Some(JobError::new(
+        ErrorCode::JobExpired,
+        format!(
+            "job `{}` was not started within its expires_in ({} ms after its enqueue); discarded",
+            descriptor.name,
+            ttl.as_millis()
+        ),
+    ))
 }
 
 /// Refuses a claim that took a per-process place: the place is given back first.

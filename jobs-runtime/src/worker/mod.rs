@@ -129,6 +129,8 @@ pub struct WorkerStats {
     pub shed: u64,
     /// Runs refused over a busy key (`when_busy = fail`).
     pub refused: u64,
+    /// Jobs discarded past their `expires_in`, never run.
+    pub expired: u64,
     /// Claim statements issued (an idle worker's cost).
     pub claims: u64,
 }
@@ -145,6 +147,7 @@ pub(crate) struct WorkerCounters {
     deferred: AtomicU64,
     shed: AtomicU64,
     refused: AtomicU64,
+    expired: AtomicU64,
     claims: AtomicU64,
 }
 
@@ -161,6 +164,7 @@ impl WorkerCounters {
             ExecutionOutcome::Deferred => &self.deferred,
             ExecutionOutcome::Shed => &self.shed,
             ExecutionOutcome::Refused => &self.refused,
+            ExecutionOutcome::Expired => &self.expired,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -178,6 +182,7 @@ impl WorkerCounters {
             deferred: get(&self.deferred),
             shed: get(&self.shed),
             refused: get(&self.refused),
+            expired: get(&self.expired),
             claims: get(&self.claims),
         }
     }

@@ -59,7 +59,14 @@ pub(crate) fn settle(
         Ending::Refused(Refused { claimed, refusal }) => match refusal {
             Refusal::Unknown => (claimed, None, Decided::Unknown, None),
             Refusal::Shed(limit) => (claimed, None, Decided::Shed(limit), None),
-            Refusal::Busy(declared, error) => (claimed, Some(declared), Decided::Busy(error), None),
+            Refusal::Busy(declared, error) => {
+                let decided = Decided::Unrun(Outcome::Refused, error);
+                (claimed, Some(declared), decided, None)
+            }
+            Refusal::Expired(declared, error) => {
+                let decided = Decided::Unrun(Outcome::Expired, error);
+                (claimed, Some(declared), decided, None)
+            }
             Refusal::Undecidable(declared, error) => {
                 let decided = Decided::Verdict(Policy::of(&declared.entry), Verdict::Failed(error));
                 (claimed, Some(declared), decided, None)
@@ -120,7 +127,9 @@ enum Decided {
     Verdict(Policy, Verdict),
     Unknown,
     Shed(&'static str),
-    Busy(JobError),
+    /// Settled `failed` without running (`when_busy = fail` over a busy key: `Refused`; past
+    /// `expires_in`: `Expired`), uncounted.
+    Unrun(Outcome, JobError),
 }
 
 /// What a failed attempt's settle reads of its job's declaration.
@@ -221,11 +230,16 @@ fn plan(shared: &WorkerShared, job: &ClaimedJob, decided: Decided, now: Timestam
                 report,
             )
         }
-        Decided::Busy(error) => {
-            // `when_busy = fail` over a busy key: the run settles `failed`, uncounted, with
-            // `X_JOB_KEY_BUSY`; its body never ran. Not a dead letter; the hook hears `refused`.
+        Decided::Unrun(outcome, error) => {
+            // `when_busy = fail` over a busy key (`X_JOB_KEY_BUSY`) or past `expires_in`
+            // (`X_JOB_EXPIRED`): the run settles `failed`, uncounted; its body never ran. Not a
+            // dead letter; the hook hears `refused` or `expired`.
             let summary = error.summary();
-            let mut report = execution(ExecutionOutcome::Refused);
+            let reported = match outcome {
+                Outcome::Expired => ExecutionOutcome::Expired,
+                _ => ExecutionOutcome::Refused,
+            };
+            let mut report = execution(reported);
             report.code = error.code();
             report.error = Some(summary.clone());
             let write = nack(
@@ -240,7 +254,7 @@ fn plan(shared: &WorkerShared, job: &ClaimedJob, decided: Decided, now: Timestam
                 write: Some(write),
                 execution: report,
                 hook: Some(HookEnding {
-                    outcome: Outcome::Refused,
+                    outcome,
                     result: None,
                     error: Some(summary),
                     code: error.code(),

@@ -143,6 +143,7 @@ impl MemoryDriver {
                 traceparent: stored.traceparent.clone(),
                 actor: r.actor.clone(),
                 has_steps: state.steps.get(&r.run_id).is_some_and(|s| !s.is_empty()),
+                created_at: r.created_at,
             });
         }
         Ok(result)

@@ -29,6 +29,7 @@ pub struct Receipt {
     timeout = "10m",
     step_timeout = "30s",
     event_poll = "1h 30m",
+    expires_in = "15m",
     concurrency(key = "account:{account.id}", limit = 1, when_busy = fail),
     on_settled = charge_settled,
 )]
@@ -70,6 +71,7 @@ fn runs() {
     assert_eq!(d.timeout, Some(Duration::from_secs(600)));
     assert_eq!(d.step_timeout, Some(Duration::from_secs(30)));
     assert_eq!(d.event_poll, Duration::from_secs(5400));
+    assert_eq!(d.expires_in, Some(Duration::from_secs(900)));
     assert_eq!(
         d.concurrency,
         Some(Concurrency {

@@ -100,6 +100,8 @@ pub struct ClaimedJob {
     pub actor: Option<String>,
     /// Whether the run has step records (a first attempt has none, and skips reading them).
     pub has_steps: bool,
+    /// When the job was enqueued (what `expires_in` counts from).
+    pub created_at: Timestamp,
 }
 
 impl ClaimedJob {
@@ -128,6 +130,7 @@ impl ClaimedJob {
             traceparent: record.traceparent.map(Arc::from),
             actor: record.actor,
             has_steps,
+            created_at: record.created_at,
         }
     }
 }
@@ -168,6 +171,7 @@ mod tests {
                 traceparent: None,
                 actor: None,
                 has_steps: false,
+                created_at: chrono::DateTime::UNIX_EPOCH,
             })
             .collect()
     }
