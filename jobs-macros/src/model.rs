@@ -61,6 +61,8 @@ pub struct JobDecl<'a> {
     pub event_poll: Option<DurationValue>,
     /// `expires_in = ..`, when declared.
     pub expires_in: Option<DurationValue>,
+    /// `debounce = ..`, when declared.
+    pub debounce: Option<DurationValue>,
     /// `concurrency`, when declared and complete.
     pub concurrency: Option<Concurrency>,
     /// `on_settled = path`, when declared.
@@ -121,6 +123,7 @@ impl<'a> JobDecl<'a> {
             step_timeout: None,
             event_poll: None,
             expires_in: None,
+            debounce: None,
             concurrency: None,
             on_settled: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
@@ -145,6 +148,7 @@ impl<'a> JobDecl<'a> {
         decl.step_timeout = errs.value(&args.step_timeout);
         decl.event_poll = errs.value(&args.event_poll);
         decl.expires_in = errs.value(&args.expires_in);
+        decl.debounce = errs.value(&args.debounce);
         if let Some(concurrency) = &args.concurrency {
             decl.concurrency = Concurrency::from_args(concurrency, errs);
         }

@@ -25,6 +25,11 @@ pub struct JobDescriptor {
     /// `expires_in`: a job whose first attempt has not started this long after its enqueue is
     /// discarded when a worker reaches it (state `failed`, `X_JOB_EXPIRED`), never run.
     pub expires_in: Option<Duration>,
+    /// `debounce`: an enqueue waits this long before its job is due, and an enqueue of a key
+    /// whose job is still queued gives that job its input and pushes its run time back to
+    /// now + `debounce` (answered deduped); once the job has started, an enqueue of its key
+    /// dedupes as always. A task's fires never debounce.
+    pub debounce: Option<Duration>,
     /// How the run's tenant is derived.
     pub tenant: TenantMode,
     /// The Rust path of the input type, for people reading the manifest.
@@ -37,7 +42,7 @@ pub struct JobDescriptor {
 
 impl JobDescriptor {
     /// The reference's defaults: queue `default`, [`RetryPolicy::DEFAULT`], dead letters on,
-    /// no timeouts, a 30 s event poll, no concurrency cap, no expiry.
+    /// no timeouts, a 30 s event poll, no concurrency cap, no expiry, no debounce.
     pub const fn new(
         name: &'static str,
         tenant: TenantMode,
@@ -54,6 +59,7 @@ impl JobDescriptor {
             event_poll: DEFAULT_EVENT_POLL,
             concurrency: None,
             expires_in: None,
+            debounce: None,
             tenant,
             input_type,
             input_schema,

@@ -198,6 +198,8 @@ pub(crate) struct Prepared {
     pub tenant_id: Option<String>,
     pub max_attempts: u32,
     pub expires_in: Option<Duration>,
+    /// `debounce`: the enqueue waits this long and replaces a queued holder of its key.
+    pub debounce: Option<Duration>,
 }
 
 impl Prepared {
@@ -228,6 +230,7 @@ impl Prepared {
             tenant_id: J::tenant(input),
             max_attempts: d.retry.attempts,
             expires_in: d.expires_in,
+            debounce: d.debounce,
         })
     }
 
@@ -246,10 +249,16 @@ impl Prepared {
             Some(text) => parse_run_id(text)?,
             None => id,
         };
+        // A debounced job waits its window from its latest enqueue, which replaces the queued
+        // holder of its key; a call that refuses duplicates keeps its refusal.
         let run_at = match (options.run_at, options.delay) {
             (Some(at), _) => at,
             (None, Some(delay)) => add(now, delay),
-            (None, None) => now,
+            (None, None) => add(now, self.debounce.unwrap_or_default()),
+        };
+        let on_conflict = match (options.on_conflict, self.debounce) {
+            (ConflictPolicy::Dedupe, Some(_)) => ConflictPolicy::Replace,
+            (policy, _) => policy,
         };
         if let Some(ttl) = self.expires_in {
             // `expires_in` counts from the enqueue: a job due at or after its expiry could
@@ -279,7 +288,7 @@ impl Prepared {
             tenant_id,
             max_attempts: self.max_attempts,
             run_at,
-            on_conflict: options.on_conflict,
+            on_conflict,
             traceparent: options.traceparent.clone(),
             actor: options.actor.clone(),
             now,

@@ -95,6 +95,7 @@ fn describe(d: &JobDescriptor) -> Value {
         "step_timeout_ms": d.step_timeout.map(ms),
         "event_poll_ms": ms(d.event_poll),
         "expires_in_ms": d.expires_in.map(ms),
+        "debounce_ms": d.debounce.map(ms),
         "concurrency": d.concurrency.map(|c| json!({
             "limit": c.limit,
             "keyed": c.keyed,

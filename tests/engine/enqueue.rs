@@ -437,3 +437,65 @@ async fn names_and_tenants_outside_the_grammar_are_refused_alike_on_every_driver
         assert!(!stored.deduped, "{driver}");
     }
 }
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+struct SearchInput {
+    user: u64,
+    query: String,
+}
+
+/// Queries each debounced run saw.
+static SEARCHED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+#[job(key = "reindex:{user}", tenant = none, debounce = "5s")]
+async fn reindex(_run: Run, input: SearchInput) -> Result<(), JobError> {
+    SEARCHED.lock().unwrap().push(input.query);
+    Ok(())
+}
+
+/// `debounce = "5s"`: a burst of enqueues of one key runs once, five seconds after the last
+/// one, with the last input; each enqueue of the burst answers the one job.
+#[tokio::test]
+async fn a_debounced_burst_runs_once_with_its_last_input() {
+    let kit = TestKit::new();
+    let enqueue = |query: &str| {
+        Reindex::enqueue(
+            kit.jobs(),
+            SearchInput {
+                user: 7,
+                query: query.into(),
+            },
+        )
+    };
+    let first = enqueue("r").await.unwrap();
+    assert!(!first.deduped);
+    let start = kit.jobs().now();
+    assert_eq!(
+        elapsed(start, kit.job(first.id).await.run_at),
+        Duration::from_secs(5)
+    );
+    for query in ["ru", "rus", "rust"] {
+        kit.advance(Duration::from_secs(3));
+        assert!(kit.run_until_idle().await.is_empty(), "not due yet");
+        let again = enqueue(query).await.unwrap();
+        assert_eq!((again.id, again.deduped), (first.id, true));
+    }
+    kit.advance(Duration::from_secs(4));
+    assert!(
+        kit.run_until_idle().await.is_empty(),
+        "pushed back by the last enqueue"
+    );
+    kit.advance(Duration::from_secs(1));
+    let ran = kit.run_until_idle().await;
+    assert_eq!(ran.len(), 1);
+    assert_eq!(ran[0].outcome, ExecutionOutcome::Completed);
+    assert_eq!(*SEARCHED.lock().unwrap(), ["rust"]);
+    let row = kit.job(first.id).await;
+    assert_eq!(row.state, JobState::Done);
+    assert_eq!(elapsed(start, row.run_at), Duration::from_secs(14));
+
+    // Finished: the next enqueue of the key is a new job, due in its own window.
+    let next = enqueue("rusty").await.unwrap();
+    assert!(!next.deduped);
+    assert_ne!(next.id, first.id);
+}

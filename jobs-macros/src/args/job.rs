@@ -33,6 +33,8 @@ pub struct JobArgs {
     pub event_poll: Option<Arg<DurationValue>>,
     /// `expires_in = "10m"`
     pub expires_in: Option<Arg<DurationValue>>,
+    /// `debounce = "5s"`
+    pub debounce: Option<Arg<DurationValue>>,
     /// `concurrency = 3` or `concurrency(key = "{org_id}", limit = 1, when_busy = wait)`
     pub concurrency: Option<ConcurrencyArgs>,
     /// `on_settled = path::to::hook`
@@ -56,6 +58,7 @@ impl ArgNames for JobArgs {
         "step_timeout",
         "event_poll",
         "expires_in",
+        "debounce",
         "dead_letter",
         "on_settled",
         "handle",

@@ -148,6 +148,25 @@ pub fn retry_delays_are_ordered(errs: &mut Errors, decl: &JobDecl<'_>) {
     }
 }
 
+/// A debounced job waits its window before it is due; an expiry no longer than that window
+/// would discard every one of them.
+pub fn debounce_fits_expiry(errs: &mut Errors, decl: &JobDecl<'_>) {
+    if let (Some(debounce), Some(expires_in)) = (&decl.debounce, &decl.expires_in) {
+        if expires_in.millis <= debounce.millis {
+            errs.spanned(
+                &expires_in.lit,
+                format!(
+                    "`expires_in` ({}) is not longer than `debounce` ({}): every job would be due \
+                     only after its expiry and never run; raise `expires_in` or lower \
+                     `debounce` (X_JOB_DECLARATION_INVALID)",
+                    expires_in.lit.value(),
+                    debounce.lit.value(),
+                ),
+            );
+        }
+    }
+}
+
 /// The handle is a unit struct, so it takes its name in both the type and the value
 /// namespace: it must not collide with the fn itself, the input type, or another name the fn
 /// uses (a type of the user's declared beside it).

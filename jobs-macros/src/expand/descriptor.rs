@@ -32,6 +32,8 @@ pub struct JobShape<'a> {
     pub event_poll: Option<&'a DurationValue>,
     /// `expires_in = ..`.
     pub expires_in: Option<&'a DurationValue>,
+    /// `debounce = ..`.
+    pub debounce: Option<&'a DurationValue>,
     /// `concurrency ..`.
     pub concurrency: Option<&'a Concurrency>,
     /// Whether an `on_settled` hook is declared.
@@ -58,6 +60,7 @@ impl<'a> JobShape<'a> {
             step_timeout: None,
             event_poll: None,
             expires_in: None,
+            debounce: None,
             concurrency: None,
             on_settled: false,
         }
@@ -88,6 +91,7 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
         step_timeout,
         event_poll,
         expires_in,
+        debounce,
         concurrency,
         on_settled,
     } = shape;
@@ -134,6 +138,10 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
     if let Some(expires_in) = expires_in {
         let expires_in = millis(expires_in);
         set.push(quote!(d.expires_in = ::std::option::Option::Some(#expires_in);));
+    }
+    if let Some(debounce) = debounce {
+        let debounce = millis(debounce);
+        set.push(quote!(d.debounce = ::std::option::Option::Some(#debounce);));
     }
     if let Some(concurrency) = concurrency {
         let (limit, keyed, when_busy) = match concurrency {

@@ -395,6 +395,7 @@ fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStre
     shape.step_timeout = decl.step_timeout.as_ref();
     shape.event_poll = decl.event_poll.as_ref();
     shape.expires_in = decl.expires_in.as_ref();
+    shape.debounce = decl.debounce.as_ref();
     shape.concurrency = decl.concurrency.as_ref();
     shape.on_settled = decl.on_settled.is_some();
     job_descriptor(p, shape)

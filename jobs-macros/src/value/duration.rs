@@ -32,6 +32,7 @@ fn when_zero(arg: &str) -> &'static str {
         "step_timeout" => "leave `step_timeout` out for no ceiling on a step",
         "event_poll" => "leave `event_poll` out to poll every 30s",
         "expires_in" => "leave `expires_in` out for a job that never expires",
+        "debounce" => "leave `debounce` out for a job that runs as soon as it is enqueued",
         "delay" => "use `backoff = fixed` for evenly spaced retries",
         "max_delay" => "leave `max_delay` out for the 1h default",
         _ => "leave it out for the default",

@@ -407,3 +407,107 @@ pub async fn job_enqueue_many_through_the_client_lists_every_due_job_ready(
     let listed: HashSet<Uuid> = page.jobs.iter().map(|j| j.id).collect();
     assert_eq!(listed, queued.iter().map(|j| j.id).collect::<HashSet<_>>());
 }
+
+/// A debounced request (`ConflictPolicy::Replace`) whose key a queued job holds gives that job
+/// its input and run time and answers its ids deduped: pushed back it turns `delayed`, pulled
+/// due it turns `ready`, and the claim takes it with the latest input.
+pub async fn job_enqueue_replace_gives_a_queued_holder_the_latest_input_and_time(
+    driver: Arc<dyn JobDriver>,
+) {
+    let d = &*driver;
+    let mut first = request("conformance.job", "k");
+    first.on_conflict = ConflictPolicy::Replace;
+    first.run_at = at(5);
+    assert!(!enqueue(d, &first).await.deduped);
+    assert_eq!(get(d, first.id).await.state, JobState::Delayed);
+
+    let mut later = request("conformance.job", "k");
+    later.on_conflict = ConflictPolicy::Replace;
+    later.input = serde_json::json!({ "key": "k", "version": 2 });
+    later.run_at = at(10);
+    later.now = at(3);
+    let answered = enqueue(d, &later).await;
+    assert_eq!(
+        answered,
+        EnqueueResult {
+            id: first.id,
+            run_id: first.run_id,
+            deduped: true
+        }
+    );
+    assert_eq!(
+        d.job_get(&JobGetParams { id: later.id }).await.unwrap(),
+        None,
+        "no second row"
+    );
+    let row = get(d, first.id).await;
+    assert_eq!((row.state, row.run_at), (JobState::Delayed, at(10)));
+    assert_eq!(row.input, later.input);
+    claim_none(d, "w1", at(9)).await;
+
+    let mut due = request("conformance.job", "k");
+    due.on_conflict = ConflictPolicy::Replace;
+    due.input = serde_json::json!({ "key": "k", "version": 3 });
+    due.run_at = at(4);
+    due.now = at(4);
+    assert!(enqueue(d, &due).await.deduped);
+    let row = get(d, first.id).await;
+    assert_eq!((row.state, row.run_at), (JobState::Ready, at(4)));
+    let job = claim_one(d, "w1", at(4)).await;
+    assert_eq!(job.id, first.id);
+    assert_eq!(*job.input, due.input);
+    assert_eq!(stats_of(d, QUEUE, at(4)).await.ready, 0);
+}
+
+/// A debounced request whose key a started job holds (running) leaves it as it is and answers
+/// it deduped, as a plain dedupe does; in a batch, a key repeated is replaced by the later
+/// request, and a refusal elsewhere in the batch takes the replacement back with the rest.
+pub async fn job_enqueue_replace_leaves_a_started_holder_and_is_all_or_nothing_in_a_batch(
+    driver: Arc<dyn JobDriver>,
+) {
+    let d = &*driver;
+    let first = request("conformance.job", "run");
+    enqueue(d, &first).await;
+    let job = claim_one(d, "w1", t0()).await;
+    let mut again = request("conformance.job", "run");
+    again.on_conflict = ConflictPolicy::Replace;
+    again.input = serde_json::json!({ "key": "run", "version": 2 });
+    again.run_at = at(10);
+    let answered = enqueue(d, &again).await;
+    assert!(answered.deduped && answered.id == first.id);
+    let row = get(d, first.id).await;
+    assert_eq!(row.state, JobState::Running);
+    assert_eq!(row.input, first.input, "a started job keeps its input");
+    assert!(ack(d, job.id, &job.by, t0()).await);
+
+    let mut a1 = request("conformance.job", "a");
+    a1.on_conflict = ConflictPolicy::Replace;
+    let mut a2 = request("conformance.job", "a");
+    a2.on_conflict = ConflictPolicy::Replace;
+    a2.input = serde_json::json!({ "key": "a", "version": 2 });
+    a2.run_at = at(7);
+    let results = d.job_enqueue_many(&[a1.clone(), a2.clone()]).await.unwrap();
+    assert!(!results[0].deduped);
+    assert_eq!((results[1].id, results[1].deduped), (a1.id, true));
+    let row = get(d, a1.id).await;
+    assert_eq!((row.state, row.run_at), (JobState::Delayed, at(7)));
+    assert_eq!(row.input, a2.input);
+
+    let mut a3 = request("conformance.job", "a");
+    a3.on_conflict = ConflictPolicy::Replace;
+    a3.input = serde_json::json!({ "key": "a", "version": 3 });
+    let held = request("conformance.job", "held");
+    enqueue(d, &held).await;
+    let mut refused = request("conformance.job", "held");
+    refused.on_conflict = ConflictPolicy::Error;
+    assert_refused(
+        d.job_enqueue_many(&[a3, refused]).await,
+        ErrorCode::JobDuplicate,
+    );
+    let row = get(d, a1.id).await;
+    assert_eq!(
+        (row.state, row.run_at, row.input),
+        (JobState::Delayed, at(7), a2.input),
+        "the refused batch took its replacement back"
+    );
+}

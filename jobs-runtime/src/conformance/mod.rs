@@ -105,6 +105,8 @@ macro_rules! __conformance_cases {
             job_enqueue::job_enqueue_of_an_existing_id_answers_it_whatever_the_policy,
             job_enqueue::job_enqueue_many_answers_each_request,
             job_enqueue::job_enqueue_many_is_all_or_nothing,
+            job_enqueue::job_enqueue_replace_gives_a_queued_holder_the_latest_input_and_time,
+            job_enqueue::job_enqueue_replace_leaves_a_started_holder_and_is_all_or_nothing_in_a_batch,
             job_enqueue::job_enqueue_of_one_key_from_many_tasks_inserts_one_row,
             job_enqueue::job_enqueue_many_stores_jobs_due_at_the_batch_now_ready,
             job_enqueue::job_enqueue_many_through_the_client_lists_every_due_job_ready,

@@ -29,6 +29,8 @@ pub(crate) fn requests(
         .into_iter()
         .map(|entry| {
             let mut prepared = entry.into_prepared()?;
+            // An occurrence runs at its own time: its fires dedupe, never debounce.
+            prepared.debounce = None;
             if keys == Keys::Occurrence {
                 prepared.idempotency_key = format!(
                     "{}:{}:{}",

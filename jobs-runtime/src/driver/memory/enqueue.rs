@@ -17,6 +17,42 @@ impl MemoryState {
         request: &EnqueueRequest,
         now: Timestamp,
     ) -> Result<EnqueueResult, JobError> {
+        self.enqueue_logged(request, now, &mut Vec::new())
+    }
+
+    /// Inserts a batch as of `now`: all of them or none, as Postgres' one transaction (a
+    /// refusal takes back the batch's inserts and its debounced holders' replacements).
+    pub(super) fn enqueue_all(
+        &mut self,
+        requests: &[EnqueueRequest],
+        now: Timestamp,
+    ) -> Result<Vec<EnqueueResult>, JobError> {
+        let mut out = Vec::with_capacity(requests.len());
+        let mut replaced = Vec::new();
+        for request in requests {
+            match self.enqueue_logged(request, now, &mut replaced) {
+                Ok(result) => out.push(result),
+                Err(error) => {
+                    for inserted in out.iter().filter(|r| !r.deduped) {
+                        self.remove(inserted.id);
+                    }
+                    for before in replaced.into_iter().rev() {
+                        self.restore(before);
+                    }
+                    return Err(error);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`MemoryState::enqueue`], noting each debounced holder as it was before its replacement.
+    fn enqueue_logged(
+        &mut self,
+        request: &EnqueueRequest,
+        now: Timestamp,
+        replaced: &mut Vec<Replaced>,
+    ) -> Result<EnqueueResult, JobError> {
         let key = LiveKey {
             name: &request.name,
             tenant: request.tenant_id.as_deref().unwrap_or(""),
@@ -33,8 +69,15 @@ impl MemoryState {
             .live_keys
             .holder_at(live_hash, key, |id| self.record(id));
         if let Some(existing) = holder.and_then(|id| self.jobs.get(&id)) {
-            let r = &existing.record;
-            return EnqueueResult::held(request, r.id, r.run_id, false);
+            let (id, run_id, state) = (
+                existing.record.id,
+                existing.record.run_id,
+                existing.record.state,
+            );
+            if EnqueueResult::replaces(request, false, state) {
+                replaced.extend(self.replace_queued(id, request, now));
+            }
+            return EnqueueResult::held(request, id, run_id, false);
         }
         let state = if request.run_at <= now {
             JobState::Ready
@@ -90,6 +133,59 @@ impl MemoryState {
     }
 }
 
+/// A debounced holder as it was before its replacement.
+struct Replaced {
+    id: JobId,
+    input: Arc<serde_json::Value>,
+    run_at: Timestamp,
+    state: JobState,
+    updated_at: Timestamp,
+}
+
+impl MemoryState {
+    /// Debounce: the queued holder `id` takes `request`'s input and run time; answers it as it
+    /// was.
+    fn replace_queued(
+        &mut self,
+        id: JobId,
+        request: &EnqueueRequest,
+        now: Timestamp,
+    ) -> Option<Replaced> {
+        let job = self.jobs.get_mut(&id)?;
+        let input = std::mem::replace(&mut job.input, Arc::new(request.input.clone()));
+        let r = &job.record;
+        let before = Replaced {
+            id,
+            input,
+            run_at: r.run_at,
+            state: r.state,
+            updated_at: r.updated_at,
+        };
+        self.update(id, |r| {
+            r.run_at = request.run_at;
+            r.state = if request.run_at <= now {
+                JobState::Ready
+            } else {
+                JobState::Delayed
+            };
+            r.updated_at = now;
+        });
+        Some(before)
+    }
+
+    /// Takes a replacement back.
+    fn restore(&mut self, before: Replaced) {
+        if let Some(job) = self.jobs.get_mut(&before.id) {
+            job.input = before.input;
+        }
+        self.update(before.id, |r| {
+            r.run_at = before.run_at;
+            r.state = before.state;
+            r.updated_at = before.updated_at;
+        });
+    }
+}
+
 impl MemoryDriver {
     pub(super) async fn enqueue_one(
         &self,
@@ -106,21 +202,6 @@ impl MemoryDriver {
         let Some(now) = requests.iter().map(|r| r.now).max() else {
             return Ok(Vec::new());
         };
-        let mut state = self.lock();
-        let mut out = Vec::with_capacity(requests.len());
-        for request in requests {
-            match state.enqueue(request, now) {
-                Ok(result) => out.push(result),
-                Err(error) => {
-                    // All of them or none, as Postgres' one transaction: take this batch's
-                    // inserts back.
-                    for inserted in out.iter().filter(|r| !r.deduped) {
-                        state.remove(inserted.id);
-                    }
-                    return Err(error);
-                }
-            }
-        }
-        Ok(out)
+        self.lock().enqueue_all(requests, now)
     }
 }

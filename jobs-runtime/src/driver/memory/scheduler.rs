@@ -91,23 +91,8 @@ impl SchedulerStore for MemoryDriver {
         if current != p.expected {
             return Ok(TaskFireResult::default());
         }
-        let mut queue = self.lock();
-        let mut jobs = Vec::with_capacity(p.jobs.len());
-        for request in &p.jobs {
-            match queue.enqueue(request, p.now) {
-                Ok(result) => jobs.push(result),
-                Err(error) => {
-                    // All or nothing, as Postgres' one statement.
-                    for inserted in jobs
-                        .iter()
-                        .filter(|r: &&crate::driver::EnqueueResult| !r.deduped)
-                    {
-                        queue.remove(inserted.id);
-                    }
-                    return Err(error);
-                }
-            }
-        }
+        // All or nothing, as Postgres' one statement.
+        let jobs = self.lock().enqueue_all(&p.jobs, p.now)?;
         let last = s.tasks.get(&p.task).and_then(|r| r.last);
         s.tasks.insert(
             p.task.clone(),

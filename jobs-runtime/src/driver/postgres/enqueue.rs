@@ -137,14 +137,52 @@ impl PostgresDriver {
                 .await
                 .map_err(failed)?;
             let Some(row) = holder else { continue };
+            let id: JobId = row.try_get("id").map_err(failed)?;
+            let same_id: bool = row.try_get("same_id").map_err(failed)?;
+            let state: JobState = row.try_get("state").map_err(failed)?;
+            if EnqueueResult::replaces(request, same_id, state) {
+                self.replace_queued(conn, id, request, now).await?;
+            }
             return EnqueueResult::held(
                 request,
-                row.try_get("id").map_err(failed)?,
+                id,
                 row.try_get("run_id").map_err(failed)?,
-                row.try_get("same_id").map_err(failed)?,
+                same_id,
             );
         }
         Err(EnqueueResult::key_kept_moving(request))
+    }
+
+    /// Debounce: the queued holder `id` takes `request`'s input and run time (nothing when it
+    /// started meanwhile).
+    async fn replace_queued(
+        &self,
+        conn: &mut PgConnection,
+        id: JobId,
+        request: &EnqueueRequest,
+        now: Timestamp,
+    ) -> Result<(), JobError> {
+        let replaced = sqlx::query(self.sql.job_replace_queued.clone())
+            .bind(id)
+            .bind(&request.input)
+            .bind(request.run_at)
+            .bind(now)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(|e| classify(Op::JobEnqueue, e))?;
+        if replaced.is_some() {
+            // Pushed later, the old position only makes a claim look early; pulled earlier, the
+            // floor must come down to it.
+            self.floors.lower(
+                &request.queue,
+                request.tenant_id.as_deref(),
+                floors::Position {
+                    at: request.run_at,
+                    id,
+                },
+            );
+        }
+        Ok(())
     }
 
     /// `statement` (job_enqueue_many or its dedupe form) bound to a whole batch (`UNNEST`
@@ -306,9 +344,11 @@ impl PostgresDriver {
                 },
             )
         }));
+        // Refusing a duplicate must name it, and a debounced one must replace its holder: one
+        // statement per job when the batch holds either.
         let refuse_duplicates = requests
             .iter()
-            .any(|r| r.on_conflict == ConflictPolicy::Error);
+            .any(|r| r.on_conflict != ConflictPolicy::Dedupe);
         if !refuse_duplicates {
             // First as plain inserts, in one transaction: all of them or none. A job held
             // already aborts it, and the batch is done again below, answering each held one.
@@ -347,7 +387,6 @@ impl PostgresDriver {
             .map_err(|e| classify(Op::JobEnqueueMany, e))?;
         let mut out = Vec::with_capacity(requests.len());
         if refuse_duplicates {
-            // Refusing a duplicate must name it: one statement per job.
             for request in requests {
                 out.push(
                     self.enqueue_on(&mut tx, request, now, Transaction::Callers)

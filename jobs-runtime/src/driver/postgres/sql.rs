@@ -76,6 +76,7 @@ statements!(
     job_enqueue,
     job_enqueue_in,
     job_enqueue_holder,
+    job_replace_queued,
     job_enqueue_many,
     job_enqueue_many_dedupe,
     job_ack_many,

@@ -83,6 +83,7 @@ pub(super) async fn enqueue(
                 .arg(match r.on_conflict {
                     ConflictPolicy::Dedupe => "d",
                     ConflictPolicy::Error => "e",
+                    ConflictPolicy::Replace => "r",
                 });
         }
         let answer: Vec<String> = match driver.conn().script(op, &invocation).await {

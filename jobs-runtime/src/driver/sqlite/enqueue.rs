@@ -29,15 +29,23 @@ const INSERT: &str = "insert into x_jobs (
 
 /// The row that holds the job: the request's own id first (an outbox re-publish), else the
 /// live row holding (name, tenant, key).
-const HOLDER: &str = "select id, run_id, id = ?1 as same_id from (
-        select id, run_id, 0 as rank from x_jobs where id = ?1
+const HOLDER: &str = "select id, run_id, state, id = ?1 as same_id from (
+        select id, run_id, state, 0 as rank from x_jobs where id = ?1
         union all
-        select id, run_id, 1 as rank from x_jobs
+        select id, run_id, state, 1 as rank from x_jobs
         where name = ?2 and coalesce(tenant_id, '') = coalesce(?3, '') and idempotency_key = ?4
           and state in ('ready', 'delayed', 'running', 'suspended')
     )
     order by rank
     limit 1";
+
+/// Debounce: the live holder of the key, another job still queued, takes the request's input
+/// and run time; one that started meanwhile is left as it is.
+const REPLACE_QUEUED: &str = "update x_jobs
+    set input = ?2, run_at = ?3,
+        state = case when ?3 <= ?4 then 'ready' else 'delayed' end,
+        updated_at = ?4
+    where id = ?1 and state in ('ready', 'delayed')";
 
 /// Inserts `request` as of `now` (its own, or its batch's) on `conn`.
 pub(crate) async fn enqueue_on(
@@ -80,12 +88,20 @@ pub(crate) async fn enqueue_on(
             .await
             .map_err(failed)?;
         let Some(row) = holder else { continue };
-        return EnqueueResult::held(
-            request,
-            row.try_get("id").map_err(failed)?,
-            row.try_get("run_id").map_err(failed)?,
-            row.try_get("same_id").map_err(failed)?,
-        );
+        let id: JobId = row.try_get("id").map_err(failed)?;
+        let same_id: bool = row.try_get("same_id").map_err(failed)?;
+        let state: JobState = row.try_get("state").map_err(failed)?;
+        if EnqueueResult::replaces(request, same_id, state) {
+            sqlx::query(REPLACE_QUEUED)
+                .bind(id)
+                .bind(&request.input)
+                .bind(ts(request.run_at))
+                .bind(ts(now))
+                .execute(&mut *conn)
+                .await
+                .map_err(failed)?;
+        }
+        return EnqueueResult::held(request, id, row.try_get("run_id").map_err(failed)?, same_id);
     }
     Err(EnqueueResult::key_kept_moving(request))
 }

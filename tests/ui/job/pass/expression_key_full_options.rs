@@ -30,6 +30,7 @@ pub struct Receipt {
     step_timeout = "30s",
     event_poll = "1h 30m",
     expires_in = "15m",
+    debounce = "2s",
     concurrency(key = "account:{account.id}", limit = 1, when_busy = fail),
     on_settled = charge_settled,
 )]
@@ -72,6 +73,7 @@ fn runs() {
     assert_eq!(d.step_timeout, Some(Duration::from_secs(30)));
     assert_eq!(d.event_poll, Duration::from_secs(5400));
     assert_eq!(d.expires_in, Some(Duration::from_secs(900)));
+    assert_eq!(d.debounce, Some(Duration::from_secs(2)));
     assert_eq!(
         d.concurrency,
         Some(Concurrency {

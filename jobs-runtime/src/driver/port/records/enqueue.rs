@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Timestamp;
 use crate::error::{ErrorCode, JobError};
 
-use super::{JobId, RunId};
+use super::{JobId, JobState, RunId};
 
 /// What a duplicate live key does at enqueue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -16,23 +16,30 @@ pub enum ConflictPolicy {
     Dedupe,
     /// Refuse with `X_JOB_DUPLICATE`.
     Error,
+    /// Debounce (`#[job(debounce = "..")]`): a live holder still queued (`ready` or `delayed`)
+    /// takes this request's input and run time, and the enqueue answers its ids with
+    /// `deduped = true`; a holder already started (running or suspended) is left as it is and
+    /// answered the same way, as [`ConflictPolicy::Dedupe`] does.
+    Replace,
 }
 
 impl ConflictPolicy {
-    /// How a store keeps it (an outbox row's `on_conflict` column): `dedupe` or `error`.
+    /// How a store keeps it (an outbox row's `on_conflict` column): `dedupe`, `error` or
+    /// `replace`.
     pub fn as_str(self) -> &'static str {
         match self {
             ConflictPolicy::Dedupe => "dedupe",
             ConflictPolicy::Error => "error",
+            ConflictPolicy::Replace => "replace",
         }
     }
 
-    /// Reads a stored policy back; anything but `error` is the default.
+    /// Reads a stored policy back; anything but `error` and `replace` is the default.
     pub fn from_stored(text: &str) -> Self {
-        if text == "error" {
-            ConflictPolicy::Error
-        } else {
-            ConflictPolicy::Dedupe
+        match text {
+            "error" => ConflictPolicy::Error,
+            "replace" => ConflictPolicy::Replace,
+            _ => ConflictPolicy::Dedupe,
         }
     }
 }
@@ -107,6 +114,15 @@ impl EnqueueResult {
             run_id,
             deduped: true,
         })
+    }
+
+    /// Whether a live holder in `state` takes the request's input and run time: a debounced
+    /// request ([`ConflictPolicy::Replace`]) whose holder is another job, still queued. Every
+    /// driver asks this before it answers [`EnqueueResult::held`].
+    pub fn replaces(request: &EnqueueRequest, same_id: bool, state: JobState) -> bool {
+        request.on_conflict == ConflictPolicy::Replace
+            && !same_id
+            && matches!(state, JobState::Ready | JobState::Delayed)
     }
 
     /// The refusal of an enqueue whose key moved under it [`ENQUEUE_ROUNDS`] times (retryable).

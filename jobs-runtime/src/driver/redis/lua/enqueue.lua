@@ -3,7 +3,7 @@
 -- '' when the caller wrote the index: on a cluster it lives in other slots; on one server the
 -- script writes it too), then per job: id, run ('' when it is the id), name, input, key,
 -- tenant ('' none), max attempts, run_at, traceparent ('' none), actor ('' none), policy ('d'
--- dedupe, 'e' error).
+-- dedupe, 'e' error, 'r' replace: debounce, a queued holder takes the job's input and run_at).
 -- A job due now is announced on the wake channel (once per call), so idle workers claim it at
 -- once rather than at their next poll.
 -- Answers {'ok', then (index, status, id, run) for each job not inserted}: status 'same' (the
@@ -79,7 +79,7 @@ else
 end
 
 -- The plan.
-local planned, seen_ids, seen_keys = {}, {}, {}
+local planned, seen_ids, seen_keys, replaces = {}, {}, {}, {}
 local new = 0
 for i = 1, count do
   local id, lk = arg(i, 1), lks[i]
@@ -106,6 +106,7 @@ for i = 1, count do
         return { 'conflict', tostring(i), holder[1], holder[2] }
       end
       planned[i] = { 'held', holder[1], holder[2] }
+      if arg(i, 11) == 'r' then replaces[#replaces + 1] = { holder[1], i } end
     else
       new = new + 1
       planned[i] = true
@@ -188,6 +189,20 @@ if new > 0 then
   for tenant, members in pairs(due) do
     call_chunked('ZADD', due_key(tenant), members, 2000)
     redis.call('SADD', TENANTS, tenant)
+  end
+end
+-- Debounce, once the batch's own rows are indexed (a holder may be one of them): a holder
+-- still queued takes the later job's input and run_at; one that started is left as it is.
+for _, r in ipairs(replaces) do
+  local h = load(r[1])
+  if h and (h.state == 'ready' or h.state == 'delayed') then
+    local i = r[2]
+    local state = 'delayed'
+    if tonumber(arg(i, 8)) <= tonumber(now) then
+      state = 'ready'
+      due_now = true
+    end
+    change(h, { input = arg(i, 4), run_at = arg(i, 8), state = state, updated = now }, now)
   end
 end
 if due_now and channel ~= '' then redis.call('PUBLISH', channel, queue) end

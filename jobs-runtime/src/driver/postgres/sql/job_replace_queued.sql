@@ -1,0 +1,12 @@
+-- job_replace_queued: debounce. After job_enqueue_holder named a live holder of the key ($1)
+-- that is another job, a debounced enqueue gives it its input ($2) and run time ($3) as of $4,
+-- only while it is still queued (ready or delayed): one that started meanwhile is left as it
+-- is, and the enqueue answers it deduped all the same. One primary-key probe.
+update {schema}.x_jobs
+set input = $2,
+    run_at = $3,
+    state = case when $3 <= $4 then 'ready' else 'delayed' end,
+    updated_at = $4
+where id = $1
+  and state in ('ready', 'delayed')
+returning id
