@@ -77,14 +77,25 @@ pub const MAX_CONCURRENCY_KEY_LENGTH: usize = 200;
 /// [`MAX_CONCURRENCY_KEY_LENGTH`] characters, no NUL (`X_JOB_DECLARATION_INVALID`). Checked at
 /// enqueue and again when a claimed run derives it.
 pub(crate) fn check_concurrency_key(job: &str, key: Option<String>) -> Result<String, JobError> {
+    check_lease_key("concurrency", job, key)
+}
+
+/// A `rate(key = ..)` key, held to the rule of a concurrency key (it is stored in the lease
+/// store the same way): checked at enqueue and again when a claimed run derives it.
+pub(crate) fn check_rate_key(job: &str, key: Option<String>) -> Result<String, JobError> {
+    check_lease_key("rate", job, key)
+}
+
+/// A key derived from the input and stored in the lease store (`what`: `concurrency`, `rate`).
+fn check_lease_key(what: &str, job: &str, key: Option<String>) -> Result<String, JobError> {
     let refuse = |why: &str| {
         Err(JobError::new(
             ErrorCode::JobDeclarationInvalid,
-            format!("the concurrency key of job `{job}` {why}"),
+            format!("the {what} key of job `{job}` {why}"),
         )
-        .with_fix(
-            "derive the concurrency key from an id of the input (1 to 200 characters, no NUL)",
-        ))
+        .with_fix(format!(
+            "derive the {what} key from an id of the input (1 to 200 characters, no NUL)"
+        )))
     };
     match key {
         None => refuse("is missing"),
