@@ -239,3 +239,25 @@ async fn a_keyed_rate_key_is_checked_at_enqueue() {
     assert_eq!(error.code(), Some(ErrorCode::JobDeclarationInvalid));
     assert!(error.message().contains("rate key"), "{error}");
 }
+
+#[test]
+fn the_manifest_shows_the_rate() {
+    let manifest = jobs::manifest().unwrap();
+    let row = |name: &str| {
+        manifest
+            .jobs()
+            .iter()
+            .find(|j| j["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no job {name} in the manifest"))
+    };
+    assert_eq!(
+        row("keyed_charge")["rate"],
+        serde_json::json!({ "limit": 1, "per_ms": 30_000, "keyed": true })
+    );
+    assert_eq!(
+        row("rated_charge")["rate"],
+        serde_json::json!({ "limit": 2, "per_ms": 60_000, "keyed": false })
+    );
+    assert_eq!(row("queued_charge")["rate"], serde_json::Value::Null);
+}
