@@ -193,7 +193,7 @@ pub(crate) fn shown(duration: Duration) -> String {
     ];
     let ms = duration.as_millis();
     for (size, unit) in UNITS {
-        if ms >= size && ms % size == 0 {
+        if ms >= size && ms.is_multiple_of(size) {
             return format!("{}{unit}", ms / size);
         }
     }
