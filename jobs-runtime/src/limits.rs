@@ -69,8 +69,8 @@ pub const MAX_LOCK_KEY_BYTES: usize = 512;
 /// The longest actor (who asked for an enqueue), in bytes of UTF-8.
 pub const MAX_ACTOR_BYTES: usize = 256;
 
-/// A concurrency key longer than this many characters is refused at enqueue (and at claim): it
-/// is an id, never a payload.
+/// A concurrency key (or a `rate(key = ..)` key) longer than this many characters is refused at
+/// enqueue (and at claim): it is an id, never a payload.
 pub const MAX_CONCURRENCY_KEY_LENGTH: usize = 200;
 
 /// A concurrency key as stored in the lease store: present, 1 to
