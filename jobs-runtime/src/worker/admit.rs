@@ -146,13 +146,7 @@ fn admit_here(shared: &WorkerShared, claimed: Claimed) -> Here {
             return Here::Decided(deny(shared, claimed, refusal));
         }
         // The attempt fails with it as the body would.
-        Err(error) => (
-            Err(error),
-            fleet_slots::RunKeys {
-                concurrency: None,
-                rate: None,
-            },
-        ),
+        Err(error) => (Err(error), fleet_slots::RunKeys::default()),
     };
     if fleet {
         return Here::Capped(Capped {

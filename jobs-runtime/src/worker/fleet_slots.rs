@@ -29,6 +29,7 @@ pub(super) enum Denied {
 }
 
 /// The keys a run derived from its input, for its keyed cap and its keyed rate.
+#[derive(Default)]
 pub(super) struct RunKeys {
     /// `concurrency(key = ..)`'s key.
     pub concurrency: Option<String>,
@@ -176,14 +177,19 @@ impl Taken<'_> {
                 key: &asked.key,
                 now: asked.now,
             })
-            .await
-            .map_err(Denied::Undecidable)?;
-        let free_at = holders
-            .iter()
-            .map(|grant| grant.expires_at)
-            .min()
-            .unwrap_or(asked.now);
-        Err(Denied::Shed(limit, Some(free_at)))
+            .await;
+        // Every slot taken: due when the earliest lapses. A slot free (the store refused it
+        // under contention): due at once, for the next claim. Not known (the read failed):
+        // after the shed delay, as a cap's shed.
+        let Ok(holders) = holders else {
+            return Err(Denied::Shed(limit, None));
+        };
+        let free_at = if holders.len() >= asked.limit as usize {
+            holders.iter().map(|grant| grant.expires_at).min()
+        } else {
+            None
+        };
+        Err(Denied::Shed(limit, Some(free_at.unwrap_or(asked.now))))
     }
 
     /// Gives back everything taken, for a run that does not start.
