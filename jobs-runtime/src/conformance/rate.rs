@@ -188,6 +188,18 @@ fn assert_no_window_over(starts: &[Timestamp], limit: usize, per: Duration) {
     }
 }
 
+/// Each of the `windows` windows of [`PER`] from `t0` holds exactly `limit` starts: under load
+/// the throughput is the limit.
+fn assert_windows_full(starts: &[Timestamp], limit: usize, windows: u32) {
+    for window in 0..windows {
+        let from = add(t0(), PER * window);
+        let until = add(from, PER);
+        let inside = starts.iter().filter(|s| **s >= from && **s < until).count();
+        assert_eq!(inside, limit, "window {window}: {starts:?}");
+    }
+    assert_eq!(starts.len(), limit * windows as usize, "{starts:?}");
+}
+
 /// Drives `workers` every 20 s for `windows` windows of [`PER`], each worker one pass per step,
 /// and answers every start's time. A shed is due again within the window, never before the
 /// next step can start it.
@@ -219,14 +231,14 @@ async fn drive(jobs: &Jobs, clock: &TestClock, workers: &[Worker], windows: u32)
     starts
 }
 
-/// Three workers over one job limited to 3 starts a minute, 20 runs queued: no minute ever
-/// holds more than 3 starts, and over four minutes exactly 12 start (the throughput equals the
-/// limit); every run handed back spent no attempt.
+/// Three workers over one job limited to 3 starts a minute, 40 runs queued, for ten minutes:
+/// no minute ever holds more than 3 starts, each of the ten holds exactly 3 (the throughput
+/// equals the limit under load), and every run handed back spent no attempt.
 pub async fn rate_limit_holds_every_window_across_workers(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     let (jobs, clock) = client(driver.clone());
     let mut ids = Vec::new();
-    for n in 0..20 {
+    for n in 0..40 {
         ids.push(
             jobs.enqueue::<Rated>(subject(&n.to_string()))
                 .await
@@ -235,13 +247,9 @@ pub async fn rate_limit_holds_every_window_across_workers(driver: Arc<dyn JobDri
         );
     }
     let workers = workers::<Rated>(&jobs, 3, |w| w);
-    let starts = drive(&jobs, &clock, &workers, 4).await;
+    let starts = drive(&jobs, &clock, &workers, 10).await;
     assert_no_window_over(&starts, 3, PER);
-    assert_eq!(
-        starts.len(),
-        12,
-        "3 starts in each of 4 windows: {starts:?}"
-    );
+    assert_windows_full(&starts, 3, 10);
     let mut done = 0;
     for id in ids {
         let row = get(d, id).await;
@@ -256,7 +264,7 @@ pub async fn rate_limit_holds_every_window_across_workers(driver: Arc<dyn JobDri
             other => panic!("a rated run is done or waiting, not {other:?}"),
         }
     }
-    assert_eq!(done, 12);
+    assert_eq!(done, 30);
 }
 
 /// A keyed rate counts each key apart: 2 starts a minute for key `a` and 2 for key `b`, the
@@ -313,7 +321,7 @@ pub async fn queue_rate_holds_every_window_across_workers(driver: Arc<dyn JobDri
     let workers = workers::<Queued>(&jobs, 3, |w| w.queue_limits(QUEUE, limits));
     let starts = drive(&jobs, &clock, &workers, 3).await;
     assert_no_window_over(&starts, 2, PER);
-    assert_eq!(starts.len(), 6, "2 starts in each of 3 windows: {starts:?}");
+    assert_windows_full(&starts, 2, 3);
 }
 
 /// A queue's fleet-wide cap holds across workers: while one worker's run holds the queue's one
