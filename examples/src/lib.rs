@@ -64,13 +64,15 @@ pub struct Order {
     pub amount_minor: i64,
 }
 
-/// Charges a card; a decline is terminal, a throttle is retried when the provider says.
+/// Charges a card; a decline is terminal, a throttle is retried when the provider says. At
+/// most 100 charges a minute per organisation, across every worker (the provider's quota).
 #[job(
     name = "billing.charge",
     key = "charge:{order_id}",
     tenant = org_id,
     queue = "billing",
     retry(attempts = 8, backoff = exponential, delay = "2s", max_delay = "10m", jitter = full),
+    rate(limit = 100, per = "1m", key = "{org_id}"),
     on_settled = charge_settled,
 )]
 pub async fn charge_order(run: Run, input: Order) -> Result<String, JobError> {

@@ -1,5 +1,6 @@
 //! Every output against a committed golden file, from a registry with nested types, enums,
-//! optional and repeated fields, a keyed concurrency cap, and a task; and byte-stability.
+//! optional and repeated fields, a keyed concurrency cap, a rate limit, and a task; and
+//! byte-stability.
 //!
 //! `UPDATE_GOLDEN=1 cargo test -p jobs-codegen --test golden` rewrites the golden files; a
 //! reviewer reads their diff like a `.stderr` change.
@@ -46,7 +47,7 @@ pub struct Shipment {
     pub labels: std::collections::BTreeMap<String, String>,
 }
 
-/// Ships an order, one at a time per organisation.
+/// Ships an order, one at a time per organisation, at most 30 a minute.
 #[job(
     name = "shipping.ship",
     key = "ship:{order_id}",
@@ -55,6 +56,7 @@ pub struct Shipment {
     retry(attempts = 3, backoff = linear, delay = "30s", max_delay = "5m"),
     timeout = "2m",
     concurrency(key = "{org_id}", limit = 1, when_busy = wait),
+    rate(limit = 30, per = "1m"),
 )]
 pub async fn ship(_run: Run, _input: Shipment) -> Result<(), JobError> {
     Ok(())

@@ -177,8 +177,21 @@ mod value;
 /// )]
 /// ```
 ///
+/// # Rate
+///
+/// `rate(limit = 100, per = "1m")` limits this job's starts across the whole fleet: no window
+/// of length `per` ever holds more than `limit` starts. With `key` (a template or callable like
+/// the idempotency key) the limit holds per key. A run over the limit waits, without spending
+/// an attempt, until the window frees a start. `limit` is at least 1 and `per` a positive
+/// duration; both are required.
+///
+/// ```ignore
+/// #[jobs::job(key = "charge:{charge_id}", tenant = customer_id,
+///             rate(limit = 100, per = "1m", key = "{customer_id}"))]
+/// ```
+///
 /// There is no `priority` (queues and per-queue worker slots are the prioritisation mechanism)
-/// and no `rate_limit` (rate is limited per worker process, on the worker).
+/// and no `rate_limit` (write `rate(limit = .., per = ..)`).
 ///
 /// # on_settled
 ///

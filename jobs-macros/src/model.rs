@@ -21,7 +21,7 @@ use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path, ReturnType, Type};
 
 use crate::args::common::RetryArgs;
-use crate::args::job::{ConcurrencyArgs, JobArgs, KeyedConcurrencyArgs};
+use crate::args::job::{ConcurrencyArgs, JobArgs, KeyedConcurrencyArgs, RateArgs};
 use crate::args::task::TaskArgs;
 use crate::errors::Errors;
 use crate::value::backoff::Backoff;
@@ -65,6 +65,8 @@ pub struct JobDecl<'a> {
     pub debounce: Option<DurationValue>,
     /// `concurrency`, when declared and complete.
     pub concurrency: Option<Concurrency>,
+    /// `rate(..)`, when declared and complete.
+    pub rate: Option<RateDecl>,
     /// `on_settled = path`, when declared.
     pub on_settled: Option<Path>,
     /// The generated handle type's name.
@@ -106,6 +108,16 @@ pub enum Concurrency {
     },
 }
 
+/// A declared limit on starts per window: `rate(limit = .., per = .., key = ..)`.
+pub struct RateDecl {
+    /// Starts allowed per window (per key when keyed).
+    pub limit: u32,
+    /// The window.
+    pub per: DurationValue,
+    /// The key each start counts under, when per key.
+    pub key: Option<KeySource>,
+}
+
 impl<'a> JobDecl<'a> {
     /// Builds the model of `item` under `args`, recording every value that does not parse.
     pub fn from_ast(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a JobArgs>) -> Self {
@@ -125,6 +137,7 @@ impl<'a> JobDecl<'a> {
             expires_in: None,
             debounce: None,
             concurrency: None,
+            rate: None,
             on_settled: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
             crate_path: syn::parse_quote!(::jobs),
@@ -151,6 +164,9 @@ impl<'a> JobDecl<'a> {
         decl.debounce = errs.value(&args.debounce);
         if let Some(concurrency) = &args.concurrency {
             decl.concurrency = Concurrency::from_args(concurrency, errs);
+        }
+        if let Some(rate) = &args.rate {
+            decl.rate = RateDecl::from_args(rate, errs);
         }
         decl.on_settled = errs.value(&args.on_settled).map(|path| path.0);
         if let Some(handle) = errs.value(&args.handle) {
@@ -251,6 +267,42 @@ impl Concurrency {
             key: key?,
             limit: limit?,
             when_busy,
+        })
+    }
+}
+
+impl RateDecl {
+    fn from_args(args: &RateArgs, errs: &mut Errors) -> Option<Self> {
+        let limit = match &args.limit {
+            Some(_) => errs.value(&args.limit).map(|limit| limit.0),
+            None => {
+                errs.spanned(
+                    &args.original,
+                    "`rate(..)` needs a `limit`: add `limit = 100` for at most 100 starts per \
+                     window (X_JOB_DECLARATION_INVALID)",
+                );
+                None
+            }
+        };
+        let per = match &args.per {
+            Some(_) => errs.value(&args.per),
+            None => {
+                errs.spanned(
+                    &args.original,
+                    "`rate(..)` needs its window: add `per = \"1m\"` for a limit per minute \
+                     (X_JOB_DECLARATION_INVALID)",
+                );
+                None
+            }
+        };
+        let key = match &args.key {
+            Some(_) => Some(errs.value(&args.key)?),
+            None => None,
+        };
+        Some(RateDecl {
+            limit: limit?,
+            per: per?,
+            key,
         })
     }
 }

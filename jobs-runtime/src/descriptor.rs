@@ -30,6 +30,8 @@ pub struct JobDescriptor {
     /// now + `debounce` (answered deduped); once the job has started, an enqueue of its key
     /// dedupes as always. A task's fires never debounce.
     pub debounce: Option<Duration>,
+    /// The fleet-wide start rate, if declared.
+    pub rate: Option<RateLimit>,
     /// How the run's tenant is derived.
     pub tenant: TenantMode,
     /// The Rust path of the input type, for people reading the manifest.
@@ -42,7 +44,8 @@ pub struct JobDescriptor {
 
 impl JobDescriptor {
     /// The reference's defaults: queue `default`, [`RetryPolicy::DEFAULT`], dead letters on,
-    /// no timeouts, a 30 s event poll, no concurrency cap, no expiry, no debounce.
+    /// no timeouts, a 30 s event poll, no concurrency cap, no rate limit, no expiry, no
+    /// debounce.
     pub const fn new(
         name: &'static str,
         tenant: TenantMode,
@@ -60,6 +63,7 @@ impl JobDescriptor {
             concurrency: None,
             expires_in: None,
             debounce: None,
+            rate: None,
             tenant,
             input_type,
             input_schema,
@@ -158,6 +162,23 @@ pub struct Concurrency {
     pub keyed: bool,
     /// What a keyed run does when its key is busy.
     pub when_busy: WhenBusy,
+}
+
+/// A fleet-wide limit on a job's starts over a sliding window: `rate(limit = 100, per = "1m")`,
+/// or per key with `rate(.., key = "{customer_id}")`.
+///
+/// No window of length `per` ever holds more than `limit` starts, across every worker process:
+/// each start takes one of `limit` slots of the job's (or the key's) rate key in the lease
+/// store for `per`, and never gives it back. A run over the limit is handed back without
+/// spending an attempt, due again exactly when the earliest of those slots lapses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Starts allowed per window (per key when keyed). At least 1.
+    pub limit: u32,
+    /// The window. At least 1 ms.
+    pub per: Duration,
+    /// Whether the limit is per `rate(key = ..)`.
+    pub keyed: bool,
 }
 
 /// What a keyed run does when its key already holds `limit` runs.

@@ -181,3 +181,35 @@ mod tests {
         );
     }
 }
+
+/// A duration as it would be declared: `60 s` -> `1m`, `1.5 s` -> `1500ms` (whole units only,
+/// the largest that fits exactly), for the dashboard and the operator tool.
+#[cfg_attr(not(any(feature = "dashboard", feature = "cli")), allow(dead_code))]
+pub(crate) fn shown(duration: Duration) -> String {
+    const UNITS: [(u128, &str); 4] = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+    ];
+    let ms = duration.as_millis();
+    for (size, unit) in UNITS {
+        if ms >= size && ms.is_multiple_of(size) {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::*;
+
+    #[test]
+    fn a_window_is_shown_as_declared() {
+        assert_eq!(shown(Duration::from_secs(60)), "1m");
+        assert_eq!(shown(Duration::from_secs(90)), "90s");
+        assert_eq!(shown(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(shown(Duration::from_secs(86_400)), "1d");
+    }
+}

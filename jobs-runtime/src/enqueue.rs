@@ -215,6 +215,9 @@ impl Prepared {
         if d.concurrency.is_some_and(|c| c.keyed) {
             crate::limits::check_concurrency_key(d.name, J::concurrency_key(input))?;
         }
+        if d.rate.is_some_and(|r| r.keyed) {
+            crate::limits::check_rate_key(d.name, J::rate_key(input))?;
+        }
         let json = serde_json::to_value(input).map_err(|e| {
             JobError::new(
                 ErrorCode::JobDeclarationInvalid,

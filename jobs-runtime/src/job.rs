@@ -36,6 +36,11 @@ pub trait Job: Send + Sync + 'static {
         None
     }
 
+    /// The key a keyed `rate(key = ..)` counts the run's start under.
+    fn rate_key(_input: &Self::Input) -> Option<String> {
+        None
+    }
+
     /// The body.
     fn run(run: Run, input: Self::Input) -> BoxFuture<'static, Result<Self::Output, JobError>>;
 

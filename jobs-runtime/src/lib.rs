@@ -94,7 +94,7 @@ pub use sqlx;
 pub use backfill::Backfills;
 pub use client::{Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
 pub use descriptor::{
-    Backoff, Concurrency, Jitter, JobDescriptor, RetryPolicy, TenantMode, WhenBusy,
+    Backoff, Concurrency, Jitter, JobDescriptor, RateLimit, RetryPolicy, TenantMode, WhenBusy,
     DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
 };
 pub use driver::{JobRecord, JobState};
@@ -116,7 +116,8 @@ pub use scheduler::{
 pub use settled::{Outcome, Settled, ON_SETTLED_ATTEMPTS};
 pub use task::{CatchUp, Entry, Occurrence, Task, TaskDescriptor, TaskEntry, DEFAULT_MAX_CATCH_UP};
 pub use worker::{
-    Limits, ShutdownReport, Worker, WorkerBuilder, WorkerHandle, WorkerStats, SHED_DELAY,
+    Limits, QueueLimits, ShutdownReport, Worker, WorkerBuilder, WorkerHandle, WorkerStats,
+    SHED_DELAY,
 };
 
 // Every Rust block of the README is compiled and run as a doc test.
@@ -206,7 +207,7 @@ pub mod __private {
     pub use crate::client::{Enqueued, Jobs};
     pub use crate::clock::Timestamp;
     pub use crate::descriptor::{
-        Backoff, Concurrency, Jitter, JobDescriptor, TenantMode, WhenBusy,
+        Backoff, Concurrency, Jitter, JobDescriptor, RateLimit, TenantMode, WhenBusy,
     };
     pub use crate::enqueue::EnqueueOptions;
     pub use crate::error::JobError;

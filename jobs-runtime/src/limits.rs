@@ -69,22 +69,33 @@ pub const MAX_LOCK_KEY_BYTES: usize = 512;
 /// The longest actor (who asked for an enqueue), in bytes of UTF-8.
 pub const MAX_ACTOR_BYTES: usize = 256;
 
-/// A concurrency key longer than this many characters is refused at enqueue (and at claim): it
-/// is an id, never a payload.
+/// A concurrency key (or a `rate(key = ..)` key) longer than this many characters is refused at
+/// enqueue (and at claim): it is an id, never a payload.
 pub const MAX_CONCURRENCY_KEY_LENGTH: usize = 200;
 
 /// A concurrency key as stored in the lease store: present, 1 to
 /// [`MAX_CONCURRENCY_KEY_LENGTH`] characters, no NUL (`X_JOB_DECLARATION_INVALID`). Checked at
 /// enqueue and again when a claimed run derives it.
 pub(crate) fn check_concurrency_key(job: &str, key: Option<String>) -> Result<String, JobError> {
+    check_lease_key("concurrency", job, key)
+}
+
+/// A `rate(key = ..)` key, held to the rule of a concurrency key (it is stored in the lease
+/// store the same way): checked at enqueue and again when a claimed run derives it.
+pub(crate) fn check_rate_key(job: &str, key: Option<String>) -> Result<String, JobError> {
+    check_lease_key("rate", job, key)
+}
+
+/// A key derived from the input and stored in the lease store (`what`: `concurrency`, `rate`).
+fn check_lease_key(what: &str, job: &str, key: Option<String>) -> Result<String, JobError> {
     let refuse = |why: &str| {
         Err(JobError::new(
             ErrorCode::JobDeclarationInvalid,
-            format!("the concurrency key of job `{job}` {why}"),
+            format!("the {what} key of job `{job}` {why}"),
         )
-        .with_fix(
-            "derive the concurrency key from an id of the input (1 to 200 characters, no NUL)",
-        ))
+        .with_fix(format!(
+            "derive the {what} key from an id of the input (1 to 200 characters, no NUL)"
+        )))
     };
     match key {
         None => refuse("is missing"),

@@ -101,6 +101,11 @@ fn describe(d: &JobDescriptor) -> Value {
             "keyed": c.keyed,
             "when_busy": if c.keyed { Some(c.when_busy.as_str()) } else { None },
         })),
+        "rate": d.rate.map(|r| json!({
+            "limit": r.limit,
+            "per_ms": ms(r.per),
+            "keyed": r.keyed,
+        })),
         "tenant": tenant,
         "on_settled": d.on_settled,
         // Step names are chosen at run time, so the manifest lists none by design.

@@ -3,7 +3,7 @@
 //! | tool | answers |
 //! |---|---|
 //! | `manifest.read` | the manifest, as committed |
-//! | `jobs.inspect` | job definitions: queue, retry policy, timeouts, concurrency, tenant |
+//! | `jobs.inspect` | job definitions: queue, retry policy, timeouts, concurrency, rate limit, tenant |
 //! | `queue.depth` | per-queue counts, the oldest ready age, and whether the queue is paused |
 //! | `job.show` | one job: state, attempt, last error, progress, its steps, its history (who did what); the input redacted |
 //! | `jobs.dead` | dead letters, newest first, a page at a time (the introspection API) |

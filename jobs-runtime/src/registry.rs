@@ -14,7 +14,7 @@ use crate::driver::{JobId, RunId};
 use crate::enqueue::Prepared;
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
-use crate::limits::check_concurrency_key;
+use crate::limits::{check_concurrency_key, check_rate_key};
 use crate::run::Run;
 use crate::settled::{Outcome, Settled};
 use crate::task::{Task, TaskEntry};
@@ -67,6 +67,9 @@ pub(crate) struct Typed {
     /// The key a keyed concurrency cap counts the run under, checked as at enqueue; `None`
     /// when the job declares no keyed cap.
     pub key: Option<String>,
+    /// The key a keyed rate limit counts the run's start under, checked as at enqueue; `None`
+    /// when the job declares no keyed rate.
+    pub rate_key: Option<String>,
 }
 
 /// An ending, before its input and result are given back their types.
@@ -127,6 +130,16 @@ impl JobEntry {
             .and_then(|typed| typed.key)
     }
 
+    /// The key a keyed rate limit would count a run of `input` under (`None`: no keyed rate,
+    /// or the input no longer parses).
+    #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+    pub(crate) fn rate_key(&self, input: &serde_json::Value) -> Option<String> {
+        self.parse(input, None)
+            .typed
+            .ok()
+            .and_then(|typed| typed.rate_key)
+    }
+
     /// Runs the `on_settled` hook once, over its own typed copy of the input.
     pub(crate) fn on_settled(
         &self,
@@ -169,7 +182,7 @@ fn prepare<J: Job>(input: &serde_json::Value) -> Result<Prepared, JobError> {
 }
 
 /// The one typed call of an attempt: deserializes the input, derives the tenant and the
-/// concurrency key from it, and binds it to the body.
+/// concurrency and rate keys from it, and binds it to the body.
 fn parse<J: Job>(input: &serde_json::Value, row_tenant: Option<&String>) -> ParsedInput {
     let input = match parse_input::<J>(input) {
         Ok(input) => input,
@@ -195,6 +208,18 @@ fn parse<J: Job>(input: &serde_json::Value, row_tenant: Option<&String>) -> Pars
         }
         _ => None,
     };
+    let rate_key = match J::DESCRIPTOR.rate {
+        Some(rate) if rate.keyed => match check_rate_key(J::DESCRIPTOR.name, J::rate_key(&input)) {
+            Ok(key) => Some(key),
+            Err(error) => {
+                return ParsedInput {
+                    tenant,
+                    typed: Err(error),
+                }
+            }
+        },
+        _ => None,
+    };
     let body: ErasedBody = Box::new(move |run| {
         Box::pin(async move {
             let output = J::run(run, input).await?;
@@ -203,7 +228,11 @@ fn parse<J: Job>(input: &serde_json::Value, row_tenant: Option<&String>) -> Pars
     });
     ParsedInput {
         tenant,
-        typed: Ok(Typed { body, key }),
+        typed: Ok(Typed {
+            body,
+            key,
+            rate_key,
+        }),
     }
 }
 

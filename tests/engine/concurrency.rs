@@ -301,3 +301,56 @@ async fn the_slots_are_renewed_by_the_heartbeat() {
     let pass = pass.await.unwrap();
     assert_eq!(outcomes(&pass), [ExecutionOutcome::Completed]);
 }
+
+#[tokio::test]
+async fn a_claim_turned_away_by_a_fleet_cap_spends_no_tenant_start_token() {
+    // One start per second per tenant (a bucket of one token), and the capped job's one fleet
+    // slot held by another worker: the capped run is turned away after it entered the
+    // per-process limits. Its token is refunded, so tenant a's next run starts at once, at the
+    // same instant, instead of waiting a second for a token a run that never started spent.
+    let mut registry = Registry::new();
+    registry.register::<Capped>().unwrap();
+    registry.register::<Plain>().unwrap();
+    let kit = TestKit::with_worker(|w| {
+        w.registry(registry)
+            .limits(Limits::new().tenant_starts_per_second(1.0))
+    });
+    let store = jobs::driver::JobDriver::lease_store(kit.driver()).unwrap();
+    let elsewhere = store
+        .lease_acquire(&LeaseAcquire {
+            key: "job:capped".into(),
+            limit: 1,
+            ttl: Duration::from_secs(30),
+            holder: "another-worker|another-job|1".into(),
+            now: kit.jobs().now(),
+        })
+        .await
+        .unwrap()
+        .expect("free");
+    let capped = kit.enqueue::<Capped>(sync("a", 1)).await;
+    let pass = kit.worker().tick().await.unwrap();
+    assert_eq!(
+        outcomes(&pass),
+        [ExecutionOutcome::Shed],
+        "over the fleet cap"
+    );
+    assert_eq!(kit.job(capped.id).await.attempt, 0);
+    store.lease_release(&elsewhere).await.unwrap();
+
+    let plain = kit.enqueue::<Plain>(sync("a", 2)).await;
+    let pass = kit.worker().tick().await.unwrap();
+    assert_eq!(
+        outcomes(&pass),
+        [ExecutionOutcome::Completed],
+        "the token the turned-away run took was given back"
+    );
+    assert_eq!(kit.job(plain.id).await.state, JobState::Done);
+    // And the bucket still holds one second's worth: the next start waits for its token.
+    kit.enqueue::<Plain>(sync("a", 3)).await;
+    let pass = kit.worker().tick().await.unwrap();
+    assert_eq!(
+        outcomes(&pass),
+        [ExecutionOutcome::Shed],
+        "one token a second"
+    );
+}

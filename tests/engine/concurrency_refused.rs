@@ -138,7 +138,7 @@ fn the_refusal_names_every_capped_job() {
     let capped: BTreeSet<String> = Registry::global()
         .unwrap()
         .entries()
-        .filter(|e| e.descriptor().concurrency.is_some())
+        .filter(|e| e.descriptor().concurrency.is_some() || e.descriptor().rate.is_some())
         .map(|e| e.descriptor().name.to_string())
         .collect();
     assert!(capped.contains("concurrency_refused.capped") && capped.contains("keyed_capped"));

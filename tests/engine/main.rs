@@ -23,6 +23,7 @@ mod operator_tenancy;
 mod outbox;
 mod purge;
 mod purge_declared;
+mod rate;
 mod retries;
 mod scheduler;
 mod scheduler_rollup;

@@ -86,3 +86,38 @@ async fn an_unmigrated_store_is_told_to_run_jobs_migrate() {
     assert!(err.contains("fix: run `jobs migrate`"), "{err}");
     assert!(!err.contains("PostgresDriver::migrate"), "{err}");
 }
+
+/// At most 4 starts every 90 s per account.
+#[job(
+    name = "cli_sqlite.crm.push",
+    key = "push:{account_id}",
+    tenant = none,
+    queue = "crm",
+    rate(limit = 4, per = "90s", key = "{account_id}")
+)]
+async fn push_crm(_run: Run, _input: Account) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_names_a_declared_rate() {
+    let dir = TempDir::new("cli_sqlite_rate");
+    let url = dir.url();
+    let (code, _, err) = jobs_cli_on(&url, &["migrate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let jobs = Jobs::open(&url).await.expect("open");
+    let rated = PushCrm::enqueue(&jobs, Account { account_id: 5 })
+        .await
+        .expect("enqueue");
+    let (code, out, _) = jobs_cli_on(&url, &["show", &rated.id.to_string()]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("rate         at most 4 starts per 90s per key, fleet-wide\n"),
+        "{out}"
+    );
+    let plain = SyncCrm::enqueue(&jobs, Account { account_id: 6 })
+        .await
+        .expect("enqueue");
+    let (_, out, _) = jobs_cli_on(&url, &["show", &plain.id.to_string()]).await;
+    assert!(!out.contains("\nrate "), "no rate declared: {out}");
+}

@@ -117,6 +117,17 @@ struct Invite {
 }
 
 /// Takes its tenant from a nested field, which the enqueue form reads as JSON.
+/// At most 3 starts every 90 s per organisation.
+#[job(
+    key = "dash-rated:{user_id}",
+    tenant = org,
+    queue = "dash-email",
+    rate(limit = 3, per = "90s", key = "{org}")
+)]
+async fn dash_rated(_run: Run, _input: Welcome) -> Result<(), JobError> {
+    Ok(())
+}
+
 #[job(key = "dash-invite:{email}", tenant = |input| input.team.name.clone(), queue = "dash-email")]
 async fn dash_invite(_run: Run, _input: Invite) -> Result<(), JobError> {
     Ok(())
@@ -1461,4 +1472,47 @@ async fn an_empty_required_field_or_tenant_is_refused() {
         .unwrap()
         .jobs
         .is_empty());
+}
+
+#[tokio::test]
+async fn the_job_and_manifest_pages_show_a_declared_rate() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let queued = DashRated::enqueue(
+        &jobs,
+        Welcome {
+            user_id: 9,
+            org: "acme".into(),
+            note: None,
+        },
+    )
+    .await
+    .unwrap();
+    let (status, page) = dash
+        .get(&format!("/admin/jobs/{}", queued.id), "read")
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<dt>Rate limit</dt><dd>at most 3 starts per 90s per key, this run's key <code>acme</code></dd>"),
+        "{page}"
+    );
+    let (status, page) = dash.get("/admin/manifest", "read").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("· at most 3 starts per 90s per key"),
+        "{page}"
+    );
+    // A job with no rate shows none.
+    let plain = DashWelcome::enqueue(
+        &jobs,
+        Welcome {
+            user_id: 9,
+            org: "acme".into(),
+            note: None,
+        },
+    )
+    .await
+    .unwrap();
+    let (_, page) = dash.get(&format!("/admin/jobs/{}", plain.id), "read").await;
+    assert!(!page.contains("Rate limit"), "{page}");
 }

@@ -69,6 +69,9 @@ pub const RETRY_NAMES: &[&str] = &["attempts", "backoff", "delay", "max_delay", 
 /// What `concurrency(..)` takes.
 pub const CONCURRENCY_NAMES: &[&str] = &["key", "limit", "when_busy"];
 
+/// What `rate(..)` takes.
+pub const RATE_NAMES: &[&str] = &["limit", "per", "key"];
+
 /// darling's structural error in our words: an unknown argument lists the accepted names (and
 /// keeps darling's near-miss suggestion), a duplicated one says to keep one; any other keeps
 /// darling's own words. Each gains the declaration's code.
@@ -83,6 +86,7 @@ fn reword(error: &darling::Error, attr: &str, names: &[&str]) -> String {
         None => (format!("`#[{attr}]`"), names),
         Some("retry") => ("`retry(..)`".to_string(), RETRY_NAMES),
         Some("concurrency") => ("`concurrency(..)`".to_string(), CONCURRENCY_NAMES),
+        Some("rate") => ("`rate(..)`".to_string(), RATE_NAMES),
         Some(_) => return format!("{text} {CODE}"),
     };
     if let Some(rest) = what.strip_prefix("Unknown field: `") {
@@ -101,6 +105,10 @@ fn reword(error: &darling::Error, attr: &str, names: &[&str]) -> String {
     if let Some(rest) = what.strip_prefix("Duplicate field `") {
         let duplicated = rest.trim_end_matches('`');
         return format!("`{duplicated}` is given twice in {owner}: keep one {CODE}");
+    }
+    if location == Some("rate") {
+        // `rate = ..`, refused in our words by `RateArgs`.
+        return format!("{what} {CODE}");
     }
     format!("{text} {CODE}")
 }
@@ -227,6 +235,9 @@ mod tests {
                 known::<crate::args::job::KeyedConcurrencyArgs>(name),
                 "concurrency: `{name}`"
             );
+        }
+        for name in RATE_NAMES {
+            assert!(known::<crate::args::job::RateParts>(name), "rate: `{name}`");
         }
     }
 

@@ -37,6 +37,8 @@ pub struct JobArgs {
     pub debounce: Option<Arg<DurationValue>>,
     /// `concurrency = 3` or `concurrency(key = "{org_id}", limit = 1, when_busy = wait)`
     pub concurrency: Option<ConcurrencyArgs>,
+    /// `rate(limit = 100, per = "1m")` or `rate(limit = 100, per = "1m", key = "{customer_id}")`
+    pub rate: Option<RateArgs>,
     /// `on_settled = path::to::hook`
     pub on_settled: Option<Arg<FnPath>>,
     /// `handle = SendWelcome`
@@ -54,6 +56,7 @@ impl ArgNames for JobArgs {
         "queue",
         "retry",
         "concurrency",
+        "rate",
         "timeout",
         "step_timeout",
         "event_poll",
@@ -103,6 +106,53 @@ impl FromMeta for ConcurrencyArgs {
     }
 }
 
+/// `rate(limit = 100, per = "1m", key = "{customer_id}")`: starts per window, fleet-wide.
+#[derive(Debug)]
+pub struct RateArgs {
+    /// `limit = 100`
+    pub limit: Option<Arg<Count>>,
+    /// `per = "1m"`
+    pub per: Option<Arg<DurationValue>>,
+    /// `key = "{customer_id}"` or `key = <callable over &Input>`
+    pub key: Option<Arg<KeySource>>,
+    /// The whole `rate(..)` as written, for errors about what it lacks.
+    pub original: TokenStream,
+}
+
+/// The arguments inside `rate(..)`, as darling reads them.
+#[derive(FromMeta)]
+pub struct RateParts {
+    /// `limit = 100`
+    pub limit: Option<Arg<Count>>,
+    /// `per = "1m"`
+    pub per: Option<Arg<DurationValue>>,
+    /// `key = "{customer_id}"`
+    pub key: Option<Arg<KeySource>>,
+}
+
+impl FromMeta for RateArgs {
+    /// Reads `rate(..)`; `rate = ..` is refused with the shape to write.
+    fn from_meta(item: &syn::Meta) -> darling::Result<Self> {
+        match item {
+            syn::Meta::List(list) => {
+                let items = NestedMeta::parse_meta_list(list.tokens.clone())?;
+                let RateParts { limit, per, key } = RateParts::from_list(&items)?;
+                Ok(RateArgs {
+                    limit,
+                    per,
+                    key,
+                    original: item.to_token_stream(),
+                })
+            }
+            _ => Err(darling::Error::custom(
+                "`rate` takes a limit and its window: write `rate(limit = 100, per = \"1m\")`, \
+                 or `rate(limit = 100, per = \"1m\", key = \"{customer_id}\")` per key",
+            )
+            .with_span(item)),
+        }
+    }
+}
+
 /// Arguments people reach for that `#[job]` deliberately does not have: the reason and what to
 /// use instead (seed-inventory §2, §30 item 14).
 pub fn refused(arg: &str) -> Option<String> {
@@ -113,9 +163,9 @@ pub fn refused(arg: &str) -> Option<String> {
              \"urgent\"`, and give that queue more worker slots (X_JOB_DECLARATION_INVALID)"
         }
         "rate_limit" => {
-            "`#[job]` has no `rate_limit`: rate is limited per worker process, on the worker's \
-             limiter; set the rate on the worker, or cap in-flight runs with `concurrency = N` \
-             (X_JOB_DECLARATION_INVALID)"
+            "`#[job]` has no `rate_limit`: limit starts per window fleet-wide with \
+             `rate(limit = 100, per = \"1m\")` (per key with `key = \"{customer_id}\"`), or \
+             cap in-flight runs with `concurrency = N` (X_JOB_DECLARATION_INVALID)"
         }
         _ => return None,
     };

@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use crate::model::{Concurrency, Retry};
+use crate::model::{Concurrency, RateDecl, Retry};
 use crate::value::duration::DurationValue;
 use crate::value::scope::Scope;
 
@@ -36,6 +36,8 @@ pub struct JobShape<'a> {
     pub debounce: Option<&'a DurationValue>,
     /// `concurrency ..`.
     pub concurrency: Option<&'a Concurrency>,
+    /// `rate(..)`.
+    pub rate: Option<&'a RateDecl>,
     /// Whether an `on_settled` hook is declared.
     pub on_settled: bool,
 }
@@ -62,6 +64,7 @@ impl<'a> JobShape<'a> {
             expires_in: None,
             debounce: None,
             concurrency: None,
+            rate: None,
             on_settled: false,
         }
     }
@@ -93,6 +96,7 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
         expires_in,
         debounce,
         concurrency,
+        rate,
         on_settled,
     } = shape;
     let mut set = Vec::new();
@@ -156,6 +160,18 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
                 limit: #limit,
                 keyed: #keyed,
                 when_busy: #p::WhenBusy::#when_busy,
+            });
+        });
+    }
+    if let Some(rate) = rate {
+        let limit = rate.limit;
+        let per = millis(&rate.per);
+        let keyed = rate.key.is_some();
+        set.push(quote! {
+            d.rate = ::std::option::Option::Some(#p::RateLimit {
+                limit: #limit,
+                per: #per,
+                keyed: #keyed,
             });
         });
     }

@@ -207,6 +207,20 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
         }
         _ => TokenStream::new(),
     };
+    let rate_key = match decl.rate.as_ref().and_then(|rate| rate.key.as_ref()) {
+        Some(key) => {
+            let body = key_fn_body(Some(key), input_ty, &p);
+            quote! {
+                #[allow(clippy::redundant_closure_call)]
+                fn rate_key(
+                    input: &#input_ty,
+                ) -> ::std::option::Option<::std::string::String> {
+                    ::std::option::Option::Some(#body)
+                }
+            }
+        }
+        None => TokenStream::new(),
+    };
     let on_settled = decl.on_settled.as_ref().map(|hook| {
         // The settled run goes through `SettledHookArg`, so a hook over other types is
         // refused with that trait's message, at the hook.
@@ -261,6 +275,8 @@ fn quote_job(decl: &JobDecl<'_>) -> TokenStream {
                 }
 
                 #concurrency_key
+
+                #rate_key
 
                 fn run(
                     __run: #p::Run,
@@ -397,11 +413,12 @@ fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStre
     shape.expires_in = decl.expires_in.as_ref();
     shape.debounce = decl.debounce.as_ref();
     shape.concurrency = decl.concurrency.as_ref();
+    shape.rate = decl.rate.as_ref();
     shape.on_settled = decl.on_settled.is_some();
     job_descriptor(p, shape)
 }
 
-/// The body of a key fn (`idempotency_key`, `concurrency_key`) over `input: &Input`.
+/// The body of a key fn (`idempotency_key`, `concurrency_key`, `rate_key`) over `input: &Input`.
 fn key_fn_body(key: Option<&KeySource>, input_ty: &Type, p: &TokenStream) -> TokenStream {
     match key {
         Some(KeySource::Template(template)) => template_body(template),

@@ -19,7 +19,7 @@ fn when_zero(arg: &str) -> &'static str {
     match arg {
         "attempts" => "0 attempts means the job never runs; use `attempts = 1` for no retries",
         "concurrency" => "a cap of 0 would never run the job; leave `concurrency` out for no cap",
-        "limit" => "a limit of 0 would never run the job; use `limit = 1` for one run per key",
+        "limit" => "a limit of 0 would never run the job; write `limit = 1` or more",
         "batch" => {
             "a page of 0 rows would never move the cursor; leave `batch` out for 1,000 rows \
              per page"

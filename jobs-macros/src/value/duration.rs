@@ -35,6 +35,7 @@ fn when_zero(arg: &str) -> &'static str {
         "debounce" => "leave `debounce` out for a job that runs as soon as it is enqueued",
         "delay" => "use `backoff = fixed` for evenly spaced retries",
         "max_delay" => "leave `max_delay` out for the 1h default",
+        "per" => "a window of 0 would allow no start; give a window such as \"1s\" or \"1m\"",
         _ => "leave it out for the default",
     }
 }

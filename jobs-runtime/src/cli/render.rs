@@ -122,7 +122,11 @@ pub(super) fn jobs(jobs: &[JobSummary], now: Timestamp) -> String {
     )
 }
 
-pub(super) fn show(detail: &JobDetail, now: Timestamp) -> String {
+pub(super) fn show(
+    detail: &JobDetail,
+    rate: Option<crate::descriptor::RateLimit>,
+    now: Timestamp,
+) -> String {
     let j = &detail.job;
     let mut text = String::new();
     let mut field = |k: &str, v: String| text.push_str(&format!("{k:<13}{v}\n"));
@@ -135,6 +139,17 @@ pub(super) fn show(detail: &JobDetail, now: Timestamp) -> String {
     field("tenant", j.tenant_id.clone().unwrap_or_else(|| "-".into()));
     field("actor", j.actor.clone().unwrap_or_else(|| "-".into()));
     field("key", j.idempotency_key.clone());
+    if let Some(rate) = rate {
+        let per_key = if rate.keyed { " per key" } else { "" };
+        field(
+            "rate",
+            format!(
+                "at most {} starts per {}{per_key}, fleet-wide",
+                rate.limit,
+                crate::duration::shown(rate.per)
+            ),
+        );
+    }
     field(
         "run at",
         format!("{} ({})", time(j.run_at), ago(j.run_at, now)),

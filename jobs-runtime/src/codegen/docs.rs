@@ -14,14 +14,14 @@ pub fn docs(manifest: &Manifest) -> String {
         out.push_str("No jobs are declared.\n");
     } else {
         out.push_str(
-            "| job | queue | input | retry | timeout | concurrency | tenant | dead letter |\n",
+            "| job | queue | input | retry | timeout | concurrency | rate | tenant | dead letter |\n",
         );
-        out.push_str("|---|---|---|---|---|---|---|---|\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|\n");
         for job in manifest.jobs() {
             let retry = &job["retry"];
             let _ = writeln!(
                 out,
-                "| `{}` | `{}` | `{}` | {} × {}, {} → {}, jitter {} | {} | {} | {} | {} |",
+                "| `{}` | `{}` | `{}` | {} × {}, {} → {}, jitter {} | {} | {} | {} | {} | {} |",
                 text(&job["name"]),
                 text(&job["queue"]),
                 text(&job["input"]["type"]),
@@ -32,6 +32,7 @@ pub fn docs(manifest: &Manifest) -> String {
                 text(&retry["jitter"]),
                 millis(&job["timeout_ms"]),
                 concurrency(&job["concurrency"]),
+                rate(&job["rate"]),
                 tenant(&job["tenant"]),
                 if retry["dead_letter"] == Value::Bool(true) {
                     "yes"
@@ -105,6 +106,22 @@ fn concurrency(value: &Value) -> String {
     } else {
         format!("{} fleet-wide", value["limit"])
     }
+}
+
+fn rate(value: &Value) -> String {
+    if value.is_null() {
+        return "none".into();
+    }
+    let per_key = if value["keyed"] == Value::Bool(true) {
+        " per key"
+    } else {
+        ""
+    };
+    format!(
+        "{} per {}{per_key}",
+        value["limit"],
+        millis(&value["per_ms"])
+    )
 }
 
 fn tenant(value: &Value) -> String {

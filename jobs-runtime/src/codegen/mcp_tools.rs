@@ -11,7 +11,8 @@ use super::text::{pretty, sorted};
 
 /// `manifest.read`: the manifest, as committed.
 pub const MANIFEST_READ: &str = "manifest.read";
-/// `jobs.inspect`: job definitions (queue, retry policy, timeouts, concurrency, tenant).
+/// `jobs.inspect`: job definitions (queue, retry policy, timeouts, concurrency, rate limit,
+/// tenant).
 pub const JOBS_INSPECT: &str = "jobs.inspect";
 /// `queue.depth`: per-queue counts (ready, delayed, running, suspended, failed, dead).
 pub const QUEUE_DEPTH: &str = "queue.depth";
@@ -30,14 +31,14 @@ pub fn read_tools() -> Vec<Value> {
         tool(
             MANIFEST_READ,
             "Read the manifest",
-            "The manifest: every declared job (queue, retry policy, timeouts, concurrency, tenant, input schema) and task (cron, zone, catch-up, jobs fired). The build-time source of truth.",
+            "The manifest: every declared job (queue, retry policy, timeouts, concurrency, rate limit, tenant, input schema) and task (cron, zone, catch-up, jobs fired). The build-time source of truth.",
             json!({ "type": "object", "properties": {}, "additionalProperties": false }),
             &read_only,
         ),
         tool(
             JOBS_INSPECT,
             "Inspect job definitions",
-            "Job definitions from the manifest: queue, retry policy (attempts, backoff, delays, jitter, dead letter), timeouts, concurrency and tenant. Steps are named at run time, so none are listed. Give `name` for one job.",
+            "Job definitions from the manifest: queue, retry policy (attempts, backoff, delays, jitter, dead letter), timeouts, concurrency, rate limit and tenant. Steps are named at run time, so none are listed. Give `name` for one job.",
             json!({
                 "type": "object",
                 "properties": {

@@ -5,7 +5,7 @@
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
 //! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
 //! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`webhook_ledger`],
-//! [`introspect`], [`job_history`], [`limits`],
+//! [`introspect`], [`job_history`], [`limits`], [`rate`],
 //! [`worker`]), named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
 //! `job_ack_is_fenced_on_the_claim`). Port cases call the driver directly with explicit `now`
 //! values, so no clock is needed; worker cases drive a [`Worker`](crate::Worker) with
@@ -41,6 +41,7 @@ pub mod lease;
 pub mod ledger_book;
 pub mod limits;
 pub mod outbox;
+pub mod rate;
 pub mod scheduler;
 pub mod step;
 pub mod tenancy;
@@ -161,6 +162,10 @@ macro_rules! __conformance_cases {
             limits::limits_refuse_step_names_outputs_waits_and_notes_without_writing_a_step,
             limits::limits_store_an_error_message_holding_nul,
             limits::limits_refuse_a_lock_key_over_its_limit,
+            rate::rate_limit_holds_every_window_across_workers,
+            rate::rate_limit_per_key_counts_each_key_apart,
+            rate::queue_rate_holds_every_window_across_workers,
+            rate::queue_cap_holds_across_workers_and_spends_no_rate,
             tenancy::tenancy_actor_round_trips_on_every_path_in,
             tenancy::tenancy_refuses_a_cross_tenant_enqueue_unless_it_says_so,
             tenancy::tenancy_refuses_an_actor_out_of_bounds_before_any_write,

@@ -52,6 +52,7 @@ impl Pages {
         env.add_filter("time", time);
         env.add_filter("ago", ago);
         env.add_filter("json", json);
+        env.add_filter("window", window);
         Ok(Pages { env })
     }
 
@@ -120,4 +121,9 @@ fn ago(value: Option<String>, now: String) -> String {
 /// A value as indented JSON text (escaped by the template like any text).
 fn json(value: Value) -> String {
     serde_json::to_string_pretty(&value).unwrap_or_default()
+}
+
+/// A window in milliseconds as declared: `60000` -> `1m`, `1500` -> `1500ms`.
+fn window(ms: u64) -> String {
+    crate::duration::shown(std::time::Duration::from_millis(ms))
 }

@@ -2,11 +2,13 @@
 //!
 //! First the registry (no code for the name here: hand it back), then two layers, as in the
 //! reference. The per-process limits ([`Limits`](super::Limits)) count this worker's own runs.
-//! The fleet-wide caps (`#[job(concurrency = ..)]`) hold slots in the driver's lease store
-//! (`fleet_slots.rs`). Over any cap the claim is handed back without spending an attempt (a shed); `when_busy = fail` is the one refusal.
+//! The fleet-wide caps and rates (`#[job(concurrency = ..)]`, `#[job(rate(..))]`, the queue's
+//! [`QueueLimits`](super::QueueLimits)) hold slots in the driver's lease store
+//! (`fleet_slots.rs`). Over any cap or rate the claim is handed back without spending an
+//! attempt (a shed); `when_busy = fail` is the one refusal.
 //!
 //! The stored input is parsed here, once for the whole attempt: the typed body, the run's
-//! tenant and the concurrency key all come out of that one parse.
+//! tenant and the concurrency and rate keys all come out of that one parse.
 
 use std::sync::Arc;
 
@@ -62,8 +64,10 @@ pub(crate) struct Declared {
 pub(crate) enum Refusal {
     /// No job of that name is registered in this worker: hand it back uncounted.
     Unknown,
-    /// Over a per-process limit or a fleet cap (the name of which): hand it back uncounted.
-    Shed(&'static str),
+    /// Over a per-process limit or a fleet cap or rate (the name of which): hand it back
+    /// uncounted, due again at the moment given (when a rate's window frees a start), or after
+    /// the shed delay.
+    Shed(&'static str, Option<Timestamp>),
     /// `when_busy = fail` and the key is busy: settle `failed`, outcome `refused`.
     Busy(Declared, JobError),
     /// Reached after its `expires_in`, before its first attempt started: settle `failed`,
@@ -91,7 +95,7 @@ pub(crate) async fn admit(shared: &WorkerShared, claimed: Claimed) -> Admission 
 /// What admission decides in process, before any fleet slot.
 enum Here {
     Decided(Admission),
-    /// A capped job, admitted here, that still needs its fleet slot.
+    /// A capped or rate-limited job, admitted here, that still needs its fleet slots.
     Capped(Capped),
 }
 
@@ -99,7 +103,7 @@ struct Capped {
     claimed: Claimed,
     declared: Declared,
     body: Result<ErasedBody, JobError>,
-    key: Option<String>,
+    keys: fleet_slots::RunKeys,
     now: Timestamp,
 }
 
@@ -120,32 +124,44 @@ fn admit_here(shared: &WorkerShared, claimed: Claimed) -> Here {
     if let Err(limit) = shared.limiter.enter(&shared.limits, &claimed.job, now) {
         return Here::Decided(Admission::Refused(Refused {
             claimed,
-            refusal: Refusal::Shed(limit),
+            refusal: Refusal::Shed(limit, None),
         }));
     }
     let job = &claimed.job;
     let ParsedInput { tenant, typed } = entry.parse(&job.input, job.tenant_id.as_ref());
-    let capped = entry.descriptor().concurrency;
+    let descriptor = entry.descriptor();
+    let keyed = descriptor.concurrency.is_some_and(|cap| cap.keyed)
+        || descriptor.rate.is_some_and(|rate| rate.keyed);
+    let fleet = fleet_slots::needed(shared, &entry, &job.queue);
     let declared = Declared { entry, tenant };
-    let keyed = capped.is_some_and(|cap| cap.keyed);
-    let (body, key) = match typed {
-        Ok(Typed { body, key }) => (Ok(body), key),
-        // A keyed cap cannot be decided without its key (the payload no longer parses, or the
-        // key is refused): this attempt fails. (A capped job never runs on a driver with no
-        // lease store: the worker refuses to start.)
+    let (body, keys) = match typed {
+        Ok(Typed {
+            body,
+            key,
+            rate_key,
+        }) => (
+            Ok(body),
+            fleet_slots::RunKeys {
+                concurrency: key,
+                rate: rate_key,
+            },
+        ),
+        // A keyed cap or rate cannot be decided without its key (the payload no longer
+        // parses, or the key is refused): this attempt fails. (A capped job never runs on a
+        // driver with no lease store: the worker refuses to start.)
         Err(error) if keyed => {
             let refusal = Refusal::Undecidable(declared, error);
             return Here::Decided(deny(shared, claimed, refusal));
         }
         // The attempt fails with it as the body would.
-        Err(error) => (Err(error), None),
+        Err(error) => (Err(error), fleet_slots::RunKeys::default()),
     };
-    if capped.is_some() {
+    if fleet {
         return Here::Capped(Capped {
             claimed,
             declared,
             body,
-            key,
+            keys,
             now,
         });
     }
@@ -158,16 +174,16 @@ fn admit_here(shared: &WorkerShared, claimed: Claimed) -> Here {
     }))
 }
 
-/// A capped job's fleet slot: admitted with it, or turned away.
+/// A capped or rate-limited job's fleet slots: admitted with them, or turned away.
 async fn admit_capped(shared: &WorkerShared, capped: Capped) -> Admission {
     let Capped {
         claimed,
         declared,
         body,
-        key,
+        keys,
         now,
     } = capped;
-    match fleet_slots::take(shared, &declared.entry, &claimed.job, key, now).await {
+    match fleet_slots::take(shared, &declared.entry, &claimed.job, keys, now).await {
         Ok(held) => Admission::Admitted(Admitted {
             claimed,
             declared,
@@ -175,7 +191,9 @@ async fn admit_capped(shared: &WorkerShared, capped: Capped) -> Admission {
             held,
             at: now,
         }),
-        Err(fleet_slots::Denied::Shed(limit)) => deny(shared, claimed, Refusal::Shed(limit)),
+        Err(fleet_slots::Denied::Shed(limit, until)) => {
+            deny(shared, claimed, Refusal::Shed(limit, until))
+        }
         Err(fleet_slots::Denied::Busy(error)) => {
             deny(shared, claimed, Refusal::Busy(declared, error))
         }
@@ -208,8 +226,9 @@ fn expired(
     ))
 }
 
-/// Refuses a claim that took a per-process place: the place is given back first.
+/// Refuses a claim that took a per-process place: the place is given back first, and the
+/// tenant start-rate token it spent with it (its body never starts).
 fn deny(shared: &WorkerShared, claimed: Claimed, refusal: Refusal) -> Admission {
-    shared.limiter.leave(&shared.limits, &claimed.job);
+    shared.limiter.leave_unstarted(&shared.limits, &claimed.job);
     Admission::Refused(Refused { claimed, refusal })
 }

@@ -9,7 +9,7 @@ use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::{Limits, Worker, WorkerCounters, WorkerShared};
+use super::{Limits, QueueLimits, Worker, WorkerCounters, WorkerShared};
 use crate::client::Jobs;
 use crate::descriptor::DEFAULT_QUEUE;
 use crate::error::{ErrorCode, JobError};
@@ -60,6 +60,7 @@ pub struct WorkerBuilder {
     observer: Option<Arc<dyn StepObserver>>,
     id: Option<String>,
     limits: Limits,
+    queue_limits: BTreeMap<String, QueueLimits>,
     retention: Option<crate::Retention>,
     outbox_relay: Option<crate::outbox::OutboxRelay>,
 }
@@ -98,6 +99,7 @@ impl WorkerBuilder {
             observer: None,
             id: None,
             limits: Limits::default(),
+            queue_limits: BTreeMap::new(),
             retention: None,
             outbox_relay: None,
         }
@@ -182,6 +184,35 @@ impl WorkerBuilder {
         self
     }
 
+    /// Fleet-wide limits for one of the worker's queues: a cap on its runs in flight and a
+    /// limit on its starts per window, held in the driver's lease store (slots `queue:<queue>`
+    /// and `rate-queue:<queue>`), so they hold across every worker process. Over either, a
+    /// claim is handed back without spending an attempt.
+    ///
+    /// Every worker serving the queue must be given the same values. `build` refuses a zero
+    /// cap or limit, a window under 1 ms, a queue the worker does not claim from
+    /// (`X_INVARIANT`), and limits on a driver with no lease store
+    /// (`X_JOB_CONCURRENCY_UNENFORCEABLE`). Given twice for one queue, the last one holds.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), jobs::JobError> {
+    /// use std::time::Duration;
+    /// use jobs::QueueLimits;
+    /// let jobs = jobs::Jobs::memory();
+    /// let worker = jobs
+    ///     .worker()
+    ///     .queues(["default", "email"])
+    ///     .queue_limits("email", QueueLimits::new().concurrency(10).rate(100, Duration::from_secs(60)))
+    ///     .build()?;
+    /// # drop(worker);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn queue_limits(mut self, queue: impl Into<String>, limits: QueueLimits) -> Self {
+        self.queue_limits.insert(queue.into(), limits);
+        self
+    }
+
     /// Sweeps finished rows past their retention windows while the worker runs (every
     /// worker may sweep: the deletes skip rows another sweeper holds).
     pub fn retention(mut self, retention: crate::Retention) -> Self {
@@ -210,7 +241,7 @@ impl WorkerBuilder {
             None => Registry::global()?.clone(),
         };
         if self.jobs.driver().lease_store().is_none() {
-            refuse_unenforceable_concurrency(&registry)?;
+            refuse_unenforceable_concurrency(&registry, &self.queue_limits)?;
         }
         self.limits.check()?;
         for (what, value) in [
@@ -262,6 +293,17 @@ impl WorkerBuilder {
                 "the worker was given no queue",
             ));
         }
+        for (queue, limits) in &self.queue_limits {
+            crate::limits::check_name(crate::limits::QUEUE, "a worker", queue)?;
+            limits.check(queue)?;
+            if !queues.contains(queue) {
+                return Err(JobError::new(
+                    ErrorCode::Invariant,
+                    format!("the worker was given limits for queue `{queue}`, which it does not claim from"),
+                )
+                .with_fix("give `queue_limits` only for a queue the worker claims from (`queues`)"));
+            }
+        }
         let slots = queues
             .iter()
             .map(|q| {
@@ -297,6 +339,7 @@ impl WorkerBuilder {
                 woken: Notify::new(),
                 stats: WorkerCounters::default(),
                 limits: self.limits,
+                queue_limits: self.queue_limits,
                 limiter: Default::default(),
                 presence: Default::default(),
                 completer: Default::default(),
@@ -308,12 +351,25 @@ impl WorkerBuilder {
     }
 }
 
-/// A job declaring `concurrency` needs a lease store to hold its fleet-wide slots: on a driver
-/// without one, the worker refuses to start rather than run the job uncapped.
-fn refuse_unenforceable_concurrency(registry: &Registry) -> Result<(), JobError> {
+/// A job declaring `concurrency` or `rate`, or a queue given fleet-wide limits, needs a lease
+/// store to hold its slots: on a driver without one, the worker refuses to start rather than
+/// run the job uncapped.
+fn refuse_unenforceable_concurrency(
+    registry: &Registry,
+    queue_limits: &BTreeMap<String, QueueLimits>,
+) -> Result<(), JobError> {
+    if let Some(queue) = queue_limits.keys().next() {
+        return Err(JobError::new(
+            ErrorCode::JobConcurrencyUnenforceable,
+            format!(
+                "the worker was given fleet-wide limits for queue `{queue}`, and this driver has no lease store to enforce them"
+            ),
+        )
+        .with_fix("use a driver with a lease store (every built-in one has it), or leave `queue_limits` out"));
+    }
     let capped: Vec<&str> = registry
         .entries()
-        .filter(|e| e.descriptor().concurrency.is_some())
+        .filter(|e| e.descriptor().concurrency.is_some() || e.descriptor().rate.is_some())
         .map(|e| e.descriptor().name)
         .collect();
     if capped.is_empty() {
@@ -322,8 +378,9 @@ fn refuse_unenforceable_concurrency(registry: &Registry) -> Result<(), JobError>
     Err(JobError::new(
         ErrorCode::JobConcurrencyUnenforceable,
         format!(
-            "jobs {} declare `concurrency`, and this driver has no lease store to enforce it",
+            "jobs {} declare `concurrency` or `rate`, and this driver has no lease store to enforce it",
             capped.join(", ")
         ),
-    ))
+    )
+    .with_fix("use a driver with a lease store (every built-in one has it)"))
 }

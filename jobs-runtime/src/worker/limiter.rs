@@ -136,13 +136,29 @@ impl Limiter {
         Ok(())
     }
 
-    /// Gives the place back once the run settles (or was shed after entering).
+    /// Gives the place back once the run settles.
     pub(crate) fn leave(&self, limits: &Limits, job: &ClaimedJob) {
+        self.give_back(limits, job, false);
+    }
+
+    /// Gives the place back for a run admission turned away after [`Limiter::enter`] (a fleet
+    /// cap, a busy key, a rate limit, a key that did not derive): its body never started, so
+    /// the tenant start-rate token it spent is refunded too, as the reference spends none.
+    pub(crate) fn leave_unstarted(&self, limits: &Limits, job: &ClaimedJob) {
+        self.give_back(limits, job, true);
+    }
+
+    fn give_back(&self, limits: &Limits, job: &ClaimedJob, refund: bool) {
         if limits.is_unlimited() {
             return;
         }
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let tenant = job.tenant_id.as_deref().unwrap_or(NO_TENANT);
+        if let (true, Some(rate)) = (refund, limits.tenant_rate) {
+            if let Some((tokens, _)) = s.buckets.get_mut(tenant) {
+                *tokens = (*tokens + 1.0).min(rate.max(1.0));
+            }
+        }
         s.global = s.global.saturating_sub(1);
         if let Some(n) = s.queues.get_mut(&*job.queue) {
             *n = n.saturating_sub(1);

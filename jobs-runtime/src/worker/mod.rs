@@ -26,11 +26,13 @@ mod hook;
 mod keeper;
 mod limiter;
 mod presence;
+mod queue_limits;
 mod settle;
 
 pub use crate::execution::{ExecutionOutcome, JobExecution};
 pub use builder::WorkerBuilder;
 pub use limiter::{Limits, SHED_DELAY};
+pub use queue_limits::QueueLimits;
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -93,6 +95,8 @@ pub(crate) struct WorkerShared {
     pub stats: WorkerCounters,
     /// Per-process limits, and the counters behind them.
     pub limits: Limits,
+    /// Fleet-wide limits per queue (held in the lease store).
+    pub queue_limits: BTreeMap<String, QueueLimits>,
     pub limiter: limiter::Limiter,
     /// The worker's registry row (the operator's `workers()`).
     pub presence: presence::Presence,

@@ -58,7 +58,7 @@ pub(crate) fn settle(
     let (claimed, declared, decided, held) = match ending {
         Ending::Refused(Refused { claimed, refusal }) => match refusal {
             Refusal::Unknown => (claimed, None, Decided::Unknown, None),
-            Refusal::Shed(limit) => (claimed, None, Decided::Shed(limit), None),
+            Refusal::Shed(limit, until) => (claimed, None, Decided::Shed(limit, until), None),
             Refusal::Busy(declared, error) => {
                 let decided = Decided::Unrun(Outcome::Refused, error);
                 (claimed, Some(declared), decided, None)
@@ -126,7 +126,8 @@ enum Decided {
     /// An admitted attempt's verdict, or an admission that failed the attempt.
     Verdict(Policy, Verdict),
     Unknown,
-    Shed(&'static str),
+    /// Over a limit, due again at the moment given or after the shed delay.
+    Shed(&'static str, Option<Timestamp>),
     /// Settled `failed` without running (`when_busy = fail` over a busy key: `Refused`; past
     /// `expires_in`: `Expired`), uncounted.
     Unrun(Outcome, JobError),
@@ -220,9 +221,9 @@ fn plan(shared: &WorkerShared, job: &ClaimedJob, decided: Decided, now: Timestam
                 ..no_hook(Some(write), report)
             }
         }
-        Decided::Shed(limit) => {
+        Decided::Shed(limit, until) => {
             tracing::debug!(target: "jobs.worker.shed", job_id = %job.id, job = %job.name, limit, "over a limit; handed back uncounted");
-            let until = shed_until(now);
+            let until = until.unwrap_or_else(|| shed_until(now));
             let mut report = execution(ExecutionOutcome::Shed);
             report.resume_at = Some(until);
             no_hook(

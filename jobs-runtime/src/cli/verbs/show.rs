@@ -13,6 +13,11 @@ pub(in crate::cli) async fn show(jobs: &Jobs, id: Uuid, json: bool) -> Result<St
     Ok(if json {
         to_json(&detail)
     } else {
-        render::show(&detail, jobs.now())
+        // The declared rate limit, when the job is linked into this binary.
+        let rate = crate::registry::Registry::global()
+            .ok()
+            .and_then(|r| r.get(&detail.job.name))
+            .and_then(|entry| entry.descriptor().rate);
+        render::show(&detail, rate, jobs.now())
     })
 }

@@ -48,13 +48,22 @@ pub(super) async fn show(
             ),
         )));
     }
-    // The stored row: its input is read for the concurrency key, and shown only on reveal.
+    // The stored row: its input is read for the concurrency and rate keys, and shown only on
+    // reveal.
     let stored = dash.jobs.job(id).await?;
     let entry = Registry::global()
         .ok()
         .and_then(|r| r.get(&detail.job.name));
     let concurrency_key = match (&stored, entry) {
         (Some(row), Some(entry)) => entry.concurrency_key(&row.input),
+        _ => None,
+    };
+    // The declared rate limit, and the key this run's start counts under.
+    let rate = entry
+        .and_then(|e| e.descriptor().rate)
+        .map(|r| json!({ "limit": r.limit, "per_ms": r.per.as_millis() as u64, "keyed": r.keyed }));
+    let rate_key = match (&stored, entry) {
+        (Some(row), Some(entry)) => entry.rate_key(&row.input),
         _ => None,
     };
     let input = match (&stored, reveal) {
@@ -97,6 +106,8 @@ pub(super) async fn show(
             "input": input,
             "revealed": reveal,
             "concurrency_key": concurrency_key,
+            "rate": rate,
+            "rate_key": rate_key,
             "can": {
                 "retry": !state.is_live(),
                 "cancel": state.is_live(),

@@ -1,4 +1,4 @@
-// There is no rate_limit: rate is per worker process.
+// There is no rate_limit: a fleet-wide rate is `rate(limit = .., per = ..)`.
 use jobs::prelude::*;
 
 #[derive(Serialize, Deserialize, JsonSchema)]
