@@ -194,31 +194,20 @@ fn parse<J: Job>(input: &serde_json::Value, row_tenant: Option<&String>) -> Pars
         }
     };
     let tenant = J::tenant(&input);
-    let key = match J::DESCRIPTOR.concurrency {
-        Some(cap) if cap.keyed => {
-            match check_concurrency_key(J::DESCRIPTOR.name, J::concurrency_key(&input)) {
-                Ok(key) => Some(key),
-                Err(error) => {
-                    return ParsedInput {
-                        tenant,
-                        typed: Err(error),
-                    }
-                }
+    // The keys a keyed cap and a keyed rate count under, each checked as at enqueue.
+    let name = J::DESCRIPTOR.name;
+    let keyed_cap = J::DESCRIPTOR.concurrency.is_some_and(|cap| cap.keyed);
+    let keyed_rate = J::DESCRIPTOR.rate.is_some_and(|rate| rate.keyed);
+    let key = keyed_cap.then(|| check_concurrency_key(name, J::concurrency_key(&input)));
+    let rate_key = keyed_rate.then(|| check_rate_key(name, J::rate_key(&input)));
+    let (key, rate_key) = match (key.transpose(), rate_key.transpose()) {
+        (Ok(key), Ok(rate_key)) => (key, rate_key),
+        (Err(error), _) | (_, Err(error)) => {
+            return ParsedInput {
+                tenant,
+                typed: Err(error),
             }
         }
-        _ => None,
-    };
-    let rate_key = match J::DESCRIPTOR.rate {
-        Some(rate) if rate.keyed => match check_rate_key(J::DESCRIPTOR.name, J::rate_key(&input)) {
-            Ok(key) => Some(key),
-            Err(error) => {
-                return ParsedInput {
-                    tenant,
-                    typed: Err(error),
-                }
-            }
-        },
-        _ => None,
     };
     let body: ErasedBody = Box::new(move |run| {
         Box::pin(async move {

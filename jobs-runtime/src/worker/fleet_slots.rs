@@ -111,16 +111,12 @@ impl Taken<'_> {
         };
         let ttl = shared.visibility_timeout;
         if let Some(cap) = descriptor.concurrency {
-            let key = match (cap.keyed, keys.concurrency) {
-                (true, Some(key)) => keyed_lease_key("job-key", name, &key),
-                (true, None) => {
-                    return Err(Denied::Undecidable(JobError::new(
-                        ErrorCode::JobDeclarationInvalid,
-                        format!("job `{name}` derived no concurrency key"),
-                    )))
-                }
-                (false, _) => format!("job:{name}"),
-            };
+            let key = lease_key(
+                ("job", "job-key", "concurrency"),
+                name,
+                cap.keyed,
+                keys.concurrency,
+            )?;
             match self.acquire(&asked(key.clone(), cap.limit, ttl)).await? {
                 Some(lease) => self.held.push(lease),
                 None if cap.keyed && cap.when_busy == WhenBusy::Fail => {
@@ -137,16 +133,7 @@ impl Taken<'_> {
             }
         }
         if let Some(rate) = descriptor.rate {
-            let key = match (rate.keyed, keys.rate) {
-                (true, Some(key)) => keyed_lease_key("rate-key", name, &key),
-                (true, None) => {
-                    return Err(Denied::Undecidable(JobError::new(
-                        ErrorCode::JobDeclarationInvalid,
-                        format!("job `{name}` derived no rate key"),
-                    )))
-                }
-                (false, _) => format!("rate:{name}"),
-            };
+            let key = lease_key(("rate", "rate-key", "rate"), name, rate.keyed, keys.rate)?;
             self.start(asked(key, rate.limit, rate.per), "rate").await?;
         }
         if let Some((limit, per)) = queue.and_then(|q| q.rate_limit()) {
@@ -232,6 +219,25 @@ fn holder(worker: &str, job: &ClaimedJob) -> String {
 /// A holder string names `job` (any claim of it).
 fn held_by_job(holder: &str, job: &ClaimedJob) -> bool {
     holder.split('|').nth(1) == Some(job.id.to_string().as_str())
+}
+
+/// The lease key of a job's cap or rate: `<plain>:<name>` (`job`, `rate`), or, keyed, the run's
+/// key under `<keyed>` (`job-key`, `rate-key`); a keyed one whose key did not derive is
+/// undecidable (`what` names it: `concurrency`, `rate`).
+fn lease_key(
+    (plain, keyed_kind, what): (&str, &str, &str),
+    name: &str,
+    keyed: bool,
+    key: Option<String>,
+) -> Result<String, Denied> {
+    match (keyed, key) {
+        (true, Some(key)) => Ok(keyed_lease_key(keyed_kind, name, &key)),
+        (true, None) => Err(Denied::Undecidable(JobError::new(
+            ErrorCode::JobDeclarationInvalid,
+            format!("job `{name}` derived no {what} key"),
+        ))),
+        (false, _) => Ok(format!("{plain}:{name}")),
+    }
 }
 
 /// `<kind>:<name>:<key>` (`job-key`, `rate-key`), with `%` and `:` in the name escaped so no
