@@ -121,3 +121,36 @@ async fn show_names_a_declared_rate() {
     let (_, out, _) = jobs_cli_on(&url, &["show", &plain.id.to_string()]).await;
     assert!(!out.contains("\nrate "), "no rate declared: {out}");
 }
+
+/// Debounced by 10 s, discarded if not started within 2 h.
+#[job(
+    name = "cli_sqlite.crm.digest",
+    key = "digest:{account_id}",
+    tenant = none,
+    queue = "crm",
+    debounce = "10s",
+    expires_in = "2h"
+)]
+async fn digest_crm(_run: Run, _input: Account) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_names_a_declared_debounce_and_expiry() {
+    let dir = TempDir::new("cli_sqlite_debounce");
+    let url = dir.url();
+    let (code, _, err) = jobs_cli_on(&url, &["migrate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let jobs = Jobs::open(&url).await.expect("open");
+    let digest = DigestCrm::enqueue(&jobs, Account { account_id: 5 })
+        .await
+        .expect("enqueue");
+    let (code, out, _) = jobs_cli_on(&url, &["show", &digest.id.to_string()]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("debounce     10s: an enqueue of its key while queued pushes it back\n"),
+        "{out}"
+    );
+    assert!(out.contains("\nexpires      "), "{out}");
+    assert!(out.contains(" unless started: expires_in 2h\n"), "{out}");
+}

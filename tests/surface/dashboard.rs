@@ -116,7 +116,6 @@ struct Invite {
     email: String,
 }
 
-/// Takes its tenant from a nested field, which the enqueue form reads as JSON.
 /// At most 3 starts every 90 s per organisation.
 #[job(
     key = "dash-rated:{user_id}",
@@ -128,6 +127,19 @@ async fn dash_rated(_run: Run, _input: Welcome) -> Result<(), JobError> {
     Ok(())
 }
 
+/// Debounced by 5 s, discarded if not started within the hour.
+#[job(
+    key = "dash-debounced:{user_id}",
+    tenant = org,
+    queue = "dash-email",
+    debounce = "5s",
+    expires_in = "1h"
+)]
+async fn dash_debounced(_run: Run, _input: Welcome) -> Result<(), JobError> {
+    Ok(())
+}
+
+/// Takes its tenant from a nested field, which the enqueue form reads as JSON.
 #[job(key = "dash-invite:{email}", tenant = |input| input.team.name.clone(), queue = "dash-email")]
 async fn dash_invite(_run: Run, _input: Invite) -> Result<(), JobError> {
     Ok(())
@@ -1515,4 +1527,45 @@ async fn the_job_and_manifest_pages_show_a_declared_rate() {
     .unwrap();
     let (_, page) = dash.get(&format!("/admin/jobs/{}", plain.id), "read").await;
     assert!(!page.contains("Rate limit"), "{page}");
+}
+
+#[tokio::test]
+async fn the_job_and_manifest_pages_show_a_debounce_and_an_expiry() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let queued = DashDebounced::enqueue(
+        &jobs,
+        Welcome {
+            user_id: 9,
+            org: "acme".into(),
+            note: None,
+        },
+    )
+    .await
+    .unwrap();
+    let (status, page) = dash
+        .get(&format!("/admin/jobs/{}", queued.id), "read")
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<dt>Debounce</dt><dd>5s: "), "{page}");
+    assert!(page.contains("<dt>Expires</dt><dd>"), "{page}");
+    assert!(page.contains("expires_in 1h)"), "{page}");
+    let (status, page) = dash.get("/admin/manifest", "read").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("· debounce 5s · expires in 1h"), "{page}");
+    let plain = DashWelcome::enqueue(
+        &jobs,
+        Welcome {
+            user_id: 9,
+            org: "acme".into(),
+            note: None,
+        },
+    )
+    .await
+    .unwrap();
+    let (_, page) = dash.get(&format!("/admin/jobs/{}", plain.id), "read").await;
+    assert!(
+        !page.contains("<dt>Debounce</dt>") && !page.contains("<dt>Expires</dt>"),
+        "{page}"
+    );
 }

@@ -124,7 +124,7 @@ pub(super) fn jobs(jobs: &[JobSummary], now: Timestamp) -> String {
 
 pub(super) fn show(
     detail: &JobDetail,
-    rate: Option<crate::descriptor::RateLimit>,
+    declared: Option<crate::descriptor::JobDescriptor>,
     now: Timestamp,
 ) -> String {
     let j = &detail.job;
@@ -139,14 +139,36 @@ pub(super) fn show(
     field("tenant", j.tenant_id.clone().unwrap_or_else(|| "-".into()));
     field("actor", j.actor.clone().unwrap_or_else(|| "-".into()));
     field("key", j.idempotency_key.clone());
-    if let Some(rate) = rate {
+    let shown = crate::duration::shown;
+    if let Some(rate) = declared.and_then(|d| d.rate) {
         let per_key = if rate.keyed { " per key" } else { "" };
         field(
             "rate",
             format!(
                 "at most {} starts per {}{per_key}, fleet-wide",
                 rate.limit,
-                crate::duration::shown(rate.per)
+                shown(rate.per)
+            ),
+        );
+    }
+    if let Some(window) = declared.and_then(|d| d.debounce) {
+        field(
+            "debounce",
+            format!(
+                "{}: an enqueue of its key while queued pushes it back",
+                shown(window)
+            ),
+        );
+    }
+    if let Some(ttl) = declared.and_then(|d| d.expires_in) {
+        let at = crate::clock::add(j.created_at, ttl);
+        field(
+            "expires",
+            format!(
+                "{} ({}) unless started: expires_in {}",
+                time(at),
+                ago(at, now),
+                shown(ttl)
             ),
         );
     }

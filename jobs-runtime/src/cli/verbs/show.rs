@@ -13,11 +13,12 @@ pub(in crate::cli) async fn show(jobs: &Jobs, id: Uuid, json: bool) -> Result<St
     Ok(if json {
         to_json(&detail)
     } else {
-        // The declared rate limit, when the job is linked into this binary.
-        let rate = crate::registry::Registry::global()
+        // The declaration (its rate, expiry and debounce), when the job is linked into this
+        // binary.
+        let declared = crate::registry::Registry::global()
             .ok()
             .and_then(|r| r.get(&detail.job.name))
-            .and_then(|entry| entry.descriptor().rate);
-        render::show(&detail, rate, jobs.now())
+            .map(|entry| *entry.descriptor());
+        render::show(&detail, declared, jobs.now())
     })
 }

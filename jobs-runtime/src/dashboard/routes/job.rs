@@ -62,6 +62,12 @@ pub(super) async fn show(
     let rate = entry
         .and_then(|e| e.descriptor().rate)
         .map(|r| json!({ "limit": r.limit, "per_ms": r.per.as_millis() as u64, "keyed": r.keyed }));
+    // The declared expiry (counted from the enqueue) and debounce window.
+    let expires_in = entry.and_then(|e| e.descriptor().expires_in);
+    let expires_at = expires_in.map(|ttl| crate::clock::add(detail.job.created_at, ttl));
+    let debounce_ms = entry
+        .and_then(|e| e.descriptor().debounce)
+        .map(|d| d.as_millis() as u64);
     let rate_key = match (&stored, entry) {
         (Some(row), Some(entry)) => entry.rate_key(&row.input),
         _ => None,
@@ -108,6 +114,9 @@ pub(super) async fn show(
             "concurrency_key": concurrency_key,
             "rate": rate,
             "rate_key": rate_key,
+            "expires_in_ms": expires_in.map(|d| d.as_millis() as u64),
+            "expires_at": expires_at.map(|t| t.to_rfc3339()),
+            "debounce_ms": debounce_ms,
             "can": {
                 "retry": !state.is_live(),
                 "cancel": state.is_live(),
