@@ -260,6 +260,7 @@ pub(crate) fn request(name: &str, key: &str) -> EnqueueRequest {
         tenant_id: None,
         max_attempts: 3,
         run_at: t0(),
+        priority: DEFAULT_PRIORITY,
         on_conflict: ConflictPolicy::Dedupe,
         traceparent: None,
         actor: None,

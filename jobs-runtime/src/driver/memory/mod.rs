@@ -86,6 +86,7 @@ impl MemoryDriver {
             .queued
             .values()
             .flat_map(|tenants| tenants.values())
+            .flat_map(|classes| classes.values())
             .filter_map(|rows| rows.first().map(|(at, _, _)| *at))
             .min();
         running.into_iter().chain(queued).min()

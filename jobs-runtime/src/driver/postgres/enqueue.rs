@@ -100,6 +100,7 @@ impl PostgresDriver {
                 .bind(wake_slot(now))
                 .bind(&request.traceparent)
                 .bind(&request.actor)
+                .bind(request.priority)
                 .fetch_optional(&mut *conn)
                 .await;
             // In its own transaction, a key or id taken under the statement is a unique
@@ -117,10 +118,7 @@ impl PostgresDriver {
                 self.floors.lower(
                     &request.queue,
                     request.tenant_id.as_deref(),
-                    floors::Position {
-                        at: request.run_at,
-                        id: request.id,
-                    },
+                    floors::Position::of(request.priority, request.run_at, request.id),
                 );
                 return Ok(EnqueueResult {
                     id: row.try_get("id").map_err(failed)?,
@@ -185,6 +183,7 @@ impl PostgresDriver {
             .bind(now)
             .bind(&*self.wake_channel)
             .bind(batch.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
+            .bind(batch.iter().map(|r| r.priority).collect::<Vec<_>>())
     }
 
     /// Inserts a batch of jobs none of which is held, in one plain statement; `Ok(false)` when
@@ -300,10 +299,7 @@ impl PostgresDriver {
             (
                 r.queue.as_str(),
                 r.tenant_id.as_deref(),
-                floors::Position {
-                    at: r.run_at,
-                    id: r.id,
-                },
+                floors::Position::of(r.priority, r.run_at, r.id),
             )
         }));
         let refuse_duplicates = requests

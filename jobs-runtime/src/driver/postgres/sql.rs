@@ -21,6 +21,7 @@ const JOB_COLUMNS: &[&str] = &[
     "attempt",
     "max_attempts",
     "run_at",
+    "priority",
     "created_at",
     "updated_at",
     "last_error",

@@ -84,6 +84,11 @@ pub(super) async fn enqueue(
                     ConflictPolicy::Dedupe => "d",
                     ConflictPolicy::Error => "e",
                 });
+            if r.priority == DEFAULT_PRIORITY {
+                invocation.arg("");
+            } else {
+                invocation.arg(r.priority);
+            }
         }
         let answer: Vec<String> = match driver.conn().script(op, &invocation).await {
             Ok(answer) => answer,

@@ -6,9 +6,10 @@
 //!
 //! The choice is the Postgres statement's, step by step: lapsed running rows with attempts left
 //! compete for the slots, lapsed final attempts are buried (`dead`, or `failed` for the names
-//! in `drop_exhausted`) without spending any; each tenant's due rows (at most the queue's slots)
-//! in due order make its turns, visiting at most 64 tenants per queue from the claimer's
+//! in `drop_exhausted`) without spending any; each tenant's due rows (at most the queue's slots),
+//! highest priority first, then in due order, make its turns, visiting at most 64 tenants per queue from the claimer's
 //! fairness cursor, wrapping around; the queue takes turn 1 of every tenant, then turn 2, ...
+//! (within a turn, the higher priority, then the earlier due).
 //! A paused queue yields nothing. Every read is an index walk of `x_jobs_fair_idx` or
 //! `x_jobs_lapsed_idx` bounded by the slots.
 
@@ -30,10 +31,11 @@ const TENANTS_PER_CLAIM: usize = 64;
 /// Lapsed final attempts buried per queue per claim.
 const BURIALS_PER_CLAIM: i64 = 100;
 
-/// One row the claim may take: its tenant, when it fell due (the stored form sorts by time)
-/// and its id.
+/// One row the claim may take: its tenant, its priority, when it fell due (the stored form
+/// sorts by time) and its id.
 struct Candidate {
     tenant: String,
+    priority: i64,
     due: String,
     id: JobId,
 }
@@ -141,24 +143,27 @@ pub(crate) async fn claim(writer: &Writer, params: &ClaimParams) -> Result<Claim
     Ok(result)
 }
 
-/// Each tenant's candidates in due order make its turns (at most `slots` of them); the queue
-/// takes turn 1 of every tenant, then turn 2, ... until `slots` are taken.
+/// Each tenant's candidates, highest priority first, then in due order, make its turns (at
+/// most `slots` of them); the queue takes turn 1 of every tenant, then turn 2, ... (within a
+/// turn, the higher priority, then the earlier due) until `slots` are taken.
 fn take_turns(mut candidates: Vec<Candidate>, slots: usize) -> Vec<JobId> {
-    candidates.sort_by(|a, b| (&a.tenant, &a.due, a.id).cmp(&(&b.tenant, &b.due, b.id)));
+    candidates.sort_by(|a, b| {
+        (&a.tenant, -a.priority, &a.due, a.id).cmp(&(&b.tenant, -b.priority, &b.due, b.id))
+    });
     let mut turns: HashMap<&str, usize> = HashMap::new();
-    let mut ranked: Vec<(usize, &str, JobId)> = Vec::new();
+    let mut ranked: Vec<(usize, i64, &str, JobId)> = Vec::new();
     for c in &candidates {
         let turn = turns.entry(c.tenant.as_str()).or_insert(0);
         *turn += 1;
         if *turn <= slots {
-            ranked.push((*turn, c.due.as_str(), c.id));
+            ranked.push((*turn, -c.priority, c.due.as_str(), c.id));
         }
     }
     ranked.sort();
     ranked
         .into_iter()
         .take(slots)
-        .map(|(_, _, id)| id)
+        .map(|(_, _, _, id)| id)
         .collect()
 }
 
@@ -168,11 +173,12 @@ fn take_turns(mut candidates: Vec<Candidate>, slots: usize) -> Vec<JobId> {
 /// it (each at most `slots`). One statement, so a queue with one tenant is surveyed in one
 /// round trip to the connection's thread; every part is an index seek (`x_job_pauses`' key,
 /// `x_jobs_lapsed_idx`, `x_jobs_fair_idx`).
-const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenant
+const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenant,
+        null as priority
         from x_job_pauses where queue = ?1
     union all
     select * from (
-        select 'x', id, visible_at, coalesce(tenant_id, '') from x_jobs
+        select 'x', id, visible_at, coalesce(tenant_id, ''), priority from x_jobs
         where queue = ?1 and state = 'running' and visible_at <= ?2
           and attempt >= max_attempts
         order by visible_at, id
@@ -180,7 +186,7 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
     )
     union all
     select * from (
-        select 'l', id, visible_at, coalesce(tenant_id, '') from x_jobs
+        select 'l', id, visible_at, coalesce(tenant_id, ''), priority from x_jobs
         where queue = ?1 and state = 'running' and visible_at <= ?2
           and attempt < max_attempts
         order by visible_at, id
@@ -188,7 +194,7 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
     )
     union all
     select * from (
-        select 'a', id, run_at, coalesce(tenant_id, '') from x_jobs
+        select 'a', id, run_at, coalesce(tenant_id, ''), priority from x_jobs
         where queue = ?1
           and coalesce(tenant_id, '') = (
               select coalesce(tenant_id, '') from x_jobs
@@ -198,12 +204,12 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
               limit 1
           )
           and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-        order by run_at, id
+        order by priority desc, run_at, id
         limit ?4 + 0
     )
     union all
     select * from (
-        select 'b', id, run_at, coalesce(tenant_id, '') from x_jobs
+        select 'b', id, run_at, coalesce(tenant_id, ''), priority from x_jobs
         where queue = ?1
           and coalesce(tenant_id, '') = (
               select coalesce(tenant_id, '') from x_jobs
@@ -213,7 +219,7 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
               limit 1
           )
           and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-        order by run_at, id
+        order by priority desc, run_at, id
         limit ?4 + 0
     )";
 
@@ -290,10 +296,10 @@ async fn queued(
     now: Timestamp,
 ) -> Result<Vec<Candidate>, JobError> {
     let rows = sqlx::query(
-        "select id, run_at as due, coalesce(tenant_id, '') as tenant from x_jobs
+        "select id, run_at as due, coalesce(tenant_id, '') as tenant, priority from x_jobs
          where queue = ?1 and coalesce(tenant_id, '') = ?2
            and state in ('ready', 'delayed', 'suspended') and run_at <= ?3
-         order by run_at, id
+         order by priority desc, run_at, id
          limit ?4 + 0",
     )
     .bind(queue)
@@ -312,6 +318,7 @@ fn candidate(row: &sqlx::sqlite::SqliteRow) -> Result<Candidate, JobError> {
         id: row.try_get("id").map_err(failed)?,
         due: row.try_get("due").map_err(failed)?,
         tenant: row.try_get("tenant").map_err(failed)?,
+        priority: row.try_get("priority").map_err(failed)?,
     })
 }
 

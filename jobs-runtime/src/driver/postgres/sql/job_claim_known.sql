@@ -1,6 +1,6 @@
 -- job_claim_known: the claim of job_claim_from, cut down to what a wake needs: per queue ($1
 -- queues, $2 free slots), the due rows of the tenants the driver already knows ($6 queue, $7
--- tenant), each read from its floor ($8, $9), taken in turns across those tenants (one per
+-- tenant), each read from its floor ($10 rank, $8, $9), taken in turns across those tenants (one per
 -- tenant per turn, each tenant oldest first) and marked running under worker $3 until $5, at
 -- $4. A paused queue yields nothing.
 --
@@ -22,19 +22,19 @@ with demand as (
       and not exists (select 1 from {schema}.x_job_pauses p where p.queue = d.queue)
 ),
 queued as (
-    select q.id, q.queue, q.tenant, q.run_at
-    from unnest($6::text[], $7::text[], $8::timestamptz[], $9::uuid[])
-        as k(queue, tenant, floor_at, floor_id)
+    select q.id, q.queue, q.tenant, q.run_at, q.rank
+    from unnest($6::text[], $7::text[], $8::timestamptz[], $9::uuid[], $10::smallint[])
+        as k(queue, tenant, floor_at, floor_id, floor_rank)
     join demand d on d.queue = k.queue
     cross join lateral (
-        select j.id, j.queue, k.tenant, j.run_at
+        select j.id, j.queue, k.tenant, j.run_at, -j.priority as rank
         from {schema}.x_jobs j
         where j.queue = k.queue
           and coalesce(j.tenant_id, '') = k.tenant
           and j.state in ('ready', 'delayed', 'suspended')
-          and (j.run_at, j.id) >= (k.floor_at, k.floor_id)
+          and (-j.priority, j.run_at, j.id) >= (k.floor_rank, k.floor_at, k.floor_id)
           and j.run_at <= $4
-        order by j.run_at, j.id
+        order by -j.priority, j.run_at, j.id
         limit d.slots
         for update skip locked
     ) q
@@ -43,10 +43,10 @@ ranked as (
     select r.id, r.n, d.slots
     from (
         select t.id, t.queue,
-               row_number() over (partition by t.queue order by t.turn, t.run_at, t.id) as n
+               row_number() over (partition by t.queue order by t.turn, t.rank, t.run_at, t.id) as n
         from (
-            select id, queue, run_at,
-                   row_number() over (partition by queue, tenant order by run_at, id) as turn
+            select id, queue, run_at, rank,
+                   row_number() over (partition by queue, tenant order by rank, run_at, id) as turn
             from queued
         ) t
     ) r

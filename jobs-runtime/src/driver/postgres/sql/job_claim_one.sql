@@ -1,5 +1,5 @@
 -- job_claim_one: job_claim_known for its most common case, one queue ($1, $2 free slots) and
--- one tenant the driver knows ($6, `''` for none, read from its floor $7, $8): the same rows in
+-- one tenant the driver knows ($6, `''` for none, read from its floor $9 rank, $7, $8): the same rows in
 -- the same order, marked running under worker $3 until $5, at $4. A paused queue yields
 -- nothing. With a single tenant there are no turns to take, so the rows come straight from the
 -- scan's order and LIMIT, without job_claim_known's unnest, joins, window aggregates and sorts.
@@ -15,9 +15,9 @@ with queued as (
       and j.queue = $1
       and coalesce(j.tenant_id, '') = $6
       and j.state in ('ready', 'delayed', 'suspended')
-      and (j.run_at, j.id) >= ($7, $8)
+      and (-j.priority, j.run_at, j.id) >= ($9::smallint, $7, $8)
       and j.run_at <= $4
-    order by j.run_at, j.id
+    order by -j.priority, j.run_at, j.id
     limit $2
     for update skip locked
 ),
