@@ -63,6 +63,8 @@ pub struct JobDecl<'a> {
     pub concurrency: Option<Concurrency>,
     /// `on_settled = path`, when declared.
     pub on_settled: Option<Path>,
+    /// `priority = N`, when declared and a number (its range is a rule in `check/`).
+    pub priority: Option<i64>,
     /// The generated handle type's name.
     pub handle: Ident,
     /// The runtime crate (`crate = ..`, else `::jobs`).
@@ -120,6 +122,7 @@ impl<'a> JobDecl<'a> {
             event_poll: None,
             concurrency: None,
             on_settled: None,
+            priority: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
             crate_path: syn::parse_quote!(::jobs),
         };
@@ -145,6 +148,7 @@ impl<'a> JobDecl<'a> {
             decl.concurrency = Concurrency::from_args(concurrency, errs);
         }
         decl.on_settled = errs.value(&args.on_settled).map(|path| path.0);
+        decl.priority = errs.value(&args.priority).map(|priority| priority.0);
         if let Some(handle) = errs.value(&args.handle) {
             decl.handle = handle.0;
         }

@@ -14,6 +14,8 @@ pub mod job_input_attribute;
 pub mod job_name_queue_handle_overrides;
 #[path = "job/pass/prelude_derives.rs"]
 pub mod job_prelude_derives;
+#[path = "job/pass/priority.rs"]
+pub mod job_priority;
 #[path = "job/pass/step_names_in_exclusive_arms.rs"]
 pub mod job_step_names_in_exclusive_arms;
 #[path = "job/pass/template_key_field_tenant.rs"]

@@ -34,6 +34,8 @@ pub struct JobShape<'a> {
     pub concurrency: Option<&'a Concurrency>,
     /// Whether an `on_settled` hook is declared.
     pub on_settled: bool,
+    /// `priority = ..`, checked to lie in the runtime's range.
+    pub priority: Option<i64>,
 }
 
 impl<'a> JobShape<'a> {
@@ -57,6 +59,7 @@ impl<'a> JobShape<'a> {
             event_poll: None,
             concurrency: None,
             on_settled: false,
+            priority: None,
         }
     }
 }
@@ -86,6 +89,7 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
         event_poll,
         concurrency,
         on_settled,
+        priority,
     } = shape;
     let mut set = Vec::new();
     if let Some(queue) = queue {
@@ -142,6 +146,9 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
                 when_busy: #p::WhenBusy::#when_busy,
             });
         });
+    }
+    if let Some(priority) = priority.and_then(|p| i16::try_from(p).ok()) {
+        set.push(quote!(d.priority = #priority;));
     }
     if on_settled {
         set.push(quote!(d.on_settled = true;));

@@ -396,6 +396,7 @@ fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStre
     shape.event_poll = decl.event_poll.as_ref();
     shape.concurrency = decl.concurrency.as_ref();
     shape.on_settled = decl.on_settled.is_some();
+    shape.priority = decl.priority;
     job_descriptor(p, shape)
 }
 

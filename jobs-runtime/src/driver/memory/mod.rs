@@ -269,6 +269,7 @@ mod tests {
             tenant_id: None,
             max_attempts: 3,
             run_at: now,
+            priority: 0,
             on_conflict: ConflictPolicy::Dedupe,
             traceparent: None,
             actor: None,
