@@ -111,18 +111,49 @@ exhausted as (
         for update skip locked
     ) e
 ),
-queued as (
-    select q.id, q.queue, q.run_at as due, q.tenant, q.rank
+-- The priority classes each tenant has queued rows in (the rank: the priority negated, highest
+-- priority first), found by a skip scan, one probe for the first and one past each; each
+-- class's due rows are then read by a seek bounded by `run_at <= now`, so no class's rows that
+-- are not yet due are walked.
+classes (queue, tenant, rank) as (
+    select t.queue, t.tenant, c.rank
     from tenants t
-    join demand d on d.queue = t.queue
     cross join lateral (
-        select j.id, j.queue, j.run_at, t.tenant, -j.priority as rank
+        select -j.priority as rank
         from {schema}.x_jobs j
         where j.queue = t.queue
           and coalesce(j.tenant_id, '') = t.tenant
           and j.state in ('ready', 'delayed', 'suspended')
+        order by -j.priority
+        limit 1
+    ) c
+    union all
+    select s.queue, s.tenant, n.rank
+    from classes s
+    cross join lateral (
+        select -j.priority as rank
+        from {schema}.x_jobs j
+        where j.queue = s.queue
+          and coalesce(j.tenant_id, '') = s.tenant
+          and j.state in ('ready', 'delayed', 'suspended')
+          and -j.priority > s.rank
+        order by -j.priority
+        limit 1
+    ) n
+),
+queued as (
+    select q.id, q.queue, q.run_at as due, q.tenant, q.rank
+    from classes k
+    join demand d on d.queue = k.queue
+    cross join lateral (
+        select j.id, j.queue, j.run_at, k.tenant, k.rank
+        from {schema}.x_jobs j
+        where j.queue = k.queue
+          and coalesce(j.tenant_id, '') = k.tenant
+          and -j.priority = k.rank
+          and j.state in ('ready', 'delayed', 'suspended')
           and j.run_at <= $4
-        order by -j.priority, j.run_at, j.id
+        order by j.run_at, j.id
         limit d.slots
         for update skip locked
     ) q

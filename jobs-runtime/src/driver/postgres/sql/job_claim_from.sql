@@ -37,19 +37,65 @@ known as (
         as k(queue, tenant, floor_at, floor_id, floor_rank)
     where exists (select 1 from demand d where d.queue = k.queue)
 ),
--- Each known tenant's head: its first claimable row at or after its floor.
-known_heads as (
-    select k.queue, k.tenant, h.rank as head_rank, h.run_at as head_at, h.id as head_id
+-- The priority classes (the rank: the priority negated, highest priority first) each known
+-- tenant has queued rows in at or after its floor, found by a skip scan: one probe for the
+-- first, one past each. Each class's due rows are then read by a seek bounded by
+-- `run_at <= now`, so no class's rows that are not yet due are walked.
+known_classes (queue, tenant, floor_rank, floor_at, floor_id, rank) as (
+    select k.queue, k.tenant, k.floor_rank, k.floor_at, k.floor_id, c.rank
     from known k
-    left join lateral (
-        select -j.priority as rank, j.run_at, j.id
+    cross join lateral (
+        select -j.priority as rank
         from {schema}.x_jobs j
         where j.queue = k.queue
           and coalesce(j.tenant_id, '') = k.tenant
           and j.state in ('ready', 'delayed', 'suspended')
           and (-j.priority, j.run_at, j.id) >= (k.floor_rank, k.floor_at, k.floor_id)
-          and j.run_at <= $4
         order by -j.priority, j.run_at, j.id
+        limit 1
+    ) c
+    union all
+    select s.queue, s.tenant, s.floor_rank, s.floor_at, s.floor_id, n.rank
+    from known_classes s
+    cross join lateral (
+        select -j.priority as rank
+        from {schema}.x_jobs j
+        where j.queue = s.queue
+          and coalesce(j.tenant_id, '') = s.tenant
+          and j.state in ('ready', 'delayed', 'suspended')
+          and -j.priority > s.rank
+        order by -j.priority
+        limit 1
+    ) n
+),
+-- Each known tenant's head: its first claimable row at or after its floor (the first due row
+-- of its first class that has one).
+known_heads as (
+    select k.queue, k.tenant, h.rank as head_rank, h.run_at as head_at, h.id as head_id
+    from known k
+    left join lateral (
+        select c.rank, f.run_at, f.id
+        from known_classes c
+        cross join lateral (
+            select j.run_at, j.id
+            from {schema}.x_jobs j
+            where j.queue = c.queue
+              and coalesce(j.tenant_id, '') = c.tenant
+              and -j.priority = c.rank
+              and j.state in ('ready', 'delayed', 'suspended')
+              -- From the floor in its own class; from the start of every later class.
+              and (j.run_at, j.id) >= (
+                  case when c.rank = c.floor_rank then c.floor_at
+                       else '-infinity'::timestamptz end,
+                  case when c.rank = c.floor_rank then c.floor_id
+                       else '00000000-0000-0000-0000-000000000000'::uuid end
+              )
+              and j.run_at <= $4
+            order by j.run_at, j.id
+            limit 1
+        ) f
+        where c.queue = k.queue and c.tenant = k.tenant
+        order by c.rank, f.run_at, f.id
         limit 1
     ) h on true
 ),
@@ -171,6 +217,25 @@ chosen as (
            row_number() over (partition by h.queue order by h.tenant <= $6, h.tenant) as k
     from heads h
 ),
+-- The classes of each tenant served, from its head's onwards (one probe past each).
+classes (queue, tenant, head_rank, head_at, head_id, rank) as (
+    select t.queue, t.tenant, t.head_rank, t.head_at, t.head_id, t.head_rank
+    from chosen t
+    where t.k <= 64
+    union all
+    select s.queue, s.tenant, s.head_rank, s.head_at, s.head_id, n.rank
+    from classes s
+    cross join lateral (
+        select -j.priority as rank
+        from {schema}.x_jobs j
+        where j.queue = s.queue
+          and coalesce(j.tenant_id, '') = s.tenant
+          and j.state in ('ready', 'delayed', 'suspended')
+          and -j.priority > s.rank
+        order by -j.priority
+        limit 1
+    ) n
+),
 -- Lapsed rows with attempts left compete for the slots; lapsed final attempts are buried
 -- without spending any (up to 100 per queue per claim), as in job_claim.
 lapsed as (
@@ -203,21 +268,26 @@ exhausted as (
 ),
 queued as (
     select q.id, q.queue, q.run_at as due, q.tenant, q.rank
-    from chosen t
+    from classes t
     join demand d on d.queue = t.queue
     cross join lateral (
-        select j.id, j.queue, j.run_at, t.tenant, -j.priority as rank
+        select j.id, j.queue, j.run_at, t.tenant, t.rank
         from {schema}.x_jobs j
         where j.queue = t.queue
           and coalesce(j.tenant_id, '') = t.tenant
+          and -j.priority = t.rank
           and j.state in ('ready', 'delayed', 'suspended')
-          and (-j.priority, j.run_at, j.id) >= (t.head_rank, t.head_at, t.head_id)
+          -- From the head in its own class; from the start of every later class.
+          and (j.run_at, j.id) >= (
+              case when t.rank = t.head_rank then t.head_at else '-infinity'::timestamptz end,
+              case when t.rank = t.head_rank then t.head_id
+                   else '00000000-0000-0000-0000-000000000000'::uuid end
+          )
           and j.run_at <= $4
-        order by -j.priority, j.run_at, j.id
+        order by j.run_at, j.id
         limit d.slots
         for update skip locked
     ) q
-    where t.k <= 64
 ),
 -- Each tenant's rows (lapsed and queued alike), highest priority (lowest rank) first, then in
 -- due order, make its turns; a queue takes turn 1 of every tenant, then turn 2, ... until its
