@@ -150,6 +150,44 @@ pub async fn job_claim_takes_the_higher_priority_first(driver: Arc<dyn JobDriver
     assert_eq!(get(d, low.id).await.priority, MIN_PRIORITY);
 }
 
+/// A tenant's rows not yet due, in any class, neither block nor are taken: with rows due in the
+/// default and the lowest class and rows delayed in the highest and the default, claims take
+/// the due default row, then a row of priority 3 enqueued since (ahead of the floor a store
+/// keeps), then the due lowest row, and nothing more until the delayed rows fall due, highest
+/// priority first.
+pub async fn job_claim_passes_rows_not_yet_due_in_every_class(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut ids = std::collections::HashMap::new();
+    for (key, priority, run_at) in [
+        ("top-delayed", MAX_PRIORITY, 25),
+        ("plain-due", 0, 1),
+        ("plain-delayed", 0, 20),
+        ("low-due", MIN_PRIORITY, 2),
+    ] {
+        let mut req = request("conformance.job", key);
+        req.priority = priority;
+        req.run_at = at(run_at);
+        ids.insert(key, enqueue(d, &req).await.id);
+    }
+    assert_eq!(claim_one(d, "w1", at(10)).await.id, ids["plain-due"]);
+    let mut late = request("conformance.job", "late-high");
+    late.priority = 3;
+    late.run_at = at(11);
+    let late = enqueue(d, &late).await.id;
+    assert_eq!(claim_one(d, "w1", at(12)).await.id, late);
+    assert_eq!(claim_one(d, "w1", at(12)).await.id, ids["low-due"]);
+    claim_none(d, "w1", at(13)).await;
+    assert_eq!(claim_one(d, "w1", at(20)).await.id, ids["plain-delayed"]);
+    // (The leases taken so far hold until 40: nothing comes back before then.)
+    let mut one = request("conformance.job", "after");
+    one.priority = 1;
+    one.run_at = at(25);
+    let one = enqueue(d, &one).await.id;
+    assert_eq!(claim_one(d, "w1", at(25)).await.id, ids["top-delayed"]);
+    assert_eq!(claim_one(d, "w1", at(25)).await.id, one);
+    claim_none(d, "w1", at(26)).await;
+}
+
 /// Tenants take turns before priorities count: with two slots, tenant `a`'s two rows of the
 /// highest priority give one slot to tenant `b`'s row of the lowest (one row per tenant per
 /// turn). Within a turn the higher priority goes first, before the earlier run time: with one
