@@ -517,6 +517,46 @@ mod tests {
     }
 
     #[test]
+    fn a_floor_keeps_its_class_and_never_passes_the_default_class() {
+        let floors = ClaimFloors::default();
+        let now = at(20_000);
+        let margin = MARGIN.as_millis() as i64;
+        let in_class = |tenant: &str, rank: i16, ms: i64| Taken {
+            queue: "q".into(),
+            tenant: tenant.into(),
+            at: Position { rank, ..pos(ms) },
+        };
+        floors.after_full(
+            &["q"],
+            now,
+            &[
+                // A high class's head within the margin: held back within its class.
+                in_class("high", -3, 19_990),
+                // A low class's head: never past the start of the default class at the margin.
+                in_class("low", 2, 5_000),
+                // A high class's head well behind the margin stays where it is.
+                in_class("old", -5, 1_000),
+            ],
+            Instant::now(),
+            Duration::ZERO,
+        );
+        let next = from(floors.plan(&["q"], at(20_001)));
+        let floor = |tenant: &str| {
+            let i = next.tenant.iter().position(|t| t == tenant).expect("known");
+            (next.rank[i], next.at[i], next.id[i])
+        };
+        assert_eq!(floor("high"), (-3, at(20_000 - margin), Uuid::nil()));
+        assert_eq!(floor("low"), (0, at(20_000 - margin), Uuid::nil()));
+        assert_eq!(floor("old"), (-5, pos(1_000).at, pos(1_000).id));
+        // This driver's enqueue of a higher class lowers the floor to it exactly.
+        let row = Position::of(4, at(19_999), Uuid::from_u128(7));
+        floors.lower("q", Some("low"), row);
+        let next = from(floors.plan(&["q"], at(20_002)));
+        let i = next.tenant.iter().position(|t| t == "low").expect("known");
+        assert_eq!((next.rank[i], next.at[i], next.id[i]), (-4, row.at, row.id));
+    }
+
+    #[test]
     fn a_floor_never_passes_now_less_the_margin() {
         let floors = ClaimFloors::default();
         floors.after_full(
