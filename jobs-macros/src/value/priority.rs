@@ -31,7 +31,8 @@ impl Value for Priority {
                 }) => (true, int),
                 _ => {
                     return fail(format!(
-                        "`{arg}` must be a whole number literal from -5 to 5, found `{}`",
+                        "`{arg}` must be a whole number literal from -5 (claimed last) to 5 \
+                         (claimed first), found `{}`",
                         shown(expr)
                     ))
                 }
@@ -39,14 +40,20 @@ impl Value for Priority {
             Expr::Lit(ExprLit {
                 lit: Lit::Str(lit), ..
             }) => {
-                return fail(format!(
-                    "`{arg}` takes a number, not a string: write `{arg} = {}`",
-                    lit.value()
-                ))
+                let text = lit.value();
+                return fail(match text.trim().parse::<i64>() {
+                    Ok(n) => format!("`{arg}` takes a number, not a string: write `{arg} = {n}`"),
+                    Err(_) => format!(
+                        "`{arg}` takes a whole number from -5 (claimed last) to 5 (claimed \
+                         first), not the string `{}`",
+                        shown(expr)
+                    ),
+                });
             }
             _ => {
                 return fail(format!(
-                    "`{arg}` must be a whole number literal from -5 to 5, found `{}`",
+                    "`{arg}` must be a whole number literal from -5 (claimed last) to 5 \
+                     (claimed first), found `{}`",
                     shown(expr)
                 ))
             }
