@@ -213,7 +213,10 @@ pub async fn job_claim_takes_turns_across_tenants_before_priorities(driver: Arc<
     );
     let c1 = enqueue_as("c", "c1", DEFAULT_PRIORITY, 0).await;
     let job = claim_one(d, "w1", at(10)).await;
-    assert_eq!(job.id, a2, "within a turn, the higher priority before the older row");
+    assert_eq!(
+        job.id, a2,
+        "within a turn, the higher priority before the older row"
+    );
     assert_eq!(claim_one(d, "w1", at(10)).await.id, c1);
 }
 

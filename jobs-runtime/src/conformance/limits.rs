@@ -374,10 +374,16 @@ pub async fn limits_refuse_a_priority_out_of_range_before_any_write(driver: Arc<
             .enqueue_with::<Carrier>(parcel("p"), EnqueueOptions::new().priority(priority))
             .await;
         let error = refused.expect_err("a priority out of range is refused");
-        assert_eq!(error.code(), Some(ErrorCode::Invariant), "{priority}: {error}");
+        assert_eq!(
+            error.code(),
+            Some(ErrorCode::Invariant),
+            "{priority}: {error}"
+        );
         assert_eq!(error.class(), ErrorClass::Terminal, "{priority}: {error}");
         assert!(
-            error.fix().is_some_and(|fix| fix.contains("-5") && fix.contains('5')),
+            error
+                .fix()
+                .is_some_and(|fix| fix.contains("-5") && fix.contains('5')),
             "{priority}: the fix names the range: {error}"
         );
     }
@@ -389,7 +395,10 @@ pub async fn limits_refuse_a_priority_out_of_range_before_any_write(driver: Arc<
             .unwrap_or_else(|e| panic!("{key}: {e}"));
         assert_eq!(get(d, enqueued.id).await.priority, priority);
     }
-    let plain = jobs.enqueue::<Carrier>(parcel("plain")).await.expect("enqueued");
+    let plain = jobs
+        .enqueue::<Carrier>(parcel("plain"))
+        .await
+        .expect("enqueued");
     assert_eq!(get(d, plain.id).await.priority, DEFAULT_PRIORITY);
 }
 

@@ -101,8 +101,14 @@ pub async fn scheduler_fire_carries_each_job_s_priority(driver: std::sync::Arc<d
         .await
         .expect("fire");
     assert!(fired.fired, "the watermark moved");
-    assert_eq!(super::get(driver.as_ref(), urgent.id).await.priority, MAX_PRIORITY);
+    assert_eq!(
+        super::get(driver.as_ref(), urgent.id).await.priority,
+        MAX_PRIORITY
+    );
     assert_eq!(super::get(driver.as_ref(), plain.id).await.priority, 0);
     let first = super::claim_one(driver.as_ref(), "w1", at(6)).await;
-    assert_eq!(first.id, urgent.id, "the fire's higher priority is claimed first");
+    assert_eq!(
+        first.id, urgent.id,
+        "the fire's higher priority is claimed first"
+    );
 }

@@ -257,7 +257,9 @@ pub async fn job_requeue_and_promote_keep_the_priority(driver: Arc<dyn JobDriver
     enqueue(d, &urgent).await;
     let dead = run_dead(d, "w1", at(1)).await;
     assert_eq!(dead.id, urgent.id);
-    let plain = enqueue(d, &request_at("conformance.job", "plain", at(2))).await.id;
+    let plain = enqueue(d, &request_at("conformance.job", "plain", at(2)))
+        .await
+        .id;
     let row = p
         .job_requeue(&JobRequeueParams {
             id: urgent.id,
@@ -269,7 +271,11 @@ pub async fn job_requeue_and_promote_keep_the_priority(driver: Arc<dyn JobDriver
         .expect("requeued");
     assert_eq!(row.priority, 4, "the requeue keeps the priority");
     let page = list(p, JobListParams::default()).await;
-    let listed = page.jobs.iter().find(|j| j.id == urgent.id).expect("listed");
+    let listed = page
+        .jobs
+        .iter()
+        .find(|j| j.id == urgent.id)
+        .expect("listed");
     assert_eq!(listed.priority, 4, "a list row carries the priority");
     let plain_row = page.jobs.iter().find(|j| j.id == plain).expect("listed");
     assert_eq!(plain_row.priority, DEFAULT_PRIORITY);

@@ -140,8 +140,7 @@ impl PostgresDriver {
                         "head" => {
                             let at: Option<Timestamp> = row.try_get("run_at").map_err(failed)?;
                             let id: Option<JobId> = row.try_get("id").map_err(failed)?;
-                            let priority: Option<i16> =
-                                row.try_get("priority").map_err(failed)?;
+                            let priority: Option<i16> = row.try_get("priority").map_err(failed)?;
                             heads.push(floors::Head {
                                 queue: row.try_get("queue").map_err(failed)?,
                                 tenant: row.try_get("tenant_id").map_err(failed)?,

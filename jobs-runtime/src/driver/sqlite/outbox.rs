@@ -28,13 +28,14 @@ const HAS_PRIORITY: &str =
     "select count(*) from pragma_table_info('x_outbox') where name = 'priority'";
 
 /// Adds `x_outbox.priority` (a job's priority, carried to the job store by the relay).
-const ADD_PRIORITY: &str =
-    "alter table x_outbox add column priority integer not null default 0";
+const ADD_PRIORITY: &str = "alter table x_outbox add column priority integer not null default 0";
 
 /// Adds `x_outbox.priority` when missing: SQLite has no `add column if not exists`, so the job
 /// store's migrations and [`SqliteOutbox::install`] both come here, in whichever order.
 pub(crate) async fn ensure_priority(conn: &mut SqliteConnection) -> Result<(), sqlx::Error> {
-    let has: i64 = sqlx::query_scalar(HAS_PRIORITY).fetch_one(&mut *conn).await?;
+    let has: i64 = sqlx::query_scalar(HAS_PRIORITY)
+        .fetch_one(&mut *conn)
+        .await?;
     if has == 0 {
         sqlx::query(ADD_PRIORITY).execute(&mut *conn).await?;
     }
