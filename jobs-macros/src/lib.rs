@@ -190,8 +190,21 @@ mod value;
 ///             rate(limit = 100, per = "1m", key = "{customer_id}"))]
 /// ```
 ///
-/// There is no `priority` (queues and per-queue worker slots are the prioritisation mechanism)
-/// and no `rate_limit` (write `rate(limit = .., per = ..)`).
+/// There is no `rate_limit`: write `rate(limit = .., per = ..)`.
+///
+/// # Priority
+///
+/// `priority = N` (a whole number from -5 to 5; default 0) orders a queue's due rows within
+/// each tenant's turn: the higher priority is claimed first, then the earlier run time.
+/// Tenants still take turns first (one row per tenant per turn), so a tenant's urgent work
+/// never starves another tenant; within a turn the higher priority goes first. A value outside
+/// the range is refused at compile time (`X_JOB_DECLARATION_INVALID`); an enqueue may name
+/// another priority with `EnqueueOptions::priority`, refused outside the range with
+/// `X_INVARIANT`.
+///
+/// ```ignore
+/// #[jobs::job(key = "page:{incident_id}", tenant = org_id, priority = 5)]
+/// ```
 ///
 /// # on_settled
 ///

@@ -69,6 +69,8 @@ pub struct JobDecl<'a> {
     pub rate: Option<RateDecl>,
     /// `on_settled = path`, when declared.
     pub on_settled: Option<Path>,
+    /// `priority = N`, when declared and a number (its range is a rule in `check/`).
+    pub priority: Option<i64>,
     /// The generated handle type's name.
     pub handle: Ident,
     /// The runtime crate (`crate = ..`, else `::jobs`).
@@ -139,6 +141,7 @@ impl<'a> JobDecl<'a> {
             concurrency: None,
             rate: None,
             on_settled: None,
+            priority: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
             crate_path: syn::parse_quote!(::jobs),
         };
@@ -169,6 +172,7 @@ impl<'a> JobDecl<'a> {
             decl.rate = RateDecl::from_args(rate, errs);
         }
         decl.on_settled = errs.value(&args.on_settled).map(|path| path.0);
+        decl.priority = errs.value(&args.priority).map(|priority| priority.0);
         if let Some(handle) = errs.value(&args.handle) {
             decl.handle = handle.0;
         }

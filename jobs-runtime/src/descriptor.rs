@@ -40,12 +40,18 @@ pub struct JobDescriptor {
     pub input_schema: fn() -> serde_json::Value,
     /// Whether an `on_settled` hook is declared.
     pub on_settled: bool,
+    /// `priority = N`: within its queue and its tenant's turn, a higher priority is claimed
+    /// first, then the earlier run time; [`MIN_PRIORITY`](crate::driver::MIN_PRIORITY)..=
+    /// [`MAX_PRIORITY`](crate::driver::MAX_PRIORITY), default
+    /// [`DEFAULT_PRIORITY`](crate::driver::DEFAULT_PRIORITY) (0). An enqueue may name another
+    /// ([`EnqueueOptions::priority`](crate::EnqueueOptions::priority)).
+    pub priority: i16,
 }
 
 impl JobDescriptor {
     /// The reference's defaults: queue `default`, [`RetryPolicy::DEFAULT`], dead letters on,
     /// no timeouts, a 30 s event poll, no concurrency cap, no rate limit, no expiry, no
-    /// debounce.
+    /// debounce, priority 0.
     pub const fn new(
         name: &'static str,
         tenant: TenantMode,
@@ -68,6 +74,7 @@ impl JobDescriptor {
             input_type,
             input_schema,
             on_settled: false,
+            priority: crate::driver::DEFAULT_PRIORITY,
         }
     }
 }

@@ -34,6 +34,7 @@ pub struct EnqueueOptions {
     actor: Option<String>,
     on_conflict: ConflictPolicy,
     traceparent: Option<String>,
+    priority: Option<i16>,
     direct: bool,
     /// The tenant of the client the call is made on ([`crate::Jobs::for_tenant`]); set by the
     /// client, never by the caller.
@@ -103,6 +104,16 @@ impl EnqueueOptions {
     /// no control character (else `X_VALUE_UNSTORABLE`).
     pub fn actor(mut self, actor: impl Into<String>) -> Self {
         self.actor = Some(actor.into());
+        self
+    }
+
+    /// Enqueues at this priority instead of the declared one (`#[job(priority = N)]`, default
+    /// 0): within its queue and its tenant's turn, a higher priority is claimed first, then the
+    /// earlier run time. Outside [`MIN_PRIORITY`](crate::driver::MIN_PRIORITY)..=
+    /// [`MAX_PRIORITY`](crate::driver::MAX_PRIORITY) (-5..=5) the enqueue is refused with
+    /// `X_INVARIANT` before anything is written.
+    pub fn priority(mut self, priority: i16) -> Self {
+        self.priority = Some(priority);
         self
     }
 
@@ -200,6 +211,7 @@ pub(crate) struct Prepared {
     pub expires_in: Option<Duration>,
     /// `debounce`: the enqueue waits this long and replaces a queued holder of its key.
     pub debounce: Option<Duration>,
+    pub priority: i16,
 }
 
 impl Prepared {
@@ -234,6 +246,7 @@ impl Prepared {
             max_attempts: d.retry.attempts,
             expires_in: d.expires_in,
             debounce: d.debounce,
+            priority: d.priority,
         })
     }
 
@@ -291,6 +304,7 @@ impl Prepared {
             tenant_id,
             max_attempts: self.max_attempts,
             run_at,
+            priority: options.priority.unwrap_or(self.priority),
             on_conflict,
             traceparent: options.traceparent.clone(),
             actor: options.actor.clone(),

@@ -97,7 +97,7 @@ pub use descriptor::{
     Backoff, Concurrency, Jitter, JobDescriptor, RateLimit, RetryPolicy, TenantMode, WhenBusy,
     DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
 };
-pub use driver::{JobRecord, JobState};
+pub use driver::{JobRecord, JobState, DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY};
 pub use enqueue::EnqueueOptions;
 pub use error::{ErrorClass, ErrorCode, JobError, StdJobError};
 pub use execution::{ExecutionOutcome, JobExecution};

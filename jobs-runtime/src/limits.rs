@@ -29,6 +29,7 @@
 //! | an empty or blank tenant | none allowed | `X_JOB_TENANT_REQUIRED` |
 //! | any other control character in a tenant | none allowed | `X_VALUE_UNSTORABLE` |
 //! | any other control character in an actor | none allowed | `X_VALUE_UNSTORABLE` |
+//! | a job's priority (`#[job(priority = N)]`, `EnqueueOptions::priority`) | [`MIN_PRIORITY`]..=[`MAX_PRIORITY`] (-5..=5, default [`DEFAULT_PRIORITY`], 0); the macro refuses a literal outside at compile time | `X_INVARIANT` |
 //! | NUL in a job input | none allowed | `X_JOB_INPUT_INVALID` |
 //! | NUL in a step output | none allowed | `X_STEP_OUTPUT_UNSERIALIZABLE` |
 //! | NUL in an event payload | none allowed | `X_JOB_EVENT_INVALID` |
@@ -37,7 +38,7 @@
 
 use serde_json::Value;
 
-use crate::driver::EnqueueRequest;
+use crate::driver::{EnqueueRequest, DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY};
 use crate::error::{ErrorCode, JobError};
 
 /// The longest idempotency key, in bytes of UTF-8 (a scheduled fire's key counts its
@@ -282,6 +283,7 @@ pub(crate) fn check_enqueue(request: &EnqueueRequest) -> Result<(), JobError> {
     if let Some(actor) = &request.actor {
         check_actor(&whose, actor)?;
     }
+    check_priority(&whose, request.priority)?;
     if holds_nul(&request.input) {
         return Err(JobError::new(
             ErrorCode::JobInputInvalid,
@@ -290,6 +292,20 @@ pub(crate) fn check_enqueue(request: &EnqueueRequest) -> Result<(), JobError> {
         .with_fix("remove NUL characters from the input's strings and map keys; Postgres' jsonb cannot hold them"));
     }
     Ok(())
+}
+
+/// Checks a priority: within [`MIN_PRIORITY`]..=[`MAX_PRIORITY`], else `X_INVARIANT`.
+pub(crate) fn check_priority(whose: &str, priority: i16) -> Result<(), JobError> {
+    if (MIN_PRIORITY..=MAX_PRIORITY).contains(&priority) {
+        return Ok(());
+    }
+    Err(JobError::new(
+        ErrorCode::Invariant,
+        format!("the priority of {whose} is outside {MIN_PRIORITY}..={MAX_PRIORITY}"),
+    )
+    .with_fix(format!(
+        "name a priority from {MIN_PRIORITY} (claimed last) to {MAX_PRIORITY} (claimed first); {DEFAULT_PRIORITY} is the default"
+    )))
 }
 
 /// Checks an actor: within its limit, no NUL, and no other control character either, since it

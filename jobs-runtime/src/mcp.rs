@@ -202,6 +202,7 @@ impl JobsMcp {
                 "attempt": row.attempt,
                 "max_attempts": row.max_attempts,
                 "run_at": row.run_at,
+                "priority": row.priority,
                 "created_at": row.created_at,
                 "updated_at": row.updated_at,
                 "last_error": row.last_error,

@@ -155,6 +155,7 @@ async fn run(
                     tenant_id: None,
                     max_attempts: u32::from(*max_attempts),
                     run_at: add(now, Duration::from_secs(u64::from(*delay_s))),
+                    priority: 0,
                     on_conflict: ConflictPolicy::Dedupe,
                     traceparent: None,
                     actor: None,

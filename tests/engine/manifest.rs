@@ -37,7 +37,13 @@ async fn digest_settled(_settled: Settled<Digest, ()>) -> Result<(), JobError> {
     Ok(())
 }
 
-#[job(key = "digest:{day}", tenant = none, dead_letter = false, on_settled = digest_settled)]
+#[job(
+    key = "digest:{day}",
+    tenant = none,
+    dead_letter = false,
+    on_settled = digest_settled,
+    priority = -2
+)]
 async fn alpha_digest(_run: Run, _input: Digest) -> Result<(), JobError> {
     Ok(())
 }
@@ -124,6 +130,7 @@ fn describes_queue_retry_timeouts_and_tenant() {
         json!({ "mode": "field", "field": "org_id" })
     );
     assert_eq!(sync["on_settled"], false);
+    assert_eq!(sync["priority"], 0, "the default priority");
 
     let digest = row(&manifest, "alpha_digest");
     assert_eq!(digest["queue"], "default");
@@ -143,6 +150,7 @@ fn describes_queue_retry_timeouts_and_tenant() {
     assert_eq!(digest["event_poll_ms"], 30_000);
     assert_eq!(digest["tenant"], json!({ "mode": "none" }));
     assert_eq!(digest["on_settled"], true);
+    assert_eq!(digest["priority"], -2);
 
     assert_eq!(
         row(&manifest, "middle")["tenant"],

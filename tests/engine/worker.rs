@@ -165,6 +165,7 @@ async fn enqueue_raw(jobs: &Jobs, name: &str, input: serde_json::Value) -> uuid:
             tenant_id: None,
             max_attempts: 3,
             run_at: now,
+            priority: 0,
             on_conflict: ConflictPolicy::Dedupe,
             traceparent: None,
             actor: None,

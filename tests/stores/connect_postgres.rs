@@ -270,6 +270,7 @@ fn raw_request(key: String) -> EnqueueRequest {
         tenant_id: None,
         max_attempts: 1,
         run_at: now,
+        priority: 0,
         on_conflict: Default::default(),
         traceparent: None,
         actor: None,

@@ -228,6 +228,7 @@ async fn an_enqueue_in_a_callers_transaction_is_refused_naming_the_outbox() {
         tenant_id: None,
         max_attempts: 1,
         run_at: chrono::Utc::now(),
+        priority: 0,
         on_conflict: Default::default(),
         traceparent: None,
         actor: None,

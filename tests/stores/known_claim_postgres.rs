@@ -52,6 +52,7 @@ async fn enqueue(driver: &PostgresDriver, tenant: &str, key: &str, at: i64) -> U
         tenant_id: Some(tenant.into()),
         max_attempts: 3,
         run_at: ms(at),
+        priority: 0,
         on_conflict: ConflictPolicy::Dedupe,
         traceparent: None,
         actor: None,

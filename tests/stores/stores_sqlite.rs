@@ -89,6 +89,7 @@ fn fire(
             tenant_id: None,
             max_attempts: 3,
             run_at: now,
+            priority: 0,
             on_conflict: Default::default(),
             traceparent: None,
             actor: None,

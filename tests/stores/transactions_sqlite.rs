@@ -101,6 +101,19 @@ async fn enqueue_in_a_committed_transaction_creates_the_job() {
     let row = jobs.job(queued.id).await.expect("read").expect("committed");
     assert_eq!(row.state, JobState::Ready);
     assert_eq!(rows(&pool, "x_jobs").await, 1);
+    // An enqueue in the caller's transaction stores the priority it names.
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.expect("begin");
+    let urgent = SendWelcome::enqueue_in_with(
+        &jobs,
+        &mut tx,
+        Signup { user_id: 2 },
+        jobs::EnqueueOptions::new().priority(4),
+    )
+    .await
+    .expect("enqueue in tx");
+    tx.commit().await.expect("commit");
+    let row = jobs.job(urgent.id).await.expect("read").expect("committed");
+    assert_eq!(row.priority, 4);
 }
 
 #[tokio::test]

@@ -14,6 +14,8 @@ pub mod job_input_attribute;
 pub mod job_name_queue_handle_overrides;
 #[path = "job/pass/prelude_derives.rs"]
 pub mod job_prelude_derives;
+#[path = "job/pass/priority.rs"]
+pub mod job_priority;
 #[path = "job/pass/rate_limits.rs"]
 pub mod job_rate_limits;
 #[path = "job/pass/step_names_in_exclusive_arms.rs"]

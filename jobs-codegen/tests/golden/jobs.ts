@@ -72,6 +72,8 @@ export type EnqueueRequest = {
     delay_ms?: number;
     /** Run no earlier than this instant (RFC 3339). */
     run_at?: string;
+    /** Claimed before lower priorities within its tenant's turn (-5..=5; default: the job's declared one). */
+    priority?: number;
   };
 }[JobName];
 

@@ -10,6 +10,7 @@ use super::common::Delivery;
 use crate::value::count::Count;
 use crate::value::duration::DurationValue;
 use crate::value::key::KeySource;
+use crate::value::priority::Priority;
 use crate::value::tenant::Tenant;
 use crate::value::text::{Flag, FnPath, TypeName};
 use crate::value::when_busy::WhenBusy;
@@ -43,6 +44,8 @@ pub struct JobArgs {
     pub on_settled: Option<Arg<FnPath>>,
     /// `handle = SendWelcome`
     pub handle: Option<Arg<TypeName>>,
+    /// `priority = 2`: -5..=5, default 0; higher is claimed first within a tenant's turn
+    pub priority: Option<Arg<Priority>>,
     /// `queue`, `retry(..)`, `name`, `crate`.
     #[darling(flatten)]
     pub delivery: Delivery,
@@ -63,6 +66,7 @@ impl ArgNames for JobArgs {
         "expires_in",
         "debounce",
         "dead_letter",
+        "priority",
         "on_settled",
         "handle",
         "crate",
@@ -157,11 +161,6 @@ impl FromMeta for RateArgs {
 /// use instead (seed-inventory §2, §30 item 14).
 pub fn refused(arg: &str) -> Option<String> {
     let reason = match arg {
-        "priority" => {
-            "`#[job]` has no `priority`: queues and per-queue worker slots are the \
-             prioritisation mechanism; put urgent work on its own queue, e.g. `queue = \
-             \"urgent\"`, and give that queue more worker slots (X_JOB_DECLARATION_INVALID)"
-        }
         "rate_limit" => {
             "`#[job]` has no `rate_limit`: limit starts per window fleet-wide with \
              `rate(limit = 100, per = \"1m\")` (per key with `key = \"{customer_id}\"`), or \

@@ -167,6 +167,31 @@ pub fn debounce_fits_expiry(errs: &mut Errors, decl: &JobDecl<'_>) {
     }
 }
 
+/// The lowest and highest `priority = N` (the runtime's `MIN_PRIORITY` and `MAX_PRIORITY`).
+const PRIORITY_RANGE: std::ops::RangeInclusive<i64> = -5..=5;
+
+/// `priority = N` lies in -5..=5 (the runtime refuses any other at enqueue with `X_INVARIANT`;
+/// a literal is refused here, where it was written).
+pub fn priority_is_in_range(errs: &mut Errors, decl: &JobDecl<'_>) {
+    let Some(priority) = decl.priority else {
+        return;
+    };
+    if PRIORITY_RANGE.contains(&priority) {
+        return;
+    }
+    let Some(arg) = decl.args.and_then(|args| args.priority.as_ref()) else {
+        return;
+    };
+    errs.spanned(
+        arg.tokens(),
+        format!(
+            "`priority = {priority}` is outside -5..=5: write a priority from -5 (claimed last) \
+             to 5 (claimed first), or leave `priority` out for the default, 0 \
+             (X_JOB_DECLARATION_INVALID)"
+        ),
+    );
+}
+
 /// The handle is a unit struct, so it takes its name in both the type and the value
 /// namespace: it must not collide with the fn itself, the input type, or another name the fn
 /// uses (a type of the user's declared beside it).

@@ -40,6 +40,8 @@ pub struct JobShape<'a> {
     pub rate: Option<&'a RateDecl>,
     /// Whether an `on_settled` hook is declared.
     pub on_settled: bool,
+    /// `priority = ..`, checked to lie in the runtime's range.
+    pub priority: Option<i64>,
 }
 
 impl<'a> JobShape<'a> {
@@ -66,6 +68,7 @@ impl<'a> JobShape<'a> {
             concurrency: None,
             rate: None,
             on_settled: false,
+            priority: None,
         }
     }
 }
@@ -98,6 +101,7 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
         concurrency,
         rate,
         on_settled,
+        priority,
     } = shape;
     let mut set = Vec::new();
     if let Some(queue) = queue {
@@ -174,6 +178,9 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
                 keyed: #keyed,
             });
         });
+    }
+    if let Some(priority) = priority.and_then(|p| i16::try_from(p).ok()) {
+        set.push(quote!(d.priority = #priority;));
     }
     if on_settled {
         set.push(quote!(d.on_settled = true;));

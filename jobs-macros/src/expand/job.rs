@@ -415,6 +415,7 @@ fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStre
     shape.concurrency = decl.concurrency.as_ref();
     shape.rate = decl.rate.as_ref();
     shape.on_settled = decl.on_settled.is_some();
+    shape.priority = decl.priority;
     job_descriptor(p, shape)
 }
 
@@ -554,7 +555,7 @@ mod tests {
                retry(attempts = 5, backoff = linear, delay = "1s", max_delay = "1h", jitter = full),
                dead_letter = false, timeout = "10m", step_timeout = "30s", event_poll = "500ms",
                concurrency(key = "{org_id}", limit = 2, when_busy = fail),
-               on_settled = hooks::settled, handle = Welcomer, crate = "::my_jobs""#,
+               on_settled = hooks::settled, handle = Welcomer, crate = "::my_jobs", priority = -3"#,
             WELCOME,
         )
         .unwrap();
@@ -572,6 +573,7 @@ mod tests {
             "d . event_poll = :: std :: time :: Duration :: from_millis (500u64)",
             "limit : 2u32 , keyed : true , when_busy : :: my_jobs :: __private :: WhenBusy :: Fail",
             "d . on_settled = true",
+            "d . priority = - 3i16",
             "fn concurrency_key",
             r#"format ! ("{}" , input . org_id)"#,
             "hooks :: settled (< _ as :: my_jobs :: __private :: SettledHookArg < Welcome , Self :: Output >> :: from_settled (__settled)) . await",
@@ -609,7 +611,7 @@ mod tests {
         let err = expand_str(
             r#"key = "k:{}", tenant = none, retry(attempts = 0, backoff = expo, jitter = some),
                timeout = "0s", step_timeout = "-5s", event_poll = "3 fortnights",
-               concurrency = 0, priority = 1"#,
+               concurrency = 0, priority = 6"#,
             "fn job(run: Run) {}",
         )
         .unwrap_err();
@@ -622,7 +624,7 @@ mod tests {
             "invalid duration `-5s` for `step_timeout`: a duration cannot be negative",
             "invalid duration `3 fortnights` for `event_poll`",
             "`concurrency` must be at least 1",
-            "`#[job]` has no `priority`",
+            "`priority = 6` is outside -5..=5",
             "must be `async`",
             "found one parameter",
             "returns `Result<Output, JobError>`",

@@ -12,6 +12,7 @@ pub mod jitter;
 pub mod key;
 pub mod key_template;
 pub mod posting;
+pub mod priority;
 pub mod rate;
 pub mod scope;
 pub mod tenant;

@@ -103,6 +103,7 @@ pub(super) fn jobs(jobs: &[JobSummary], now: Timestamp) -> String {
                 j.queue.clone(),
                 j.state.to_string(),
                 format!("{}/{}", j.attempt, j.max_attempts),
+                j.priority.to_string(),
                 ago(j.created_at, now),
                 j.last_error_code.clone().unwrap_or_else(|| "-".into()),
             ]
@@ -115,6 +116,7 @@ pub(super) fn jobs(jobs: &[JobSummary], now: Timestamp) -> String {
             "QUEUE",
             "STATE",
             "ATTEMPT",
+            "PRIORITY",
             "CREATED",
             "LAST ERROR",
         ],
@@ -138,6 +140,7 @@ pub(super) fn show(
     field("run", j.run_id.to_string());
     field("tenant", j.tenant_id.clone().unwrap_or_else(|| "-".into()));
     field("actor", j.actor.clone().unwrap_or_else(|| "-".into()));
+    field("priority", j.priority.to_string());
     field("key", j.idempotency_key.clone());
     let shown = crate::duration::shown;
     if let Some(rate) = declared.and_then(|d| d.rate) {

@@ -88,7 +88,9 @@ pub fn client_types(manifest: &Manifest) -> String {
          /** Run no earlier than this many milliseconds from now. */\n    \
          delay_ms?: number;\n    \
          /** Run no earlier than this instant (RFC 3339). */\n    \
-         run_at?: string;\n  \
+         run_at?: string;\n    \
+         /** Claimed before lower priorities within its tenant's turn (-5..=5; default: the job's declared one). */\n    \
+         priority?: number;\n  \
          };\n\
          }[JobName];\n",
     );

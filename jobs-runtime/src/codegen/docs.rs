@@ -14,14 +14,14 @@ pub fn docs(manifest: &Manifest) -> String {
         out.push_str("No jobs are declared.\n");
     } else {
         out.push_str(
-            "| job | queue | input | retry | timeout | concurrency | rate | tenant | dead letter |\n",
+            "| job | queue | input | retry | timeout | concurrency | rate | tenant | dead letter | priority |\n",
         );
-        out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
         for job in manifest.jobs() {
             let retry = &job["retry"];
             let _ = writeln!(
                 out,
-                "| `{}` | `{}` | `{}` | {} × {}, {} → {}, jitter {} | {} | {} | {} | {} | {} |",
+                "| `{}` | `{}` | `{}` | {} × {}, {} → {}, jitter {} | {} | {} | {} | {} | {} | {} |",
                 text(&job["name"]),
                 text(&job["queue"]),
                 text(&job["input"]["type"]),
@@ -39,6 +39,7 @@ pub fn docs(manifest: &Manifest) -> String {
                 } else {
                     "no (dropped)"
                 },
+                job["priority"],
             );
         }
     }

@@ -96,7 +96,7 @@ pub fn read_tools() -> Vec<Value> {
     tools
 }
 
-/// One enqueue tool per job: its arguments are `{ input, delay_ms?, run_at? }`, `input` being
+/// One enqueue tool per job: its arguments are `{ input, delay_ms?, run_at?, priority? }`, `input` being
 /// the job's input schema (its `$defs` hoisted to the tool schema's root so `$ref`s resolve).
 pub fn enqueue_tools(manifest: &Manifest) -> Vec<Value> {
     let mut tools: Vec<Value> = manifest
@@ -117,7 +117,8 @@ pub fn enqueue_tools(manifest: &Manifest) -> Vec<Value> {
                 "properties": {
                     "input": input,
                     "delay_ms": { "type": "integer", "minimum": 0, "description": "Run no earlier than this many milliseconds from now." },
-                    "run_at": { "type": "string", "format": "date-time", "description": "Run no earlier than this instant (RFC 3339)." }
+                    "run_at": { "type": "string", "format": "date-time", "description": "Run no earlier than this instant (RFC 3339)." },
+                    "priority": { "type": "integer", "minimum": crate::driver::MIN_PRIORITY, "maximum": crate::driver::MAX_PRIORITY, "description": format!("Claimed before lower priorities within its tenant's turn, then by run time; default {} (the job's declared priority).", job["priority"]) }
                 },
                 "required": ["input"],
                 "additionalProperties": false
@@ -127,10 +128,11 @@ pub fn enqueue_tools(manifest: &Manifest) -> Vec<Value> {
             }
             let retry = &job["retry"];
             let description = format!(
-                "Enqueue `{name}` on queue `{}` ({} attempts, {} backoff). Idempotent: a live job with the same key answers its own id with `deduped: true`.",
+                "Enqueue `{name}` on queue `{}` ({} attempts, {} backoff, priority {}). Idempotent: a live job with the same key answers its own id with `deduped: true`.",
                 job["queue"].as_str().unwrap_or_default(),
                 retry["attempts"],
                 retry["backoff"].as_str().unwrap_or_default(),
+                job["priority"],
             );
             let annotations = json!({
                 "readOnlyHint": false,

@@ -105,6 +105,121 @@ pub async fn job_claim_takes_turns_across_tenants(driver: Arc<dyn JobDriver>) {
     assert_eq!(taken, HashSet::from([big[1], big[2]]));
 }
 
+/// Within a tenant the higher priority is claimed first, then the earlier `run_at`: a row of
+/// priority 3 due last goes before the default rows due earlier, a row of priority -2 after
+/// them, and a row of the highest priority not yet due waits for its time. A claimed row and
+/// its record keep their priority, as does a batch's row.
+pub async fn job_claim_takes_the_higher_priority_first(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut ids = std::collections::HashMap::new();
+    for (key, priority, run_at) in [
+        ("low", -2, 1),
+        ("plain-a", 0, 2),
+        ("plain-b", 0, 3),
+        ("high", 3, 4),
+        ("top-later", MAX_PRIORITY, 60),
+    ] {
+        let mut req = request("conformance.job", key);
+        req.tenant_id = Some("acme".into());
+        req.priority = priority;
+        req.run_at = at(run_at);
+        ids.insert(key, enqueue(d, &req).await.id);
+    }
+    for key in ["high", "plain-a", "plain-b", "low"] {
+        let job = claim_one(d, "w1", at(10)).await;
+        assert_eq!(job.id, ids[key], "expected `{key}` next");
+    }
+    claim_none(d, "w1", at(10)).await;
+    assert_eq!(claim_one(d, "w1", at(60)).await.id, ids["top-later"]);
+    assert_eq!(get(d, ids["high"]).await.priority, 3);
+    assert_eq!(get(d, ids["low"]).await.priority, -2);
+    assert_eq!(get(d, ids["plain-a"]).await.priority, DEFAULT_PRIORITY);
+
+    // A batch's rows carry theirs: its later, higher row goes first.
+    let mut low = request("conformance.job", "batch-low");
+    low.priority = MIN_PRIORITY;
+    low.run_at = at(20);
+    let mut high = request("conformance.job", "batch-high");
+    high.priority = 1;
+    high.run_at = at(21);
+    d.job_enqueue_many(&[low.clone(), high.clone()])
+        .await
+        .unwrap_or_else(|e| panic!("enqueue_many failed: {e}"));
+    assert_eq!(claim_one(d, "w1", at(30)).await.id, high.id);
+    assert_eq!(claim_one(d, "w1", at(30)).await.id, low.id);
+    assert_eq!(get(d, low.id).await.priority, MIN_PRIORITY);
+}
+
+/// A tenant's rows not yet due, in any class, neither block nor are taken: with rows due in the
+/// default and the lowest class and rows delayed in the highest and the default, claims take
+/// the due default row, then a row of priority 3 enqueued since (ahead of the floor a store
+/// keeps), then the due lowest row, and nothing more until the delayed rows fall due, highest
+/// priority first.
+pub async fn job_claim_passes_rows_not_yet_due_in_every_class(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut ids = std::collections::HashMap::new();
+    for (key, priority, run_at) in [
+        ("top-delayed", MAX_PRIORITY, 25),
+        ("plain-due", 0, 1),
+        ("plain-delayed", 0, 20),
+        ("low-due", MIN_PRIORITY, 2),
+    ] {
+        let mut req = request("conformance.job", key);
+        req.priority = priority;
+        req.run_at = at(run_at);
+        ids.insert(key, enqueue(d, &req).await.id);
+    }
+    assert_eq!(claim_one(d, "w1", at(10)).await.id, ids["plain-due"]);
+    let mut late = request("conformance.job", "late-high");
+    late.priority = 3;
+    late.run_at = at(11);
+    let late = enqueue(d, &late).await.id;
+    assert_eq!(claim_one(d, "w1", at(12)).await.id, late);
+    assert_eq!(claim_one(d, "w1", at(12)).await.id, ids["low-due"]);
+    claim_none(d, "w1", at(13)).await;
+    assert_eq!(claim_one(d, "w1", at(20)).await.id, ids["plain-delayed"]);
+    // (The leases taken so far hold until 40: nothing comes back before then.)
+    let mut one = request("conformance.job", "after");
+    one.priority = 1;
+    one.run_at = at(25);
+    let one = enqueue(d, &one).await.id;
+    assert_eq!(claim_one(d, "w1", at(25)).await.id, ids["top-delayed"]);
+    assert_eq!(claim_one(d, "w1", at(25)).await.id, one);
+    claim_none(d, "w1", at(26)).await;
+}
+
+/// Tenants take turns before priorities count: with two slots, tenant `a`'s two rows of the
+/// highest priority give one slot to tenant `b`'s row of the lowest (one row per tenant per
+/// turn). Within a turn the higher priority goes first, before the earlier run time: with one
+/// slot, `a`'s row of priority 5 wins over tenant `c`'s older row of the default.
+pub async fn job_claim_takes_turns_across_tenants_before_priorities(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let enqueue_as = |tenant: &'static str, key: &'static str, priority: i16, run_at: i64| {
+        let mut req = request("conformance.job", key);
+        req.tenant_id = Some(tenant.into());
+        req.priority = priority;
+        req.run_at = at(run_at);
+        async move { enqueue(d, &req).await.id }
+    };
+    let a1 = enqueue_as("a", "a1", MAX_PRIORITY, 1).await;
+    let a2 = enqueue_as("a", "a2", MAX_PRIORITY, 2).await;
+    let b1 = enqueue_as("b", "b1", MIN_PRIORITY, 0).await;
+    let first = claim(d, &claim_params("w1", 2, at(10))).await;
+    let taken: HashSet<_> = first.jobs.iter().map(|j| j.id).collect();
+    assert_eq!(
+        taken,
+        HashSet::from([a1, b1]),
+        "fairness first: each tenant's turn before a second row of the higher priority"
+    );
+    let c1 = enqueue_as("c", "c1", DEFAULT_PRIORITY, 0).await;
+    let job = claim_one(d, "w1", at(10)).await;
+    assert_eq!(
+        job.id, a2,
+        "within a turn, the higher priority before the older row"
+    );
+    assert_eq!(claim_one(d, "w1", at(10)).await.id, c1);
+}
+
 /// A row whose `run_at` is still in the future is not claimed until it is due.
 pub async fn job_claim_skips_rows_not_yet_due(driver: Arc<dyn JobDriver>) {
     let d = &*driver;

@@ -363,6 +363,45 @@ pub async fn limits_refuse_a_whole_enqueue_many_batch_for_one_bad_input(
     );
 }
 
+/// A priority outside -5..=5, from the enqueue's options, is `X_INVARIANT` (terminal, naming
+/// the range as its fix) and writes nothing, alone or in a batch; the ends of the range are
+/// stored as given.
+pub async fn limits_refuse_a_priority_out_of_range_before_any_write(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let jobs = client(driver.clone());
+    for priority in [MAX_PRIORITY + 1, MIN_PRIORITY - 1, i16::MAX, i16::MIN] {
+        let refused = jobs
+            .enqueue_with::<Carrier>(parcel("p"), EnqueueOptions::new().priority(priority))
+            .await;
+        let error = refused.expect_err("a priority out of range is refused");
+        assert_eq!(
+            error.code(),
+            Some(ErrorCode::Invariant),
+            "{priority}: {error}"
+        );
+        assert_eq!(error.class(), ErrorClass::Terminal, "{priority}: {error}");
+        assert!(
+            error
+                .fix()
+                .is_some_and(|fix| fix.contains("-5") && fix.contains('5')),
+            "{priority}: the fix names the range: {error}"
+        );
+    }
+    assert_eq!(rows_total(d).await, 0, "no refused enqueue is written");
+    for (key, priority) in [("lowest", MIN_PRIORITY), ("highest", MAX_PRIORITY)] {
+        let enqueued = jobs
+            .enqueue_with::<Carrier>(parcel(key), EnqueueOptions::new().priority(priority))
+            .await
+            .unwrap_or_else(|e| panic!("{key}: {e}"));
+        assert_eq!(get(d, enqueued.id).await.priority, priority);
+    }
+    let plain = jobs
+        .enqueue::<Carrier>(parcel("plain"))
+        .await
+        .expect("enqueued");
+    assert_eq!(get(d, plain.id).await.priority, DEFAULT_PRIORITY);
+}
+
 /// An event name or key over its limit is `X_LIMIT_EXCEEDED`, a NUL in either
 /// `X_VALUE_UNSTORABLE`, a NUL in the payload `X_JOB_EVENT_INVALID`; none is stored.
 pub async fn limits_refuse_event_names_keys_and_payloads_before_any_write(

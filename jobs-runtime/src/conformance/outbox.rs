@@ -217,6 +217,7 @@ pub async fn outbox_stage_round_trips_every_field(fixture: Arc<dyn OutboxFixture
     r.traceparent = Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
     r.on_conflict = ConflictPolicy::Error;
     r.max_attempts = 7;
+    r.priority = MIN_PRIORITY;
     r.run_at = at(3600);
     r.queue = "billing".into();
     r.input = serde_json::json!({ "n": 1.5, "s": "é\u{1F600}", "list": [null, true] });
@@ -232,6 +233,7 @@ pub async fn outbox_stage_round_trips_every_field(fixture: Arc<dyn OutboxFixture
     assert_eq!(g.idempotency_key, r.idempotency_key);
     assert_eq!(g.tenant_id, r.tenant_id);
     assert_eq!(g.max_attempts, 7);
+    assert_eq!(g.priority, MIN_PRIORITY);
     assert_eq!(g.run_at, r.run_at);
     assert_eq!(g.on_conflict, ConflictPolicy::Error);
     assert_eq!(g.traceparent, r.traceparent);
@@ -511,7 +513,13 @@ pub async fn relay_publishes_committed_rows_once_in_order_and_the_job_runs(
 ) {
     let driver: Arc<dyn JobDriver> = Arc::new(MemoryDriver::new());
     let jobs = target(&*fixture, driver.clone());
-    let rows: Vec<EnqueueRequest> = (0..5).map(|i| staged(&format!("j{i}"), i)).collect();
+    // Of one priority (not the default), so the claim's order below is the stage order.
+    let rows: Vec<EnqueueRequest> = (0..5)
+        .map(|i| EnqueueRequest {
+            priority: 2,
+            ..staged(&format!("j{i}"), i)
+        })
+        .collect();
     stage(&*fixture, &rows).await;
     fixture
         .stage(&[staged("rolled-back", 2)], false)
@@ -531,6 +539,7 @@ pub async fn relay_publishes_committed_rows_once_in_order_and_the_job_runs(
             .expect("the staged id is the job's id");
         assert_eq!(job.run_id, row.run_id);
         assert_eq!(job.idempotency_key, row.idempotency_key);
+        assert_eq!(job.priority, 2, "the outbox row carried its priority");
     }
     let stats = driver
         .queue_stats(&QueueStatsParams { now: at(1_000) })

@@ -74,3 +74,41 @@ pub async fn scheduler_leader_names_the_holder_since_it_took_the_lease(
         "a resigned lease names nobody"
     );
 }
+
+/// A task's fire inserts each job with the priority its request carries (the job's declared
+/// one, or the default), as an enqueue does: the fire's jobs are claimed in that order.
+pub async fn scheduler_fire_carries_each_job_s_priority(driver: std::sync::Arc<dyn JobDriver>) {
+    use crate::driver::scheduler_store::TaskFireParams;
+    use crate::driver::MAX_PRIORITY;
+
+    let store = store(driver.as_ref());
+    let mut plain = super::request("conformance.job", "fire-plain");
+    plain.run_at = at(5);
+    plain.now = at(5);
+    let mut urgent = super::request("conformance.job", "fire-urgent");
+    urgent.priority = MAX_PRIORITY;
+    urgent.run_at = at(5);
+    urgent.now = at(5);
+    let fired = store
+        .task_fire(&TaskFireParams {
+            task: "conformance.task".into(),
+            expected: None,
+            watermark: at(5),
+            occurrence: Some(at(5)),
+            jobs: vec![plain.clone(), urgent.clone()],
+            now: at(5),
+        })
+        .await
+        .expect("fire");
+    assert!(fired.fired, "the watermark moved");
+    assert_eq!(
+        super::get(driver.as_ref(), urgent.id).await.priority,
+        MAX_PRIORITY
+    );
+    assert_eq!(super::get(driver.as_ref(), plain.id).await.priority, 0);
+    let first = super::claim_one(driver.as_ref(), "w1", at(6)).await;
+    assert_eq!(
+        first.id, urgent.id,
+        "the fire's higher priority is claimed first"
+    );
+}

@@ -65,9 +65,9 @@ macro_rules! records_from {
         from_rows! { $row;
             JobRecord {
                 id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-                attempt as i32, max_attempts as i32, run_at, created_at, updated_at, last_error,
-                last_error_code, claimed_by, claims, visible_at, progress as json, traceparent,
-                actor,
+                attempt as i32, max_attempts as i32, run_at, priority, created_at, updated_at,
+                last_error, last_error_code, claimed_by, claims, visible_at, progress as json,
+                traceparent, actor,
             }
             StepRecord {
                 run_id, name, status, output, error, attempts as i32, wake_at, wait, updated_at,
@@ -75,7 +75,8 @@ macro_rules! records_from {
             JobEvent { id, name, key, payload, published_at }
             JobSummary {
                 id, run_id, name, queue, tenant_id, state, attempt as i32, max_attempts as i32,
-                run_at, created_at, updated_at, last_error, last_error_code, progress as json,
+                run_at, priority, created_at, updated_at, last_error, last_error_code,
+                progress as json,
             }
             BulkResult { affected as i64, remaining as i64 }
             JobHistoryEntry { job_id, at, actor, verb, detail }
@@ -107,6 +108,7 @@ macro_rules! outbox_record_from {
                         tenant_id: row.try_get("tenant_id")?,
                         max_attempts: narrowed::<i32, _, _>(row, "max_attempts")?,
                         run_at: row.try_get("run_at")?,
+                        priority: row.try_get("priority")?,
                         on_conflict: super::records::ConflictPolicy::from_stored(&on_conflict),
                         traceparent: row.try_get("traceparent")?,
                         actor: row.try_get("actor")?,

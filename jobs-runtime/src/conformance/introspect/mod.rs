@@ -26,7 +26,7 @@ pub use list::{
 pub use queue_pause::queue_pause_stops_the_next_claim;
 pub use verbs::{
     job_promote_makes_a_waiting_job_due, job_remove_deletes_the_row_and_its_steps,
-    job_requeue_from_step_forgets_it_and_later_steps,
+    job_requeue_and_promote_keep_the_priority, job_requeue_from_step_forgets_it_and_later_steps,
     job_requeue_refuses_live_unknown_and_held_keys,
 };
 pub use workers::worker_rows_expire_and_are_forgotten;

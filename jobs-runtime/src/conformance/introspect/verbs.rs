@@ -246,3 +246,54 @@ pub async fn job_promote_makes_a_waiting_job_due(driver: Arc<dyn JobDriver>) {
         ErrorCode::JobNotFound,
     );
 }
+
+/// An operator's requeue and promote keep a job's priority, and a list row carries it: a
+/// requeued dead letter of priority 4 is claimed before an older row of the default.
+pub async fn job_requeue_and_promote_keep_the_priority(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let p = port(d);
+    let mut urgent = request("conformance.job", "urgent");
+    urgent.priority = 4;
+    enqueue(d, &urgent).await;
+    let dead = run_dead(d, "w1", at(1)).await;
+    assert_eq!(dead.id, urgent.id);
+    let plain = enqueue(d, &request_at("conformance.job", "plain", at(2)))
+        .await
+        .id;
+    let row = p
+        .job_requeue(&JobRequeueParams {
+            id: urgent.id,
+            from_step: None,
+            now: at(3),
+            actor: None,
+        })
+        .await
+        .expect("requeued");
+    assert_eq!(row.priority, 4, "the requeue keeps the priority");
+    let page = list(p, JobListParams::default()).await;
+    let listed = page
+        .jobs
+        .iter()
+        .find(|j| j.id == urgent.id)
+        .expect("listed");
+    assert_eq!(listed.priority, 4, "a list row carries the priority");
+    let plain_row = page.jobs.iter().find(|j| j.id == plain).expect("listed");
+    assert_eq!(plain_row.priority, DEFAULT_PRIORITY);
+    assert_eq!(claim_one(d, "w2", at(4)).await.id, urgent.id);
+
+    let mut later = request("conformance.job", "later");
+    later.priority = -4;
+    later.run_at = at(3600);
+    enqueue(d, &later).await;
+    let row = p
+        .job_promote(&JobPromoteParams {
+            id: later.id,
+            now: at(5),
+            actor: None,
+        })
+        .await
+        .expect("promoted");
+    assert_eq!(row.priority, -4, "the promote keeps the priority");
+    assert_eq!(claim_one(d, "w2", at(6)).await.id, plain);
+    assert_eq!(claim_one(d, "w2", at(6)).await.id, later.id);
+}

@@ -29,25 +29,30 @@ impl MemoryDriver {
         let wanted: usize = slots.iter().map(|(_, limit)| *limit as usize).sum();
         let mut state = self.lock_yielding().await;
         // Lapsed running rows, then each demanded queue's tenants' heads (at most a queue's
-        // slots per tenant): never a walk through one tenant's backlog.
-        let mut due: Vec<(Timestamp, u64, JobId)> = Vec::with_capacity(wanted);
+        // slots per tenant, highest priority class first): never a walk through one tenant's
+        // backlog. `(class, due, insertion, id)`, the class the priority negated.
+        let mut due: Vec<(i16, Timestamp, u64, JobId)> = Vec::with_capacity(wanted);
         due.extend(
             state
                 .running
                 .iter()
                 .take_while(|(at, _, _)| *at <= params.now)
-                .copied(),
+                .map(|&(at, seq, id)| (-state.jobs[&id].record.priority, at, seq, id)),
         );
         for (queue, limit) in &slots {
             let Some(tenants) = state.queued.get(*queue) else {
                 continue;
             };
-            for rows in tenants.values() {
+            for classes in tenants.values() {
                 due.extend(
-                    rows.iter()
-                        .take_while(|(at, _, _)| *at <= params.now)
-                        .take(*limit as usize)
-                        .copied(),
+                    classes
+                        .iter()
+                        .flat_map(|(class, rows)| {
+                            rows.iter()
+                                .take_while(|(at, _, _)| *at <= params.now)
+                                .map(|&(at, seq, id)| (*class, at, seq, id))
+                        })
+                        .take(*limit as usize),
                 );
             }
         }
@@ -56,8 +61,9 @@ impl MemoryDriver {
             jobs: Vec::with_capacity(due.len().min(wanted)),
             exhausted: Vec::new(),
         };
-        // Each tenant's due rows, in due order, make its turns (at most a queue's slots of
-        // them); the queue then takes turn 1 of every tenant, turn 2, ... as Postgres does.
+        // Each tenant's due rows, highest priority first, then in due order, make its turns (at
+        // most a queue's slots of them); the queue then takes turn 1 of every tenant, turn 2,
+        // ... as Postgres does (within a turn, the higher priority, then the earlier due).
         // The choice only reads the rows (names are borrowed, never copied); the writes follow.
         let mut exhausted: Vec<JobId> = Vec::new();
         let mut chosen: Vec<JobId> = Vec::with_capacity(result.jobs.capacity());
@@ -65,7 +71,7 @@ impl MemoryDriver {
             let mut turns: HashMap<(usize, &str), u32> = HashMap::default();
             // `(queue, turn, due order, id)`.
             let mut candidates: Vec<(&str, u32, usize, JobId)> = Vec::with_capacity(due.len());
-            for (order, (_, _, id)) in due.into_iter().enumerate() {
+            for (order, (_, _, _, id)) in due.into_iter().enumerate() {
                 let stored = &state.jobs[&id];
                 let job = &stored.record;
                 let Some(slot) = slot_of(&stored.queue) else {

@@ -97,6 +97,7 @@ impl MemoryState {
             attempt: 0,
             max_attempts: request.max_attempts,
             run_at: request.run_at,
+            priority: request.priority,
             created_at: now,
             updated_at: now,
             last_error: None,

@@ -86,6 +86,7 @@ impl MemoryDriver {
             .queued
             .values()
             .flat_map(|tenants| tenants.values())
+            .flat_map(|classes| classes.values())
             .filter_map(|rows| rows.first().map(|(at, _, _)| *at))
             .min();
         running.into_iter().chain(queued).min()
@@ -268,6 +269,7 @@ mod tests {
             tenant_id: None,
             max_attempts: 3,
             run_at: now,
+            priority: 0,
             on_conflict: ConflictPolicy::Dedupe,
             traceparent: None,
             actor: None,

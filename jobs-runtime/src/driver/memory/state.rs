@@ -17,10 +17,11 @@ pub(super) struct MemoryState {
     pub(super) jobs: HashMap<JobId, StoredJob>,
     /// `(name, tenant or "", key)` -> the live job holding it: the partial unique index.
     pub(super) live_keys: LiveKeys,
-    /// The claim's indexes, in claim order `(due, insertion, id)`: queued rows per queue and
-    /// tenant, due at their `run_at` (the fair claim reads each tenant's head without walking
-    /// another tenant's backlog), and running rows, due when their lease lapses.
-    pub(super) queued: HashMap<String, BTreeMap<String, DueSet>>,
+    /// The claim's indexes, in claim order `(due, insertion, id)`: queued rows per queue,
+    /// tenant and priority class (highest first), due at their `run_at` (the fair claim reads
+    /// each tenant's heads without walking another tenant's backlog, nor a class's delayed
+    /// rows), and running rows, due when their lease lapses.
+    pub(super) queued: HashMap<String, BTreeMap<String, Classes>>,
     pub(super) running: DueSet,
     pub(super) steps: HashMap<RunId, BTreeMap<String, StepRecord>>,
     pub(super) events: VecDeque<StoredEvent>,
@@ -34,6 +35,10 @@ pub(super) struct MemoryState {
 
 /// Rows in claim order: `(due, insertion, id)`.
 pub(super) type DueSet = BTreeSet<(Timestamp, u64, JobId)>;
+
+/// A tenant's queued rows by priority class, keyed by the priority negated so the highest
+/// class comes first.
+pub(super) type Classes = BTreeMap<i16, DueSet>;
 
 #[derive(Debug)]
 pub(super) struct StoredJob {
@@ -119,12 +124,16 @@ impl MemoryState {
                 self.queued.insert(job.queue.to_string(), BTreeMap::new());
             }
             let tenants = self.queued.get_mut(&*job.queue).expect("filed just above");
+            let class = -job.record.priority;
             match tenants.get_mut(tenant) {
-                Some(rows) => {
-                    rows.insert(entry);
+                Some(classes) => {
+                    classes.entry(class).or_default().insert(entry);
                 }
                 None => {
-                    tenants.insert(tenant.to_string(), DueSet::from([entry]));
+                    tenants.insert(
+                        tenant.to_string(),
+                        Classes::from([(class, DueSet::from([entry]))]),
+                    );
                 }
             }
         }
@@ -145,9 +154,15 @@ impl MemoryState {
         }
         if let Some(tenants) = self.queued.get_mut(&*job.queue) {
             let tenant = job.record.tenant_id.as_deref().unwrap_or("");
-            if let Some(rows) = tenants.get_mut(tenant) {
-                rows.remove(&entry);
-                if rows.is_empty() {
+            if let Some(classes) = tenants.get_mut(tenant) {
+                let class = -job.record.priority;
+                if let Some(rows) = classes.get_mut(&class) {
+                    rows.remove(&entry);
+                    if rows.is_empty() {
+                        classes.remove(&class);
+                    }
+                }
+                if classes.is_empty() {
                     tenants.remove(tenant);
                 }
             }

@@ -51,7 +51,8 @@ impl PostgresDriver {
                     .bind(visible_at)
                     .bind(tenant)
                     .bind(known.at[0])
-                    .bind(known.id[0]),
+                    .bind(known.id[0])
+                    .bind(known.rank[0]),
                 _ => sqlx::query(self.sql.job_claim_known.clone())
                     .bind(&queues)
                     .bind(&slots)
@@ -61,7 +62,8 @@ impl PostgresDriver {
                     .bind(&known.queue)
                     .bind(&known.tenant)
                     .bind(&known.at)
-                    .bind(&known.id),
+                    .bind(&known.id)
+                    .bind(&known.rank),
             };
             let rows = query.fetch_all(&mut *conn).await.map_err(failed)?;
             for row in &rows {
@@ -102,10 +104,7 @@ impl PostgresDriver {
                     taken.push(floors::Taken {
                         queue: record.queue.clone(),
                         tenant: record.tenant_id.clone().unwrap_or_default(),
-                        at: floors::Position {
-                            at: record.run_at,
-                            id: record.id,
-                        },
+                        at: floors::Position::of(record.priority, record.run_at, record.id),
                     });
                     result.jobs.push(ClaimedJob::from_claimed_row(
                         record, has_steps, params, visible_at,
@@ -130,6 +129,7 @@ impl PostgresDriver {
                     .bind(&from.discovery)
                     .bind(&from.lapse)
                     .bind(&params.drop_exhausted)
+                    .bind(&from.rank)
                     .fetch_all(&mut *conn)
                     .await
                     .map_err(failed)?;
@@ -140,10 +140,13 @@ impl PostgresDriver {
                         "head" => {
                             let at: Option<Timestamp> = row.try_get("run_at").map_err(failed)?;
                             let id: Option<JobId> = row.try_get("id").map_err(failed)?;
+                            let priority: Option<i16> = row.try_get("priority").map_err(failed)?;
                             heads.push(floors::Head {
                                 queue: row.try_get("queue").map_err(failed)?,
                                 tenant: row.try_get("tenant_id").map_err(failed)?,
-                                at: at.zip(id).map(|(at, id)| floors::Position { at, id }),
+                                at: at.zip(id).map(|(at, id)| {
+                                    floors::Position::of(priority.unwrap_or_default(), at, id)
+                                }),
                             });
                         }
                         "lapse" => lapses.push(floors::Lapse {

@@ -100,6 +100,7 @@ impl PostgresDriver {
                 .bind(wake_slot(now))
                 .bind(&request.traceparent)
                 .bind(&request.actor)
+                .bind(request.priority)
                 .fetch_optional(&mut *conn)
                 .await;
             // In its own transaction, a key or id taken under the statement is a unique
@@ -117,10 +118,7 @@ impl PostgresDriver {
                 self.floors.lower(
                     &request.queue,
                     request.tenant_id.as_deref(),
-                    floors::Position {
-                        at: request.run_at,
-                        id: request.id,
-                    },
+                    floors::Position::of(request.priority, request.run_at, request.id),
                 );
                 return Ok(EnqueueResult {
                     id: row.try_get("id").map_err(failed)?,
@@ -170,16 +168,16 @@ impl PostgresDriver {
             .fetch_optional(&mut *conn)
             .await
             .map_err(|e| classify(Op::JobEnqueue, e))?;
-        if replaced.is_some() {
+        if let Some(row) = replaced {
             // Pushed later, the old position only makes a claim look early; pulled earlier, the
-            // floor must come down to it.
+            // floor must come down to it (in the holder's own priority class).
+            let priority: i16 = row
+                .try_get("priority")
+                .map_err(|e| classify(Op::JobEnqueue, e))?;
             self.floors.lower(
                 &request.queue,
                 request.tenant_id.as_deref(),
-                floors::Position {
-                    at: request.run_at,
-                    id,
-                },
+                floors::Position::of(priority, request.run_at, id),
             );
         }
         Ok(())
@@ -223,6 +221,7 @@ impl PostgresDriver {
             .bind(now)
             .bind(&*self.wake_channel)
             .bind(batch.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
+            .bind(batch.iter().map(|r| r.priority).collect::<Vec<_>>())
     }
 
     /// Inserts a batch of jobs none of which is held, in one plain statement; `Ok(false)` when
@@ -338,10 +337,7 @@ impl PostgresDriver {
             (
                 r.queue.as_str(),
                 r.tenant_id.as_deref(),
-                floors::Position {
-                    at: r.run_at,
-                    id: r.id,
-                },
+                floors::Position::of(r.priority, r.run_at, r.id),
             )
         }));
         // Refusing a duplicate must name it, and a debounced one must replace its holder: one

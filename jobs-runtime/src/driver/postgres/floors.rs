@@ -21,6 +21,17 @@
 //!   1/[`RESCAN_COST_SHARE`] of the time), so under a held snapshot it stays cheap.
 //! - **This driver's own enqueues** lower the floor to the rows they insert, exactly.
 //!
+//! **Priorities.** A position includes the row's priority: the claim reads a tenant's rows by
+//! (priority, highest first; run_at; id), so a floor is a `(rank, run_at, id)` position, the
+//! rank being the priority negated (`x_jobs_fair_idx` keeps `-priority` ascending, so one row
+//! comparison seeks it). The margin caps a floor at `now - MARGIN` within its own class and
+//! never past the start of the default class there: a row of the default priority, or of the
+//! floor's own, that another process enqueues is read in order as before. A row that another
+//! process enqueues at a priority above a tenant's floor's class (or, behind a floor in a lower
+//! class, above the default) lies behind the floor: the next full claim finds it, within
+//! [`RESCAN_MIN`]..[`RESCAN_MAX`], as any row another process makes due behind a floor; rows
+//! this driver enqueues lower the floor to them at once.
+//!
 //! **Known-tenant claims.** Before the claim the [`Plan`] names, the driver may try the lean
 //! `job_claim_known.sql` ([`ClaimFloors::known`]): the known tenants from their floors and
 //! nothing else, no search for new tenants, no lapsed leases, a few plan nodes instead of about
@@ -40,20 +51,39 @@ use uuid::Uuid;
 
 use crate::clock::Timestamp;
 
-/// Where a tenant's claimable rows are read from: `(run_at, id)`, the claim's order.
+/// Where a tenant's claimable rows are read from: `(rank, run_at, id)`, the claim's order (the
+/// rank is the priority negated, so the highest priority comes first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Position {
+    pub rank: i16,
     pub at: Timestamp,
     pub id: Uuid,
 }
 
 impl Position {
-    /// The first position at `at`.
-    fn start_of(at: Timestamp) -> Self {
+    /// The position of a row of `priority` due at `at` with `id`.
+    pub(crate) fn of(priority: i16, at: Timestamp, id: Uuid) -> Self {
         Position {
+            rank: -priority,
+            at,
+            id,
+        }
+    }
+
+    /// The first position at `at` in class `rank`.
+    fn start_of(rank: i16, at: Timestamp) -> Self {
+        Position {
+            rank,
             at,
             id: Uuid::nil(),
         }
+    }
+
+    /// This position, moved back to where a floor may stand at `now` (see the module's note on
+    /// priorities): no later than `now - MARGIN` in its own class, nor than that instant in the
+    /// default class.
+    fn settled(self, now: Timestamp) -> Self {
+        self.min(settled_floor(now, self.rank))
     }
 }
 
@@ -162,6 +192,7 @@ pub(crate) enum Plan {
 pub(crate) struct FromFloors {
     pub queue: Vec<String>,
     pub tenant: Vec<String>,
+    pub rank: Vec<i16>,
     pub at: Vec<Timestamp>,
     pub id: Vec<Uuid>,
     pub discovery: Vec<Option<Timestamp>>,
@@ -174,6 +205,7 @@ impl FromFloors {
         for (tenant, at) in tenants {
             self.queue.push(queue.to_string());
             self.tenant.push(tenant.clone());
+            self.rank.push(at.rank);
             self.at.push(at.at);
             self.id.push(at.id);
         }
@@ -288,7 +320,6 @@ impl ClaimFloors {
         started: Instant,
         took: Duration,
     ) {
-        let limit = settled_floor(now);
         let mut state = self.lock();
         state.last_full = Some(FullClaim {
             at: started,
@@ -307,7 +338,7 @@ impl ClaimFloors {
                 *at = (*at).min(row.at);
             }
             for (tenant, at) in first {
-                floors.tenants.insert(tenant.to_string(), at.min(limit));
+                floors.tenants.insert(tenant.to_string(), at.settled(now));
             }
             if floors.tenants.len() > MAX_KNOWN_TENANTS {
                 floors.crowd();
@@ -328,7 +359,7 @@ impl ClaimFloors {
         heads: &[Head],
         lapses: &[Lapse],
     ) {
-        let limit = settled_floor(now);
+        let limit = settled_floor(now, DEFAULT_RANK);
         let mut state = self.lock();
         state.last_now = Some(now);
         state.last_search = Some(Search { at: started, now });
@@ -349,7 +380,7 @@ impl ClaimFloors {
             for head in heads.iter().filter(|h| h.queue == *queue) {
                 let known = floors.tenants.contains_key(&head.tenant);
                 let floor = match head.at {
-                    Some(at) => at.min(limit),
+                    Some(at) => at.settled(now),
                     None => limit,
                 };
                 if !known {
@@ -424,9 +455,13 @@ fn rescan_interval(took: Duration) -> Duration {
     (took * RESCAN_COST_SHARE).clamp(RESCAN_MIN, RESCAN_MAX)
 }
 
-/// The furthest a floor may stand at `now`.
-fn settled_floor(now: Timestamp) -> Position {
-    Position::start_of(now - chrono_duration(MARGIN))
+/// The rank of the default priority.
+const DEFAULT_RANK: i16 = -crate::driver::DEFAULT_PRIORITY;
+
+/// The furthest a floor in class `rank` may stand at `now`: `now - MARGIN` in that class, or in
+/// the default class when `rank` is a lower priority's.
+fn settled_floor(now: Timestamp, rank: i16) -> Position {
+    Position::start_of(rank.min(DEFAULT_RANK), now - chrono_duration(MARGIN))
 }
 
 fn chrono_duration(d: Duration) -> chrono::Duration {
@@ -443,6 +478,7 @@ mod tests {
 
     fn pos(ms: i64) -> Position {
         Position {
+            rank: 0,
             at: at(ms),
             id: Uuid::from_u128(ms as u128),
         }
@@ -478,6 +514,46 @@ mod tests {
         assert_eq!(next.tenant, vec![""]);
         assert_eq!((next.at[0], next.id[0]), (pos(4_000).at, pos(4_000).id));
         assert_eq!(next.discovery, vec![None]);
+    }
+
+    #[test]
+    fn a_floor_keeps_its_class_and_never_passes_the_default_class() {
+        let floors = ClaimFloors::default();
+        let now = at(20_000);
+        let margin = MARGIN.as_millis() as i64;
+        let in_class = |tenant: &str, rank: i16, ms: i64| Taken {
+            queue: "q".into(),
+            tenant: tenant.into(),
+            at: Position { rank, ..pos(ms) },
+        };
+        floors.after_full(
+            &["q"],
+            now,
+            &[
+                // A high class's head within the margin: held back within its class.
+                in_class("high", -3, 19_990),
+                // A low class's head: never past the start of the default class at the margin.
+                in_class("low", 2, 5_000),
+                // A high class's head well behind the margin stays where it is.
+                in_class("old", -5, 1_000),
+            ],
+            Instant::now(),
+            Duration::ZERO,
+        );
+        let next = from(floors.plan(&["q"], at(20_001)));
+        let floor = |tenant: &str| {
+            let i = next.tenant.iter().position(|t| t == tenant).expect("known");
+            (next.rank[i], next.at[i], next.id[i])
+        };
+        assert_eq!(floor("high"), (-3, at(20_000 - margin), Uuid::nil()));
+        assert_eq!(floor("low"), (0, at(20_000 - margin), Uuid::nil()));
+        assert_eq!(floor("old"), (-5, pos(1_000).at, pos(1_000).id));
+        // This driver's enqueue of a higher class lowers the floor to it exactly.
+        let row = Position::of(4, at(19_999), Uuid::from_u128(7));
+        floors.lower("q", Some("low"), row);
+        let next = from(floors.plan(&["q"], at(20_002)));
+        let i = next.tenant.iter().position(|t| t == "low").expect("known");
+        assert_eq!((next.rank[i], next.at[i], next.id[i]), (-4, row.at, row.id));
     }
 
     #[test]

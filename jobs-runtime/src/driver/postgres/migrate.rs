@@ -57,6 +57,8 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     21 => "0021_failed_index_without_done.sql",
     22 => "0022_created_index_ascending.sql",
     23 => "0023_outbox.sql",
+    24 => "0024_priority.sql",
+    25 => "0025_outbox_priority.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

@@ -18,8 +18,13 @@ use crate::driver::records::{EnqueueRequest, JobId};
 use crate::driver::WakeReceiver;
 use crate::error::JobError;
 
-/// The outbox's DDL: the jobs' migration 23, which [`PostgresOutbox::install`] also runs.
-const DDL: &str = include_str!("../../../migrations/0023_outbox.sql");
+/// The outbox's DDL: the jobs' migrations 23 and 25 (its `priority` column), which
+/// [`PostgresOutbox::install`] also runs.
+const DDL: &str = concat!(
+    include_str!("../../../migrations/0023_outbox.sql"),
+    "\n",
+    include_str!("../../../migrations/0025_outbox_priority.sql")
+);
 
 #[derive(Debug)]
 struct Statements {
@@ -100,7 +105,7 @@ impl PostgresOutbox {
             .expect("a driver's schema was checked when it was built")
     }
 
-    /// Creates the schema and `x_outbox` when missing (the DDL of the jobs' migration 23):
+    /// Creates the schema and `x_outbox` when missing (the DDL of the jobs' migrations 23 and 25):
     /// for an app database apart from the job store's. Idempotent; safe from several processes
     /// at once.
     pub async fn install(&self) -> Result<(), JobError> {
@@ -154,6 +159,7 @@ impl OutboxStore for PostgresOutbox {
             .bind(&request.actor)
             .bind(request.now)
             .bind(&*self.channel)
+            .bind(request.priority)
             .execute(conn)
             .await
             .map_err(|e| classify(Op::OutboxStage, e))?;

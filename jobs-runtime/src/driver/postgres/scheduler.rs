@@ -81,6 +81,7 @@ impl SchedulerStore for PostgresDriver {
         let inputs: Vec<&serde_json::Value> = jobs.iter().map(|j| &j.input).collect();
         let keys: Vec<&str> = jobs.iter().map(|j| j.idempotency_key.as_str()).collect();
         let tenants: Vec<Option<&str>> = jobs.iter().map(|j| j.tenant_id.as_deref()).collect();
+        let priorities: Vec<i16> = jobs.iter().map(|j| j.priority).collect();
         let attempts: Vec<i32> = jobs
             .iter()
             .map(|j| i32::try_from(j.max_attempts).unwrap_or(i32::MAX))
@@ -100,6 +101,7 @@ impl SchedulerStore for PostgresDriver {
             .bind(&tenants)
             .bind(&attempts)
             .bind(&*self.wake_channel)
+            .bind(&priorities)
             .fetch_all(&self.pool)
             .await
             .map_err(|e| classify(Op::TaskFire, e))?;

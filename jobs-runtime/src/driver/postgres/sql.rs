@@ -21,6 +21,7 @@ const JOB_COLUMNS: &[&str] = &[
     "attempt",
     "max_attempts",
     "run_at",
+    "priority",
     "created_at",
     "updated_at",
     "last_error",
@@ -35,7 +36,8 @@ const JOB_COLUMNS: &[&str] = &[
 
 /// The columns an operator list row carries (never the input).
 const SUMMARY_COLUMNS: &str = "j.id, j.run_id, j.name, j.queue, j.tenant_id, j.state, j.attempt, \
-     j.max_attempts, j.run_at, j.created_at, j.updated_at, j.last_error, j.last_error_code, j.progress";
+     j.max_attempts, j.run_at, j.priority, j.created_at, j.updated_at, j.last_error, j.last_error_code, \
+     j.progress";
 
 /// Fixed SQL text shared by several statements, spliced where a statement names it in braces
 /// (`sql/fragment_<name>.sql`), before the schema is.

@@ -75,6 +75,11 @@ pub(super) fn job(f: &Fields) -> Result<JobRecord, JobError> {
         attempt: number(f, "attempt")?,
         max_attempts: number(f, "max")?,
         run_at: time(text(f, "run_at")?)?,
+        // Stored only when not the default (one field fewer per row).
+        priority: match f.get("prio") {
+            Some(p) => p.parse().map_err(|_| bad("a priority"))?,
+            None => DEFAULT_PRIORITY,
+        },
         created_at: time(text(f, "created")?)?,
         updated_at: time(text(f, "updated")?)?,
         last_error: f.get("err").cloned(),

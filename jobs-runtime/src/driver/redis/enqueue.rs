@@ -85,6 +85,11 @@ pub(super) async fn enqueue(
                     ConflictPolicy::Error => "e",
                     ConflictPolicy::Replace => "r",
                 });
+            if r.priority == DEFAULT_PRIORITY {
+                invocation.arg("");
+            } else {
+                invocation.arg(r.priority);
+            }
         }
         let answer: Vec<String> = match driver.conn().script(op, &invocation).await {
             Ok(answer) => answer,

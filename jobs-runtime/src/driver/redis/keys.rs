@@ -34,7 +34,7 @@ impl Keys {
     }
 
     /// The tag every key of `queue` starts with; the queue scripts build the rest
-    /// (`<tag>:j:<id>`, `<tag>:due:<tenant>`, ...; `lua/lib.lua` names them all).
+    /// (`<tag>:j:<id>`, `<tag>:due:<lane>` (a tenant and priority), ...; `lua/lib.lua` names them all).
     pub(super) fn queue(&self, queue: &str) -> String {
         format!("{{{}:q:{}}}", self.prefix, escape(queue))
     }

@@ -70,6 +70,9 @@ struct PendingJob {
     max: u32,
     tp: Option<String>,
     actor: Option<String>,
+    /// Absent from a fire filed before priorities: the default.
+    #[serde(default)]
+    prio: i16,
 }
 
 impl Pending {
@@ -89,6 +92,7 @@ impl Pending {
                     max: r.max_attempts,
                     tp: r.traceparent.clone(),
                     actor: r.actor.clone(),
+                    prio: r.priority,
                 })
                 .collect(),
         }
@@ -110,6 +114,7 @@ impl Pending {
                 tenant_id: j.tenant,
                 max_attempts: j.max,
                 run_at: now,
+                priority: j.prio,
                 on_conflict: ConflictPolicy::Dedupe,
                 traceparent: j.tp,
                 actor: j.actor,

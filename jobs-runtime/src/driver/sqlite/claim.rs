@@ -6,9 +6,10 @@
 //!
 //! The choice is the Postgres statement's, step by step: lapsed running rows with attempts left
 //! compete for the slots, lapsed final attempts are buried (`dead`, or `failed` for the names
-//! in `drop_exhausted`) without spending any; each tenant's due rows (at most the queue's slots)
-//! in due order make its turns, visiting at most 64 tenants per queue from the claimer's
+//! in `drop_exhausted`) without spending any; each tenant's due rows (at most the queue's slots),
+//! highest priority first, then in due order, make its turns, visiting at most 64 tenants per queue from the claimer's
 //! fairness cursor, wrapping around; the queue takes turn 1 of every tenant, then turn 2, ...
+//! (within a turn, the higher priority, then the earlier due).
 //! A paused queue yields nothing. Every read is an index walk of `x_jobs_fair_idx` or
 //! `x_jobs_lapsed_idx` bounded by the slots.
 
@@ -30,10 +31,11 @@ const TENANTS_PER_CLAIM: usize = 64;
 /// Lapsed final attempts buried per queue per claim.
 const BURIALS_PER_CLAIM: i64 = 100;
 
-/// One row the claim may take: its tenant, when it fell due (the stored form sorts by time)
-/// and its id.
+/// One row the claim may take: its tenant, its priority, when it fell due (the stored form
+/// sorts by time) and its id.
 struct Candidate {
     tenant: String,
+    priority: i64,
     due: String,
     id: JobId,
 }
@@ -77,12 +79,8 @@ pub(crate) async fn claim(writer: &Writer, params: &ClaimParams) -> Result<Claim
             survey.from_start,
         )
         .await?;
-        for (tenant, rows) in seeded {
-            match rows {
-                Some(rows) => candidates.extend(rows),
-                None => candidates
-                    .extend(queued(&mut tx, &demand.queue, tenant, slots, params.now).await?),
-            }
+        for tenant in seeded {
+            candidates.extend(queued(&mut tx, &demand.queue, tenant, slots, params.now).await?);
         }
         chosen.extend(take_turns(candidates, demand.limit as usize));
     }
@@ -141,38 +139,41 @@ pub(crate) async fn claim(writer: &Writer, params: &ClaimParams) -> Result<Claim
     Ok(result)
 }
 
-/// Each tenant's candidates in due order make its turns (at most `slots` of them); the queue
-/// takes turn 1 of every tenant, then turn 2, ... until `slots` are taken.
+/// Each tenant's candidates, highest priority first, then in due order, make its turns (at
+/// most `slots` of them); the queue takes turn 1 of every tenant, then turn 2, ... (within a
+/// turn, the higher priority, then the earlier due) until `slots` are taken.
 fn take_turns(mut candidates: Vec<Candidate>, slots: usize) -> Vec<JobId> {
-    candidates.sort_by(|a, b| (&a.tenant, &a.due, a.id).cmp(&(&b.tenant, &b.due, b.id)));
+    candidates.sort_by(|a, b| {
+        (&a.tenant, -a.priority, &a.due, a.id).cmp(&(&b.tenant, -b.priority, &b.due, b.id))
+    });
     let mut turns: HashMap<&str, usize> = HashMap::new();
-    let mut ranked: Vec<(usize, &str, JobId)> = Vec::new();
+    let mut ranked: Vec<(usize, i64, &str, JobId)> = Vec::new();
     for c in &candidates {
         let turn = turns.entry(c.tenant.as_str()).or_insert(0);
         *turn += 1;
         if *turn <= slots {
-            ranked.push((*turn, c.due.as_str(), c.id));
+            ranked.push((*turn, -c.priority, c.due.as_str(), c.id));
         }
     }
     ranked.sort();
     ranked
         .into_iter()
         .take(slots)
-        .map(|(_, _, id)| id)
+        .map(|(_, _, _, id)| id)
         .collect()
 }
 
 /// The claim's statements over one queue: whether it is paused, its lapsed final attempts to
-/// bury (at most [`BURIALS_PER_CLAIM`]), its lapsed rows with attempts left, and the due rows
-/// of the first tenant past the fairness cursor and of the first tenant from the start up to
-/// it (each at most `slots`). One statement, so a queue with one tenant is surveyed in one
-/// round trip to the connection's thread; every part is an index seek (`x_job_pauses`' key,
-/// `x_jobs_lapsed_idx`, `x_jobs_fair_idx`).
-const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenant
+/// bury (at most [`BURIALS_PER_CLAIM`]), its lapsed rows with attempts left, and the first
+/// tenant with due rows past the fairness cursor and the first from the start up to it (whose
+/// rows [`queued`] reads, class by class). One statement; every part is an index seek
+/// (`x_job_pauses`' key, `x_jobs_lapsed_idx`, `x_jobs_fair_idx`).
+const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenant,
+        null as priority
         from x_job_pauses where queue = ?1
     union all
     select * from (
-        select 'x', id, visible_at, coalesce(tenant_id, '') from x_jobs
+        select 'x', id, visible_at, coalesce(tenant_id, ''), priority from x_jobs
         where queue = ?1 and state = 'running' and visible_at <= ?2
           and attempt >= max_attempts
         order by visible_at, id
@@ -180,7 +181,7 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
     )
     union all
     select * from (
-        select 'l', id, visible_at, coalesce(tenant_id, '') from x_jobs
+        select 'l', id, visible_at, coalesce(tenant_id, ''), priority from x_jobs
         where queue = ?1 and state = 'running' and visible_at <= ?2
           and attempt < max_attempts
         order by visible_at, id
@@ -188,33 +189,19 @@ const SURVEY: &str = "select 'p' as kind, null as id, null as due, null as tenan
     )
     union all
     select * from (
-        select 'a', id, run_at, coalesce(tenant_id, '') from x_jobs
-        where queue = ?1
-          and coalesce(tenant_id, '') = (
-              select coalesce(tenant_id, '') from x_jobs
-              where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-                and coalesce(tenant_id, '') > ?5
-              order by coalesce(tenant_id, '')
-              limit 1
-          )
-          and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-        order by run_at, id
-        limit ?4 + 0
+        select 'a', null, null, coalesce(tenant_id, ''), null from x_jobs
+        where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+          and coalesce(tenant_id, '') > ?5
+        order by coalesce(tenant_id, '')
+        limit 1
     )
     union all
     select * from (
-        select 'b', id, run_at, coalesce(tenant_id, '') from x_jobs
-        where queue = ?1
-          and coalesce(tenant_id, '') = (
-              select coalesce(tenant_id, '') from x_jobs
-              where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-                and coalesce(tenant_id, '') <= ?5
-              order by coalesce(tenant_id, '')
-              limit 1
-          )
-          and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
-        order by run_at, id
-        limit ?4 + 0
+        select 'b', null, null, coalesce(tenant_id, ''), null from x_jobs
+        where queue = ?1 and state in ('ready', 'delayed', 'suspended') and run_at <= ?2
+          and coalesce(tenant_id, '') <= ?5
+        order by coalesce(tenant_id, '')
+        limit 1
     )";
 
 /// The claim marks its chosen rows, given as a JSON array of hex ids, in one statement.
@@ -235,10 +222,10 @@ struct Survey {
     paused: bool,
     exhausted: Vec<JobId>,
     lapsed: Vec<Candidate>,
-    /// The first tenant past the cursor with due rows, and those rows.
-    past_cursor: Option<(String, Vec<Candidate>)>,
-    /// The first tenant from the start, up to the cursor, with due rows, and those rows.
-    from_start: Option<(String, Vec<Candidate>)>,
+    /// The first tenant past the cursor with due rows.
+    past_cursor: Option<String>,
+    /// The first tenant from the start, up to the cursor, with due rows.
+    from_start: Option<String>,
 }
 
 async fn survey(
@@ -265,23 +252,33 @@ async fn survey(
             "p" => survey.paused = true,
             "x" => survey.exhausted.push(row.try_get("id").map_err(failed)?),
             "l" => survey.lapsed.push(candidate(row)?),
-            "a" | "b" => {
-                let c = candidate(row)?;
-                let seed = if kind == "a" {
-                    &mut survey.past_cursor
-                } else {
-                    &mut survey.from_start
-                };
-                seed.get_or_insert_with(|| (c.tenant.clone(), Vec::new()))
-                    .1
-                    .push(c);
-            }
+            "a" => survey.past_cursor = Some(row.try_get("tenant").map_err(failed)?),
+            "b" => survey.from_start = Some(row.try_get("tenant").map_err(failed)?),
             _ => {}
         }
     }
     Ok(survey)
 }
 
+/// The next priority class below ?3 (highest first) in which the tenant has queued rows, due
+/// or not: one seek of `x_jobs_fair_idx`.
+const NEXT_CLASS: &str = "select priority from x_jobs
+     where queue = ?1 and coalesce(tenant_id, '') = ?2
+       and state in ('ready', 'delayed', 'suspended') and priority < ?3
+     order by priority desc
+     limit 1";
+
+/// One class's due rows, oldest first: a seek bounded by `run_at <= now`, so its rows not yet
+/// due are never walked.
+const CLASS_ROWS: &str = "select id, run_at as due, coalesce(tenant_id, '') as tenant, priority
+     from x_jobs
+     where queue = ?1 and coalesce(tenant_id, '') = ?2 and priority = ?3
+       and state in ('ready', 'delayed', 'suspended') and run_at <= ?4
+     order by run_at, id
+     limit ?5 + 0";
+
+/// A tenant's due rows in its claim order, at most `slots`: class by class from the highest
+/// priority, each found by [`NEXT_CLASS`] and read by [`CLASS_ROWS`], until `slots` are found.
 async fn queued(
     tx: &mut SqliteConnection,
     queue: &str,
@@ -289,21 +286,33 @@ async fn queued(
     slots: i64,
     now: Timestamp,
 ) -> Result<Vec<Candidate>, JobError> {
-    let rows = sqlx::query(
-        "select id, run_at as due, coalesce(tenant_id, '') as tenant from x_jobs
-         where queue = ?1 and coalesce(tenant_id, '') = ?2
-           and state in ('ready', 'delayed', 'suspended') and run_at <= ?3
-         order by run_at, id
-         limit ?4 + 0",
-    )
-    .bind(queue)
-    .bind(tenant)
-    .bind(ts(now))
-    .bind(slots)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(|e| classify(Op::JobClaim, e))?;
-    rows.iter().map(candidate).collect()
+    let failed = |e| classify(Op::JobClaim, e);
+    let mut found = Vec::new();
+    let mut above = i64::from(MAX_PRIORITY) + 1;
+    while (found.len() as i64) < slots {
+        let class: Option<i64> = sqlx::query_scalar(NEXT_CLASS)
+            .bind(queue)
+            .bind(&tenant)
+            .bind(above)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed)?;
+        let Some(class) = class else { break };
+        let rows = sqlx::query(CLASS_ROWS)
+            .bind(queue)
+            .bind(&tenant)
+            .bind(class)
+            .bind(ts(now))
+            .bind(slots - found.len() as i64)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(failed)?;
+        for row in &rows {
+            found.push(candidate(row)?);
+        }
+        above = class;
+    }
+    Ok(found)
 }
 
 fn candidate(row: &sqlx::sqlite::SqliteRow) -> Result<Candidate, JobError> {
@@ -312,45 +321,45 @@ fn candidate(row: &sqlx::sqlite::SqliteRow) -> Result<Candidate, JobError> {
         id: row.try_get("id").map_err(failed)?,
         due: row.try_get("due").map_err(failed)?,
         tenant: row.try_get("tenant").map_err(failed)?,
+        priority: row.try_get("priority").map_err(failed)?,
     })
 }
 
 /// The tenants with due rows in `queue`, at most [`TENANTS_PER_CLAIM`], in tenant order from
-/// just after `cursor`, wrapping around to the start and up to `cursor` itself, each with its
-/// due rows when the survey read them already (the first tenant of each side). Each further
-/// probe is one seek of `x_jobs_fair_idx` by (queue, tenant range): the bounds are plain
+/// just after `cursor`, wrapping around to the start and up to `cursor` itself (the survey
+/// found the first tenant of each side). Each further probe is one seek of `x_jobs_fair_idx` by (queue, tenant range): the bounds are plain
 /// comparisons, never `? is null or ...`, which would turn the seek into a walk of the queue.
 async fn tenants(
     tx: &mut SqliteConnection,
     queue: &str,
     cursor: &str,
     now: Timestamp,
-    past_cursor: Option<(String, Vec<Candidate>)>,
-    from_start: Option<(String, Vec<Candidate>)>,
-) -> Result<Vec<(String, Option<Vec<Candidate>>)>, JobError> {
-    let mut found: Vec<(String, Option<Vec<Candidate>>)> = Vec::new();
+    past_cursor: Option<String>,
+    from_start: Option<String>,
+) -> Result<Vec<String>, JobError> {
+    let mut found: Vec<String> = Vec::new();
     // Past the cursor (the survey found the first, or there is none).
-    if let Some((tenant, rows)) = past_cursor {
-        found.push((tenant, Some(rows)));
+    if let Some(tenant) = past_cursor {
+        found.push(tenant);
         while found.len() < TENANTS_PER_CLAIM {
-            let after = found.last().map_or(cursor, |(t, _)| t.as_str());
+            let after = found.last().map_or(cursor, String::as_str);
             let Some(next) = probe(tx, NEXT_AFTER, queue, now, &[after]).await? else {
                 break;
             };
-            found.push((next, None));
+            found.push(next);
         }
     }
     // From the start, up to the cursor (the survey found the first, or there is none).
     if found.len() < TENANTS_PER_CLAIM {
-        if let Some((first, rows)) = from_start {
+        if let Some(first) = from_start {
             let mut after = first.clone();
-            found.push((first, Some(rows)));
+            found.push(first);
             // Past the cursor itself the range (after, cursor] is empty.
             while found.len() < TENANTS_PER_CLAIM && after.as_str() < cursor {
                 let next = probe(tx, NEXT_AFTER_UPTO, queue, now, &[&after, cursor]).await?;
                 let Some(next) = next else { break };
                 after = next.clone();
-                found.push((next, None));
+                found.push(next);
             }
         }
     }

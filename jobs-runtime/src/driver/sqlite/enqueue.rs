@@ -19,11 +19,11 @@ use crate::error::JobError;
 /// key): `on conflict do nothing` covers the primary key and the live-key unique index alike.
 const INSERT: &str = "insert into x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, traceparent, actor
+        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority
     )
     values (?1, ?2, ?3, ?4, ?5, ?6, ?7,
         case when ?9 <= ?10 then 'ready' else 'delayed' end,
-        ?8, ?9, ?10, ?10, ?11, ?12)
+        ?8, ?9, ?10, ?10, ?11, ?12, ?13)
     on conflict do nothing
     returning id, run_id";
 
@@ -68,6 +68,7 @@ pub(crate) async fn enqueue_on(
             .bind(ts(now))
             .bind(&request.traceparent)
             .bind(&request.actor)
+            .bind(request.priority)
             // Stepped to its end: see the module's note on auto-checkpoints.
             .fetch_all(&mut *conn)
             .await
@@ -108,18 +109,18 @@ pub(crate) async fn enqueue_on(
 
 /// A batch in one statement: each request is an element of a JSON array (`[id hex, run id
 /// hex, name, queue, input as JSON text, key, tenant, max attempts, run at, traceparent,
-/// actor]`), inserted in the array's order (`json_each` yields it in order), so a key that two
+/// actor, priority]`), inserted in the array's order (`json_each` yields it in order), so a key that two
 /// requests share goes to the first, as one insert after another would. Rows that meet a
 /// holder insert nothing and are not returned. (`where true` lets SQLite's parser read the
 /// `on conflict` as the upsert clause.)
 const INSERT_MANY: &str = "insert into x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, traceparent, actor
+        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority
     )
     select unhex(value ->> 0), unhex(value ->> 1), value ->> 2, value ->> 3, value ->> 4,
         value ->> 5, value ->> 6,
         case when value ->> 8 <= ?2 then 'ready' else 'delayed' end,
-        value ->> 7, value ->> 8, ?2, ?2, value ->> 9, value ->> 10
+        value ->> 7, value ->> 8, ?2, ?2, value ->> 9, value ->> 10, value ->> 11
     from json_each(?1)
     where true
     on conflict do nothing
@@ -152,6 +153,7 @@ pub(crate) async fn enqueue_many(
                 time::format(r.run_at),
                 r.traceparent,
                 r.actor,
+                r.priority,
             ])
         })
         .collect();

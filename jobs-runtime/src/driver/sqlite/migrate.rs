@@ -56,6 +56,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0007_outbox.sql",
         sql: include_str!("../../../migrations/sqlite/0007_outbox.sql"),
     },
+    SqliteMigration {
+        version: 8,
+        name: "0008_priority.sql",
+        sql: include_str!("../../../migrations/sqlite/0008_priority.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
@@ -95,6 +100,11 @@ pub(crate) async fn migrate(writer: &Writer) -> Result<Vec<i32>, JobError> {
             .map_err(failed)?;
         ran.push(migration.version);
     }
+    // The outbox's `priority` column, which `SqliteOutbox::install` may have added first to a
+    // file it shares: SQLite cannot add a column only if missing, so no file adds it.
+    super::outbox::ensure_priority(&mut tx)
+        .await
+        .map_err(failed)?;
     tx.commit().await.map_err(failed)?;
     Ok(ran)
 }

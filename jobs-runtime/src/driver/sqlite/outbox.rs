@@ -20,8 +20,27 @@ use crate::error::JobError;
 const DDL: &str = include_str!("../../../migrations/sqlite/0007_outbox.sql");
 
 const STAGE: &str = "insert into x_outbox (id, run_id, name, queue, input, idempotency_key,
-        tenant_id, max_attempts, run_at, on_conflict, traceparent, actor, staged_at)
-    values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+        tenant_id, max_attempts, run_at, on_conflict, traceparent, actor, staged_at, priority)
+    values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+
+/// Whether `x_outbox` has its `priority` column (added after migration 7).
+const HAS_PRIORITY: &str =
+    "select count(*) from pragma_table_info('x_outbox') where name = 'priority'";
+
+/// Adds `x_outbox.priority` (a job's priority, carried to the job store by the relay).
+const ADD_PRIORITY: &str = "alter table x_outbox add column priority integer not null default 0";
+
+/// Adds `x_outbox.priority` when missing: SQLite has no `add column if not exists`, so the job
+/// store's migrations and [`SqliteOutbox::install`] both come here, in whichever order.
+pub(crate) async fn ensure_priority(conn: &mut SqliteConnection) -> Result<(), sqlx::Error> {
+    let has: i64 = sqlx::query_scalar(HAS_PRIORITY)
+        .fetch_one(&mut *conn)
+        .await?;
+    if has == 0 {
+        sqlx::query(ADD_PRIORITY).execute(&mut *conn).await?;
+    }
+    Ok(())
+}
 
 /// The head of the outbox in (staged_at, id) order, stamped with the holder, unless another
 /// holder's claim there has not lapsed (?4: claims made after it are live).
@@ -39,7 +58,7 @@ const CLAIM: &str = "update x_outbox set claimed_by = ?1, claimed_at = ?3
         limit ?2
     )
     returning id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts,
-        run_at, on_conflict, traceparent, actor, staged_at, publish_attempts";
+        run_at, on_conflict, traceparent, actor, staged_at, publish_attempts, priority";
 
 /// ?2 and ?4 are JSON arrays of hex ids: the rows, and those the job store already held.
 const PUBLISHED: &str = "update x_outbox
@@ -112,13 +131,15 @@ impl SqliteOutbox {
         Self::new(driver.pool().clone())
     }
 
-    /// Creates `x_outbox` when missing (the DDL of the SQLite migration 7): for an app file
+    /// Creates `x_outbox` when missing (the DDL of the SQLite migration 7, and its `priority`
+    /// column): for an app file
     /// apart from the job store's. Idempotent.
     pub async fn install(&self) -> Result<(), JobError> {
         let failed = |e| classify(Op::OutboxInstall, e);
         let mut conn = self.pool.acquire().await.map_err(failed)?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         sqlx::raw_sql(DDL).execute(&mut *tx).await.map_err(failed)?;
+        ensure_priority(&mut tx).await.map_err(failed)?;
         tx.commit().await.map_err(failed)
     }
 }
@@ -160,6 +181,7 @@ impl OutboxStore for SqliteOutbox {
             .bind(&request.traceparent)
             .bind(&request.actor)
             .bind(ts(request.now))
+            .bind(request.priority)
             .execute(conn)
             .await
             .map_err(|e| classify(Op::OutboxStage, e))?;

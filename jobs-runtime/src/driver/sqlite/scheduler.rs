@@ -48,9 +48,9 @@ const MOVE_WATERMARK: &str =
 /// nothing` covers the id and the live-key index alike.
 const INSERT_JOB: &str = "insert into x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at
+        max_attempts, run_at, created_at, updated_at, priority
     )
-    values (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'ready', ?8, ?9, ?9, ?9)
+    values (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'ready', ?8, ?9, ?9, ?9, ?10)
     on conflict do nothing
     returning id, run_id";
 
@@ -233,6 +233,7 @@ async fn fire_job(
         .bind(&request.tenant_id)
         .bind(i64::from(request.max_attempts))
         .bind(ts(now))
+        .bind(request.priority)
         .fetch_optional(&mut *tx)
         .await
         .map_err(failed)?;

@@ -11,7 +11,7 @@ pub struct Welcome {
     retry(attempts = 0, backoff = expo),
     timeout = "0s",
     concurrency = 0,
-    priority = 1,
+    priority = 9,
 )]
 pub fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
     let _ = (run, input);

@@ -7,7 +7,7 @@ pub struct Welcome {
     pub org_id: String,
 }
 
-#[job(key = "welcome:{user_id}", tenant = org_id, priority_boost = 2)]
+#[job(key = "welcome:{user_id}", tenant = org_id, boost = 2)]
 pub async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
     let _ = (run, input);
     Ok(())

@@ -63,6 +63,9 @@ pub struct JobSummary {
     pub max_attempts: u32,
     /// When it is (or was) due.
     pub run_at: Timestamp,
+    /// Its priority (higher is claimed first within its tenant's turn).
+    #[serde(default)]
+    pub priority: i16,
     /// Created.
     pub created_at: Timestamp,
     /// Last written.
@@ -87,6 +90,7 @@ impl From<&JobRecord> for JobSummary {
             attempt: r.attempt,
             max_attempts: r.max_attempts,
             run_at: r.run_at,
+            priority: r.priority,
             created_at: r.created_at,
             updated_at: r.updated_at,
             last_error: r.last_error.clone(),

@@ -8,6 +8,14 @@ use crate::error::{ErrorCode, JobError};
 
 use super::{JobId, JobState, RunId};
 
+/// The lowest priority a job may carry (`#[job(priority = N)]`, [`EnqueueOptions::priority`](crate::EnqueueOptions::priority)).
+pub const MIN_PRIORITY: i16 = -5;
+/// The highest priority a job may carry: within a queue and a tenant's turn, a higher priority
+/// is claimed first, then the earlier run time.
+pub const MAX_PRIORITY: i16 = 5;
+/// The priority of a job whose declaration and enqueue name none: the middle of the range.
+pub const DEFAULT_PRIORITY: i16 = 0;
+
 /// What a duplicate live key does at enqueue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ConflictPolicy {
@@ -65,6 +73,9 @@ pub struct EnqueueRequest {
     pub max_attempts: u32,
     /// When it becomes due.
     pub run_at: Timestamp,
+    /// Its priority, [`MIN_PRIORITY`]..=[`MAX_PRIORITY`] (checked before any driver is reached):
+    /// a higher one is claimed first within its tenant's turn.
+    pub priority: i16,
     /// What a duplicate live key does.
     pub on_conflict: ConflictPolicy,
     /// The W3C traceparent of the enqueue (one trace spans the enqueue and every run).

@@ -123,6 +123,10 @@ pub struct JobRecord {
     pub max_attempts: u32,
     /// When it is (or was) due.
     pub run_at: Timestamp,
+    /// Its priority ([`MIN_PRIORITY`](super::MIN_PRIORITY)..=[`MAX_PRIORITY`](super::MAX_PRIORITY)):
+    /// a higher one is claimed first within its tenant's turn.
+    #[serde(default)]
+    pub priority: i16,
     /// Created.
     pub created_at: Timestamp,
     /// Last written.

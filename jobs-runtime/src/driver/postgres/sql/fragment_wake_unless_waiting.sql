@@ -10,7 +10,8 @@
 -- slot, while a quiet queue announces every job, so an idle worker picks each one up at once.
 -- Two index probes find such a row, each bounded whatever the backlog (a lookup by queue alone
 -- once walked the whole backlog on every enqueue): one of the same tenant, seeking
--- x_jobs_fair_idx by (queue, tenant, due in the slot); else one of the slot among the table's
+-- x_jobs_fair_idx by (queue, tenant, priority, due in the slot: a row of the new row's own
+-- priority, $15, so the seek stays one range); else one of the slot among the table's
 -- 16 newest rows of any tenant, read in x_jobs_created_idx's order (an ordered scan with a
 -- limit, and no range the planner could turn into a bitmap scan of the whole slot), so many
 -- tenants filling one queue still announce it about once per slot. A miss costs one more
@@ -22,6 +23,7 @@ case
          select 1 from {schema}.x_jobs o
          where o.queue = $4
            and coalesce(o.tenant_id, '') = coalesce($7, '')
+           and -o.priority = -$15::smallint
            and o.run_at >= $12
            and o.run_at <= $10
            and o.state = 'ready'

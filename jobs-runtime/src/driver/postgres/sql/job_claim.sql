@@ -2,7 +2,8 @@
 -- worker $3 until $5; one statement, however many queues and slots.
 --
 -- Fair across tenants: the queued rows are taken in turns, one per tenant per turn (each
--- tenant oldest run_at first), so a tenant with a 50,000-row backlog gets one slot in each
+-- tenant's highest priority first, then oldest run_at; within a turn too, the higher priority
+-- first, then the older), so a tenant with a 50,000-row backlog gets one slot in each
 -- turn like a tenant with one row, and never makes the others wait behind it. The tenants
 -- are found by a skip scan over x_jobs_fair_idx (one index probe per tenant), at most 64 per
 -- queue per claim, starting after the tenant served last ($7) and wrapping around.
@@ -85,10 +86,10 @@ tenants (queue, tenant, n, wrapped) as (
 -- Lapsed rows with attempts left compete for the slots; lapsed final attempts are buried
 -- without spending any (up to 100 per queue per claim).
 lapsed as (
-    select l.id, l.queue, l.visible_at as due, l.tenant
+    select l.id, l.queue, l.visible_at as due, l.tenant, l.rank
     from demand d
     cross join lateral (
-        select j.id, j.queue, j.visible_at, coalesce(j.tenant_id, '') as tenant
+        select j.id, j.queue, j.visible_at, coalesce(j.tenant_id, '') as tenant, -j.priority as rank
         from {schema}.x_jobs j
         where j.queue = d.queue and j.state = 'running' and j.visible_at <= $4
           and j.attempt < j.max_attempts
@@ -110,15 +111,46 @@ exhausted as (
         for update skip locked
     ) e
 ),
-queued as (
-    select q.id, q.queue, q.run_at as due, q.tenant
+-- The priority classes each tenant has queued rows in (the rank: the priority negated, highest
+-- priority first), found by a skip scan, one probe for the first and one past each; each
+-- class's due rows are then read by a seek bounded by `run_at <= now`, so no class's rows that
+-- are not yet due are walked.
+classes (queue, tenant, rank) as (
+    select t.queue, t.tenant, c.rank
     from tenants t
-    join demand d on d.queue = t.queue
     cross join lateral (
-        select j.id, j.queue, j.run_at, t.tenant
+        select -j.priority as rank
         from {schema}.x_jobs j
         where j.queue = t.queue
           and coalesce(j.tenant_id, '') = t.tenant
+          and j.state in ('ready', 'delayed', 'suspended')
+        order by -j.priority
+        limit 1
+    ) c
+    union all
+    select s.queue, s.tenant, n.rank
+    from classes s
+    cross join lateral (
+        select -j.priority as rank
+        from {schema}.x_jobs j
+        where j.queue = s.queue
+          and coalesce(j.tenant_id, '') = s.tenant
+          and j.state in ('ready', 'delayed', 'suspended')
+          and -j.priority > s.rank
+        order by -j.priority
+        limit 1
+    ) n
+),
+queued as (
+    select q.id, q.queue, q.run_at as due, q.tenant, q.rank
+    from classes k
+    join demand d on d.queue = k.queue
+    cross join lateral (
+        select j.id, j.queue, j.run_at, k.tenant, k.rank
+        from {schema}.x_jobs j
+        where j.queue = k.queue
+          and coalesce(j.tenant_id, '') = k.tenant
+          and -j.priority = k.rank
           and j.state in ('ready', 'delayed', 'suspended')
           and j.run_at <= $4
         order by j.run_at, j.id
@@ -126,19 +158,22 @@ queued as (
         for update skip locked
     ) q
 ),
--- Each tenant's rows (lapsed and queued alike) in due order make its turns; a queue takes turn
--- 1 of every tenant, then turn 2, ... until its slots are full.
+-- Each tenant's rows (lapsed and queued alike), highest priority (lowest rank) first, then in
+-- due order, make its turns; a queue takes turn 1 of every tenant, then turn 2, ... until its
+-- slots are full (within a turn, the higher priority, then the earlier due).
 turns as (
-    select c.id, c.queue, c.due,
-           row_number() over (partition by c.queue, c.tenant order by c.due, c.id) as turn
+    select c.id, c.queue, c.due, c.rank,
+           row_number() over (partition by c.queue, c.tenant order by c.rank, c.due, c.id) as turn
     from (
-        select id, queue, due, tenant from lapsed
+        select id, queue, due, tenant, rank from lapsed
         union all
-        select id, queue, due, tenant from queued
+        select id, queue, due, tenant, rank from queued
     ) c
 ),
 ranked as (
-    select t.id, row_number() over (partition by t.queue order by t.turn, t.due, t.id) as n, d.slots
+    select t.id,
+           row_number() over (partition by t.queue order by t.turn, t.rank, t.due, t.id) as n,
+           d.slots
     from turns t
     join demand d on d.queue = t.queue
 ),

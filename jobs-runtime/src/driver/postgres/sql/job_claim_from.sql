@@ -1,7 +1,8 @@
 -- job_claim_from: job_claim from the claim floors (driver/postgres/floors.rs): the same fair
 -- claim of due rows per queue ($1 queues, $2 free slots) under worker $3 until $5, at $4, but
--- each known tenant ($7 queue, $8 tenant) is read from its floor ($9, $10) onwards, where the
--- driver last saw its first claimable row, instead of from the start of its range.
+-- each known tenant ($7 queue, $8 tenant) is read from its floor ($14 rank, the priority
+-- negated, $9, $10: a position in x_jobs_fair_idx's order) onwards, where the driver last saw
+-- its first claimable row, instead of from the start of its range.
 --
 -- Why: every claim and settle leaves the row's earlier version behind, and its entry in
 -- x_jobs_fair_idx stays until vacuum removes it; vacuum cannot while any older snapshot is
@@ -31,24 +32,70 @@ with recursive demand as (
       and not exists (select 1 from {schema}.x_job_pauses p where p.queue = d.queue)
 ),
 known as (
-    select k.queue, k.tenant, k.floor_at, k.floor_id
-    from unnest($7::text[], $8::text[], $9::timestamptz[], $10::uuid[])
-        as k(queue, tenant, floor_at, floor_id)
+    select k.queue, k.tenant, k.floor_rank, k.floor_at, k.floor_id
+    from unnest($7::text[], $8::text[], $9::timestamptz[], $10::uuid[], $14::smallint[])
+        as k(queue, tenant, floor_at, floor_id, floor_rank)
     where exists (select 1 from demand d where d.queue = k.queue)
 ),
--- Each known tenant's head: its first claimable row at or after its floor.
-known_heads as (
-    select k.queue, k.tenant, h.run_at as head_at, h.id as head_id
+-- The priority classes (the rank: the priority negated, highest priority first) each known
+-- tenant has queued rows in at or after its floor, found by a skip scan: one probe for the
+-- first, one past each. Each class's due rows are then read by a seek bounded by
+-- `run_at <= now`, so no class's rows that are not yet due are walked.
+known_classes (queue, tenant, floor_rank, floor_at, floor_id, rank) as (
+    select k.queue, k.tenant, k.floor_rank, k.floor_at, k.floor_id, c.rank
     from known k
-    left join lateral (
-        select j.run_at, j.id
+    cross join lateral (
+        select -j.priority as rank
         from {schema}.x_jobs j
         where j.queue = k.queue
           and coalesce(j.tenant_id, '') = k.tenant
           and j.state in ('ready', 'delayed', 'suspended')
-          and (j.run_at, j.id) >= (k.floor_at, k.floor_id)
-          and j.run_at <= $4
-        order by j.run_at, j.id
+          and (-j.priority, j.run_at, j.id) >= (k.floor_rank, k.floor_at, k.floor_id)
+        order by -j.priority, j.run_at, j.id
+        limit 1
+    ) c
+    union all
+    select s.queue, s.tenant, s.floor_rank, s.floor_at, s.floor_id, n.rank
+    from known_classes s
+    cross join lateral (
+        select -j.priority as rank
+        from {schema}.x_jobs j
+        where j.queue = s.queue
+          and coalesce(j.tenant_id, '') = s.tenant
+          and j.state in ('ready', 'delayed', 'suspended')
+          and -j.priority > s.rank
+        order by -j.priority
+        limit 1
+    ) n
+),
+-- Each known tenant's head: its first claimable row at or after its floor (the first due row
+-- of its first class that has one).
+known_heads as (
+    select k.queue, k.tenant, h.rank as head_rank, h.run_at as head_at, h.id as head_id
+    from known k
+    left join lateral (
+        select c.rank, f.run_at, f.id
+        from known_classes c
+        cross join lateral (
+            select j.run_at, j.id
+            from {schema}.x_jobs j
+            where j.queue = c.queue
+              and coalesce(j.tenant_id, '') = c.tenant
+              and -j.priority = c.rank
+              and j.state in ('ready', 'delayed', 'suspended')
+              -- From the floor in its own class; from the start of every later class.
+              and (j.run_at, j.id) >= (
+                  case when c.rank = c.floor_rank then c.floor_at
+                       else '-infinity'::timestamptz end,
+                  case when c.rank = c.floor_rank then c.floor_id
+                       else '00000000-0000-0000-0000-000000000000'::uuid end
+              )
+              and j.run_at <= $4
+            order by j.run_at, j.id
+            limit 1
+        ) f
+        where c.queue = k.queue and c.tenant = k.tenant
+        order by c.rank, f.run_at, f.id
         limit 1
     ) h on true
 ),
@@ -69,24 +116,24 @@ gaps as (
 ),
 -- A skip scan in each gap, one probe per tenant. The four shapes keep each probe's bounds
 -- plain, so each is a seek whatever the generic plan.
-discovered (queue, discovery_floor, tenant, head_at, head_id, hi, n) as (
-    select g.queue, g.discovery_floor, p.tenant, p.run_at, p.id, g.hi, 1
+discovered (queue, discovery_floor, tenant, head_rank, head_at, head_id, hi, n) as (
+    select g.queue, g.discovery_floor, p.tenant, p.rank, p.run_at, p.id, g.hi, 1
     from gaps g
     cross join lateral (
         (
-            select coalesce(j.tenant_id, '') as tenant, j.run_at, j.id
+            select coalesce(j.tenant_id, '') as tenant, -j.priority as rank, j.run_at, j.id
             from {schema}.x_jobs j
             where g.lo is null and g.hi is null
               and j.queue = g.queue
               and j.state in ('ready', 'delayed', 'suspended')
               and j.run_at <= $4
               and j.run_at >= g.discovery_floor
-            order by coalesce(j.tenant_id, ''), j.run_at, j.id
+            order by coalesce(j.tenant_id, ''), -j.priority, j.run_at, j.id
             limit 1
         )
         union all
         (
-            select coalesce(j.tenant_id, '') as tenant, j.run_at, j.id
+            select coalesce(j.tenant_id, '') as tenant, -j.priority as rank, j.run_at, j.id
             from {schema}.x_jobs j
             where g.lo is null and g.hi is not null
               and j.queue = g.queue
@@ -94,12 +141,12 @@ discovered (queue, discovery_floor, tenant, head_at, head_id, hi, n) as (
               and j.state in ('ready', 'delayed', 'suspended')
               and j.run_at <= $4
               and j.run_at >= g.discovery_floor
-            order by coalesce(j.tenant_id, ''), j.run_at, j.id
+            order by coalesce(j.tenant_id, ''), -j.priority, j.run_at, j.id
             limit 1
         )
         union all
         (
-            select coalesce(j.tenant_id, '') as tenant, j.run_at, j.id
+            select coalesce(j.tenant_id, '') as tenant, -j.priority as rank, j.run_at, j.id
             from {schema}.x_jobs j
             where g.lo is not null and g.hi is not null
               and j.queue = g.queue
@@ -108,12 +155,12 @@ discovered (queue, discovery_floor, tenant, head_at, head_id, hi, n) as (
               and j.state in ('ready', 'delayed', 'suspended')
               and j.run_at <= $4
               and j.run_at >= g.discovery_floor
-            order by coalesce(j.tenant_id, ''), j.run_at, j.id
+            order by coalesce(j.tenant_id, ''), -j.priority, j.run_at, j.id
             limit 1
         )
         union all
         (
-            select coalesce(j.tenant_id, '') as tenant, j.run_at, j.id
+            select coalesce(j.tenant_id, '') as tenant, -j.priority as rank, j.run_at, j.id
             from {schema}.x_jobs j
             where g.lo is not null and g.hi is null
               and j.queue = g.queue
@@ -121,16 +168,16 @@ discovered (queue, discovery_floor, tenant, head_at, head_id, hi, n) as (
               and j.state in ('ready', 'delayed', 'suspended')
               and j.run_at <= $4
               and j.run_at >= g.discovery_floor
-            order by coalesce(j.tenant_id, ''), j.run_at, j.id
+            order by coalesce(j.tenant_id, ''), -j.priority, j.run_at, j.id
             limit 1
         )
     ) p
     union all
-    select s.queue, s.discovery_floor, p.tenant, p.run_at, p.id, s.hi, s.n + 1
+    select s.queue, s.discovery_floor, p.tenant, p.rank, p.run_at, p.id, s.hi, s.n + 1
     from discovered s
     cross join lateral (
         (
-            select coalesce(j.tenant_id, '') as tenant, j.run_at, j.id
+            select coalesce(j.tenant_id, '') as tenant, -j.priority as rank, j.run_at, j.id
             from {schema}.x_jobs j
             where s.hi is null
               and j.queue = s.queue
@@ -138,12 +185,12 @@ discovered (queue, discovery_floor, tenant, head_at, head_id, hi, n) as (
               and j.state in ('ready', 'delayed', 'suspended')
               and j.run_at <= $4
               and j.run_at >= s.discovery_floor
-            order by coalesce(j.tenant_id, ''), j.run_at, j.id
+            order by coalesce(j.tenant_id, ''), -j.priority, j.run_at, j.id
             limit 1
         )
         union all
         (
-            select coalesce(j.tenant_id, '') as tenant, j.run_at, j.id
+            select coalesce(j.tenant_id, '') as tenant, -j.priority as rank, j.run_at, j.id
             from {schema}.x_jobs j
             where s.hi is not null
               and j.queue = s.queue
@@ -152,7 +199,7 @@ discovered (queue, discovery_floor, tenant, head_at, head_id, hi, n) as (
               and j.state in ('ready', 'delayed', 'suspended')
               and j.run_at <= $4
               and j.run_at >= s.discovery_floor
-            order by coalesce(j.tenant_id, ''), j.run_at, j.id
+            order by coalesce(j.tenant_id, ''), -j.priority, j.run_at, j.id
             limit 1
         )
     ) p
@@ -161,22 +208,41 @@ discovered (queue, discovery_floor, tenant, head_at, head_id, hi, n) as (
 -- Every tenant with a claimable row; a queue serves at most 64 of them per claim, starting
 -- after the tenant served last ($6) and wrapping around, as job_claim does.
 heads as (
-    select queue, tenant, head_at, head_id from known_heads where head_id is not null
+    select queue, tenant, head_rank, head_at, head_id from known_heads where head_id is not null
     union all
-    select queue, tenant, head_at, head_id from discovered
+    select queue, tenant, head_rank, head_at, head_id from discovered
 ),
 chosen as (
-    select h.queue, h.tenant, h.head_at, h.head_id,
+    select h.queue, h.tenant, h.head_rank, h.head_at, h.head_id,
            row_number() over (partition by h.queue order by h.tenant <= $6, h.tenant) as k
     from heads h
+),
+-- The classes of each tenant served, from its head's onwards (one probe past each).
+classes (queue, tenant, head_rank, head_at, head_id, rank) as (
+    select t.queue, t.tenant, t.head_rank, t.head_at, t.head_id, t.head_rank
+    from chosen t
+    where t.k <= 64
+    union all
+    select s.queue, s.tenant, s.head_rank, s.head_at, s.head_id, n.rank
+    from classes s
+    cross join lateral (
+        select -j.priority as rank
+        from {schema}.x_jobs j
+        where j.queue = s.queue
+          and coalesce(j.tenant_id, '') = s.tenant
+          and j.state in ('ready', 'delayed', 'suspended')
+          and -j.priority > s.rank
+        order by -j.priority
+        limit 1
+    ) n
 ),
 -- Lapsed rows with attempts left compete for the slots; lapsed final attempts are buried
 -- without spending any (up to 100 per queue per claim), as in job_claim.
 lapsed as (
-    select l.id, l.queue, l.visible_at as due, l.tenant
+    select l.id, l.queue, l.visible_at as due, l.tenant, l.rank
     from demand d
     cross join lateral (
-        select j.id, j.queue, j.visible_at, coalesce(j.tenant_id, '') as tenant
+        select j.id, j.queue, j.visible_at, coalesce(j.tenant_id, '') as tenant, -j.priority as rank
         from {schema}.x_jobs j
         where j.queue = d.queue and j.state = 'running'
           and j.visible_at >= d.lapse_floor and j.visible_at <= $4
@@ -201,36 +267,44 @@ exhausted as (
     ) e
 ),
 queued as (
-    select q.id, q.queue, q.run_at as due, q.tenant
-    from chosen t
+    select q.id, q.queue, q.run_at as due, q.tenant, q.rank
+    from classes t
     join demand d on d.queue = t.queue
     cross join lateral (
-        select j.id, j.queue, j.run_at, t.tenant
+        select j.id, j.queue, j.run_at, t.tenant, t.rank
         from {schema}.x_jobs j
         where j.queue = t.queue
           and coalesce(j.tenant_id, '') = t.tenant
+          and -j.priority = t.rank
           and j.state in ('ready', 'delayed', 'suspended')
-          and (j.run_at, j.id) >= (t.head_at, t.head_id)
+          -- From the head in its own class; from the start of every later class.
+          and (j.run_at, j.id) >= (
+              case when t.rank = t.head_rank then t.head_at else '-infinity'::timestamptz end,
+              case when t.rank = t.head_rank then t.head_id
+                   else '00000000-0000-0000-0000-000000000000'::uuid end
+          )
           and j.run_at <= $4
         order by j.run_at, j.id
         limit d.slots
         for update skip locked
     ) q
-    where t.k <= 64
 ),
--- Each tenant's rows (lapsed and queued alike) in due order make its turns; a queue takes
--- turn 1 of every tenant, then turn 2, ... until its slots are full.
+-- Each tenant's rows (lapsed and queued alike), highest priority (lowest rank) first, then in
+-- due order, make its turns; a queue takes turn 1 of every tenant, then turn 2, ... until its
+-- slots are full (within a turn, the higher priority, then the earlier due).
 turns as (
-    select c.id, c.queue, c.due,
-           row_number() over (partition by c.queue, c.tenant order by c.due, c.id) as turn
+    select c.id, c.queue, c.due, c.rank,
+           row_number() over (partition by c.queue, c.tenant order by c.rank, c.due, c.id) as turn
     from (
-        select id, queue, due, tenant from lapsed
+        select id, queue, due, tenant, rank from lapsed
         union all
-        select id, queue, due, tenant from queued
+        select id, queue, due, tenant, rank from queued
     ) c
 ),
 ranked as (
-    select t.id, row_number() over (partition by t.queue order by t.turn, t.due, t.id) as n, d.slots
+    select t.id,
+           row_number() over (partition by t.queue order by t.turn, t.rank, t.due, t.id) as n,
+           d.slots
     from turns t
     join demand d on d.queue = t.queue
 ),
@@ -257,23 +331,25 @@ select 'job' as kind, {job_columns}, has_steps from claimed
 union all
 select 'buried' as kind, {job_columns}, false as has_steps from buried
 union all
--- The heads: one row per tenant probed (id and run_at null when it had no claimable row) ...
+-- The heads: one row per tenant probed (id, run_at and priority null when it had no claimable
+-- row) ...
 select 'head' as kind,
        h.head_id, null::uuid, null::text, h.queue, null::jsonb, null::text, h.tenant, null::text,
-       null::integer, null::integer, h.head_at, null::timestamptz, null::timestamptz, null::text,
+       null::integer, null::integer, h.head_at, -h.head_rank, null::timestamptz,
+       null::timestamptz, null::text,
        null::text, null::text, null::bigint, null::timestamptz, null::jsonb, null::text,
        null::text, false
 from (
-    select queue, tenant, head_at, head_id from known_heads
+    select queue, tenant, head_rank, head_at, head_id from known_heads
     union all
-    select queue, tenant, head_at, head_id from discovered
+    select queue, tenant, head_rank, head_at, head_id from discovered
 ) h
 union all
 -- ... and one per queue with the earliest lapsed lease it found (null: none).
 select 'lapse' as kind,
        null::uuid, null::uuid, null::text, d.queue, null::jsonb, null::text, null::text,
-       null::text, null::integer, null::integer, null::timestamptz, null::timestamptz,
-       null::timestamptz, null::text, null::text, null::text, null::bigint,
+       null::text, null::integer, null::integer, null::timestamptz, null::smallint,
+       null::timestamptz, null::timestamptz, null::text, null::text, null::text, null::bigint,
        (
            select min(f.visible_at)
            from (

@@ -12,12 +12,12 @@
 -- while a row of that slot waits unclaimed; the payload is the queue name only).
 insert into {schema}.x_jobs (
     id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-    max_attempts, run_at, created_at, updated_at, traceparent, actor
+    max_attempts, run_at, created_at, updated_at, traceparent, actor, priority
 )
 select
     $1, $2, $3, $4, $5, $6, $7,
     case when $9 <= $10 then 'ready' else 'delayed' end,
-    $8, $9, $10, $10, $13, $14
+    $8, $9, $10, $10, $13, $14, $15
 where not exists (
     select 1 from {schema}.x_jobs h
     where h.name = $3

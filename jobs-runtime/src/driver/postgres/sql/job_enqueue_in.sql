@@ -9,12 +9,12 @@
 -- The wake: fragment_wake_unless_waiting.sql.
 insert into {schema}.x_jobs (
     id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-    max_attempts, run_at, created_at, updated_at, traceparent, actor
+    max_attempts, run_at, created_at, updated_at, traceparent, actor, priority
 )
 values (
     $1, $2, $3, $4, $5, $6, $7,
     case when $9 <= $10 then 'ready' else 'delayed' end,
-    $8, $9, $10, $10, $13, $14
+    $8, $9, $10, $10, $13, $14, $15
 )
 on conflict do nothing
 returning id, run_id,

@@ -1,5 +1,5 @@
 -- job_enqueue_many: inserts a batch in ONE plain statement, taking for granted that no job of
--- it is held already: $1..$10 and $13 are arrays with one element per job, in the batch's
+-- it is held already: $1..$10, $13 and $14 (priorities) are arrays with one element per job, in the batch's
 -- order; $11 is now; $12 the wake channel. A row whose id names a row, or whose (name, tenant,
 -- key) a live row or an earlier row of the batch holds, is a unique violation that aborts the
 -- batch's transaction; the driver then redoes the whole batch with job_enqueue_many_dedupe,
@@ -10,20 +10,20 @@ with input as (
     select *
     from unnest(
         $1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[],
-        $8::int[], $9::timestamptz[], $10::text[], $13::text[]
+        $8::int[], $9::timestamptz[], $10::text[], $13::text[], $14::smallint[]
     ) with ordinality as r(
         id, run_id, name, queue, input, idempotency_key, tenant_id,
-        max_attempts, run_at, traceparent, actor, ord
+        max_attempts, run_at, traceparent, actor, priority, ord
     )
 ),
 inserted as (
     insert into {schema}.x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, traceparent, actor
+        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority
     )
     select id, run_id, name, queue, input, idempotency_key, tenant_id,
            case when run_at <= $11 then 'ready' else 'delayed' end,
-           max_attempts, run_at, $11, $11, traceparent, actor
+           max_attempts, run_at, $11, $11, traceparent, actor, priority
     from input
     order by ord
     returning queue, run_at

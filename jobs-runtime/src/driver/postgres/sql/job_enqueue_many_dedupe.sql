@@ -1,5 +1,5 @@
 -- job_enqueue_many_dedupe: inserts a batch in ONE statement, with job_enqueue's rules, when
--- job_enqueue_many met a conflict (the driver then redoes the batch with this statement). $1..$10 and $13
+-- job_enqueue_many met a conflict (the driver then redoes the batch with this statement). $1..$10, $13 and $14 (priorities)
 -- are arrays with one element per job, in the batch's order; $11 is now; $12 the wake channel.
 -- A row whose id names a row, or whose (name, tenant, key) a live row holds, inserts nothing
 -- and answers that row (deduped); a key repeated inside the batch answers its first
@@ -15,20 +15,20 @@ with input as (
     select *
     from unnest(
         $1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[],
-        $8::int[], $9::timestamptz[], $10::text[], $13::text[]
+        $8::int[], $9::timestamptz[], $10::text[], $13::text[], $14::smallint[]
     ) with ordinality as r(
         id, run_id, name, queue, input, idempotency_key, tenant_id,
-        max_attempts, run_at, traceparent, actor, ord
+        max_attempts, run_at, traceparent, actor, priority, ord
     )
 ),
 inserted as (
     insert into {schema}.x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, traceparent, actor
+        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority
     )
     select id, run_id, name, queue, input, idempotency_key, tenant_id,
            case when run_at <= $11 then 'ready' else 'delayed' end,
-           max_attempts, run_at, $11, $11, traceparent, actor
+           max_attempts, run_at, $11, $11, traceparent, actor, priority
     from input
     order by ord
     on conflict do nothing

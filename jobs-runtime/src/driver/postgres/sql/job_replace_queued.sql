@@ -9,4 +9,4 @@ set input = $2,
     updated_at = $4
 where id = $1
   and state in ('ready', 'delayed')
-returning id
+returning id, priority

@@ -5,7 +5,7 @@
 -- row, re-checks the watermark after the first commits and moves nothing).
 -- $4: the occurrence that dispatches, recorded as the last fire (null: arming or passing
 -- missed occurrences, not a fire). $5: now.
--- The jobs ($6..$13, one array element per job, in declaration order) are inserted with the
+-- The jobs ($6..$13 and $15, priorities, one array element per job, in declaration order) are inserted with the
 -- enqueue's rules: "on conflict do nothing" covers the id and the live-key index
 -- x_jobs_name_tenant_idempotency_live_idx; a job whose key a live row holds answers that row
 -- with deduped = true. Every queue the occurrence filled is announced once on the wake channel
@@ -23,17 +23,17 @@ with moved as (
 requested as (
     select *
     from unnest($6::uuid[], $7::uuid[], $8::text[], $9::text[], $10::jsonb[], $11::text[],
-                $12::text[], $13::int[])
+                $12::text[], $13::int[], $15::smallint[])
          with ordinality as r(id, run_id, name, queue, input, idempotency_key, tenant_id,
-                              max_attempts, ord)
+                              max_attempts, priority, ord)
 ),
 inserted as (
     insert into {schema}.x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at
+        max_attempts, run_at, created_at, updated_at, priority
     )
     select r.id, r.run_id, r.name, r.queue, r.input, r.idempotency_key, r.tenant_id, 'ready',
-           r.max_attempts, $5, $5, $5
+           r.max_attempts, $5, $5, $5, r.priority
     from requested r
     where exists (select 1 from moved)
     order by r.ord

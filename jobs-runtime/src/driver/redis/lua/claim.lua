@@ -1,6 +1,7 @@
 -- Claims up to `limit` due jobs of one queue for a worker, tenant by tenant in turn: lapsed
--- running rows first in due order with the queued ones (a lapsed final attempt is buried
--- instead), each tenant at most `limit` turns, then turn 1 of every tenant, turn 2, ...
+-- running rows with the queued ones, each tenant's in order of priority (highest first), then
+-- due time (a lapsed final attempt is buried instead), each tenant at most `limit` turns, then
+-- turn 1 of every tenant, turn 2, ... (within a turn, the higher priority, then the earlier).
 -- ARGV: now, limit, worker, visible_at, then the names whose exhausted rows fail (not die).
 -- Answers {claimed, exhausted}: each job's fields as pairs (a claimed one with `hs`, whether
 -- its run has steps).
@@ -9,7 +10,7 @@ local drop = {}
 for i = 5, #ARGV do drop[ARGV[i]] = true end
 if redis.call('EXISTS', PAUSE) == 1 or limit <= 0 then return { {}, {} } end
 
--- Every due entry: {score, order member, id, tenant}.
+-- Every due entry: {score, order member, id, priority (filled when loaded)}.
 local due = {}
 -- Lapsed running rows (member: the id) and suspended rows whose wait ended (a timeout, or an
 -- event woke them; member: the order member), with the queued ones.
@@ -17,19 +18,30 @@ local timed = redis.call('ZRANGEBYSCORE', TIMED, '-inf', now, 'WITHSCORES', 'LIM
 for i = 1, #timed, 2 do
   local member = timed[i]
   if #member == ID_LENGTH then
-    due[#due + 1] = { tonumber(timed[i + 1]), '', member, nil }
+    due[#due + 1] = { tonumber(timed[i + 1]), '', member, 0 }
   else
-    due[#due + 1] = { tonumber(timed[i + 1]), member, string.sub(member, 17), nil }
+    due[#due + 1] = { tonumber(timed[i + 1]), member, string.sub(member, 17), 0 }
   end
 end
-for _, tenant in ipairs(redis.call('SMEMBERS', TENANTS)) do
-  local rows = redis.call('ZRANGEBYSCORE', due_key(tenant), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+-- Each lane (a tenant's rows of one priority) gives its due heads, at most `limit`.
+for _, row_lane in ipairs(redis.call('SMEMBERS', TENANTS)) do
+  local rows = redis.call('ZRANGEBYSCORE', due_key(row_lane), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
   for i = 1, #rows, 2 do
     -- The member is the insertion order (16 digits) then the id.
-    due[#due + 1] = { tonumber(rows[i + 1]), rows[i], string.sub(rows[i], 17), tenant }
+    due[#due + 1] = { tonumber(rows[i + 1]), rows[i], string.sub(rows[i], 17), 0 }
+  end
+end
+-- Each entry's job, read once; its priority orders it.
+local loaded = {}
+for _, entry in ipairs(due) do
+  local j, stored = load(entry[3])
+  if j then
+    entry[4] = tonumber(j.prio or '0')
+    loaded[entry[3]] = { j, stored }
   end
 end
 table.sort(due, function(a, b)
+  if a[4] ~= b[4] then return a[4] > b[4] end
   if a[1] ~= b[1] then return a[1] < b[1] end
   return a[2] < b[2]
 end)
@@ -38,8 +50,9 @@ end)
 batch_begin()
 local exhausted, candidates, turns = {}, {}, {}
 for order, entry in ipairs(due) do
-  local j, stored = load(entry[3])
-  if j then
+  local got = loaded[entry[3]]
+  if got then
+    local j, stored = got[1], got[2]
     if j.state == 'running' and tonumber(j.attempt) >= tonumber(j.max) then
       local target = 'dead'
       if drop[j.name] then target = 'failed' end

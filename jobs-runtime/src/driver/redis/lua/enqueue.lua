@@ -3,7 +3,8 @@
 -- '' when the caller wrote the index: on a cluster it lives in other slots; on one server the
 -- script writes it too), then per job: id, run ('' when it is the id), name, input, key,
 -- tenant ('' none), max attempts, run_at, traceparent ('' none), actor ('' none), policy ('d'
--- dedupe, 'e' error, 'r' replace: debounce, a queued holder takes the job's input and run_at).
+-- dedupe, 'e' error, 'r' replace: debounce, a queued holder takes the job's input and run_at),
+-- priority ('' the default, 0).
 -- A job due now is announced on the wake channel (once per call), so idle workers claim it at
 -- once rather than at their next poll.
 -- Answers {'ok', then (index, status, id, run) for each job not inserted}: status 'same' (the
@@ -15,7 +16,7 @@
 -- jobs themselves only where the index already names an id), then the write is one HSET per
 -- new job and one command per index for the whole batch.
 local now, channel, count, queue, ix = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local FIELDS = 11
+local FIELDS = 12
 local HEAD = 5
 local function arg(i, n) return ARGV[HEAD + (i - 1) * FIELDS + n] end
 -- The id index shard of an id, as `keys.rs` names it: the id's last hex digit.
@@ -134,9 +135,9 @@ local out = { 'ok' }
 for i = 1, count do
   local plan = planned[i]
   if plan == true then
-    local id, run, name, input, key, tenant, max, run_at, tp, actor =
+    local id, run, name, input, key, tenant, max, run_at, tp, actor, prio =
       arg(i, 1), arg(i, 2), arg(i, 3), arg(i, 4), arg(i, 5), arg(i, 6), arg(i, 7), arg(i, 8),
-      arg(i, 9), arg(i, 10)
+      arg(i, 9), arg(i, 10), arg(i, 12)
     seq = seq + 1
     local state = 'delayed'
     if tonumber(run_at) <= tonumber(now) then
@@ -149,6 +150,12 @@ for i = 1, count do
     if tenant ~= '' then h[#h + 1] = 'tenant'; h[#h + 1] = tenant end
     if tp ~= '' then h[#h + 1] = 'tp'; h[#h + 1] = tp end
     if actor ~= '' then h[#h + 1] = 'actor'; h[#h + 1] = actor end
+    -- The default priority is not stored; another gives the row a lane of its own.
+    local row_lane = tenant
+    if prio ~= '' then
+      h[#h + 1] = 'prio'; h[#h + 1] = prio
+      row_lane = tenant .. '\0' .. prio
+    end
     redis.call('HSET', jk(id), unpack(h))
     local member = created_head .. id
     all[#all + 1] = 0
@@ -157,8 +164,8 @@ for i = 1, count do
     if list == nil then list = {}; by_state[state] = list end
     list[#list + 1] = 0
     list[#list + 1] = member
-    list = due[tenant]
-    if list == nil then list = {}; due[tenant] = list end
+    list = due[row_lane]
+    if list == nil then list = {}; due[row_lane] = list end
     list[#list + 1] = run_at
     list[#list + 1] = string.format('%016d', seq) .. id
     if not claimed_key then
@@ -186,9 +193,9 @@ if new > 0 then
   if #live > 0 then call_chunked('HSET', LIVE, live, 2000) end
   call_chunked('ZADD', ALL, all, 2000)
   for state, members in pairs(by_state) do call_chunked('ZADD', state_key(state), members, 2000) end
-  for tenant, members in pairs(due) do
-    call_chunked('ZADD', due_key(tenant), members, 2000)
-    redis.call('SADD', TENANTS, tenant)
+  for row_lane, members in pairs(due) do
+    call_chunked('ZADD', due_key(row_lane), members, 2000)
+    redis.call('SADD', TENANTS, row_lane)
   end
 end
 -- Debounce, once the batch's own rows are indexed (a holder may be one of them): a holder

@@ -6,7 +6,10 @@
 -- Lua's numbers are doubles, and Redis turns a number argument into text with 14 digits, so
 -- no time is ever written from arithmetic done here.
 local Q = KEYS[1]
-local TENANTS = Q .. ':tenants'   -- set: tenants with ready or delayed rows ('' is no tenant)
+-- set: the lanes with ready or delayed rows: a tenant ('' is no tenant) for its rows of the
+-- default priority, `<tenant>\0<priority>` for its rows of another (`lane`); each lane has
+-- a due set (`due_key`)
+local TENANTS = Q .. ':tenants'
 -- zset: the rows that come due at a time outside the due sets: running rows by visible_at
 -- (member: the id; running rows have no state index, this is it) and suspended rows by run_at
 -- (member: as the due sets', 16 digits of insertion order then the id).
@@ -20,7 +23,14 @@ local PAUSE = Q .. ':pause'       -- hash: at, actor, while the queue is paused
 local SEQ = Q .. ':seq'           -- counter: insertion order (FIFO among equal run_at)
 local COUNTED = Q .. ':cn'        -- set: job names with a counters hash here (`counters_key`)
 local function jk(id) return Q .. ':j:' .. id end
-local function due_key(tenant) return Q .. ':due:' .. tenant end
+local function due_key(lane) return Q .. ':due:' .. lane end
+-- A row's lane: its tenant, and its priority when it is not the default (a tenant holds no
+-- control character, so NUL cannot be part of one).
+local function lane(j)
+  local tenant = j.tenant or ''
+  if j.prio == nil or j.prio == '0' then return tenant end
+  return tenant .. '\0' .. j.prio
+end
 -- A state's rows by creation (lex, '<created>:<id>'), for the lists and counts; none for
 -- `running`, whose rows are few and which TIMED already holds.
 local STATE_KEYS = {}
@@ -122,7 +132,7 @@ local function zadd(key, score, member)
   list[#list + 1] = member
 end
 
--- A tenant's due set lost a row: the tenant leaves the set of tenants once its set is empty.
+-- A lane's due set lost a row: the lane leaves the set of lanes once its set is empty.
 local function tenant_left(tenant)
   if pending then
     pending.left[tenant] = true
@@ -176,11 +186,12 @@ local function batch_flush()
   if #names > 0 then redis.call('SADD', COUNTED, unpack(names)) end
 end
 
--- A ready or delayed row is in its tenant's due set, by run_at (the claim's and the stats'
+-- A ready or delayed row is in its lane's due set (its tenant's, or its tenant's and
+-- priority's), by run_at (the claim's and the stats'
 -- one index of them); a suspended or running one in TIMED, a finished one in FIN; and every
 -- row but a running one in its state's index.
 local function unindex(j)
-  local tenant = j.tenant or ''
+  local tenant = lane(j)
   if j.state == 'running' then
     zrem(TIMED, j.id)
     return
@@ -197,7 +208,7 @@ local function unindex(j)
 end
 
 local function index(j)
-  local tenant = j.tenant or ''
+  local tenant = lane(j)
   if j.state == 'running' then
     zadd(TIMED, j.vis, j.id)
     return

@@ -1,11 +1,11 @@
 -- One queue's counts (QueueStats): ready and delayed split by whether run_at is due at `now`
--- (read from the tenants' due sets, which hold exactly the ready and delayed rows), and the
+-- (read from the lanes' due sets, which hold exactly the ready and delayed rows), and the
 -- oldest due row's run_at. ARGV: now. Answers {ready, delayed, running, suspended, done,
 -- failed, dead, cancelled, oldest due run_at or ''}.
 local now = ARGV[1]
 local total, due, oldest = 0, 0, nil
-for _, tenant in ipairs(redis.call('SMEMBERS', TENANTS)) do
-  local key = due_key(tenant)
+for _, row_lane in ipairs(redis.call('SMEMBERS', TENANTS)) do
+  local key = due_key(row_lane)
   total = total + redis.call('ZCARD', key)
   local n = redis.call('ZCOUNT', key, '-inf', now)
   if n > 0 then

@@ -16,7 +16,8 @@ use crate::error::JobError;
 macro_rules! summary_columns {
     () => {
         "j.id, j.run_id, j.name, j.queue, j.tenant_id, j.state, j.attempt, j.max_attempts, \
-         j.run_at, j.created_at, j.updated_at, j.last_error, j.last_error_code, j.progress"
+         j.run_at, j.priority, j.created_at, j.updated_at, j.last_error, j.last_error_code, \
+         j.progress"
     };
 }
 
