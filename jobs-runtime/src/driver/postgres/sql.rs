@@ -54,6 +54,7 @@ const FRAGMENTS: &[(&str, &str)] = &[
         "claim_running",
         include_str!("sql/fragment_claim_running.sql"),
     ),
+    ("next_class", include_str!("sql/fragment_next_class.sql")),
 ];
 
 macro_rules! statements {

@@ -130,16 +130,7 @@ classes (queue, tenant, rank) as (
     union all
     select s.queue, s.tenant, n.rank
     from classes s
-    cross join lateral (
-        select -j.priority as rank
-        from {schema}.x_jobs j
-        where j.queue = s.queue
-          and coalesce(j.tenant_id, '') = s.tenant
-          and j.state in ('ready', 'delayed', 'suspended')
-          and -j.priority > s.rank
-        order by -j.priority
-        limit 1
-    ) n
+    {next_class}
 ),
 queued as (
     select q.id, q.queue, q.run_at as due, q.tenant, q.rank

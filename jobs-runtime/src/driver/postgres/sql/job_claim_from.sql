@@ -57,16 +57,7 @@ known_classes (queue, tenant, floor_rank, floor_at, floor_id, rank) as (
     union all
     select s.queue, s.tenant, s.floor_rank, s.floor_at, s.floor_id, n.rank
     from known_classes s
-    cross join lateral (
-        select -j.priority as rank
-        from {schema}.x_jobs j
-        where j.queue = s.queue
-          and coalesce(j.tenant_id, '') = s.tenant
-          and j.state in ('ready', 'delayed', 'suspended')
-          and -j.priority > s.rank
-        order by -j.priority
-        limit 1
-    ) n
+    {next_class}
 ),
 -- Each known tenant's head: its first claimable row at or after its floor (the first due row
 -- of its first class that has one).
@@ -225,16 +216,7 @@ classes (queue, tenant, head_rank, head_at, head_id, rank) as (
     union all
     select s.queue, s.tenant, s.head_rank, s.head_at, s.head_id, n.rank
     from classes s
-    cross join lateral (
-        select -j.priority as rank
-        from {schema}.x_jobs j
-        where j.queue = s.queue
-          and coalesce(j.tenant_id, '') = s.tenant
-          and j.state in ('ready', 'delayed', 'suspended')
-          and -j.priority > s.rank
-        order by -j.priority
-        limit 1
-    ) n
+    {next_class}
 ),
 -- Lapsed rows with attempts left compete for the slots; lapsed final attempts are buried
 -- without spending any (up to 100 per queue per claim), as in job_claim.

@@ -46,16 +46,7 @@ classes (queue, tenant, floor_rank, floor_at, floor_id, rank) as (
     union all
     select s.queue, s.tenant, s.floor_rank, s.floor_at, s.floor_id, n.rank
     from classes s
-    cross join lateral (
-        select -j.priority as rank
-        from {schema}.x_jobs j
-        where j.queue = s.queue
-          and coalesce(j.tenant_id, '') = s.tenant
-          and j.state in ('ready', 'delayed', 'suspended')
-          and -j.priority > s.rank
-        order by -j.priority
-        limit 1
-    ) n
+    {next_class}
 ),
 queued as (
     select q.id, q.queue, q.tenant, q.run_at, q.rank
