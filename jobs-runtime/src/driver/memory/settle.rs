@@ -29,7 +29,11 @@ impl MemoryDriver {
         if !state.fenced(params.job_id, &params.by) {
             return Ok(false);
         }
+        let mut queue = None;
         state.update(params.job_id, |r| {
+            if matches!(params.target, NackTarget::Retry | NackTarget::Park) {
+                queue = Some(r.queue.clone());
+            }
             r.state = params.target.state();
             if !params.counts_as_attempt {
                 r.attempt = r.attempt.saturating_sub(1);
@@ -42,6 +46,10 @@ impl MemoryDriver {
             }
             r.updated_at = params.now;
         });
+        drop(state);
+        if let Some(queue) = queue {
+            self.dues.announce(&queue, params.run_at, params.now);
+        }
         Ok(true)
     }
 

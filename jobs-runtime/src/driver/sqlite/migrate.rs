@@ -56,6 +56,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0007_outbox.sql",
         sql: include_str!("../../../migrations/sqlite/0007_outbox.sql"),
     },
+    SqliteMigration {
+        version: 8,
+        name: "0008_due_hints.sql",
+        sql: include_str!("../../../migrations/sqlite/0008_due_hints.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
