@@ -162,7 +162,8 @@ async fn next_due(
 
 /// The push wake carries due times written for later, so an idle worker of any process starts
 /// a job when due rather than at its next poll: a delayed enqueue, a retry after its backoff and
-/// a park each announce their queue and run time ([`WakeSignal::Due`]) to every listener.
+/// a park each announce their queue and run time ([`WakeSignal::Due`]) to every listener, and so
+/// does a debounced enqueue that moves its queued holder's run time later.
 ///
 /// [`WakeSignal::Due`]: crate::driver::WakeSignal::Due
 pub async fn job_nack_and_delayed_enqueue_announce_their_due_times(driver: Arc<dyn JobDriver>) {
@@ -187,6 +188,28 @@ pub async fn job_nack_and_delayed_enqueue_announce_their_due_times(driver: Arc<d
     assert!(
         (100..=100 + n).any(|secs| due == at(secs)),
         "the delayed job's run time is announced, got {due}"
+    );
+    // A debounced enqueue that moves a queued holder's run time later announces the new time.
+    let mut first = request("conformance.job", "debounced");
+    first.run_at = at(200);
+    first.on_conflict = ConflictPolicy::Replace;
+    enqueue(d, &first).await;
+    let mut later = request("conformance.job", "debounced");
+    later.run_at = at(300);
+    later.on_conflict = ConflictPolicy::Replace;
+    enqueue(d, &later).await;
+    let patience = std::time::Duration::from_secs(10);
+    let mut announced = Vec::new();
+    while let Some(due) = next_due(&mut wakes, patience).await {
+        announced.push(due);
+        if due == at(300) {
+            break;
+        }
+    }
+    assert_eq!(
+        announced.last(),
+        Some(&at(300)),
+        "a debounce's later run time is announced: {announced:?}"
     );
     // A retry after its backoff, then a park (a sleep or an event wait's timeout).
     for (key, target, until) in [
