@@ -12,9 +12,9 @@
 //! One loop per worker: a pass claims, for every queue with a free slot, as many due jobs as it
 //! has free slots, in ONE driver call. Each claimed job runs on its own task; a freed slot, a
 //! local enqueue and a due time coming (due.rs: a retry, a park or a delayed enqueue this
-//! worker wrote or its driver's wake announced) each kick one more pass, which first lets the runnable
-//! attempts take a turn so it claims every slot they free (unless the driver's claims cost no
-//! round trip: `JobDriver::gathers_claims`). Idle, the wait between passes doubles from
+//! worker wrote or its driver's wake announced) each kick one more pass, which first lets the
+//! runnable attempts take a turn so it claims every slot they free (unless the driver's claims
+//! cost no round trip: `JobDriver::gathers_claims`). Idle, the wait between passes doubles from
 //! `poll_interval` up to `idle_poll_max`. Every wait is on the injected clock.
 
 mod admit;

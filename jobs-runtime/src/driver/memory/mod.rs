@@ -75,9 +75,14 @@ impl Default for DueAnnouncer {
 }
 
 impl DueAnnouncer {
+    /// Whether anyone listens (else nothing is worth announcing).
+    fn listened(&self) -> bool {
+        self.0.receiver_count() > 0
+    }
+
     /// Announces `at` for `queue` when it is after `now` (a job due now is the local wake's).
     fn announce(&self, queue: &str, at: Timestamp, now: Timestamp) {
-        if at > now && self.0.receiver_count() > 0 {
+        if at > now && self.listened() {
             let _ = self.0.send((queue.to_string(), at));
         }
     }

@@ -30,8 +30,10 @@ impl MemoryDriver {
             return Ok(false);
         }
         let mut queue = None;
+        let announcing =
+            matches!(params.target, NackTarget::Retry | NackTarget::Park) && self.dues.listened();
         state.update(params.job_id, |r| {
-            if matches!(params.target, NackTarget::Retry | NackTarget::Park) {
+            if announcing {
                 queue = Some(r.queue.clone());
             }
             r.state = params.target.state();
