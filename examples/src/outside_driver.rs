@@ -94,6 +94,10 @@ impl JobDriver for OutsideDriver {
         self.rows.job_nack(params).await
     }
 
+    async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {
+        self.rows.wake_listen().await
+    }
+
     async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {
         self.rows.job_purge(params).await
     }

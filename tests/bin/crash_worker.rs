@@ -9,6 +9,11 @@
 //!   and ends in `<schema>.runs`, so the concurrency test can check that no more than two ever
 //!   overlap.
 //!
+//! - `nap` records `nap-start`, waits for the test's gate (a row in `<schema>.nap_gate`), parks
+//!   for 2 s with `run.sleep` and records `nap-resumed`: the on-time test kills the process that
+//!   parked it and times its resumption on another. `POLL_MS` sets the worker's poll interval
+//!   and idle ceiling (default 50 ms and 200 ms).
+//!
 //! With `ENQUEUE_BATCH=<n>` it runs no worker: it prints `ready`, enqueues `n` `two_steps` jobs
 //! (keys from `BATCH_FIRST`, default 0) in one `enqueue_many`, prints `enqueued` and exits, so
 //! a test can SIGKILL it in the middle of the batch's write.
@@ -73,6 +78,27 @@ async fn two_steps(run: Run, _input: Work) -> Result<(), JobError> {
             tokio::time::sleep(Duration::from_secs(3600)).await;
         }
         side.record(&run, "second-done").await?;
+        Ok::<_, JobError>(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[job(key = "nap:{n}", tenant = none)]
+async fn nap(run: Run, _input: Work) -> Result<(), JobError> {
+    let side = run.context::<Side>()?;
+    run.step("start", async {
+        side.record(&run, "nap-start").await?;
+        let gate = format!("select exists (select 1 from {}.nap_gate)", side.schema);
+        while !side.db.fetch_bool(gate.clone(), &[]).await? {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Ok::<_, JobError>(())
+    })
+    .await?;
+    run.sleep("2s").await?;
+    run.step("resumed", async {
+        side.record(&run, "nap-resumed").await?;
         Ok::<_, JobError>(())
     })
     .await?;
@@ -144,12 +170,14 @@ async fn main() -> Result<(), JobError> {
         // worker runs `two_steps` alone.
         let mut registry = Registry::new();
         registry.register::<TwoSteps>()?;
+        registry.register::<Nap>()?;
         builder = builder.registry(registry);
     }
+    let poll = std::env::var("POLL_MS").ok().and_then(|v| v.parse().ok());
     let worker = builder
         .visibility_timeout(Duration::from_millis(visibility_ms))
-        .poll_interval(Duration::from_millis(50))
-        .idle_poll_max(Duration::from_millis(200))
+        .poll_interval(Duration::from_millis(poll.unwrap_or(50)))
+        .idle_poll_max(Duration::from_millis(poll.unwrap_or(200)))
         .context(std::sync::Arc::new(side))
         .build()?;
     let _running = worker.start();

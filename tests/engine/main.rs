@@ -19,6 +19,7 @@ mod ledger;
 mod lock;
 mod manifest;
 mod manifest_cli;
+mod on_time;
 mod operator_tenancy;
 mod outbox;
 mod purge;

@@ -13,3 +13,9 @@ async fn a_killed_worker_s_job_is_finished_by_another_without_rerunning_complete
     let store = Store::postgres("crash_kill_mid_step").await;
     crash::a_killed_worker_s_job_is_finished_by_another(&store).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_run_resumes_on_time_on_an_idle_process() {
+    let store = Store::postgres("on_time_resume").await;
+    crash::a_parked_run_resumes_on_time_on_another_process(&store).await;
+}

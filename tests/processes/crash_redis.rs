@@ -19,3 +19,9 @@ async fn crash_redis_a_killed_worker_s_job_is_finished_by_another_without_rerunn
     crash::a_killed_worker_s_job_is_finished_by_another(&store).await;
     println!("crash on redis: {:.1} s", started.elapsed().as_secs_f64());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_redis_a_parked_run_resumes_on_time_on_an_idle_process() {
+    let store = RedisStore::start("crash_redis_on_time_resume").await;
+    crash::a_parked_run_resumes_on_time_on_another_process(&store).await;
+}

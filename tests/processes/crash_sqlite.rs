@@ -5,7 +5,9 @@
 //!   again (the scenario `support/crash.rs`, shared with `crash_postgres.rs`);
 //! - a process SIGKILLed in the middle of a long `enqueue_many` (its write transaction open,
 //!   uncommitted pages already spilled into the WAL): the file opens, `PRAGMA integrity_check`
-//!   answers `ok`, and the batch is all or nothing (here: nothing).
+//!   answers `ok`, and the batch is all or nothing (here: nothing);
+//! - a run parked by `run.sleep` in a process then SIGKILLed resumes on an idle process (polling
+//!   every 20 s) within 1 s of its due time (`support/crash.rs`, also on Postgres and Redis).
 
 use crate::support;
 
@@ -25,6 +27,12 @@ async fn a_killed_worker_s_job_is_finished_by_another_without_rerunning_complete
     let store = Store::sqlite("crash_kill_mid_step").await;
     crash::a_killed_worker_s_job_is_finished_by_another(&store).await;
     println!("crash on sqlite: {:.1} s", started.elapsed().as_secs_f64());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_run_resumes_on_time_on_an_idle_process() {
+    let store = Store::sqlite("on_time_resume").await;
+    crash::a_parked_run_resumes_on_time_on_another_process(&store).await;
 }
 
 /// Jobs in each killed batch: enough that the write runs for a while and spills pages.

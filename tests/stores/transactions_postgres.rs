@@ -277,8 +277,9 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
     SendWelcome::enqueue(&enqueuer, Signup { user_id: 10 })
         .await
         .expect("dedupe");
-    // Due more than a second out: silent.
-    SendWelcome::enqueue_with(
+    assert_eq!(drain(&mut wakes).await, Vec::<WakeSignal>::new());
+    // Due later: its due time is announced (an idle worker arms a timer), not its queue.
+    let later = SendWelcome::enqueue_with(
         &enqueuer,
         Signup { user_id: 12 },
         EnqueueOptions::new()
@@ -287,7 +288,19 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
     )
     .await
     .expect("enqueue later");
-    assert_eq!(drain(&mut wakes).await, Vec::<WakeSignal>::new());
+    let due = enqueuer
+        .job(later.id)
+        .await
+        .expect("read")
+        .expect("stored")
+        .run_at;
+    assert_eq!(
+        drain(&mut wakes).await,
+        vec![WakeSignal::Due {
+            queue: "later".into(),
+            at: due
+        }]
+    );
 
     // Once the slot's waiting rows are claimed, the next job of the queue is announced again:
     // a quiet queue wakes its idle worker for every job.

@@ -246,16 +246,29 @@ async fn a_commit_on_another_connection_announces_its_queue() {
         WakeSignal::Queue("email".into())
     );
     eprintln!("wake across connections: {:?}", sent.elapsed());
-    // A commit that adds no ready job (a cancel) announces nothing.
-    SendWelcome::enqueue_with(
+    // A delayed job announces its due time (an idle worker arms a timer), not its queue.
+    let later = SendWelcome::enqueue_with(
         &enqueuer,
         Signup { user_id: 8 },
         EnqueueOptions::default().delay(Duration::from_secs(3600)),
     )
     .await
     .expect("a delayed job");
+    let due = enqueuer
+        .job(later.id)
+        .await
+        .expect("read")
+        .expect("stored")
+        .run_at;
+    assert_eq!(
+        next_signal(&mut wakes).await,
+        WakeSignal::Due {
+            queue: "email".into(),
+            at: due
+        }
+    );
     let quiet = tokio::time::timeout(Duration::from_millis(200), wakes.recv()).await;
-    assert!(quiet.is_err(), "a delayed job is not announced: {quiet:?}");
+    assert!(quiet.is_err(), "nothing else is announced: {quiet:?}");
 }
 
 /// A worker over `jobs` that runs `SendWelcome`.

@@ -2,7 +2,8 @@
 //! `support::store::Store`, Redis through the chaos tests' `RedisStore`, whose side effects go
 //! to a Postgres schema of the test's own): a real worker process (`tests/bin/crash_worker.rs`)
 //! is SIGKILLed in the middle of a multi-step job; another worker process finishes the job once
-//! the visibility timeout lapses. Completed steps are not run again and nothing is lost.
+//! the visibility timeout lapses. Completed steps are not run again and nothing is lost. And
+//! on-time starts: a run parked in a killed process resumes on an idle one when due.
 //!
 //! Included by path in `processes/main.rs` only (it declares a job):
 //! `#[path = "../support/crash.rs"] mod crash;`.
@@ -85,6 +86,12 @@ pub struct Work {
 /// enqueue it.
 #[job(key = "two-steps:{n}", tenant = none)]
 pub async fn two_steps(_run: Run, _input: Work) -> Result<(), JobError> {
+    unreachable!("the crash worker process runs this job")
+}
+
+/// The same declaration the crash worker runs (`nap`: a gate, then `run.sleep("2s")`).
+#[job(key = "nap:{n}", tenant = none)]
+pub async fn nap(_run: Run, _input: Work) -> Result<(), JobError> {
     unreachable!("the crash worker process runs this job")
 }
 
@@ -187,4 +194,96 @@ pub async fn a_killed_worker_s_job_is_finished_by_another(store: &impl CrashStor
     );
     assert_eq!(side_effects(store, "second-done").await, 1);
     println!("crash test: job {} done on attempt {}", row.id, row.attempt);
+}
+
+/// On-time starts across processes: a run parked by `run.sleep("2s")` in worker process A,
+/// which is then SIGKILLed, resumes on idle worker process B, whose poll comes every 20 s,
+/// close to its due time: B's wake watcher heard the park's due time and its timer kicked a
+/// claim. The bound is generous (1 s); the target (100 ms at p95) belongs to the benchmark.
+pub async fn a_parked_run_resumes_on_time_on_another_process(store: &impl CrashStore) {
+    let s = store.schema();
+    store
+        .exec(&format!(
+            "create table {s}.side_effects (run_id uuid not null, step text not null, pid int not null)"
+        ))
+        .await;
+    store
+        .exec(&format!("create table {s}.nap_gate (open int not null)"))
+        .await;
+    let jobs = store.jobs();
+    let side = store.side_env();
+    let side: Vec<(&str, &str)> = side.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut parker = start_worker(&store.url(), s, &side);
+    let queued = Nap::enqueue(&jobs, Work { n: 1 }).await.expect("enqueue");
+    wait::until(Duration::from_secs(30), "the nap to start", || async {
+        side_effects(store, "nap-start").await > 0
+    })
+    .await;
+    // The idle worker: it polls every 20 s, so only the due wake can start the run on time.
+    let mut env = side.clone();
+    env.push(("POLL_MS", "20000"));
+    let mut idle = start_worker(&store.url(), s, &env);
+    wait::until(
+        Duration::from_secs(30),
+        "both workers to be listed",
+        || async {
+            jobs.operator()
+                .workers()
+                .await
+                .map(|w| w.len() >= 2)
+                .unwrap_or(false)
+        },
+    )
+    .await;
+    store
+        .exec(&format!("insert into {s}.nap_gate (open) values (1)"))
+        .await;
+    wait::until(Duration::from_secs(30), "the run to park", || async {
+        jobs.job(queued.id)
+            .await
+            .expect("read")
+            .expect("exists")
+            .state
+            == JobState::Suspended
+    })
+    .await;
+    parker
+        .kill()
+        .expect("SIGKILL the worker that parked the run");
+    parker.wait().expect("reap it");
+    let parked = jobs.job(queued.id).await.expect("read").expect("exists");
+    assert_eq!(parked.state, JobState::Suspended);
+    wait::until(Duration::from_secs(30), "the run to finish", || async {
+        jobs.job(queued.id)
+            .await
+            .expect("read")
+            .expect("exists")
+            .state
+            == JobState::Done
+    })
+    .await;
+    let done = jobs.job(queued.id).await.expect("read").expect("exists");
+    let idle_pid = idle.id() as i64;
+    idle.kill().expect("stop the idle worker");
+    idle.wait().expect("reap it");
+    let late = (done.updated_at - parked.run_at)
+        .to_std()
+        .unwrap_or_default();
+    println!(
+        "on-time resume: due {} finished {late:?} later",
+        parked.run_at
+    );
+    assert!(
+        late <= Duration::from_secs(1),
+        "the parked run resumed {late:?} after its due time, not within 1 s"
+    );
+    assert_eq!(
+        store
+            .count(&format!(
+                "select count(*) from {s}.side_effects where step = 'nap-resumed' and pid = {idle_pid}"
+            ))
+            .await,
+        1,
+        "the idle worker resumed it"
+    );
 }

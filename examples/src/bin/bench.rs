@@ -13,7 +13,9 @@
 //! 3-step job), `pickup` (from another process, 200 enqueues 50 ms apart, beside the same
 //! protocol done with bare statements: INSERT+NOTIFY, LISTEN, UPDATE), `idle` (claims per
 //! idle minute per worker), `claim` (latency with 10 vs 1,000,000 ready rows), `memory` (the
-//! memory driver's end-to-end throughput), `retention` (end-to-end after 1,000,000 done rows).
+//! memory driver's end-to-end throughput), `retention` (end-to-end after 1,000,000 done rows),
+//! `ontime` (how late an idle worker starts a delayed job, a retry after its backoff and a
+//! parked sleep, written by another client with its own pool, and its claims meanwhile).
 
 use std::time::{Duration, Instant};
 
@@ -45,6 +47,64 @@ async fn three_steps(run: Run, input: Item) -> Result<(), JobError> {
     run.step("c", async move { Ok::<_, JobError>(b + 1) })
         .await?;
     Ok(())
+}
+
+/// The `ontime` scenario's kinds of job.
+const KIND_DELAYED: u8 = 0;
+const KIND_RETRY: u8 = 1;
+const KIND_PARK: u8 = 2;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Due {
+    bench: String,
+    n: u64,
+    kind: u8,
+    delay_ms: u64,
+}
+
+/// Which client runs an `ontime` job: the writer (the first attempts) or the idle worker.
+struct Role {
+    writer: bool,
+}
+
+/// A delayed job does nothing; a retry fails its first attempt with a backoff of `delay_ms`; a
+/// park sleeps `delay_ms`. A first attempt the idle worker takes by chance fails for good, so
+/// it is not measured.
+#[job(name = "bench.on_time", queue = "ontime", key = "ontime:{bench}:{n}", tenant = none, retry(attempts = 3, jitter = none))]
+async fn on_time(run: Run, input: Due) -> Result<(), JobError> {
+    let role = run.context::<Role>()?;
+    let first_by_writer = || {
+        if role.writer {
+            Ok(())
+        } else {
+            Err(JobError::terminal(
+                "a first attempt on the idle worker is not measured",
+            ))
+        }
+    };
+    match input.kind {
+        KIND_RETRY if run.attempt() == 1 => {
+            first_by_writer()?;
+            Err(JobError::retry_after(
+                "the first attempt fails",
+                Duration::from_millis(input.delay_ms),
+            ))
+        }
+        KIND_PARK => {
+            let writer = role.writer;
+            let by_writer: bool = run
+                .step("first", async move { Ok::<_, JobError>(writer) })
+                .await?;
+            if !by_writer {
+                return Err(JobError::terminal(
+                    "a first attempt on the idle worker is not measured",
+                ));
+            }
+            run.sleep(Duration::from_millis(input.delay_ms)).await?;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 fn url() -> String {
@@ -642,6 +702,155 @@ async fn idle(table: &mut Table) -> Result<(), JobError> {
     Ok(())
 }
 
+/// Jobs of each kind in `ontime`.
+const ON_TIME_JOBS: u64 = 40;
+
+/// On-time starts: an idle worker (default settings: its poll backs off to 5 s once the wake
+/// is proven) and, beside it, a writer: another `Jobs` client with its own pool (its own
+/// connections and LISTEN session, as another process has) whose worker is driven by hand, so
+/// it arms no timer. The writer enqueues delayed jobs, and runs the first attempts of retries
+/// (a backoff) and parks (`run.sleep`), each due 2 to 6 s later, spread 100 ms apart; the
+/// retries' and parks' rows are inserted with a bare INSERT (no wake), so the writer, not the
+/// idle worker, takes their first attempts. Each row's lateness is its last claim's
+/// `started_at` minus its `run_at`, both read from the row.
+async fn on_time_starts(table: &mut Table) -> Result<(), JobError> {
+    let schema = "bench_ontime";
+    let idle_driver = fresh(schema).await?;
+    let idle_jobs = Jobs::new(idle_driver.clone());
+    let idle = idle_jobs
+        .worker()
+        .queues(["ontime"])
+        .concurrency(SLOTS)
+        .context(std::sync::Arc::new(Role { writer: false }))
+        .build()?;
+    let running = idle.start();
+    // Let the wake prove itself and the poll back off to its ceiling.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let claims_before = idle.stats().claims;
+    let started = Instant::now();
+
+    let writer_driver = PostgresDriver::connect(&url()).await?.with_schema(schema)?;
+    let writer_jobs = Jobs::new(writer_driver.clone());
+    let writer = writer_jobs
+        .worker()
+        .queues(["ontime"])
+        .concurrency(256)
+        .context(std::sync::Arc::new(Role { writer: true }))
+        .build()?;
+    let bench = bench_id();
+    let due_in = |n: u64, kind: u8| 2_000 + n * 100 + u64::from(kind) * 33;
+    let insert = format!(
+        "insert into {schema}.x_jobs (id, run_id, name, queue, input, idempotency_key, state,
+             max_attempts, run_at, created_at, updated_at)
+         values ($1, $1, 'bench.on_time', 'ontime', $2, $3, 'ready', 3, now(), now(), now())"
+    );
+    for kind in [KIND_RETRY, KIND_PARK] {
+        for n in 0..ON_TIME_JOBS {
+            let id = uuid::Uuid::now_v7();
+            let input = serde_json::json!({
+                "bench": bench, "n": n + u64::from(kind) * 1000, "kind": kind, "delay_ms": due_in(n, kind),
+            });
+            sqlx::query(AssertSqlSafe(insert.clone()))
+                .bind(id)
+                .bind(&input)
+                .bind(format!("ontime:{bench}:{}", n + u64::from(kind) * 1000))
+                .execute(writer_driver.pool())
+                .await
+                .expect("insert");
+        }
+    }
+    // A pass may claim fewer than are due (the claim's per-pass bounds): pass until every
+    // first attempt ran.
+    let mut first = 0;
+    for _ in 0..100 {
+        if first >= 2 * ON_TIME_JOBS as usize {
+            break;
+        }
+        let ran = writer.tick().await?;
+        if ran.is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        first += ran.len();
+    }
+    for n in 0..ON_TIME_JOBS {
+        OnTime::enqueue_with(
+            &writer_jobs,
+            Due {
+                bench: bench.clone(),
+                n,
+                kind: KIND_DELAYED,
+                delay_ms: 0,
+            },
+            EnqueueOptions::new().delay(Duration::from_millis(due_in(n, KIND_DELAYED))),
+        )
+        .await?;
+    }
+    drop(writer);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let live = format!(
+        "select count(*) from {schema}.x_jobs where state in ('ready', 'delayed', 'running', 'suspended')"
+    );
+    loop {
+        let left: i64 = sqlx::query_scalar(AssertSqlSafe(live.clone()))
+            .fetch_one(idle_driver.pool())
+            .await
+            .expect("count");
+        if left == 0 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let window = started.elapsed();
+    let claims = idle.stats().claims - claims_before;
+    running.shutdown().await;
+    let rows: Vec<(serde_json::Value, f64)> = sqlx::query_as(AssertSqlSafe(format!(
+        "select input, (extract(epoch from started_at - run_at) * 1000)::float8
+         from {schema}.x_jobs where state = 'done'"
+    )))
+    .fetch_all(idle_driver.pool())
+    .await
+    .expect("lateness");
+    let unmeasured: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+        "select count(*) from {schema}.x_jobs where state <> 'done'"
+    )))
+    .fetch_one(idle_driver.pool())
+    .await
+    .expect("count");
+    for (kind, what) in [
+        (KIND_DELAYED, "delayed job"),
+        (KIND_RETRY, "retry after backoff"),
+        (KIND_PARK, "parked sleep"),
+    ] {
+        let mut late: Vec<f64> = rows
+            .iter()
+            .filter(|(input, _)| input["kind"] == serde_json::json!(kind))
+            .map(|(_, ms)| *ms)
+            .collect();
+        late.sort_by(|a, b| a.total_cmp(b));
+        if late.is_empty() {
+            table.add(&format!("on-time start, {what}"), "none measured".into());
+            continue;
+        }
+        let at = |q: f64| late[((late.len() as f64 - 1.0) * q).round() as usize];
+        table.add(
+            &format!(
+                "on-time start, {what}: late by p50 / p95 / max ms ({} jobs)",
+                late.len()
+            ),
+            format!("{:.1} / {:.1} / {:.1}", at(0.5), at(0.95), at(1.0)),
+        );
+    }
+    table.add(
+        "on-time: idle worker's claims during the window",
+        format!(
+            "{claims} in {:.1} s ({} first attempts taken by the idle worker, not measured)",
+            window.as_secs_f64(),
+            unmeasured
+        ),
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), JobError> {
     let chosen: Vec<String> = std::env::args().skip(1).collect();
@@ -690,6 +899,9 @@ async fn main() -> Result<(), JobError> {
     }
     if wants("idle") {
         idle(&mut table).await?;
+    }
+    if wants("ontime") {
+        on_time_starts(&mut table).await?;
     }
     println!("\n| measure | value |\n|---|---|");
     for (what, value) in &table.rows {

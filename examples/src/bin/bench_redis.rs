@@ -15,7 +15,9 @@
 //! queue: `total_commands_processed` growth over `IDLE_SECS`, default 60, per minute), `single`
 //! and `cluster` (20,000 single enqueues, 100,000 in calls of 1,000, and an end-to-end drain of
 //! 20,000 no-op jobs with 16 slots; on the cluster also three queues drained by three workers,
-//! one queue per master's slot range where the names fall so). Each store gets a fresh prefix.
+//! one queue per master's slot range where the names fall so), `ontime` (how late an idle worker
+//! starts a delayed job, a retry after its backoff and a parked sleep written by another
+//! client). Each store gets a fresh prefix.
 
 use std::time::{Duration, Instant};
 
@@ -48,6 +50,187 @@ async fn noop_redis_b(_run: Run, _input: Item) -> Result<(), JobError> {
 
 #[job(key = "noop:{bench}:{n}", tenant = none, queue = "q-c")]
 async fn noop_redis_c(_run: Run, _input: Item) -> Result<(), JobError> {
+    Ok(())
+}
+
+/// The `ontime` scenario's kinds of job.
+const KIND_DELAYED: u8 = 0;
+const KIND_RETRY: u8 = 1;
+const KIND_PARK: u8 = 2;
+
+/// Jobs of each kind in `ontime`.
+const ON_TIME_JOBS: u64 = 40;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Due {
+    bench: String,
+    n: u64,
+    kind: u8,
+    delay_ms: u64,
+}
+
+/// Which client runs an `ontime` job: the writer (the first attempts) or the idle worker.
+struct Role {
+    writer: bool,
+}
+
+/// A delayed job does nothing; a retry fails its first attempt with a backoff of `delay_ms`; a
+/// park sleeps `delay_ms`. A first attempt the idle worker takes (woken by the batch's enqueue)
+/// fails for good, so it is not measured.
+#[job(name = "bench.on_time", queue = "ontime", key = "ontime:{bench}:{n}", tenant = none, retry(attempts = 3, jitter = none))]
+async fn on_time(run: Run, input: Due) -> Result<(), JobError> {
+    let role = run.context::<Role>()?;
+    let unmeasured = || JobError::terminal("a first attempt on the idle worker is not measured");
+    match input.kind {
+        KIND_RETRY if run.attempt() == 1 => {
+            if !role.writer {
+                return Err(unmeasured());
+            }
+            Err(JobError::retry_after(
+                "the first attempt fails",
+                Duration::from_millis(input.delay_ms),
+            ))
+        }
+        KIND_PARK => {
+            let writer = role.writer;
+            let by_writer: bool = run
+                .step("first", async move { Ok::<_, JobError>(writer) })
+                .await?;
+            if !by_writer {
+                return Err(unmeasured());
+            }
+            run.sleep(Duration::from_millis(input.delay_ms)).await?;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// On-time starts: an idle worker with default settings (its poll at its 5 s ceiling, the
+/// Pub/Sub wake live) and a writer, another `Jobs` client with its own connections, whose
+/// worker is driven by hand (it arms no timer). The writer enqueues the retries and parks in one
+/// batch and runs their first attempts (the idle worker, woken by the batch, takes a few: not
+/// measured), then enqueues the delayed jobs; each is due 2 to 6 s later, 100 ms apart. A row's
+/// lateness is its settle's `updated_at` minus its `run_at` (so it includes the no-op run and
+/// its ack).
+async fn on_time_starts(url: &str) -> Result<(), JobError> {
+    let prefixed = if url.contains('?') {
+        format!("{url}&prefix=bench{}", bench_id())
+    } else {
+        format!("{url}/?prefix=bench{}", bench_id())
+    };
+    let idle_jobs = Jobs::new(RedisDriver::connect(&prefixed).await?);
+    let idle = idle_jobs
+        .worker()
+        .queues(["ontime"])
+        .concurrency(SLOTS)
+        .context(std::sync::Arc::new(Role { writer: false }))
+        .build()?;
+    let running = idle.start();
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let claims_before = idle.stats().claims;
+    let started = Instant::now();
+    let writer_jobs = Jobs::new(RedisDriver::connect(&prefixed).await?);
+    let writer = writer_jobs
+        .worker()
+        .queues(["ontime"])
+        .concurrency(256)
+        .context(std::sync::Arc::new(Role { writer: true }))
+        .build()?;
+    let bench = bench_id();
+    let due_in = |n: u64, kind: u8| 2_000 + n * 100 + u64::from(kind) * 33;
+    let mut ids = Vec::new();
+    let first_attempts: Vec<Due> = [KIND_RETRY, KIND_PARK]
+        .into_iter()
+        .flat_map(|kind| {
+            let bench = bench.clone();
+            (0..ON_TIME_JOBS).map(move |n| Due {
+                bench: bench.clone(),
+                n: n + u64::from(kind) * 1000,
+                kind,
+                delay_ms: due_in(n, kind),
+            })
+        })
+        .collect();
+    for enqueued in writer_jobs
+        .enqueue_many::<OnTime, _>(first_attempts)
+        .await?
+    {
+        ids.push(enqueued.id);
+    }
+    let mut first = 0;
+    for _ in 0..100 {
+        if first >= ids.len() {
+            break;
+        }
+        let ran = writer.tick().await?;
+        if ran.is_empty() {
+            break;
+        }
+        first += ran.len();
+    }
+    for n in 0..ON_TIME_JOBS {
+        let enqueued = OnTime::enqueue_with(
+            &writer_jobs,
+            Due {
+                bench: bench.clone(),
+                n,
+                kind: KIND_DELAYED,
+                delay_ms: 0,
+            },
+            EnqueueOptions::new().delay(Duration::from_millis(due_in(n, KIND_DELAYED))),
+        )
+        .await?;
+        ids.push(enqueued.id);
+    }
+    drop(writer);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut rows = Vec::new();
+    while Instant::now() < deadline {
+        rows.clear();
+        for id in &ids {
+            if let Some(row) = idle_jobs.job(*id).await? {
+                rows.push(row);
+            }
+        }
+        if rows.iter().all(|r| !r.state.is_live()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let window = started.elapsed();
+    let claims = idle.stats().claims - claims_before;
+    running.shutdown().await;
+    let unmeasured = rows.iter().filter(|r| r.state != JobState::Done).count();
+    for (kind, what) in [
+        (KIND_DELAYED, "delayed job"),
+        (KIND_RETRY, "retry after backoff"),
+        (KIND_PARK, "parked sleep"),
+    ] {
+        let mut late: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.state == JobState::Done && r.input["kind"] == serde_json::json!(kind))
+            .map(|r| (r.updated_at - r.run_at).num_microseconds().unwrap_or(0) as f64 / 1000.0)
+            .collect();
+        late.sort_by(|a, b| a.total_cmp(b));
+        if late.is_empty() {
+            println!("ontime: {what}: none measured");
+            continue;
+        }
+        let at = |q: f64| late[((late.len() as f64 - 1.0) * q).round() as usize];
+        println!(
+            "ontime: {what}, start and ack late by p50 / p95 / max {:.1} / {:.1} / {:.1} ms ({} jobs)",
+            at(0.5),
+            at(0.95),
+            at(1.0),
+            late.len()
+        );
+    }
+    println!(
+        "ontime: the idle worker's claims during the window: {claims} in {:.1} s ({unmeasured} \
+         first attempts it took, not measured)",
+        window.as_secs_f64()
+    );
     Ok(())
 }
 
@@ -345,6 +528,9 @@ async fn main() -> Result<(), JobError> {
     }
     if wants("idle") {
         idle(&single).await?;
+    }
+    if wants("ontime") {
+        on_time_starts(&single).await?;
     }
     if wanted.iter().any(|w| w == "e2e-only") {
         e2e_only(&single).await?;

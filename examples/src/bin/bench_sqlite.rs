@@ -11,7 +11,9 @@
 //! INSERT commits on a plain connection), `bulk` (`enqueue_many` of 1,000, interleaved with a
 //! bare 1,000-row INSERT transaction), `e2e` (no-op jobs, a pre-filled queue of 20,000, 16
 //! slots), `pickup` (jobs enqueued by another process on the same file, 200 of them 50 ms
-//! apart, to an idle worker woken through `PRAGMA data_version`). Files live in a fresh temp
+//! apart, to an idle worker woken through `PRAGMA data_version`), `ontime` (how late an idle
+//! worker starts a delayed job, a retry after its backoff and a parked sleep that another
+//! process wrote, the due times reaching it through the due hints). Files live in a fresh temp
 //! directory, removed at the end.
 
 use std::path::{Path, PathBuf};
@@ -37,6 +39,59 @@ struct Item {
 #[job(key = "noop:{bench}:{n}", tenant = none)]
 async fn noop(_run: Run, _input: Item) -> Result<(), JobError> {
     Ok(())
+}
+
+/// The `ontime` scenario's kinds of job.
+const KIND_DELAYED: u8 = 0;
+const KIND_RETRY: u8 = 1;
+const KIND_PARK: u8 = 2;
+
+/// Jobs of each kind in `ontime`.
+const ON_TIME_JOBS: u64 = 40;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Due {
+    bench: String,
+    n: u64,
+    kind: u8,
+    delay_ms: u64,
+}
+
+/// Which process runs an `ontime` job: the writer (the first attempts) or the idle worker.
+struct Role {
+    writer: bool,
+}
+
+/// A delayed job does nothing; a retry fails its first attempt with a backoff of `delay_ms`; a
+/// park sleeps `delay_ms`. A first attempt the idle worker takes by chance fails for good, so
+/// it is not measured.
+#[job(name = "bench.on_time", queue = "ontime", key = "ontime:{bench}:{n}", tenant = none, retry(attempts = 3, jitter = none))]
+async fn on_time(run: Run, input: Due) -> Result<(), JobError> {
+    let role = run.context::<Role>()?;
+    let unmeasured = || JobError::terminal("a first attempt on the idle worker is not measured");
+    match input.kind {
+        KIND_RETRY if run.attempt() == 1 => {
+            if !role.writer {
+                return Err(unmeasured());
+            }
+            Err(JobError::retry_after(
+                "the first attempt fails",
+                Duration::from_millis(input.delay_ms),
+            ))
+        }
+        KIND_PARK => {
+            let writer = role.writer;
+            let by_writer: bool = run
+                .step("first", async move { Ok::<_, JobError>(writer) })
+                .await?;
+            if !by_writer {
+                return Err(unmeasured());
+            }
+            run.sleep(Duration::from_millis(input.delay_ms)).await?;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 fn bench_id() -> String {
@@ -378,11 +433,198 @@ async fn pickup(dir: &Path, table: &mut Table) -> Result<(), JobError> {
     Ok(())
 }
 
+/// The stored form of a timestamp (fixed width, so text order is time order).
+fn stored(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+/// The child process of `ontime`: inserts the retries' and parks' rows with a bare INSERT
+/// (created an hour ago and due before that, so no wake announces them and the idle worker leaves them to this
+/// process), runs their first attempts with a worker driven by hand (it arms no timer), then
+/// enqueues the delayed jobs and exits. Each is due 2 to 6 s later, 100 ms apart.
+async fn write_on_time(path: &str) -> Result<(), JobError> {
+    let driver = SqliteDriver::connect(&url(Path::new(path))).await?;
+    let jobs = Jobs::new(driver.clone());
+    let writer = jobs
+        .worker()
+        .queues(["ontime"])
+        .concurrency(256)
+        .context(std::sync::Arc::new(Role { writer: true }))
+        .build()?;
+    let bench = bench_id();
+    let due_in = |n: u64, kind: u8| 2_000 + n * 100 + u64::from(kind) * 33;
+    let now = chrono::Utc::now();
+    // Due before it was created: the due-hint trigger announces only a run time after the
+    // creation (a delayed job).
+    let (due, created) = (
+        stored(now - chrono::Duration::hours(2)),
+        stored(now - chrono::Duration::hours(1)),
+    );
+    for kind in [KIND_RETRY, KIND_PARK] {
+        for n in 0..ON_TIME_JOBS {
+            let n = n + u64::from(kind) * 1000;
+            let id = uuid::Uuid::now_v7();
+            let input = serde_json::json!({
+                "bench": bench, "n": n, "kind": kind, "delay_ms": due_in(n % 1000, kind),
+            });
+            sqlx::query(
+                "insert into x_jobs (id, run_id, name, queue, input, idempotency_key, state,
+                     max_attempts, run_at, created_at, updated_at)
+                 values (?1, ?1, 'bench.on_time', 'ontime', ?2, ?3, 'ready', 3, ?4, ?5, ?5)",
+            )
+            .bind(id.as_bytes().as_slice())
+            .bind(input.to_string())
+            .bind(format!("ontime:{bench}:{n}"))
+            .bind(&due)
+            .bind(&created)
+            .execute(driver.pool())
+            .await
+            .expect("insert");
+        }
+    }
+    // A pass may claim fewer than are due (the claim's per-pass bounds): pass until every
+    // first attempt ran.
+    let mut first = 0;
+    for _ in 0..100 {
+        if first >= 2 * ON_TIME_JOBS as usize {
+            break;
+        }
+        let ran = writer.tick().await?;
+        if ran.is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        first += ran.len();
+    }
+    for n in 0..ON_TIME_JOBS {
+        OnTime::enqueue_with(
+            &jobs,
+            Due {
+                bench: bench.clone(),
+                n,
+                kind: KIND_DELAYED,
+                delay_ms: 0,
+            },
+            EnqueueOptions::new().delay(Duration::from_millis(due_in(n, KIND_DELAYED))),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// On-time starts: an idle worker with default settings (its poll backs off to 5 s once the
+/// wake is live) and another process writing delayed jobs, retries and parks
+/// ([`write_on_time`]); each row's lateness is its last claim's `started_at` minus its
+/// `run_at`, both read from the row.
+async fn on_time_starts(dir: &Path, table: &mut Table) -> Result<(), JobError> {
+    let path = file(dir, "ontime");
+    let idle_driver = driver(&path).await?;
+    let idle_jobs = Jobs::new(idle_driver.clone());
+    // A row created now, so the wake's first look does not take the writer's backdated rows
+    // for new ones (it announces rows created after the newest it saw at its start).
+    let seed = OnTime::enqueue_with(
+        &idle_jobs,
+        Due {
+            bench: bench_id(),
+            n: 0,
+            kind: KIND_DELAYED,
+            delay_ms: 0,
+        },
+        EnqueueOptions::new().delay(Duration::from_secs(86_400)),
+    )
+    .await?;
+    idle_jobs.cancel(seed.id).await?;
+    let idle = idle_jobs
+        .worker()
+        .queues(["ontime"])
+        .concurrency(SLOTS)
+        .context(std::sync::Arc::new(Role { writer: false }))
+        .build()?;
+    let running = idle.start();
+    // Let the poll back off to its ceiling.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let claims_before = idle.stats().claims;
+    let started = Instant::now();
+    let child = std::process::Command::new(std::env::current_exe().expect("own path"))
+        .args(["__write_on_time", &path.display().to_string()])
+        .status()
+        .expect("the writer runs");
+    assert!(child.success(), "the writer failed");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left: i64 = sqlx::query_scalar(
+            "select count(*) from x_jobs where state in ('ready', 'delayed', 'running', 'suspended')",
+        )
+        .fetch_one(idle_driver.pool())
+        .await
+        .expect("count");
+        if left == 0 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let window = started.elapsed();
+    let claims = idle.stats().claims - claims_before;
+    running.shutdown().await;
+    let rows: Vec<(String, String, String)> =
+        sqlx::query_as("select input, started_at, run_at from x_jobs where state = 'done'")
+            .fetch_all(idle_driver.pool())
+            .await
+            .expect("lateness");
+    let unmeasured: i64 = sqlx::query_scalar("select count(*) from x_jobs where state = 'failed'")
+        .fetch_one(idle_driver.pool())
+        .await
+        .expect("count");
+    let parse = |at: &str| chrono::DateTime::parse_from_rfc3339(at).expect("a stored time");
+    for (kind, what) in [
+        (KIND_DELAYED, "delayed job"),
+        (KIND_RETRY, "retry after backoff"),
+        (KIND_PARK, "parked sleep"),
+    ] {
+        let mut late: Vec<f64> = rows
+            .iter()
+            .filter(|(input, _, _)| {
+                serde_json::from_str::<serde_json::Value>(input).expect("json")["kind"]
+                    == serde_json::json!(kind)
+            })
+            .map(|(_, started, due)| {
+                (parse(started) - parse(due))
+                    .num_microseconds()
+                    .unwrap_or(0) as f64
+                    / 1000.0
+            })
+            .collect();
+        late.sort_by(|a, b| a.total_cmp(b));
+        if late.is_empty() {
+            table.add(&format!("on-time start, {what}"), "none measured".into());
+            continue;
+        }
+        let at = |q: f64| late[((late.len() as f64 - 1.0) * q).round() as usize];
+        table.add(
+            &format!(
+                "on-time start, {what}: late by p50 / p95 / max ms ({} jobs)",
+                late.len()
+            ),
+            format!("{:.1} / {:.1} / {:.1}", at(0.5), at(0.95), at(1.0)),
+        );
+    }
+    table.add(
+        "on-time: idle worker's claims during the window",
+        format!(
+            "{claims} in {:.1} s ({unmeasured} first attempts taken by the idle worker, not measured)",
+            window.as_secs_f64()
+        ),
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), JobError> {
     let chosen: Vec<String> = std::env::args().skip(1).collect();
     if chosen.first().map(String::as_str) == Some("__send_pings") {
         return send_pings(&chosen[1]).await;
+    }
+    if chosen.first().map(String::as_str) == Some("__write_on_time") {
+        return write_on_time(&chosen[1]).await;
     }
     let wants = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
     let dir = std::env::temp_dir().join(format!("jobs-bench-sqlite-{}", bench_id()));
@@ -404,6 +646,9 @@ async fn main() -> Result<(), JobError> {
         }
         if wants("pickup") {
             pickup(&dir, &mut table).await?;
+        }
+        if wants("ontime") {
+            on_time_starts(&dir, &mut table).await?;
         }
         Ok::<_, JobError>(())
     }

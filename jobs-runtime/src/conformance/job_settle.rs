@@ -142,6 +142,102 @@ pub async fn job_nack_sends_each_target_to_its_state(driver: Arc<dyn JobDriver>)
     assert_eq!(retried.attempt, 2);
 }
 
+/// The next due time for [`QUEUE`] the wake announces, skipping every other signal; `None`
+/// after `patience` of real time without one.
+async fn next_due(
+    wakes: &mut crate::driver::WakeReceiver,
+    patience: std::time::Duration,
+) -> Option<Timestamp> {
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        match tokio::time::timeout_at(deadline, wakes.recv()).await {
+            Ok(Some(crate::driver::WakeSignal::Due { queue, at })) if queue == QUEUE => {
+                return Some(at)
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return None,
+        }
+    }
+}
+
+/// The push wake carries due times written for later, so an idle worker of any process starts
+/// a job when due rather than at its next poll: a delayed enqueue, a retry after its backoff and
+/// a park each announce their queue and run time ([`WakeSignal::Due`]) to every listener, and so
+/// does a debounced enqueue that moves its queued holder's run time later.
+///
+/// [`WakeSignal::Due`]: crate::driver::WakeSignal::Due
+pub async fn job_nack_and_delayed_enqueue_announce_their_due_times(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut wakes =
+        d.wake_listen().await.expect("wake_listen").expect(
+            "this case needs a push wake (`JobDriver::wake_listen`) that carries due times",
+        );
+    // A listener may take a moment to be in place (a LISTEN session, a subscription): announce
+    // delayed jobs until one comes through.
+    let mut heard = None;
+    for n in 0..40 {
+        let mut req = request("conformance.job", &format!("delayed-{n}"));
+        req.run_at = at(100 + n);
+        enqueue(d, &req).await;
+        if let Some(due) = next_due(&mut wakes, std::time::Duration::from_millis(250)).await {
+            heard = Some((due, n));
+            break;
+        }
+    }
+    let (due, n) = heard.expect("a delayed enqueue announces its due time");
+    assert!(
+        (100..=100 + n).any(|secs| due == at(secs)),
+        "the delayed job's run time is announced, got {due}"
+    );
+    // A debounced enqueue that moves a queued holder's run time later announces the new time.
+    let mut first = request("conformance.job", "debounced");
+    first.run_at = at(200);
+    first.on_conflict = ConflictPolicy::Replace;
+    enqueue(d, &first).await;
+    let mut later = request("conformance.job", "debounced");
+    later.run_at = at(300);
+    later.on_conflict = ConflictPolicy::Replace;
+    enqueue(d, &later).await;
+    let patience = std::time::Duration::from_secs(10);
+    let mut announced = Vec::new();
+    while let Some(due) = next_due(&mut wakes, patience).await {
+        announced.push(due);
+        if due == at(300) {
+            break;
+        }
+    }
+    assert_eq!(
+        announced.last(),
+        Some(&at(300)),
+        "a debounce's later run time is announced: {announced:?}"
+    );
+    // A retry after its backoff, then a park (a sleep or an event wait's timeout).
+    for (key, target, until) in [
+        ("retried", NackTarget::Retry, at(50)),
+        ("parked", NackTarget::Park, at(70)),
+    ] {
+        let mut req = request("conformance.job", key);
+        req.run_at = at(-1);
+        enqueue(d, &req).await;
+        let job = claim_one(d, "w1", t0()).await;
+        assert_eq!(job.id, req.id);
+        assert!(nack(d, &nack_params(req.id, &job.by, target, until, at(2))).await);
+        let patience = std::time::Duration::from_secs(10);
+        let mut announced = Vec::new();
+        while let Some(due) = next_due(&mut wakes, patience).await {
+            announced.push(due);
+            if due == until {
+                break;
+            }
+        }
+        assert_eq!(
+            announced.last(),
+            Some(&until),
+            "{target:?} announces its run time: {announced:?}"
+        );
+    }
+}
+
 /// `counts_as_attempt = false` hands the attempt back: the next claim presents the same
 /// number again, under a new claim ordinal; a nack with no error keeps the last one.
 pub async fn job_nack_hands_the_attempt_back_when_not_counted(driver: Arc<dyn JobDriver>) {

@@ -133,6 +133,7 @@ macro_rules! __conformance_cases {
             job_settle::job_nack_is_fenced_on_the_claim,
             job_settle::job_nack_sends_each_target_to_its_state,
             job_settle::job_nack_hands_the_attempt_back_when_not_counted,
+            job_settle::job_nack_and_delayed_enqueue_announce_their_due_times,
             job_settle::job_heartbeat_extends_the_claim,
             job_settle::job_heartbeat_is_fenced_on_the_claim,
             job_settle::job_progress_records_progress_and_is_fenced,

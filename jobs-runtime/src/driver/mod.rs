@@ -32,6 +32,8 @@ mod sql_types;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod url;
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod wake_payload;
 
 #[cfg(feature = "redis")]
 pub use self::redis::RedisDriver;

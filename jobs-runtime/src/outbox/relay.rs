@@ -376,6 +376,7 @@ impl OutboxRelay {
                             idle = inner.interval;
                             break;
                         }
+                        Some(WakeSignal::Due { .. }) => {}
                         None => wake = None,
                     },
                 }

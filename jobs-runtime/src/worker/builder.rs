@@ -337,6 +337,7 @@ impl WorkerBuilder {
                 drain: CancellationToken::new(),
                 kick: Notify::new(),
                 woken: Notify::new(),
+                dues: Default::default(),
                 stats: WorkerCounters::default(),
                 limits: self.limits,
                 queue_limits: self.queue_limits,

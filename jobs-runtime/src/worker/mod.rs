@@ -11,15 +11,17 @@
 //!
 //! One loop per worker: a pass claims, for every queue with a free slot, as many due jobs as it
 //! has free slots, in ONE driver call. Each claimed job runs on its own task; a freed slot, a
-//! local enqueue and a retry due soon each kick one more pass, which first lets the runnable
-//! attempts take a turn so it claims every slot they free (unless the driver's claims cost no
-//! round trip: `JobDriver::gathers_claims`). Idle, the wait between passes doubles from
+//! local enqueue and a due time coming (due.rs: a retry, a park or a delayed enqueue this
+//! worker wrote or its driver's wake announced) each kick one more pass, which first lets the
+//! runnable attempts take a turn so it claims every slot they free (unless the driver's claims
+//! cost no round trip: `JobDriver::gathers_claims`). Idle, the wait between passes doubles from
 //! `poll_interval` up to `idle_poll_max`. Every wait is on the injected clock.
 
 mod admit;
 mod builder;
 mod claim;
 mod complete;
+mod due;
 mod execute;
 mod fleet_slots;
 mod hook;
@@ -90,6 +92,9 @@ pub(crate) struct WorkerShared {
     pub kick: Notify,
     /// The driver's push wake named a served queue.
     pub woken: Notify,
+    /// The due times heard of (this worker's retries and parks, the driver's due wakes): a
+    /// timer kicks a pass at the earliest.
+    pub dues: Arc<due::DueTimes>,
     /// Whether `idle_poll_max` was set by the user (then it stays the ceiling when woken).
     pub idle_poll_max_declared: bool,
     pub stats: WorkerCounters,
@@ -244,6 +249,7 @@ impl Worker {
         let mut idle_wait = shared.poll_interval;
         let wake_live = Arc::new(AtomicBool::new(false));
         let forwarder = self.forward_wakes(wake_live.clone()).await;
+        let due_timer = due::spawn(&self.shared);
         let sweeper = self.shared.retention.map(|retention| {
             let jobs = self.shared.jobs.clone();
             tokio::spawn(async move {
@@ -322,6 +328,7 @@ impl Worker {
         if let Some(forwarder) = forwarder {
             forwarder.abort();
         }
+        due_timer.abort();
         if let Some(sweeper) = sweeper {
             sweeper.abort();
         }
@@ -344,8 +351,8 @@ impl Worker {
         }
     }
 
-    /// Forwards the driver's push wake: a served queue kicks a pass; `Live`/`Lost` flip the
-    /// idle ceiling.
+    /// Forwards the driver's push wake: a served queue kicks a pass, a served queue's due time
+    /// goes to the due timer; `Live`/`Lost` flip the idle ceiling.
     async fn forward_wakes(
         &self,
         wake_live: Arc<AtomicBool>,
@@ -373,6 +380,10 @@ impl Worker {
                         shared.woken.notify_one();
                     }
                     WakeSignal::Queue(_) => {}
+                    WakeSignal::Due { queue, at } if shared.queues.contains(&queue) => {
+                        shared.dues.add(at);
+                    }
+                    WakeSignal::Due { .. } => {}
                     WakeSignal::Live => wake_live.store(true, Ordering::Relaxed),
                     WakeSignal::Lost => wake_live.store(false, Ordering::Relaxed),
                 }
@@ -380,22 +391,12 @@ impl Worker {
         }))
     }
 
-    /// A retry or a wake due within a minute gets a timer that kicks one pass.
+    /// A retry or a park of this worker's own comes due on its due timer (the driver's wake
+    /// may announce it too: the set keeps one of each time).
     fn kick_when_due(&self, execution: &JobExecution) {
-        let Some(at) = execution.resume_at else {
-            return;
-        };
-        let clock = self.shared.jobs.clock().clone();
-        if at > crate::clock::add(clock.now(), Duration::from_secs(60)) {
-            return;
+        if let Some(at) = execution.resume_at {
+            self.shared.dues.add(at);
         }
-        let shared = Arc::downgrade(&self.shared);
-        tokio::spawn(async move {
-            clock.sleep_until(at).await;
-            if let Some(shared) = shared.upgrade() {
-                shared.kick.notify_one();
-            }
-        });
     }
 
     /// One claim (stage 1); the rows it buried are told to their `on_settled` hooks.

@@ -192,7 +192,12 @@ impl MemoryDriver {
         &self,
         request: &EnqueueRequest,
     ) -> Result<EnqueueResult, JobError> {
-        self.lock().enqueue(request, request.now)
+        let result = self.lock().enqueue(request, request.now);
+        if result.is_ok() {
+            self.dues
+                .announce(&request.queue, request.run_at, request.now);
+        }
+        result
     }
 
     pub(super) async fn enqueue_many(
@@ -203,6 +208,10 @@ impl MemoryDriver {
         let Some(now) = requests.iter().map(|r| r.now).max() else {
             return Ok(Vec::new());
         };
-        self.lock().enqueue_all(requests, now)
+        let results = self.lock().enqueue_all(requests, now)?;
+        for request in requests {
+            self.dues.announce(&request.queue, request.run_at, now);
+        }
+        Ok(results)
     }
 }

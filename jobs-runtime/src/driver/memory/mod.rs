@@ -34,7 +34,7 @@ use crate::clock::Timestamp;
 use crate::driver::records::*;
 use crate::driver::{
     EventFindParams, JobCancelParams, JobDriver, JobGetParams, QueueStatsParams, StepListParams,
-    StepPutParams,
+    StepPutParams, WakeReceiver, WakeSignal,
 };
 use crate::error::JobError;
 use state::MemoryState;
@@ -58,6 +58,54 @@ pub struct MemoryDriver {
     webhooks: MemoryWebhookLedger,
     /// Set by [`MemoryDriver::without_lease_store`].
     no_lease_store: bool,
+    /// The due times its writes announce to every `wake_listen`.
+    dues: DueAnnouncer,
+}
+
+/// The due times a delayed enqueue, a retry or a park writes ([`WakeSignal::Due`]), told to
+/// every receiver of [`JobDriver::wake_listen`]: every worker on this driver, whichever
+/// [`Jobs`](crate::Jobs) client it came from.
+#[derive(Debug)]
+struct DueAnnouncer(tokio::sync::broadcast::Sender<(String, Timestamp)>);
+
+impl Default for DueAnnouncer {
+    fn default() -> Self {
+        DueAnnouncer(tokio::sync::broadcast::channel(1024).0)
+    }
+}
+
+impl DueAnnouncer {
+    /// Whether anyone listens (else nothing is worth announcing).
+    fn listened(&self) -> bool {
+        self.0.receiver_count() > 0
+    }
+
+    /// Announces `at` for `queue` when it is after `now` (a job due now is the local wake's).
+    fn announce(&self, queue: &str, at: Timestamp, now: Timestamp) {
+        if at > now && self.listened() {
+            let _ = self.0.send((queue.to_string(), at));
+        }
+    }
+
+    /// A receiver of the announcements, as a wake: only `Due` signals (the memory driver's
+    /// "due now" wake is [`Jobs`](crate::Jobs)' local one), never `Live`.
+    fn listen(&self) -> WakeReceiver {
+        let mut announced = self.0.subscribe();
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        tokio::spawn(async move {
+            loop {
+                let (queue, at) = match announced.recv().await {
+                    Ok(due) => due,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                if tx.send(WakeSignal::Due { queue, at }).await.is_err() {
+                    return;
+                }
+            }
+        });
+        rx
+    }
 }
 
 impl MemoryDriver {
@@ -200,6 +248,10 @@ impl JobDriver for MemoryDriver {
 
     async fn job_nack(&self, params: &NackParams) -> Result<bool, JobError> {
         self.nack(params).await
+    }
+
+    async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {
+        Ok(Some(self.dues.listen()))
     }
 
     async fn job_purge(&self, params: &JobPurgeParams) -> Result<u64, JobError> {

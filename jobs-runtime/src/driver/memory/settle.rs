@@ -29,7 +29,13 @@ impl MemoryDriver {
         if !state.fenced(params.job_id, &params.by) {
             return Ok(false);
         }
+        let mut queue = None;
+        let announcing =
+            matches!(params.target, NackTarget::Retry | NackTarget::Park) && self.dues.listened();
         state.update(params.job_id, |r| {
+            if announcing {
+                queue = Some(r.queue.clone());
+            }
             r.state = params.target.state();
             if !params.counts_as_attempt {
                 r.attempt = r.attempt.saturating_sub(1);
@@ -42,6 +48,10 @@ impl MemoryDriver {
             }
             r.updated_at = params.now;
         });
+        drop(state);
+        if let Some(queue) = queue {
+            self.dues.announce(&queue, params.run_at, params.now);
+        }
         Ok(true)
     }
 

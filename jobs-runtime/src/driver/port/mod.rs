@@ -62,6 +62,15 @@ use async_trait::async_trait;
 pub enum WakeSignal {
     /// Due jobs arrived on this queue.
     Queue(String),
+    /// A job of this queue becomes due at `at` (a delayed enqueue, a retry after its backoff,
+    /// a parked run's wake-up): an idle worker serving the queue arms a timer for it, so it
+    /// starts when due rather than at that worker's next poll.
+    Due {
+        /// The queue.
+        queue: String,
+        /// When the job becomes due.
+        at: crate::clock::Timestamp,
+    },
     /// A probe came back: wakes are being delivered.
     Live,
     /// The session was lost: wakes may be missed until it is proven again.
@@ -257,6 +266,7 @@ pub trait JobDriver: Send + Sync + 'static {
     async fn event_mark(&self) -> Result<String, JobError>;
 
     /// A push wake, when the driver has one: it reports the queues that received due jobs,
+    /// the due times written for later (a delayed enqueue, a retry, a park: [`WakeSignal::Due`]),
     /// and whether the wake is proven live. `None`: the poll is all there is (the memory
     /// driver's in-process wake lives in [`Jobs`](crate::Jobs) itself).
     async fn wake_listen(&self) -> Result<Option<WakeReceiver>, JobError> {

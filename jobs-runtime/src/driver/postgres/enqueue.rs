@@ -165,6 +165,7 @@ impl PostgresDriver {
             .bind(&request.input)
             .bind(request.run_at)
             .bind(now)
+            .bind(&*self.wake_channel)
             .fetch_optional(&mut *conn)
             .await
             .map_err(|e| classify(Op::JobEnqueue, e))?;

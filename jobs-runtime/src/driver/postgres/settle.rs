@@ -79,8 +79,14 @@ impl PostgresDriver {
             .bind(params.run_at)
             .bind(&params.error)
             .bind(&params.error_code)
-            .bind(params.now);
-        self.execute_fenced(Op::JobNack, query).await
+            .bind(params.now)
+            .bind(JobState::Running.as_str())
+            .bind(&*self.wake_channel);
+        let done = query
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify(Op::JobNack, e))?;
+        Ok(done.rows_affected() == 1)
     }
 
     pub(super) async fn heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {

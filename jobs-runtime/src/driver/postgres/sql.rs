@@ -50,6 +50,8 @@ const FRAGMENTS: &[(&str, &str)] = &[
         "wake_unless_waiting",
         include_str!("sql/fragment_wake_unless_waiting.sql"),
     ),
+    // After wake_unless_waiting, which names it.
+    ("due_payload", include_str!("sql/fragment_due_payload.sql")),
     (
         "claim_running",
         include_str!("sql/fragment_claim_running.sql"),

@@ -1,5 +1,6 @@
 //! LISTEN/NOTIFY wake: one LISTEN session per worker, forwarding the queue names that enqueues
-//! announce. The wake is an optimisation and the poll stays the guarantee: notifications are
+//! announce, and the due times that delayed enqueues, retries and parks announce
+//! (`@<microseconds>:<queue>`, read by `driver/wake_payload.rs`). The wake is an optimisation and the poll stays the guarantee: notifications are
 //! lost with their session, so every re-dial is un-proven until a probe sent through the pool
 //! comes back on the LISTEN session.
 
@@ -80,7 +81,7 @@ async fn listen(pool: &PgPool, channel: &str, tx: &mpsc::Sender<WakeSignal>) {
                         }
                     } else if !payload.starts_with(PROBE_PREFIX)
                         && tx
-                            .send(WakeSignal::Queue(payload.to_string()))
+                            .send(super::super::wake_payload::signal(payload))
                             .await
                             .is_err()
                     {

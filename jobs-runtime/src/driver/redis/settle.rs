@@ -69,6 +69,22 @@ async fn fenced(
     now: crate::clock::Timestamp,
     rest: &[String],
 ) -> Result<bool, JobError> {
+    fenced_due(driver, op, verb, id, by, now, rest, None).await
+}
+
+/// [`fenced`], announcing `due` on the wake channel when the write lands (a nack's later run
+/// time: `lua/settle.lua` publishes it in the same script).
+#[allow(clippy::too_many_arguments)]
+async fn fenced_due(
+    driver: &RedisDriver,
+    op: Op,
+    verb: &str,
+    id: &JobId,
+    by: &ClaimIdentity,
+    now: crate::clock::Timestamp,
+    rest: &[String],
+    due: Option<crate::clock::Timestamp>,
+) -> Result<bool, JobError> {
     let Some(queue) = driver.queue_of(op, id).await? else {
         return Ok(false);
     };
@@ -82,6 +98,12 @@ async fn fenced(
     for arg in rest {
         invocation.arg(arg);
     }
+    if let Some(at) = due {
+        let micros = at.timestamp_micros();
+        invocation
+            .arg(driver.keys().wake_channel())
+            .arg(crate::driver::wake_payload::due(&queue, micros));
+    }
     Ok(driver.conn().script::<i64>(op, &invocation).await? == 1)
 }
 
@@ -94,7 +116,19 @@ pub(super) async fn nack(driver: &RedisDriver, p: &NackParams) -> Result<bool, J
         p.error.clone().unwrap_or_default(),
         p.error_code.clone().unwrap_or_default(),
     ];
-    fenced(driver, Op::JobNack, "nack", &p.job_id, &p.by, p.now, &rest).await
+    let later = matches!(p.target, NackTarget::Retry | NackTarget::Park) && p.run_at > p.now;
+    let due = later.then_some(p.run_at);
+    fenced_due(
+        driver,
+        Op::JobNack,
+        "nack",
+        &p.job_id,
+        &p.by,
+        p.now,
+        &rest,
+        due,
+    )
+    .await
 }
 
 pub(super) async fn heartbeat(driver: &RedisDriver, p: &HeartbeatParams) -> Result<bool, JobError> {

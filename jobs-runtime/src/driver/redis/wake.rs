@@ -1,5 +1,7 @@
 //! The push wake: an enqueue that leaves a job due now publishes its queue's name on the
-//! store's wake channel (`lua/enqueue.lua`), and each worker process subscribes to it, so an
+//! store's wake channel (`lua/enqueue.lua`), a delayed enqueue and a nack to a later run time
+//! (a retry, a park: `lua/settle.lua`) publish `@<run_at>:<queue>` (`driver/wake_payload.rs`),
+//! and each worker process subscribes to it, so an
 //! idle worker claims at once instead of at its next poll. Plain Pub/Sub reaches every node of
 //! a cluster, so one subscription on any node hears every queue. A lost subscription is
 //! reported (`Lost`: the worker polls on its shorter ceiling) and made again with a backoff.
@@ -36,10 +38,11 @@ pub(super) async fn listen(nodes: Vec<String>, channel: String) -> Result<WakeRe
                 }
                 let mut messages = pubsub.on_message();
                 while let Some(message) = messages.next().await {
-                    let Ok(queue) = message.get_payload::<String>() else {
+                    let Ok(payload) = message.get_payload::<String>() else {
                         continue;
                     };
-                    if tx.send(WakeSignal::Queue(queue)).await.is_err() {
+                    let signal = crate::driver::wake_payload::signal(&payload);
+                    if tx.send(signal).await.is_err() {
                         return;
                     }
                 }

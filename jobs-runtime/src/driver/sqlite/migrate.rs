@@ -61,6 +61,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0008_priority.sql",
         sql: include_str!("../../../migrations/sqlite/0008_priority.sql"),
     },
+    SqliteMigration {
+        version: 9,
+        name: "0009_due_hints.sql",
+        sql: include_str!("../../../migrations/sqlite/0009_due_hints.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.

@@ -2,8 +2,11 @@
 //! its own watches `PRAGMA data_version`, which moves when another connection commits to the
 //! file and reads nothing of the tables. When it moves, one bounded read of the newest rows
 //! (`x_jobs_created_idx`, those created since the last look) names the queues that received
-//! jobs; each is announced as Postgres' NOTIFY announces it. A worker in the same process is
-//! woken at once by [`Jobs`](crate::Jobs) itself; this is for the other processes. The outbox's
+//! jobs; each is announced as Postgres' NOTIFY announces it, and one bounded read of the due
+//! hints written after the last one read (`x_job_due_hints`, filled by triggers in the same
+//! transaction as a delayed enqueue, a retry or a park: `migrations/sqlite/0009_due_hints.sql`)
+//! announces each later due time ([`WakeSignal::Due`]). A worker in the same process is woken
+//! at once by [`Jobs`](crate::Jobs) itself; this is for the other processes. The outbox's
 //! relay watches the same way for staged rows (`listen_outbox`).
 
 use std::time::Duration;
@@ -22,9 +25,19 @@ pub const DATA_VERSION_POLL: Duration = Duration::from_millis(5);
 /// Rows read per look, at most: a burst larger than this may leave a queue to the poll.
 const NEWEST_ROWS: i64 = 256;
 
+/// Due hints read per look, at most (the table keeps about as many).
+const NEWEST_HINTS: i64 = 256;
+
 /// Starts the watcher of new jobs; it ends when the receiver is dropped.
 pub(crate) async fn listen(reader: &SqlitePool) -> Result<WakeReceiver, JobError> {
-    watch(reader, NewJobs { newest: None }).await
+    watch(
+        reader,
+        NewJobs {
+            newest: None,
+            hint: 0,
+        },
+    )
+    .await
 }
 
 /// Starts the watcher of the outbox (`x_outbox` in the same kind of file): a signal each time a
@@ -45,15 +58,18 @@ trait Look: Send + 'static {
     async fn look(&mut self, conn: &mut SqliteConnection) -> Result<Vec<WakeSignal>, JobError>;
 }
 
-/// The queues of ready jobs created since the last look.
+/// The queues of ready jobs created since the last look, and the due hints written since.
 struct NewJobs {
     newest: Option<String>,
+    /// The last due hint read.
+    hint: i64,
 }
 
 #[async_trait::async_trait]
 impl Look for NewJobs {
     async fn start(&mut self, conn: &mut SqliteConnection) -> Result<(), JobError> {
         self.newest = newest_created(conn).await?;
+        self.hint = last_hint(conn).await?;
         Ok(())
     }
 
@@ -62,7 +78,11 @@ impl Look for NewJobs {
         if latest.is_some() {
             self.newest = latest;
         }
-        Ok(queues.into_iter().map(WakeSignal::Queue).collect())
+        let mut signals: Vec<WakeSignal> = queues.into_iter().map(WakeSignal::Queue).collect();
+        let (dues, hint) = dues_since(conn, self.hint).await?;
+        self.hint = hint;
+        signals.extend(dues);
+        Ok(signals)
     }
 }
 
@@ -170,4 +190,40 @@ async fn queues_since(
     queues.sort();
     queues.dedup();
     Ok((queues, latest))
+}
+
+async fn last_hint(conn: &mut SqliteConnection) -> Result<i64, JobError> {
+    sqlx::query_scalar("select coalesce(max(seq), 0) from x_job_due_hints")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(|e| classify(Op::WakeListen, e))
+}
+
+/// The due times hinted after hint `after` (at most [`NEWEST_HINTS`], the newest), and the last
+/// hint read. A range of the rowid: bounded whatever the table holds.
+async fn dues_since(
+    conn: &mut SqliteConnection,
+    after: i64,
+) -> Result<(Vec<WakeSignal>, i64), JobError> {
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        "select seq, queue, at from x_job_due_hints
+         where seq > ?1
+         order by seq desc
+         limit ?2",
+    )
+    .bind(after)
+    .bind(NEWEST_HINTS)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(|e| classify(Op::WakeListen, e))?;
+    let last = rows.first().map_or(after, |(seq, _, _)| *seq);
+    let dues = rows
+        .into_iter()
+        .rev()
+        .filter_map(|(_, queue, at)| {
+            let at = chrono::DateTime::parse_from_rfc3339(&at).ok()?.to_utc();
+            Some(WakeSignal::Due { queue, at })
+        })
+        .collect();
+    Ok((dues, last))
 }

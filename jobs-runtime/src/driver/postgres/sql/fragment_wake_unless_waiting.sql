@@ -17,7 +17,12 @@
 -- tenants filling one queue still announce it about once per slot. A miss costs one more
 -- notification, never a missed one. The statement's snapshot does not see the new row itself.
 -- The payload is the queue name, never an id, an input or a tenant.
+--
+-- A row due later ($10 < run_at) announces its due time instead (fragment_due_payload.sql),
+-- unthrottled: one notification per delayed enqueue, so an idle worker starts it when due.
 case
+    when run_at > $10
+    then (select true from pg_notify($11, {due_payload}))
     when run_at <= $10 + interval '1 second'
      and not exists (
          select 1 from {schema}.x_jobs o

@@ -33,6 +33,9 @@ select (select count(*) from inserted) as inserted,
            select count(*)
            from (
                select pg_notify($12, q.queue)
-               from (select distinct queue from inserted where run_at <= $11 + interval '1 second') q
+               from (select distinct queue from inserted where run_at <= $11) q
+               union all
+               select pg_notify($12, {due_payload})
+               from (select queue, min(run_at) as run_at from inserted where run_at > $11 group by queue) d
            ) n
        ) as announced

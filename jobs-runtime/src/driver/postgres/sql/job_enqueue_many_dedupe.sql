@@ -44,7 +44,10 @@ select null::bigint as ord, null::uuid as id, null::uuid as run_id,
            select count(*)
            from (
                select pg_notify($12, q.queue)
-               from (select distinct queue from inserted where run_at <= $11 + interval '1 second') q
+               from (select distinct queue from inserted where run_at <= $11) q
+               union all
+               select pg_notify($12, {due_payload})
+               from (select queue, min(run_at) as run_at from inserted where run_at > $11 group by queue) d
            ) n
        ) as announced
 union all

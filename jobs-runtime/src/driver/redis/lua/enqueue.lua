@@ -6,7 +6,8 @@
 -- dedupe, 'e' error, 'r' replace: debounce, a queued holder takes the job's input and run_at),
 -- priority ('' the default, 0).
 -- A job due now is announced on the wake channel (once per call), so idle workers claim it at
--- once rather than at their next poll.
+-- once rather than at their next poll; the earliest delayed job of the call announces its due
+-- time ('@<run_at>:<queue>', driver/wake_payload.rs), so an idle worker starts it when due.
 -- Answers {'ok', then (index, status, id, run) for each job not inserted}: status 'same' (the
 -- id is stored already: an outbox re-publish) or 'held' (a live job holds the key); every job
 -- not named was inserted with its own id and run. Or, with nothing written,
@@ -122,6 +123,11 @@ end
 local seq = 0
 if new > 0 then seq = redis.call('INCRBY', SEQ, new) - new end
 local due_now = false
+local due_later = nil
+local function later(run_at)
+  local at = tonumber(run_at)
+  if due_later == nil or at < tonumber(due_later) then due_later = run_at end
+end
 local created_head = string.format('%017d', tonumber(now)) .. ':'
 local all, by_state, due, live, shards = {}, {}, {}, {}, {}
 local function shard_put(id, value)
@@ -143,6 +149,8 @@ for i = 1, count do
     if tonumber(run_at) <= tonumber(now) then
       state = 'ready'
       due_now = true
+    else
+      later(run_at)
     end
     local h = { 'name', name, 'queue', queue, 'input', input, 'key', key, 'max', max,
       'run_at', run_at, 'created', now, 'state', state, 'sq', seq }
@@ -208,9 +216,12 @@ for _, r in ipairs(replaces) do
     if tonumber(arg(i, 8)) <= tonumber(now) then
       state = 'ready'
       due_now = true
+    else
+      later(arg(i, 8))
     end
     change(h, { input = arg(i, 4), run_at = arg(i, 8), state = state, updated = now }, now)
   end
 end
 if due_now and channel ~= '' then redis.call('PUBLISH', channel, queue) end
+if due_later and channel ~= '' then redis.call('PUBLISH', channel, '@' .. due_later .. ':' .. queue) end
 return out

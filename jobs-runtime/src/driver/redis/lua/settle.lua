@@ -1,7 +1,9 @@
 -- The fenced settling writes of one queue, each landing only while its claim still holds the
 -- row. ARGV[1] is the verb, ARGV[2] now; then:
 --   ack: (id, worker, claim) repeated; answers one 1 or 0 per job.
---   nack: id, worker, claim, state, run_at, counts ('1'/'0'), has_error ('1'/'0'), error, code.
+--   nack: id, worker, claim, state, run_at, counts ('1'/'0'), has_error ('1'/'0'), error, code,
+--         wake channel, due payload ('' none: announced when the row is due later, a retry
+--         after its backoff or a park, so an idle worker starts it when due).
 --   heartbeat: id, worker, claim, visible_at.     progress: id, worker, claim, progress JSON.
 local verb, now = ARGV[1], ARGV[2]
 if verb == 'ack' then
@@ -41,6 +43,9 @@ if verb == 'nack' then
   if ARGV[6] == 'suspended' and j.wk then set.run_at = now end
   set.wk = false
   change(j, set, now)
+  if ARGV[13] and ARGV[13] ~= '' and tonumber(set.run_at) > tonumber(now) then
+    redis.call('PUBLISH', ARGV[12], ARGV[13])
+  end
 elseif verb == 'heartbeat' then
   change(j, { vis = ARGV[6], updated = now }, now)
 elseif verb == 'progress' then
