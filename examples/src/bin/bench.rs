@@ -24,6 +24,10 @@ use jobs::prelude::*;
 use jobs::sqlx::postgres::{PgConnection, PgListener};
 use jobs::sqlx::{self, AssertSqlSafe, Connection, PgPool};
 
+#[path = "../bench_on_time.rs"]
+mod bench_on_time;
+use bench_on_time::{KIND_PARK, KIND_RETRY, ON_TIME_JOBS};
+
 const RUNS: usize = 3;
 const SLOTS: u32 = 16;
 
@@ -47,64 +51,6 @@ async fn three_steps(run: Run, input: Item) -> Result<(), JobError> {
     run.step("c", async move { Ok::<_, JobError>(b + 1) })
         .await?;
     Ok(())
-}
-
-/// The `ontime` scenario's kinds of job.
-const KIND_DELAYED: u8 = 0;
-const KIND_RETRY: u8 = 1;
-const KIND_PARK: u8 = 2;
-
-#[derive(Serialize, Deserialize, JsonSchema)]
-struct Due {
-    bench: String,
-    n: u64,
-    kind: u8,
-    delay_ms: u64,
-}
-
-/// Which client runs an `ontime` job: the writer (the first attempts) or the idle worker.
-struct Role {
-    writer: bool,
-}
-
-/// A delayed job does nothing; a retry fails its first attempt with a backoff of `delay_ms`; a
-/// park sleeps `delay_ms`. A first attempt the idle worker takes by chance fails for good, so
-/// it is not measured.
-#[job(name = "bench.on_time", queue = "ontime", key = "ontime:{bench}:{n}", tenant = none, retry(attempts = 3, jitter = none))]
-async fn on_time(run: Run, input: Due) -> Result<(), JobError> {
-    let role = run.context::<Role>()?;
-    let first_by_writer = || {
-        if role.writer {
-            Ok(())
-        } else {
-            Err(JobError::terminal(
-                "a first attempt on the idle worker is not measured",
-            ))
-        }
-    };
-    match input.kind {
-        KIND_RETRY if run.attempt() == 1 => {
-            first_by_writer()?;
-            Err(JobError::retry_after(
-                "the first attempt fails",
-                Duration::from_millis(input.delay_ms),
-            ))
-        }
-        KIND_PARK => {
-            let writer = role.writer;
-            let by_writer: bool = run
-                .step("first", async move { Ok::<_, JobError>(writer) })
-                .await?;
-            if !by_writer {
-                return Err(JobError::terminal(
-                    "a first attempt on the idle worker is not measured",
-                ));
-            }
-            run.sleep(Duration::from_millis(input.delay_ms)).await?;
-            Ok(())
-        }
-        _ => Ok(()),
-    }
 }
 
 fn url() -> String {
@@ -702,9 +648,6 @@ async fn idle(table: &mut Table) -> Result<(), JobError> {
     Ok(())
 }
 
-/// Jobs of each kind in `ontime`.
-const ON_TIME_JOBS: u64 = 40;
-
 /// On-time starts: an idle worker (default settings: its poll backs off to 5 s once the wake
 /// is proven) and, beside it, a writer: another `Jobs` client with its own pool (its own
 /// connections and LISTEN session, as another process has) whose worker is driven by hand, so
@@ -717,12 +660,7 @@ async fn on_time_starts(table: &mut Table) -> Result<(), JobError> {
     let schema = "bench_ontime";
     let idle_driver = fresh(schema).await?;
     let idle_jobs = Jobs::new(idle_driver.clone());
-    let idle = idle_jobs
-        .worker()
-        .queues(["ontime"])
-        .concurrency(SLOTS)
-        .context(std::sync::Arc::new(Role { writer: false }))
-        .build()?;
+    let idle = bench_on_time::idle(&idle_jobs, SLOTS)?;
     let running = idle.start();
     // Let the wake prove itself and the poll back off to its ceiling.
     tokio::time::sleep(Duration::from_secs(12)).await;
@@ -731,14 +669,9 @@ async fn on_time_starts(table: &mut Table) -> Result<(), JobError> {
 
     let writer_driver = PostgresDriver::connect(&url()).await?.with_schema(schema)?;
     let writer_jobs = Jobs::new(writer_driver.clone());
-    let writer = writer_jobs
-        .worker()
-        .queues(["ontime"])
-        .concurrency(256)
-        .context(std::sync::Arc::new(Role { writer: true }))
-        .build()?;
+    let writer = bench_on_time::writer(&writer_jobs)?;
     let bench = bench_id();
-    let due_in = |n: u64, kind: u8| 2_000 + n * 100 + u64::from(kind) * 33;
+    let due_in = bench_on_time::due_in;
     let insert = format!(
         "insert into {schema}.x_jobs (id, run_id, name, queue, input, idempotency_key, state,
              max_attempts, run_at, created_at, updated_at)
@@ -759,32 +692,8 @@ async fn on_time_starts(table: &mut Table) -> Result<(), JobError> {
                 .expect("insert");
         }
     }
-    // A pass may claim fewer than are due (the claim's per-pass bounds): pass until every
-    // first attempt ran.
-    let mut first = 0;
-    for _ in 0..100 {
-        if first >= 2 * ON_TIME_JOBS as usize {
-            break;
-        }
-        let ran = writer.tick().await?;
-        if ran.is_empty() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        first += ran.len();
-    }
-    for n in 0..ON_TIME_JOBS {
-        OnTime::enqueue_with(
-            &writer_jobs,
-            Due {
-                bench: bench.clone(),
-                n,
-                kind: KIND_DELAYED,
-                delay_ms: 0,
-            },
-            EnqueueOptions::new().delay(Duration::from_millis(due_in(n, KIND_DELAYED))),
-        )
-        .await?;
-    }
+    bench_on_time::run_first_attempts(&writer, 2 * ON_TIME_JOBS as usize, true).await?;
+    bench_on_time::enqueue_delayed(&writer_jobs, &bench).await?;
     drop(writer);
     let deadline = Instant::now() + Duration::from_secs(60);
     let live = format!(
@@ -816,29 +725,12 @@ async fn on_time_starts(table: &mut Table) -> Result<(), JobError> {
     .fetch_one(idle_driver.pool())
     .await
     .expect("count");
-    for (kind, what) in [
-        (KIND_DELAYED, "delayed job"),
-        (KIND_RETRY, "retry after backoff"),
-        (KIND_PARK, "parked sleep"),
-    ] {
-        let mut late: Vec<f64> = rows
-            .iter()
-            .filter(|(input, _)| input["kind"] == serde_json::json!(kind))
-            .map(|(_, ms)| *ms)
-            .collect();
-        late.sort_by(|a, b| a.total_cmp(b));
-        if late.is_empty() {
-            table.add(&format!("on-time start, {what}"), "none measured".into());
-            continue;
-        }
-        let at = |q: f64| late[((late.len() as f64 - 1.0) * q).round() as usize];
-        table.add(
-            &format!(
-                "on-time start, {what}: late by p50 / p95 / max ms ({} jobs)",
-                late.len()
-            ),
-            format!("{:.1} / {:.1} / {:.1}", at(0.5), at(0.95), at(1.0)),
-        );
+    let late: Vec<(u8, f64)> = rows
+        .iter()
+        .map(|(input, ms)| (bench_on_time::kind_of(input), *ms))
+        .collect();
+    for (label, value) in bench_on_time::lateness_rows(&late, "start") {
+        table.add(&label, value);
     }
     table.add(
         "on-time: idle worker's claims during the window",

@@ -24,6 +24,10 @@ use std::time::{Duration, Instant};
 use jobs::driver::RedisDriver;
 use jobs::prelude::*;
 
+#[path = "../bench_on_time.rs"]
+mod bench_on_time;
+use bench_on_time::{Due, OnTime, KIND_PARK, KIND_RETRY, ON_TIME_JOBS};
+
 const RUNS: usize = 3;
 const SLOTS: u32 = 16;
 
@@ -53,59 +57,6 @@ async fn noop_redis_c(_run: Run, _input: Item) -> Result<(), JobError> {
     Ok(())
 }
 
-/// The `ontime` scenario's kinds of job.
-const KIND_DELAYED: u8 = 0;
-const KIND_RETRY: u8 = 1;
-const KIND_PARK: u8 = 2;
-
-/// Jobs of each kind in `ontime`.
-const ON_TIME_JOBS: u64 = 40;
-
-#[derive(Serialize, Deserialize, JsonSchema)]
-struct Due {
-    bench: String,
-    n: u64,
-    kind: u8,
-    delay_ms: u64,
-}
-
-/// Which client runs an `ontime` job: the writer (the first attempts) or the idle worker.
-struct Role {
-    writer: bool,
-}
-
-/// A delayed job does nothing; a retry fails its first attempt with a backoff of `delay_ms`; a
-/// park sleeps `delay_ms`. A first attempt the idle worker takes (woken by the batch's enqueue)
-/// fails for good, so it is not measured.
-#[job(name = "bench.on_time", queue = "ontime", key = "ontime:{bench}:{n}", tenant = none, retry(attempts = 3, jitter = none))]
-async fn on_time(run: Run, input: Due) -> Result<(), JobError> {
-    let role = run.context::<Role>()?;
-    let unmeasured = || JobError::terminal("a first attempt on the idle worker is not measured");
-    match input.kind {
-        KIND_RETRY if run.attempt() == 1 => {
-            if !role.writer {
-                return Err(unmeasured());
-            }
-            Err(JobError::retry_after(
-                "the first attempt fails",
-                Duration::from_millis(input.delay_ms),
-            ))
-        }
-        KIND_PARK => {
-            let writer = role.writer;
-            let by_writer: bool = run
-                .step("first", async move { Ok::<_, JobError>(writer) })
-                .await?;
-            if !by_writer {
-                return Err(unmeasured());
-            }
-            run.sleep(Duration::from_millis(input.delay_ms)).await?;
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
 /// On-time starts: an idle worker with default settings (its poll at its 5 s ceiling, the
 /// Pub/Sub wake live) and a writer, another `Jobs` client with its own connections, whose
 /// worker is driven by hand (it arms no timer). The writer enqueues the retries and parks in one
@@ -120,25 +71,15 @@ async fn on_time_starts(url: &str) -> Result<(), JobError> {
         format!("{url}/?prefix=bench{}", bench_id())
     };
     let idle_jobs = Jobs::new(RedisDriver::connect(&prefixed).await?);
-    let idle = idle_jobs
-        .worker()
-        .queues(["ontime"])
-        .concurrency(SLOTS)
-        .context(std::sync::Arc::new(Role { writer: false }))
-        .build()?;
+    let idle = bench_on_time::idle(&idle_jobs, SLOTS)?;
     let running = idle.start();
     tokio::time::sleep(Duration::from_secs(12)).await;
     let claims_before = idle.stats().claims;
     let started = Instant::now();
     let writer_jobs = Jobs::new(RedisDriver::connect(&prefixed).await?);
-    let writer = writer_jobs
-        .worker()
-        .queues(["ontime"])
-        .concurrency(256)
-        .context(std::sync::Arc::new(Role { writer: true }))
-        .build()?;
+    let writer = bench_on_time::writer(&writer_jobs)?;
     let bench = bench_id();
-    let due_in = |n: u64, kind: u8| 2_000 + n * 100 + u64::from(kind) * 33;
+    let due_in = bench_on_time::due_in;
     let mut ids = Vec::new();
     let first_attempts: Vec<Due> = [KIND_RETRY, KIND_PARK]
         .into_iter()
@@ -158,31 +99,8 @@ async fn on_time_starts(url: &str) -> Result<(), JobError> {
     {
         ids.push(enqueued.id);
     }
-    let mut first = 0;
-    for _ in 0..100 {
-        if first >= ids.len() {
-            break;
-        }
-        let ran = writer.tick().await?;
-        if ran.is_empty() {
-            break;
-        }
-        first += ran.len();
-    }
-    for n in 0..ON_TIME_JOBS {
-        let enqueued = OnTime::enqueue_with(
-            &writer_jobs,
-            Due {
-                bench: bench.clone(),
-                n,
-                kind: KIND_DELAYED,
-                delay_ms: 0,
-            },
-            EnqueueOptions::new().delay(Duration::from_millis(due_in(n, KIND_DELAYED))),
-        )
-        .await?;
-        ids.push(enqueued.id);
-    }
+    bench_on_time::run_first_attempts(&writer, ids.len(), false).await?;
+    ids.extend(bench_on_time::enqueue_delayed(&writer_jobs, &bench).await?);
     drop(writer);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut rows = Vec::new();
@@ -202,29 +120,16 @@ async fn on_time_starts(url: &str) -> Result<(), JobError> {
     let claims = idle.stats().claims - claims_before;
     running.shutdown().await;
     let unmeasured = rows.iter().filter(|r| r.state != JobState::Done).count();
-    for (kind, what) in [
-        (KIND_DELAYED, "delayed job"),
-        (KIND_RETRY, "retry after backoff"),
-        (KIND_PARK, "parked sleep"),
-    ] {
-        let mut late: Vec<f64> = rows
-            .iter()
-            .filter(|r| r.state == JobState::Done && r.input["kind"] == serde_json::json!(kind))
-            .map(|r| (r.updated_at - r.run_at).num_microseconds().unwrap_or(0) as f64 / 1000.0)
-            .collect();
-        late.sort_by(|a, b| a.total_cmp(b));
-        if late.is_empty() {
-            println!("ontime: {what}: none measured");
-            continue;
-        }
-        let at = |q: f64| late[((late.len() as f64 - 1.0) * q).round() as usize];
-        println!(
-            "ontime: {what}, start and ack late by p50 / p95 / max {:.1} / {:.1} / {:.1} ms ({} jobs)",
-            at(0.5),
-            at(0.95),
-            at(1.0),
-            late.len()
-        );
+    let late: Vec<(u8, f64)> = rows
+        .iter()
+        .filter(|r| r.state == JobState::Done)
+        .map(|r| {
+            let ms = (r.updated_at - r.run_at).num_microseconds().unwrap_or(0) as f64 / 1000.0;
+            (bench_on_time::kind_of(&r.input), ms)
+        })
+        .collect();
+    for (label, value) in bench_on_time::lateness_rows(&late, "start and ack") {
+        println!("ontime: {label}: {value}");
     }
     println!(
         "ontime: the idle worker's claims during the window: {claims} in {:.1} s ({unmeasured} \

@@ -27,6 +27,10 @@ use jobs::sqlx::sqlite::{
 };
 use jobs::sqlx::{self, ConnectOptions, Connection};
 
+#[path = "../bench_on_time.rs"]
+mod bench_on_time;
+use bench_on_time::{Due, OnTime, KIND_DELAYED, KIND_PARK, KIND_RETRY, ON_TIME_JOBS};
+
 const RUNS: usize = 3;
 const SLOTS: u32 = 16;
 
@@ -39,59 +43,6 @@ struct Item {
 #[job(key = "noop:{bench}:{n}", tenant = none)]
 async fn noop(_run: Run, _input: Item) -> Result<(), JobError> {
     Ok(())
-}
-
-/// The `ontime` scenario's kinds of job.
-const KIND_DELAYED: u8 = 0;
-const KIND_RETRY: u8 = 1;
-const KIND_PARK: u8 = 2;
-
-/// Jobs of each kind in `ontime`.
-const ON_TIME_JOBS: u64 = 40;
-
-#[derive(Serialize, Deserialize, JsonSchema)]
-struct Due {
-    bench: String,
-    n: u64,
-    kind: u8,
-    delay_ms: u64,
-}
-
-/// Which process runs an `ontime` job: the writer (the first attempts) or the idle worker.
-struct Role {
-    writer: bool,
-}
-
-/// A delayed job does nothing; a retry fails its first attempt with a backoff of `delay_ms`; a
-/// park sleeps `delay_ms`. A first attempt the idle worker takes by chance fails for good, so
-/// it is not measured.
-#[job(name = "bench.on_time", queue = "ontime", key = "ontime:{bench}:{n}", tenant = none, retry(attempts = 3, jitter = none))]
-async fn on_time(run: Run, input: Due) -> Result<(), JobError> {
-    let role = run.context::<Role>()?;
-    let unmeasured = || JobError::terminal("a first attempt on the idle worker is not measured");
-    match input.kind {
-        KIND_RETRY if run.attempt() == 1 => {
-            if !role.writer {
-                return Err(unmeasured());
-            }
-            Err(JobError::retry_after(
-                "the first attempt fails",
-                Duration::from_millis(input.delay_ms),
-            ))
-        }
-        KIND_PARK => {
-            let writer = role.writer;
-            let by_writer: bool = run
-                .step("first", async move { Ok::<_, JobError>(writer) })
-                .await?;
-            if !by_writer {
-                return Err(unmeasured());
-            }
-            run.sleep(Duration::from_millis(input.delay_ms)).await?;
-            Ok(())
-        }
-        _ => Ok(()),
-    }
 }
 
 fn bench_id() -> String {
@@ -445,14 +396,9 @@ fn stored(at: chrono::DateTime<chrono::Utc>) -> String {
 async fn write_on_time(path: &str) -> Result<(), JobError> {
     let driver = SqliteDriver::connect(&url(Path::new(path))).await?;
     let jobs = Jobs::new(driver.clone());
-    let writer = jobs
-        .worker()
-        .queues(["ontime"])
-        .concurrency(256)
-        .context(std::sync::Arc::new(Role { writer: true }))
-        .build()?;
+    let writer = bench_on_time::writer(&jobs)?;
     let bench = bench_id();
-    let due_in = |n: u64, kind: u8| 2_000 + n * 100 + u64::from(kind) * 33;
+    let due_in = bench_on_time::due_in;
     let now = chrono::Utc::now();
     // Due before it was created: the due-hint trigger announces only a run time after the
     // creation (a delayed job).
@@ -482,32 +428,8 @@ async fn write_on_time(path: &str) -> Result<(), JobError> {
             .expect("insert");
         }
     }
-    // A pass may claim fewer than are due (the claim's per-pass bounds): pass until every
-    // first attempt ran.
-    let mut first = 0;
-    for _ in 0..100 {
-        if first >= 2 * ON_TIME_JOBS as usize {
-            break;
-        }
-        let ran = writer.tick().await?;
-        if ran.is_empty() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        first += ran.len();
-    }
-    for n in 0..ON_TIME_JOBS {
-        OnTime::enqueue_with(
-            &jobs,
-            Due {
-                bench: bench.clone(),
-                n,
-                kind: KIND_DELAYED,
-                delay_ms: 0,
-            },
-            EnqueueOptions::new().delay(Duration::from_millis(due_in(n, KIND_DELAYED))),
-        )
-        .await?;
-    }
+    bench_on_time::run_first_attempts(&writer, 2 * ON_TIME_JOBS as usize, true).await?;
+    bench_on_time::enqueue_delayed(&jobs, &bench).await?;
     Ok(())
 }
 
@@ -533,12 +455,7 @@ async fn on_time_starts(dir: &Path, table: &mut Table) -> Result<(), JobError> {
     )
     .await?;
     idle_jobs.cancel(seed.id).await?;
-    let idle = idle_jobs
-        .worker()
-        .queues(["ontime"])
-        .concurrency(SLOTS)
-        .context(std::sync::Arc::new(Role { writer: false }))
-        .build()?;
+    let idle = bench_on_time::idle(&idle_jobs, SLOTS)?;
     let running = idle.start();
     // Let the poll back off to its ceiling.
     tokio::time::sleep(Duration::from_secs(12)).await;
@@ -575,37 +492,19 @@ async fn on_time_starts(dir: &Path, table: &mut Table) -> Result<(), JobError> {
         .await
         .expect("count");
     let parse = |at: &str| chrono::DateTime::parse_from_rfc3339(at).expect("a stored time");
-    for (kind, what) in [
-        (KIND_DELAYED, "delayed job"),
-        (KIND_RETRY, "retry after backoff"),
-        (KIND_PARK, "parked sleep"),
-    ] {
-        let mut late: Vec<f64> = rows
-            .iter()
-            .filter(|(input, _, _)| {
-                serde_json::from_str::<serde_json::Value>(input).expect("json")["kind"]
-                    == serde_json::json!(kind)
-            })
-            .map(|(_, started, due)| {
-                (parse(started) - parse(due))
-                    .num_microseconds()
-                    .unwrap_or(0) as f64
-                    / 1000.0
-            })
-            .collect();
-        late.sort_by(|a, b| a.total_cmp(b));
-        if late.is_empty() {
-            table.add(&format!("on-time start, {what}"), "none measured".into());
-            continue;
-        }
-        let at = |q: f64| late[((late.len() as f64 - 1.0) * q).round() as usize];
-        table.add(
-            &format!(
-                "on-time start, {what}: late by p50 / p95 / max ms ({} jobs)",
-                late.len()
-            ),
-            format!("{:.1} / {:.1} / {:.1}", at(0.5), at(0.95), at(1.0)),
-        );
+    let late: Vec<(u8, f64)> = rows
+        .iter()
+        .map(|(input, started, due)| {
+            let input = serde_json::from_str::<serde_json::Value>(input).expect("json");
+            let ms = (parse(started) - parse(due))
+                .num_microseconds()
+                .unwrap_or(0) as f64
+                / 1000.0;
+            (bench_on_time::kind_of(&input), ms)
+        })
+        .collect();
+    for (label, value) in bench_on_time::lateness_rows(&late, "start") {
+        table.add(&label, value);
     }
     table.add(
         "on-time: idle worker's claims during the window",
