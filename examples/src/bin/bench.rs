@@ -235,10 +235,11 @@ impl Compared {
 
 /// Sequential single enqueues, interleaved with the bare single-row INSERT in blocks of 100;
 /// then a job's row inserted straight into the same `x_jobs`, interleaved with the bare INSERT
-/// the same way.
+/// the same way; then the enqueue interleaved with that row, the ratio to the schema's floor.
 async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
     let mut compared = Compared::new();
     let mut floor = Compared::new();
+    let mut to_floor = Compared::new();
     let schema = "bench_enqueue";
     let job_row = format!(
         "insert into {schema}.x_jobs (id, run_id, name, queue, input, idempotency_key, state,
@@ -275,6 +276,22 @@ async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
         )
         .await?;
         compared.push(2_000, took);
+        // Keys of their own, so the enqueues below find no holder among the rows above.
+        let floor_bench = format!("{bench}-floor");
+        let took = interleave(
+            20,
+            100,
+            async |n| job_row_insert(&mut rows, &job_row, &floor_bench, n).await,
+            async |n| {
+                let item = Item {
+                    bench: floor_bench.clone(),
+                    n,
+                };
+                Noop::enqueue(&jobs, item).await.map(drop)
+            },
+        )
+        .await?;
+        to_floor.push(2_000, took);
     }
     compared.report(
         table,
@@ -285,36 +302,84 @@ async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
         "job row INSERT into the driver's x_jobs /s (x the bare INSERT): the schema's floor",
         format!("{:.0} ({:.2}x)", median(floor.ours), median(floor.ratios)),
     );
+    to_floor.report(
+        table,
+        "job row INSERT into x_jobs /s, interleaved with the enqueue below",
+        "single enqueue /s (x the job row INSERT, interleaved): against the floor",
+    );
     Ok(())
 }
 
+/// One 1,000-row batch of job rows made in the server (`generate_series`, time-ordered ids as
+/// a job's are) into the full `x_jobs` of `schema`: the schema's floor for a bulk enqueue, as
+/// pgbench's server-made batch is the bare table's.
+async fn server_batch_1000(conn: &mut PgConnection, schema: &str, bench: &str, batch: u64) {
+    sqlx::query(AssertSqlSafe(format!(
+        "insert into {schema}.x_jobs (id, run_id, name, queue, input, idempotency_key, state,
+             max_attempts, run_at, created_at, updated_at)
+         select u.id, u.id, 'noop', 'default', jsonb_build_object('bench', $1::text, 'n', u.n),
+                'noop:' || $1 || ':' || u.n, 'ready', 25, now(), now(), now()
+         from (
+             select ($2::bigint * 1000 + g) as n,
+                    (lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0')
+                     || '7' || substr(md5(random()::text), 1, 19))::uuid as id
+             from generate_series(0, 999) g
+         ) u"
+    )))
+    .bind(bench)
+    .bind(batch as i64)
+    .execute(conn)
+    .await
+    .expect("server batch");
+}
+
 /// `enqueue_many` in batches of 1,000, interleaved with the bare 1,000-row INSERT in blocks
-/// of 5 batches.
+/// of 5 batches; then interleaved the same way with the server-made batch into the same
+/// `x_jobs`, the ratio to the schema's floor.
 async fn bulk_enqueue(table: &mut Table) -> Result<(), JobError> {
     let mut compared = Compared::new();
+    let mut to_floor = Compared::new();
+    let schema = "bench_bulk";
     for _ in 0..RUNS {
-        let jobs = Jobs::new(fresh("bench_bulk").await?);
+        let jobs = Jobs::new(fresh(schema).await?);
         let mut conn = bare_table().await;
+        let mut rows = PgConnection::connect(&url()).await.expect("connect");
         let bench = bench_id();
+        let many = async |bench: &str, batch: u64| {
+            let inputs = (0..1_000).map(|k| Item {
+                bench: bench.to_string(),
+                n: batch * 1_000 + k,
+            });
+            Noop::enqueue_many(&jobs, inputs).await.map(drop)
+        };
         let took = interleave(
             10,
             5,
             async |batch| bare_insert_1000(&mut conn, batch).await,
-            async |batch| {
-                let inputs = (0..1_000).map(|k| Item {
-                    bench: bench.clone(),
-                    n: batch * 1_000 + k,
-                });
-                Noop::enqueue_many(&jobs, inputs).await.map(drop)
-            },
+            async |batch| many(&bench, batch).await,
         )
         .await?;
         compared.push(50_000, took);
+        let floor_bench = format!("{bench}-floor");
+        let server_bench = format!("{bench}-server");
+        let took = interleave(
+            10,
+            5,
+            async |batch| server_batch_1000(&mut rows, schema, &server_bench, batch).await,
+            async |batch| many(&floor_bench, batch).await,
+        )
+        .await?;
+        to_floor.push(50_000, took);
     }
     compared.report(
         table,
         "bare 1,000-row INSERT rows/s",
         "bulk enqueue /s, batches of 1,000 (x the bare INSERT, interleaved)",
+    );
+    to_floor.report(
+        table,
+        "server-made 1,000-row batch into x_jobs rows/s, interleaved with the bulk enqueue below",
+        "bulk enqueue /s (x the server-made batch into x_jobs, interleaved): against the floor",
     );
     Ok(())
 }

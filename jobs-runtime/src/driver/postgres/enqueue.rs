@@ -185,27 +185,31 @@ impl PostgresDriver {
     }
 
     /// `statement` (job_enqueue_many or its dedupe form) bound to a whole batch (`UNNEST`
-    /// arrays).
+    /// arrays). The arrays borrow the requests' fields: a batch's inputs and texts are encoded
+    /// straight from them, never copied first (copies were a tenth of a bulk enqueue's client
+    /// time).
     fn bind_batch<'q>(
         &self,
         statement: &sqlx::SqlStr,
         batch: &'q [EnqueueRequest],
         now: Timestamp,
     ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-        let column = |f: fn(&EnqueueRequest) -> String| batch.iter().map(f).collect::<Vec<_>>();
+        let text = |f: fn(&'q EnqueueRequest) -> &'q str| batch.iter().map(f).collect::<Vec<_>>();
+        let maybe =
+            |f: fn(&'q EnqueueRequest) -> Option<&'q str>| batch.iter().map(f).collect::<Vec<_>>();
         sqlx::query(statement.clone())
             .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
             .bind(batch.iter().map(|r| r.run_id).collect::<Vec<_>>())
-            .bind(column(|r| r.name.clone()))
-            .bind(column(|r| r.queue.clone()))
-            .bind(batch.iter().map(|r| r.input.clone()).collect::<Vec<_>>())
-            .bind(column(|r| r.idempotency_key.clone()))
+            .bind(text(|r| &r.name))
+            .bind(text(|r| &r.queue))
             .bind(
                 batch
                     .iter()
-                    .map(|r| r.tenant_id.clone())
+                    .map(|r| sqlx::types::Json(&r.input))
                     .collect::<Vec<_>>(),
             )
+            .bind(text(|r| &r.idempotency_key))
+            .bind(maybe(|r| r.tenant_id.as_deref()))
             .bind(
                 batch
                     .iter()
@@ -213,15 +217,10 @@ impl PostgresDriver {
                     .collect::<Vec<_>>(),
             )
             .bind(batch.iter().map(|r| r.run_at).collect::<Vec<_>>())
-            .bind(
-                batch
-                    .iter()
-                    .map(|r| r.traceparent.clone())
-                    .collect::<Vec<_>>(),
-            )
+            .bind(maybe(|r| r.traceparent.as_deref()))
             .bind(now)
             .bind(&*self.wake_channel)
-            .bind(batch.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
+            .bind(maybe(|r| r.actor.as_deref()))
             .bind(batch.iter().map(|r| r.priority).collect::<Vec<_>>())
     }
 
@@ -262,14 +261,7 @@ impl PostgresDriver {
             .await
             .map_err(failed)?;
         // Every job answers as inserted unless a row after the summary row names it.
-        let mut out: Vec<EnqueueResult> = batch
-            .iter()
-            .map(|r| EnqueueResult {
-                id: r.id,
-                run_id: r.run_id,
-                deduped: false,
-            })
-            .collect();
+        let mut out: Vec<EnqueueResult> = batch.iter().map(EnqueueResult::inserted).collect();
         for row in &rows {
             let Some(ord) = row.try_get::<Option<i64>, _>("ord").map_err(failed)? else {
                 continue;
@@ -346,7 +338,14 @@ impl PostgresDriver {
         let refuse_duplicates = requests
             .iter()
             .any(|r| r.on_conflict != ConflictPolicy::Dedupe);
-        if !refuse_duplicates {
+        if !refuse_duplicates && requests.len() <= ENQUEUE_BATCH {
+            // One statement is its own transaction: all of them or none, with no BEGIN and
+            // COMMIT round trips around it. A job held already fails it (and only it), and the
+            // batch is done again below, answering each held one.
+            if self.enqueue_batch_new(conn, requests, now).await? {
+                return Ok(requests.iter().map(EnqueueResult::inserted).collect());
+            }
+        } else if !refuse_duplicates {
             // First as plain inserts, in one transaction: all of them or none. A job held
             // already aborts it, and the batch is done again below, answering each held one.
             let mut tx = conn
@@ -364,14 +363,7 @@ impl PostgresDriver {
                 tx.commit()
                     .await
                     .map_err(|e| classify(Op::JobEnqueueMany, e))?;
-                return Ok(requests
-                    .iter()
-                    .map(|r| EnqueueResult {
-                        id: r.id,
-                        run_id: r.run_id,
-                        deduped: false,
-                    })
-                    .collect());
+                return Ok(requests.iter().map(EnqueueResult::inserted).collect());
             }
             tx.rollback()
                 .await

@@ -102,6 +102,15 @@ pub struct EnqueueResult {
 pub const ENQUEUE_ROUNDS: usize = 3;
 
 impl EnqueueResult {
+    /// The answer of an enqueue that inserted `request`'s job: its own ids, not deduped.
+    pub fn inserted(request: &EnqueueRequest) -> Self {
+        EnqueueResult {
+            id: request.id,
+            run_id: request.run_id,
+            deduped: false,
+        }
+    }
+
     /// The answer of an enqueue that inserted nothing because the row `id` / `run_id` holds its
     /// job: deduped, unless that row is another job (`same_id` false: a live holder of the key)
     /// and the request refuses duplicates (`X_JOB_DUPLICATE`). Every driver answers this way.
