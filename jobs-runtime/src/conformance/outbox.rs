@@ -218,6 +218,7 @@ pub async fn outbox_stage_round_trips_every_field(fixture: Arc<dyn OutboxFixture
     r.on_conflict = ConflictPolicy::Error;
     r.max_attempts = 7;
     r.priority = MIN_PRIORITY;
+    r.unique_for = Some(Duration::from_secs(3600));
     r.run_at = at(3600);
     r.queue = "billing".into();
     r.input = serde_json::json!({ "n": 1.5, "s": "é\u{1F600}", "list": [null, true] });
@@ -238,6 +239,11 @@ pub async fn outbox_stage_round_trips_every_field(fixture: Arc<dyn OutboxFixture
     assert_eq!(g.on_conflict, ConflictPolicy::Error);
     assert_eq!(g.traceparent, r.traceparent);
     assert_eq!(g.actor, r.actor);
+    assert_eq!(
+        g.unique_for,
+        Some(Duration::from_secs(3600)),
+        "the unique period travels to the job store, which counts it from the job's creation"
+    );
     assert_eq!(got[0].staged_at(), at(3));
     assert_eq!(got[0].publish_attempts, 0);
 }

@@ -112,6 +112,7 @@ macro_rules! outbox_record_from {
                         on_conflict: super::records::ConflictPolicy::from_stored(&on_conflict),
                         traceparent: row.try_get("traceparent")?,
                         actor: row.try_get("actor")?,
+                        unique_for: super::records::unique_for_of_ms(row.try_get("unique_for_ms")?),
                         now: row.try_get("staged_at")?,
                     },
                     publish_attempts: narrowed::<i32, _, _>(row, "publish_attempts")?,
