@@ -150,6 +150,11 @@ pub async fn job_unique_period_ends_at_creation_plus_the_period(driver: Arc<dyn 
     let d = &*driver;
     let holder = unique_at("k", t0(), Some(HOUR));
     enqueue(d, &holder).await;
+    assert_eq!(
+        get(d, holder.id).await.unique_until,
+        Some(at(3600)),
+        "stored as its creation plus the period"
+    );
     // Live and past its period: still answered, as any live holder is.
     assert_answered(d, &unique_at("k", at(7200), None), &holder).await;
     finish(d, holder.id, End::Done, at(7200)).await;
@@ -168,6 +173,7 @@ pub async fn job_unique_period_ends_at_creation_plus_the_period(driver: Arc<dyn 
         !result.deduped && result.id == after.id,
         "at creation plus the period the key is free"
     );
+    assert_eq!(get(d, after.id).await.unique_until, None, "no period");
     // Without a period of its own, the new job frees the key once it finishes.
     finish(d, after.id, End::Done, at(7200 + 3601)).await;
     let free = unique_at("k", at(7200 + 3602), None);
@@ -221,6 +227,12 @@ pub async fn job_unique_lapsed_marks_block_nothing_and_batches_keep_the_rule(
     assert_eq!(answered(2), (batch[2].id, false), "a new key");
     assert_eq!(answered(3), (batch[2].id, true), "repeated in the batch");
     assert_eq!(answered(4), (batch[4].id, false), "freed once finished");
+    assert_eq!(
+        get(d, batch[1].id).await.unique_until,
+        Some(add(now, HOUR)),
+        "a batch row stores its period's end"
+    );
+    assert_eq!(get(d, batch[4].id).await.unique_until, None);
     assert_eq!(stats_of(d, QUEUE, now).await.ready, 3);
 
     // The batch's new jobs hold their keys for their own periods once they finish.
@@ -287,6 +299,11 @@ pub async fn job_unique_requeue_keeps_the_holders_of_a_period(driver: Arc<dyn Jo
     // The holder itself comes back: its own mark is no obstacle, and it holds the key again.
     let back = p.job_requeue(&requeue(newer.id, at(30))).await.unwrap();
     assert_eq!(back.state, JobState::Ready);
+    assert_eq!(
+        back.unique_until,
+        Some(add(at(10), HOUR)),
+        "a requeue keeps the period of the job's creation"
+    );
     assert_answered(d, &unique_at("k", at(40), None), &newer).await;
     finish(d, newer.id, End::Done, at(50)).await;
 

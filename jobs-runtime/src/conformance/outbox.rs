@@ -519,10 +519,12 @@ pub async fn relay_publishes_committed_rows_once_in_order_and_the_job_runs(
 ) {
     let driver: Arc<dyn JobDriver> = Arc::new(MemoryDriver::new());
     let jobs = target(&*fixture, driver.clone());
-    // Of one priority (not the default), so the claim's order below is the stage order.
+    // Of one priority (not the default), so the claim's order below is the stage order; with
+    // a unique period, which the job store counts from the publish (the job's creation).
     let rows: Vec<EnqueueRequest> = (0..5)
         .map(|i| EnqueueRequest {
             priority: 2,
+            unique_for: Some(Duration::from_secs(60)),
             ..staged(&format!("j{i}"), i)
         })
         .collect();
@@ -546,6 +548,11 @@ pub async fn relay_publishes_committed_rows_once_in_order_and_the_job_runs(
         assert_eq!(job.run_id, row.run_id);
         assert_eq!(job.idempotency_key, row.idempotency_key);
         assert_eq!(job.priority, 2, "the outbox row carried its priority");
+        assert_eq!(
+            job.unique_until,
+            Some(at(160)),
+            "the period counts from the publish (at 100), not the stage"
+        );
     }
     let stats = driver
         .queue_stats(&QueueStatsParams { now: at(1_000) })

@@ -67,7 +67,7 @@ macro_rules! records_from {
                 id, run_id, name, queue, input, idempotency_key, tenant_id, state,
                 attempt as i32, max_attempts as i32, run_at, priority, created_at, updated_at,
                 last_error, last_error_code, claimed_by, claims, visible_at, progress as json,
-                traceparent, actor,
+                traceparent, actor, unique_until,
             }
             StepRecord {
                 run_id, name, status, output, error, attempts as i32, wake_at, wait, updated_at,

@@ -109,6 +109,7 @@ impl MemoryState {
             // Kept beside the row, shared with its claims.
             traceparent: None,
             actor: request.actor.clone(),
+            unique_until: request.unique_until(now),
         };
         self.seq += 1;
         let job = StoredJob {
@@ -119,7 +120,6 @@ impl MemoryState {
             queue: self.names.get(&request.queue),
             traceparent: request.traceparent.as_deref().map(Arc::from),
             live_hash,
-            unique_until: request.unique_until(now),
         };
         self.jobs.insert(request.id, job);
         self.index(request.id);

@@ -55,9 +55,6 @@ pub(super) struct StoredJob {
     pub(super) traceparent: Option<Arc<str>>,
     /// [`LiveKey::hash`] of its live key, to free it.
     pub(super) live_hash: u64,
-    /// Its creation plus its unique period ([`EnqueueRequest::unique_for`]): until then it
-    /// keeps its entry in the live-key index when it finishes ([`holds_key`]).
-    pub(super) unique_until: Option<Timestamp>,
 }
 
 #[derive(Debug)]
@@ -104,9 +101,9 @@ impl MemoryState {
         change(&mut job.record);
         self.operator.observe(before, &job.record);
         let now_live = job.record.state.is_live();
-        // A job with a unique period keeps its key when it finishes: a lookup after the period
-        // finds it lapsed and files the next job in its place.
-        if was_live && !now_live && job.unique_until.is_none() {
+        // A job with a unique period (`unique_until`) keeps its key when it finishes: a lookup
+        // after the period finds it lapsed and files the next job in its place.
+        if was_live && !now_live && job.record.unique_until.is_none() {
             self.live_keys.release(job.live_hash, id);
         }
         self.index(id);
@@ -196,7 +193,8 @@ impl MemoryState {
     ) -> Option<JobId> {
         let id = self.live_keys.holder_at(hash, key, |id| self.record(id))?;
         let job = self.jobs.get(&id)?;
-        (Some(id) != except && holds_key(job.record.state, job.unique_until, now)).then_some(id)
+        let r = &job.record;
+        (Some(id) != except && holds_key(r.state, r.unique_until, now)).then_some(id)
     }
 
     /// The row of a stored job, for the live-key index.

@@ -8,7 +8,8 @@ use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 use crate::error::{ErrorCode, JobError};
 
-/// The job columns every read returns (never `*`).
+/// The job columns every read returns (never `*`). `job_claim_from.sql` spells one null per
+/// column in its head and lapse rows: a column added here is added there too.
 const JOB_COLUMNS: &[&str] = &[
     "id",
     "run_id",
@@ -32,6 +33,7 @@ const JOB_COLUMNS: &[&str] = &[
     "progress",
     "traceparent",
     "actor",
+    "unique_until",
 ];
 
 /// The columns an operator list row carries (never the input).
