@@ -141,7 +141,8 @@ pub struct EnqueueResult {
 }
 
 /// Rounds an SQL driver's enqueue tries, insert then holder lookup, before it gives up: a holder
-/// that finishes between the two frees the key, and the insert runs again.
+/// that finishes between the two frees the key, as does a lapsed unique period's mark, which
+/// the lookup clears; the insert then runs again.
 pub const ENQUEUE_ROUNDS: usize = 3;
 
 impl EnqueueResult {
