@@ -325,6 +325,7 @@ mod tests {
             on_conflict: ConflictPolicy::Dedupe,
             traceparent: None,
             actor: None,
+            unique_for: None,
             now,
         }
     }

@@ -59,6 +59,8 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     23 => "0023_outbox.sql",
     24 => "0024_priority.sql",
     25 => "0025_outbox_priority.sql",
+    26 => "0026_unique_until.sql",
+    27 => "0027_outbox_unique_for.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

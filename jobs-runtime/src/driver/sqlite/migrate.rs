@@ -66,6 +66,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0009_due_hints.sql",
         sql: include_str!("../../../migrations/sqlite/0009_due_hints.sql"),
     },
+    SqliteMigration {
+        version: 10,
+        name: "0010_unique_until.sql",
+        sql: include_str!("../../../migrations/sqlite/0010_unique_until.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
@@ -105,9 +110,10 @@ pub(crate) async fn migrate(writer: &Writer) -> Result<Vec<i32>, JobError> {
             .map_err(failed)?;
         ran.push(migration.version);
     }
-    // The outbox's `priority` column, which `SqliteOutbox::install` may have added first to a
-    // file it shares: SQLite cannot add a column only if missing, so no file adds it.
-    super::outbox::ensure_priority(&mut tx)
+    // The outbox's `priority` and `unique_for_ms` columns, which `SqliteOutbox::install` may
+    // have added first to a file it shares: SQLite cannot add a column only if missing, so no
+    // file adds them.
+    super::outbox::ensure_columns(&mut tx)
         .await
         .map_err(failed)?;
     tx.commit().await.map_err(failed)?;
