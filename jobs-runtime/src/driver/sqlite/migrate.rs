@@ -66,6 +66,13 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0009_due_hints.sql",
         sql: include_str!("../../../migrations/sqlite/0009_due_hints.sql"),
     },
+    // 10 is left to another change under way (`0010_unique_until.sql`), which lands beside
+    // this one: each version is applied when missing, whatever its neighbours.
+    SqliteMigration {
+        version: 11,
+        name: "0011_worker_settings.sql",
+        sql: include_str!("../../../migrations/sqlite/0011_worker_settings.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
