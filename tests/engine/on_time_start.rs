@@ -44,6 +44,18 @@ fn idle_worker(jobs: &Jobs) -> WorkerHandle {
         .start()
 }
 
+/// Waits (bounded, on a condition) until the worker counted `n` completions: the count moves
+/// just after the ack lands, so a reader of the job's state can be a moment ahead of it.
+async fn completed(handle: &WorkerHandle, n: u64) {
+    let worker = handle.worker().clone();
+    wait_until("the worker counts the completion", move || {
+        let count = worker.stats().completed;
+        async move { count >= n }
+    })
+    .await;
+    assert_eq!(handle.worker().stats().completed, n);
+}
+
 /// Waits (bounded, on a condition) until `id` is done.
 async fn done(jobs: &Jobs, id: JobId) {
     wait_until("the job is done", || {
@@ -89,7 +101,7 @@ async fn a_worker_starts_a_job_delayed_before_it_listened_when_due() {
     );
     clock.advance(Duration::from_secs(1));
     done(&idle, delayed.id).await;
-    assert_eq!(handle.worker().stats().completed, 1);
+    completed(&handle, 1).await;
     handle.shutdown().await;
 }
 
@@ -230,6 +242,6 @@ async fn a_wake_that_comes_back_reads_the_due_times_it_missed() {
     timers(&clock, 2).await;
     clock.advance(Duration::from_secs(30));
     done(&idle, delayed.id).await;
-    assert_eq!(handle.worker().stats().completed, 1);
+    completed(&handle, 1).await;
     handle.shutdown().await;
 }
