@@ -1,7 +1,7 @@
 //! The in-memory lease store: the same rules as the Postgres table, in one process. Grants that
 //! lapsed more than [`LEASE_SWEEP_AFTER`](crate::driver::lease::LEASE_SWEEP_AFTER) ago are
-//! dropped by a sweep of the whole map once per as many acquires as it holds grants (at least
-//! [`SWEEP_EVERY`]), which costs an acquire O(1) on average and keeps the map bounded.
+//! dropped by a sweep of the whole map once per as many acquires as the last sweep left grants
+//! (at least [`SWEEP_EVERY`]), which costs an acquire O(1) on average and keeps the map bounded.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -27,6 +27,8 @@ struct LeaseState {
     fence: i64,
     /// Acquires since the last sweep of lapsed grants.
     since_sweep: usize,
+    /// How many grants the last sweep left.
+    after_sweep: usize,
 }
 
 /// The fewest acquires between two sweeps of the grants.
@@ -34,15 +36,18 @@ pub const SWEEP_EVERY: usize = 64;
 
 impl LeaseState {
     /// Drops the grants that lapsed at or before the sweep cutoff of `now`, once per as many
-    /// acquires as there are grants.
+    /// acquires as the last sweep left grants (at least [`SWEEP_EVERY`]): a sweep's cost is
+    /// paid by as many acquires as it walks, and the map holds at most twice what the last
+    /// sweep left, plus [`SWEEP_EVERY`].
     fn sweep(&mut self, now: crate::clock::Timestamp) {
         self.since_sweep += 1;
-        if self.since_sweep < self.leases.len().max(SWEEP_EVERY) {
+        if self.since_sweep < self.after_sweep.max(SWEEP_EVERY) {
             return;
         }
         self.since_sweep = 0;
         let before = lease_sweep_before(now);
         self.leases.retain(|_, held| held.expires_at > before);
+        self.after_sweep = self.leases.len();
     }
 
     /// How many grants are stored, lapsed or not.

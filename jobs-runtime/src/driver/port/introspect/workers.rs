@@ -209,7 +209,7 @@ pub fn queue_limits_spread(workers: &[WorkerRow]) -> Vec<QueueLimitsSpread> {
                     }
                 })
                 .collect();
-            announced.sort_by(|a, b| b.workers.len().cmp(&a.workers.len()));
+            announced.sort_by_key(|a| std::cmp::Reverse(a.workers.len()));
             QueueLimitsSpread {
                 queue: queue.to_string(),
                 announced,
