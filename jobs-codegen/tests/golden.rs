@@ -70,7 +70,13 @@ pub struct Report {
 }
 
 /// Builds the daily report.
-#[job(key = "report:{day}", tenant = none, queue = "reports", dead_letter = false)]
+#[job(
+    key = "report:{day}",
+    tenant = none,
+    queue = "reports",
+    dead_letter = false,
+    unique(for = "1d")
+)]
 pub async fn daily_report(_run: Run, _input: Report) -> Result<(), JobError> {
     Ok(())
 }

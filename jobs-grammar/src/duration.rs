@@ -77,6 +77,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     Ok(duration)
 }
 
+/// The longest unique period (`#[job(unique(for = ".."))]`) in milliseconds: 10 years of 365
+/// days. The macro refuses a longer literal, the runtime a longer computed period.
+pub const MAX_UNIQUE_FOR_MILLIS: u64 = 10 * 365 * 24 * 3600 * 1000;
+
 /// [`parse_duration`] in whole milliseconds, as a declaration stores it.
 pub fn parse_millis(text: &str) -> Result<u64, DurationError> {
     let duration = parse_duration(text)?;

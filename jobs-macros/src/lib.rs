@@ -192,6 +192,22 @@ mod value;
 ///
 /// There is no `rate_limit`: write `rate(limit = .., per = ..)`.
 ///
+/// # Unique period
+///
+/// A job holds its idempotency key while it is live, so an enqueue of the key answers it
+/// (`deduped`). `unique(for = "1h")` keeps the key held for that long after the job's enqueue
+/// (the creation of its row), whether it is still live or has completed, failed, died or been
+/// cancelled: an enqueue of the key within the hour answers that job, and the first one after
+/// makes a new job. The period is a positive duration of at most 10 years. With `debounce`, the
+/// period must be longer than the window (else it could never hold a finished job), and the two
+/// compose: while queued the job takes the latest input, once finished it still answers its
+/// key until the period ends. An enqueue may name another period with
+/// `EnqueueOptions::unique_for`.
+///
+/// ```ignore
+/// #[jobs::job(key = "digest:{user_id}", tenant = org_id, unique(for = "24h"))]
+/// ```
+///
 /// # Priority
 ///
 /// `priority = N` (a whole number from -5 to 5; default 0) orders a queue's due rows within

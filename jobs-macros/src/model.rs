@@ -21,7 +21,7 @@ use syn::ext::IdentExt;
 use syn::{FnArg, Ident, ItemFn, Path, ReturnType, Type};
 
 use crate::args::common::RetryArgs;
-use crate::args::job::{ConcurrencyArgs, JobArgs, KeyedConcurrencyArgs, RateArgs};
+use crate::args::job::{ConcurrencyArgs, JobArgs, KeyedConcurrencyArgs, RateArgs, UniqueArgs};
 use crate::args::task::TaskArgs;
 use crate::errors::Errors;
 use crate::value::backoff::Backoff;
@@ -63,6 +63,8 @@ pub struct JobDecl<'a> {
     pub expires_in: Option<DurationValue>,
     /// `debounce = ..`, when declared.
     pub debounce: Option<DurationValue>,
+    /// `unique(for = ..)`, when declared with a period that reads.
+    pub unique_for: Option<DurationValue>,
     /// `concurrency`, when declared and complete.
     pub concurrency: Option<Concurrency>,
     /// `rate(..)`, when declared and complete.
@@ -138,6 +140,7 @@ impl<'a> JobDecl<'a> {
             event_poll: None,
             expires_in: None,
             debounce: None,
+            unique_for: None,
             concurrency: None,
             rate: None,
             on_settled: None,
@@ -165,6 +168,9 @@ impl<'a> JobDecl<'a> {
         decl.event_poll = errs.value(&args.event_poll);
         decl.expires_in = errs.value(&args.expires_in);
         decl.debounce = errs.value(&args.debounce);
+        if let Some(unique) = &args.unique {
+            decl.unique_for = unique_period(unique, errs);
+        }
         if let Some(concurrency) = &args.concurrency {
             decl.concurrency = Concurrency::from_args(concurrency, errs);
         }
@@ -225,6 +231,19 @@ impl Retry {
             jitter: errs.value(&args.jitter),
         }
     }
+}
+
+/// The period of `unique(..)`, recording a missing or unreadable one.
+fn unique_period(args: &UniqueArgs, errs: &mut Errors) -> Option<DurationValue> {
+    if args.period.is_none() {
+        errs.spanned(
+            &args.original,
+            "`unique(..)` needs its period: write `unique(for = \"1h\")` to hold the key for an \
+             hour after each enqueue (X_JOB_DECLARATION_INVALID)",
+        );
+        return None;
+    }
+    errs.value(&args.period).map(|period| period.0)
 }
 
 impl Concurrency {

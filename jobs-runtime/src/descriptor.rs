@@ -30,6 +30,12 @@ pub struct JobDescriptor {
     /// now + `debounce` (answered deduped); once the job has started, an enqueue of its key
     /// dedupes as always. A task's fires never debounce.
     pub debounce: Option<Duration>,
+    /// `unique(for = "1h")`: a job holds its key for this long after its enqueue (its row's
+    /// creation), finished or not, so an enqueue of the key within the period answers it
+    /// (deduped) even once it completed, failed or was cancelled; after the period the next
+    /// enqueue makes a new job. Without it a key is held only while its job is live. An
+    /// enqueue may name another period ([`EnqueueOptions::unique_for`](crate::EnqueueOptions::unique_for)).
+    pub unique_for: Option<Duration>,
     /// The fleet-wide start rate, if declared.
     pub rate: Option<RateLimit>,
     /// How the run's tenant is derived.
@@ -51,7 +57,7 @@ pub struct JobDescriptor {
 impl JobDescriptor {
     /// The reference's defaults: queue `default`, [`RetryPolicy::DEFAULT`], dead letters on,
     /// no timeouts, a 30 s event poll, no concurrency cap, no rate limit, no expiry, no
-    /// debounce, priority 0.
+    /// debounce, no unique period, priority 0.
     pub const fn new(
         name: &'static str,
         tenant: TenantMode,
@@ -69,6 +75,7 @@ impl JobDescriptor {
             concurrency: None,
             expires_in: None,
             debounce: None,
+            unique_for: None,
             rate: None,
             tenant,
             input_type,

@@ -35,6 +35,7 @@ pub struct EnqueueOptions {
     on_conflict: ConflictPolicy,
     traceparent: Option<String>,
     priority: Option<i16>,
+    unique_for: Option<Duration>,
     direct: bool,
     /// The tenant of the client the call is made on ([`crate::Jobs::for_tenant`]); set by the
     /// client, never by the caller.
@@ -114,6 +115,26 @@ impl EnqueueOptions {
     /// `X_INVARIANT` before anything is written.
     pub fn priority(mut self, priority: i16) -> Self {
         self.priority = Some(priority);
+        self
+    }
+
+    /// Gives the job this enqueue inserts a unique period instead of the declared one
+    /// (`#[job(unique(for = "1h"))]`; none when not declared): the job holds its key for
+    /// `period` after its enqueue, finished or not, so an enqueue of the key within it answers
+    /// this job (deduped). It says nothing about a job already holding the key: that one's own
+    /// period decides. A period under 1 ms, or one over
+    /// [`MAX_UNIQUE_FOR`](crate::limits::MAX_UNIQUE_FOR), is refused with `X_INVARIANT`
+    /// before anything is written.
+    ///
+    /// ```
+    /// use jobs::EnqueueOptions;
+    /// use std::time::Duration;
+    ///
+    /// // At most one of these per key and day, however often it is asked for.
+    /// let options = EnqueueOptions::new().unique_for(Duration::from_secs(24 * 3600));
+    /// ```
+    pub fn unique_for(mut self, period: Duration) -> Self {
+        self.unique_for = Some(period);
         self
     }
 
@@ -211,6 +232,8 @@ pub(crate) struct Prepared {
     pub expires_in: Option<Duration>,
     /// `debounce`: the enqueue waits this long and replaces a queued holder of its key.
     pub debounce: Option<Duration>,
+    /// `unique(for = ..)`: the job holds its key this long after its enqueue.
+    pub unique_for: Option<Duration>,
     pub priority: i16,
 }
 
@@ -246,6 +269,7 @@ impl Prepared {
             max_attempts: d.retry.attempts,
             expires_in: d.expires_in,
             debounce: d.debounce,
+            unique_for: d.unique_for,
             priority: d.priority,
         })
     }
@@ -308,6 +332,7 @@ impl Prepared {
             on_conflict,
             traceparent: options.traceparent.clone(),
             actor: options.actor.clone(),
+            unique_for: options.unique_for.or(self.unique_for),
             now,
         };
         crate::limits::check_enqueue(&request)?;

@@ -30,6 +30,7 @@
 //! | any other control character in a tenant | none allowed | `X_VALUE_UNSTORABLE` |
 //! | any other control character in an actor | none allowed | `X_VALUE_UNSTORABLE` |
 //! | a job's priority (`#[job(priority = N)]`, `EnqueueOptions::priority`) | [`MIN_PRIORITY`]..=[`MAX_PRIORITY`] (-5..=5, default [`DEFAULT_PRIORITY`], 0); the macro refuses a literal outside at compile time | `X_INVARIANT` |
+//! | a job's unique period (`#[job(unique(for = ".."))]`, `EnqueueOptions::unique_for`) | at least 1 ms, at most [`MAX_UNIQUE_FOR`] (10 years); the macro refuses a zero or longer literal at compile time | `X_INVARIANT` |
 //! | NUL in a job input | none allowed | `X_JOB_INPUT_INVALID` |
 //! | NUL in a step output | none allowed | `X_STEP_OUTPUT_UNSERIALIZABLE` |
 //! | NUL in an event payload | none allowed | `X_JOB_EVENT_INVALID` |
@@ -40,6 +41,12 @@ use serde_json::Value;
 
 use crate::driver::{EnqueueRequest, DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY};
 use crate::error::{ErrorCode, JobError};
+
+/// The longest unique period a job may hold its key for after its enqueue
+/// (`#[job(unique(for = ".."))]`, [`EnqueueOptions::unique_for`](crate::EnqueueOptions::unique_for)):
+/// 10 years, so the instant it ends is one every store keeps.
+pub const MAX_UNIQUE_FOR: std::time::Duration =
+    std::time::Duration::from_millis(jobs_grammar::duration::MAX_UNIQUE_FOR_MILLIS);
 
 /// The longest idempotency key, in bytes of UTF-8 (a scheduled fire's key counts its
 /// `<task>:<occurrence ms>:` prefix). Hash a longer natural key: a sha256 hex digest is 64.
@@ -284,6 +291,9 @@ pub(crate) fn check_enqueue(request: &EnqueueRequest) -> Result<(), JobError> {
         check_actor(&whose, actor)?;
     }
     check_priority(&whose, request.priority)?;
+    if let Some(period) = request.unique_for {
+        check_unique_for(&whose, period)?;
+    }
     if holds_nul(&request.input) {
         return Err(JobError::new(
             ErrorCode::JobInputInvalid,
@@ -306,6 +316,25 @@ pub(crate) fn check_priority(whose: &str, priority: i16) -> Result<(), JobError>
     .with_fix(format!(
         "name a priority from {MIN_PRIORITY} (claimed last) to {MAX_PRIORITY} (claimed first); {DEFAULT_PRIORITY} is the default"
     )))
+}
+
+/// Checks a unique period: from 1 ms (stores keep it in whole milliseconds) to
+/// [`MAX_UNIQUE_FOR`], else `X_INVARIANT`.
+pub(crate) fn check_unique_for(whose: &str, period: std::time::Duration) -> Result<(), JobError> {
+    const SHORTEST: std::time::Duration = std::time::Duration::from_millis(1);
+    if (SHORTEST..=MAX_UNIQUE_FOR).contains(&period) {
+        return Ok(());
+    }
+    let why = if period < SHORTEST {
+        "is shorter than 1 ms, which would hold the key for no time at all"
+    } else {
+        "is longer than MAX_UNIQUE_FOR (10 years)"
+    };
+    Err(JobError::new(
+        ErrorCode::Invariant,
+        format!("the unique period of {whose} {why}"),
+    )
+    .with_fix("name a unique period from 1 ms to 10 years, or leave it out to hold the key only while the job is live"))
 }
 
 /// Checks an actor: within its limit, no NUL, and no other control character either, since it

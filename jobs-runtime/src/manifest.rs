@@ -96,6 +96,7 @@ fn describe(d: &JobDescriptor) -> Value {
         "event_poll_ms": ms(d.event_poll),
         "expires_in_ms": d.expires_in.map(ms),
         "debounce_ms": d.debounce.map(ms),
+        "unique_for_ms": d.unique_for.map(ms),
         "concurrency": d.concurrency.map(|c| json!({
             "limit": c.limit,
             "keyed": c.keyed,

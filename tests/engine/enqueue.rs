@@ -499,3 +499,104 @@ async fn a_debounced_burst_runs_once_with_its_last_input() {
     assert!(!next.deduped);
     assert_ne!(next.id, first.id);
 }
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+struct ReportInput {
+    customer: u64,
+}
+
+#[job(key = "report:{customer}", tenant = none, unique(for = "1h"))]
+async fn daily_report(_run: Run, _input: ReportInput) -> Result<(), JobError> {
+    Ok(())
+}
+
+/// `unique(for = "1h")` through the client and the test clock: the job answers its key for an
+/// hour after its enqueue, done or not; an hour after its enqueue the key makes a new job.
+#[tokio::test]
+async fn a_unique_period_answers_the_finished_job_until_it_ends() {
+    let kit = TestKit::new();
+    assert_eq!(
+        DailyReport::descriptor().unique_for,
+        Some(Duration::from_secs(3600))
+    );
+    let input = || ReportInput { customer: 7 };
+    let first = DailyReport::enqueue(kit.jobs(), input()).await.unwrap();
+    kit.advance(Duration::from_secs(600));
+    assert_eq!(kit.run_until_idle().await.len(), 1);
+    assert_eq!(kit.job(first.id).await.state, JobState::Done);
+
+    kit.advance(Duration::from_secs(2999)); // 59 min 59 s after the enqueue
+    let again = DailyReport::enqueue(kit.jobs(), input()).await.unwrap();
+    assert_eq!((again.id, again.deduped), (first.id, true));
+    let refused = DailyReport::enqueue_with(
+        kit.jobs(),
+        input(),
+        EnqueueOptions::new().error_on_duplicate(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.code(), Some(ErrorCode::JobDuplicate));
+
+    kit.advance(Duration::from_secs(1)); // the hour is over
+    let next = DailyReport::enqueue(kit.jobs(), input()).await.unwrap();
+    assert!(!next.deduped);
+    assert_ne!(next.id, first.id);
+}
+
+/// `EnqueueOptions::unique_for` gives one enqueue's job its own period, declared or not; a
+/// period under 1 ms or over 10 years is refused with `X_INVARIANT` before anything is written.
+#[tokio::test]
+async fn an_enqueue_names_its_own_unique_period_within_the_limits() {
+    let kit = TestKit::new();
+    let day = Duration::from_secs(24 * 3600);
+    let first = Ping::enqueue_with(kit.jobs(), acme(1), EnqueueOptions::new().unique_for(day))
+        .await
+        .unwrap();
+    assert_eq!(kit.run_until_idle().await.len(), 1);
+    kit.advance(Duration::from_secs(23 * 3600));
+    let again = Ping::enqueue(kit.jobs(), acme(1)).await.unwrap();
+    assert_eq!((again.id, again.deduped), (first.id, true));
+
+    // A shorter period than the declaration's, for this one job.
+    let short = DailyReport::enqueue_with(
+        kit.jobs(),
+        ReportInput { customer: 9 },
+        EnqueueOptions::new().unique_for(Duration::from_secs(60)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(kit.run_until_idle().await.len(), 1);
+    kit.advance(Duration::from_secs(60));
+    let after = DailyReport::enqueue(kit.jobs(), ReportInput { customer: 9 })
+        .await
+        .unwrap();
+    assert!(!after.deduped && after.id != short.id);
+
+    let ten_years = jobs::limits::MAX_UNIQUE_FOR;
+    for period in [
+        Duration::ZERO,
+        Duration::from_micros(999),
+        ten_years + Duration::from_millis(1),
+    ] {
+        let refused = Ping::enqueue_with(
+            kit.jobs(),
+            acme(2),
+            EnqueueOptions::new().unique_for(period),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(refused.code(), Some(ErrorCode::Invariant), "{period:?}");
+        assert!(
+            refused.to_string().contains("unique period"),
+            "names what is wrong: {refused}"
+        );
+    }
+    let at_the_limit = Ping::enqueue_with(
+        kit.jobs(),
+        acme(2),
+        EnqueueOptions::new().unique_for(ten_years),
+    )
+    .await
+    .unwrap();
+    assert!(!at_the_limit.deduped);
+}

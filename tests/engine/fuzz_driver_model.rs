@@ -159,6 +159,7 @@ async fn run(
                     on_conflict: ConflictPolicy::Dedupe,
                     traceparent: None,
                     actor: None,
+                    unique_for: None,
                     now,
                 };
                 ids.push(request.id);

@@ -42,7 +42,8 @@ async fn digest_settled(_settled: Settled<Digest, ()>) -> Result<(), JobError> {
     tenant = none,
     dead_letter = false,
     on_settled = digest_settled,
-    priority = -2
+    priority = -2,
+    unique(for = "1d")
 )]
 async fn alpha_digest(_run: Run, _input: Digest) -> Result<(), JobError> {
     Ok(())
@@ -131,6 +132,11 @@ fn describes_queue_retry_timeouts_and_tenant() {
     );
     assert_eq!(sync["on_settled"], false);
     assert_eq!(sync["priority"], 0, "the default priority");
+    assert_eq!(
+        sync["unique_for_ms"],
+        serde_json::Value::Null,
+        "no unique period"
+    );
 
     let digest = row(&manifest, "alpha_digest");
     assert_eq!(digest["queue"], "default");
@@ -151,6 +157,7 @@ fn describes_queue_retry_timeouts_and_tenant() {
     assert_eq!(digest["tenant"], json!({ "mode": "none" }));
     assert_eq!(digest["on_settled"], true);
     assert_eq!(digest["priority"], -2);
+    assert_eq!(digest["unique_for_ms"], 86_400_000);
 
     assert_eq!(
         row(&manifest, "middle")["tenant"],

@@ -169,6 +169,7 @@ async fn enqueue_raw(jobs: &Jobs, name: &str, input: serde_json::Value) -> uuid:
             on_conflict: ConflictPolicy::Dedupe,
             traceparent: None,
             actor: None,
+            unique_for: None,
             now,
         })
         .await

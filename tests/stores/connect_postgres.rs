@@ -274,6 +274,7 @@ fn raw_request(key: String) -> EnqueueRequest {
         on_conflict: Default::default(),
         traceparent: None,
         actor: None,
+        unique_for: None,
         now,
     }
 }

@@ -232,6 +232,7 @@ async fn an_enqueue_in_a_callers_transaction_is_refused_naming_the_outbox() {
         on_conflict: Default::default(),
         traceparent: None,
         actor: None,
+        unique_for: None,
         now: chrono::Utc::now(),
     };
     let error = tx

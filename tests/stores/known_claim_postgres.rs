@@ -56,6 +56,7 @@ async fn enqueue(driver: &PostgresDriver, tenant: &str, key: &str, at: i64) -> U
         on_conflict: ConflictPolicy::Dedupe,
         traceparent: None,
         actor: None,
+        unique_for: None,
         now: ms(at),
     };
     driver.job_enqueue(&request).await.expect("enqueue").id

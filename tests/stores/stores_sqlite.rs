@@ -93,6 +93,7 @@ fn fire(
             on_conflict: Default::default(),
             traceparent: None,
             actor: None,
+            unique_for: None,
             now,
         })
         .collect();

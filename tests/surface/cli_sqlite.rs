@@ -182,6 +182,7 @@ async fn show_names_a_declared_rate() {
     tenant = none,
     queue = "crm",
     debounce = "10s",
+    unique(for = "1d"),
     expires_in = "2h"
 )]
 async fn digest_crm(_run: Run, _input: Account) -> Result<(), JobError> {
@@ -189,7 +190,7 @@ async fn digest_crm(_run: Run, _input: Account) -> Result<(), JobError> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn show_names_a_declared_debounce_and_expiry() {
+async fn show_names_a_declared_debounce_unique_period_and_expiry() {
     let dir = TempDir::new("cli_sqlite_debounce");
     let url = dir.url();
     let (code, _, err) = jobs_cli_on(&url, &["migrate"]).await;
@@ -206,4 +207,9 @@ async fn show_names_a_declared_debounce_and_expiry() {
     );
     assert!(out.contains("\nexpires      "), "{out}");
     assert!(out.contains(" unless started: expires_in 2h\n"), "{out}");
+    assert!(out.contains("\nunique       1d, until "), "{out}");
+    assert!(
+        out.contains("): holds its key until then, finished or not\n"),
+        "{out}"
+    );
 }

@@ -138,12 +138,13 @@ async fn dash_urgent(_run: Run, _input: Welcome) -> Result<(), JobError> {
     Ok(())
 }
 
-/// Debounced by 5 s, discarded if not started within the hour.
+/// Debounced by 5 s, discarded if not started within the hour, its key held for an hour.
 #[job(
     key = "dash-debounced:{user_id}",
     tenant = org,
     queue = "dash-email",
     debounce = "5s",
+    unique(for = "1h"),
     expires_in = "1h"
 )]
 async fn dash_debounced(_run: Run, _input: Welcome) -> Result<(), JobError> {
@@ -1673,7 +1674,7 @@ async fn the_job_and_manifest_pages_show_a_declared_rate() {
 }
 
 #[tokio::test]
-async fn the_job_and_manifest_pages_show_a_debounce_and_an_expiry() {
+async fn the_job_and_manifest_pages_show_a_debounce_a_unique_period_and_an_expiry() {
     let jobs = Jobs::memory();
     let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
     let queued = DashDebounced::enqueue(
@@ -1693,9 +1694,17 @@ async fn the_job_and_manifest_pages_show_a_debounce_and_an_expiry() {
     assert!(page.contains("<dt>Debounce</dt><dd>5s: "), "{page}");
     assert!(page.contains("<dt>Expires</dt><dd>"), "{page}");
     assert!(page.contains("expires_in 1h)"), "{page}");
+    assert!(page.contains("<dt>Unique</dt><dd>for 1h, until "), "{page}");
+    assert!(
+        page.contains("an enqueue of its key answers this job, finished or not"),
+        "{page}"
+    );
     let (status, page) = dash.get("/admin/manifest", "read").await;
     assert_eq!(status, 200, "{page}");
-    assert!(page.contains("· debounce 5s · expires in 1h"), "{page}");
+    assert!(
+        page.contains("· debounce 5s · unique for 1h · expires in 1h"),
+        "{page}"
+    );
     let plain = DashWelcome::enqueue(
         &jobs,
         Welcome {

@@ -16,6 +16,7 @@
 //! memory driver's end-to-end throughput), `retention` (end-to-end after 1,000,000 done rows),
 //! `ontime` (how late an idle worker starts a delayed job, a retry after its backoff and a
 //! parked sleep, written by another client with its own pool, and its claims meanwhile).
+//! `BENCH_RUNS` sets the runs per figure (3).
 
 use std::time::{Duration, Instant};
 
@@ -28,7 +29,14 @@ use jobs::sqlx::{self, AssertSqlSafe, Connection, PgPool};
 mod bench_on_time;
 use bench_on_time::{KIND_PARK, KIND_RETRY, ON_TIME_JOBS};
 
-const RUNS: usize = 3;
+/// Runs per figure (each figure is their median): `BENCH_RUNS`, 3 by default.
+fn runs() -> usize {
+    std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(3)
+}
 const SLOTS: u32 = 16;
 
 #[derive(Serialize, Deserialize, JsonSchema)]
@@ -158,7 +166,7 @@ async fn pooled_inserts(table: &mut Table) {
     drop(bare_table().await);
     let pool = PgPool::connect(&url()).await.expect("connect");
     let mut rates = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let n = 2_000;
         let started = Instant::now();
         for i in 0..n {
@@ -246,7 +254,7 @@ async fn single_enqueue(table: &mut Table) -> Result<(), JobError> {
              max_attempts, run_at, created_at, updated_at)
          values ($1, $1, 'noop', 'default', $2, $3, 'ready', 25, now(), now(), now())"
     );
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let jobs = Jobs::new(fresh(schema).await?);
         let mut conn = bare_table().await;
         let mut rows = PgConnection::connect(&url()).await.expect("connect");
@@ -340,7 +348,7 @@ async fn bulk_enqueue(table: &mut Table) -> Result<(), JobError> {
     let mut compared = Compared::new();
     let mut to_floor = Compared::new();
     let schema = "bench_bulk";
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let jobs = Jobs::new(fresh(schema).await?);
         let mut conn = bare_table().await;
         let mut rows = PgConnection::connect(&url()).await.expect("connect");
@@ -421,7 +429,7 @@ async fn end_to_end<J: Job<Input = Item>>(
     schema: &str,
 ) -> Result<(), JobError> {
     let mut rates = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let jobs = Jobs::new(fresh(schema).await?);
         rates.push(drain::<J>(&jobs, 20_000).await?);
     }
@@ -431,7 +439,7 @@ async fn end_to_end<J: Job<Input = Item>>(
 
 async fn memory_end_to_end(table: &mut Table) -> Result<(), JobError> {
     let mut rates = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let jobs = Jobs::memory();
         rates.push(drain::<Noop>(&jobs, 20_000).await?);
     }
@@ -585,7 +593,7 @@ async fn send_pings(schema: &str) -> Result<(), JobError> {
 async fn pickup(table: &mut Table) -> Result<(), JobError> {
     let schema = "bench_pickup";
     let (mut p50, mut p95, mut max) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let jobs = Jobs::new(fresh(schema).await?);
         let latencies: std::sync::Arc<Latencies> = Default::default();
         let worker = jobs
@@ -650,7 +658,7 @@ async fn send_bare_pings() {
 /// with one `UPDATE ... FOR UPDATE SKIP LOCKED` on a plain connection.
 async fn bare_pickup(table: &mut Table) {
     let (mut p50, mut p95, mut max) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let mut conn = PgConnection::connect(&url()).await.expect("connect");
         exec_on(&mut conn, "drop table if exists bench_bare_pickup").await;
         exec_on(
@@ -820,7 +828,7 @@ async fn main() -> Result<(), JobError> {
     }
     let wants = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
     let mut table = Table { rows: Vec::new() };
-    println!("running (medians of {RUNS} runs, {SLOTS} worker slots, no-op jobs)...");
+    println!("running (medians of {} runs, {SLOTS} worker slots, no-op jobs)...", runs());
     if wants("pool") {
         pooled_inserts(&mut table).await;
     }

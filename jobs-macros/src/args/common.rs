@@ -72,6 +72,9 @@ pub const CONCURRENCY_NAMES: &[&str] = &["key", "limit", "when_busy"];
 /// What `rate(..)` takes.
 pub const RATE_NAMES: &[&str] = &["limit", "per", "key"];
 
+/// What `unique(..)` takes.
+pub const UNIQUE_NAMES: &[&str] = &["for"];
+
 /// darling's structural error in our words: an unknown argument lists the accepted names (and
 /// keeps darling's near-miss suggestion), a duplicated one says to keep one; any other keeps
 /// darling's own words. Each gains the declaration's code.
@@ -87,6 +90,7 @@ fn reword(error: &darling::Error, attr: &str, names: &[&str]) -> String {
         Some("retry") => ("`retry(..)`".to_string(), RETRY_NAMES),
         Some("concurrency") => ("`concurrency(..)`".to_string(), CONCURRENCY_NAMES),
         Some("rate") => ("`rate(..)`".to_string(), RATE_NAMES),
+        Some("unique") => ("`unique(..)`".to_string(), UNIQUE_NAMES),
         Some(_) => return format!("{text} {CODE}"),
     };
     if let Some(rest) = what.strip_prefix("Unknown field: `") {
@@ -106,8 +110,8 @@ fn reword(error: &darling::Error, attr: &str, names: &[&str]) -> String {
         let duplicated = rest.trim_end_matches('`');
         return format!("`{duplicated}` is given twice in {owner}: keep one {CODE}");
     }
-    if location == Some("rate") {
-        // `rate = ..`, refused in our words by `RateArgs`.
+    if matches!(location, Some("rate" | "unique")) {
+        // `rate = ..` and `unique = ..`, refused in our words by `RateArgs` and `UniqueArgs`.
         return format!("{what} {CODE}");
     }
     format!("{text} {CODE}")
@@ -238,6 +242,12 @@ mod tests {
         }
         for name in RATE_NAMES {
             assert!(known::<crate::args::job::RateParts>(name), "rate: `{name}`");
+        }
+        for name in UNIQUE_NAMES {
+            assert!(
+                known::<crate::args::job::UniqueParts>(name),
+                "unique: `{name}`"
+            );
         }
     }
 

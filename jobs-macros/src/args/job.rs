@@ -8,7 +8,7 @@ use quote::ToTokens;
 
 use super::common::Delivery;
 use crate::value::count::Count;
-use crate::value::duration::DurationValue;
+use crate::value::duration::{DurationValue, UniquePeriod};
 use crate::value::key::KeySource;
 use crate::value::priority::Priority;
 use crate::value::tenant::Tenant;
@@ -36,6 +36,8 @@ pub struct JobArgs {
     pub expires_in: Option<Arg<DurationValue>>,
     /// `debounce = "5s"`
     pub debounce: Option<Arg<DurationValue>>,
+    /// `unique(for = "1h")`
+    pub unique: Option<UniqueArgs>,
     /// `concurrency = 3` or `concurrency(key = "{org_id}", limit = 1, when_busy = wait)`
     pub concurrency: Option<ConcurrencyArgs>,
     /// `rate(limit = 100, per = "1m")` or `rate(limit = 100, per = "1m", key = "{customer_id}")`
@@ -65,6 +67,7 @@ impl ArgNames for JobArgs {
         "event_poll",
         "expires_in",
         "debounce",
+        "unique",
         "dead_letter",
         "priority",
         "on_settled",
@@ -151,6 +154,46 @@ impl FromMeta for RateArgs {
             _ => Err(darling::Error::custom(
                 "`rate` takes a limit and its window: write `rate(limit = 100, per = \"1m\")`, \
                  or `rate(limit = 100, per = \"1m\", key = \"{customer_id}\")` per key",
+            )
+            .with_span(item)),
+        }
+    }
+}
+
+/// `unique(for = "1h")`: the job holds its key for the period after its enqueue, finished or
+/// not. `for` is a keyword, which darling reads as any other name inside the list.
+#[derive(Debug)]
+pub struct UniqueArgs {
+    /// `for = "1h"`
+    pub period: Option<Arg<UniquePeriod>>,
+    /// The whole `unique(..)` as written, for errors about what it lacks.
+    pub original: TokenStream,
+}
+
+/// The arguments inside `unique(..)`, as darling reads them.
+#[derive(FromMeta)]
+pub struct UniqueParts {
+    /// `for = "1h"`
+    #[darling(rename = "for")]
+    pub period: Option<Arg<UniquePeriod>>,
+}
+
+impl FromMeta for UniqueArgs {
+    /// Reads `unique(..)`; `unique = ..` and a bare `unique` are refused with the shape to write.
+    fn from_meta(item: &syn::Meta) -> darling::Result<Self> {
+        match item {
+            syn::Meta::List(list) => {
+                let items = NestedMeta::parse_meta_list(list.tokens.clone())?;
+                let UniqueParts { period } = UniqueParts::from_list(&items)?;
+                Ok(UniqueArgs {
+                    period,
+                    original: item.to_token_stream(),
+                })
+            }
+            _ => Err(darling::Error::custom(
+                "`unique` takes its period: write `unique(for = \"1h\")` to answer every \
+                 enqueue of a key within an hour of its job's enqueue with that job, finished \
+                 or not",
             )
             .with_span(item)),
         }

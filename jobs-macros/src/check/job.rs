@@ -167,6 +167,28 @@ pub fn debounce_fits_expiry(errs: &mut Errors, decl: &JobDecl<'_>) {
     }
 }
 
+/// A unique period counts from the enqueue, and a debounced job is not due before its window
+/// ends (each enqueue of its key pushes it back): a period no longer than the window could never
+/// hold a finished job, so it would say nothing. Together, a longer period means: while queued
+/// the job takes the latest input (debounce), once started it dedupes, and once finished it
+/// still answers its key until the period ends.
+pub fn unique_outlasts_debounce(errs: &mut Errors, decl: &JobDecl<'_>) {
+    if let (Some(debounce), Some(unique)) = (&decl.debounce, &decl.unique_for) {
+        if unique.millis <= debounce.millis {
+            errs.spanned(
+                &unique.lit,
+                format!(
+                    "`unique(for = \"{}\")` is not longer than `debounce` ({}): a debounced job is \
+                     not due before its window ends, so it could never finish inside the period; \
+                     raise the period or lower `debounce` (X_JOB_DECLARATION_INVALID)",
+                    unique.lit.value(),
+                    debounce.lit.value(),
+                ),
+            );
+        }
+    }
+}
+
 /// The lowest and highest `priority = N` (the runtime's `MIN_PRIORITY` and `MAX_PRIORITY`).
 const PRIORITY_RANGE: std::ops::RangeInclusive<i64> = -5..=5;
 

@@ -29,6 +29,7 @@ pub fn job(errs: &mut Errors, decl: &JobDecl<'_>) {
     job::fn_returns_a_result(errs, decl);
     job::retry_delays_are_ordered(errs, decl);
     job::debounce_fits_expiry(errs, decl);
+    job::unique_outlasts_debounce(errs, decl);
     job::priority_is_in_range(errs, decl);
     job::handle_is_free(errs, decl);
     steps::step_names_are_unique(errs, &decl.item.block);

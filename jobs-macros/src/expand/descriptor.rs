@@ -34,6 +34,8 @@ pub struct JobShape<'a> {
     pub expires_in: Option<&'a DurationValue>,
     /// `debounce = ..`.
     pub debounce: Option<&'a DurationValue>,
+    /// `unique(for = ..)`.
+    pub unique_for: Option<&'a DurationValue>,
     /// `concurrency ..`.
     pub concurrency: Option<&'a Concurrency>,
     /// `rate(..)`.
@@ -65,6 +67,7 @@ impl<'a> JobShape<'a> {
             event_poll: None,
             expires_in: None,
             debounce: None,
+            unique_for: None,
             concurrency: None,
             rate: None,
             on_settled: false,
@@ -98,6 +101,7 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
         event_poll,
         expires_in,
         debounce,
+        unique_for,
         concurrency,
         rate,
         on_settled,
@@ -150,6 +154,10 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
     if let Some(debounce) = debounce {
         let debounce = millis(debounce);
         set.push(quote!(d.debounce = ::std::option::Option::Some(#debounce);));
+    }
+    if let Some(unique_for) = unique_for {
+        let unique_for = millis(unique_for);
+        set.push(quote!(d.unique_for = ::std::option::Option::Some(#unique_for);));
     }
     if let Some(concurrency) = concurrency {
         let (limit, keyed, when_busy) = match concurrency {

@@ -412,6 +412,7 @@ fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStre
     shape.event_poll = decl.event_poll.as_ref();
     shape.expires_in = decl.expires_in.as_ref();
     shape.debounce = decl.debounce.as_ref();
+    shape.unique_for = decl.unique_for.as_ref();
     shape.concurrency = decl.concurrency.as_ref();
     shape.rate = decl.rate.as_ref();
     shape.on_settled = decl.on_settled.is_some();

@@ -1,11 +1,12 @@
-//! Duration literals: `timeout = "10m"`, `delay = "1s"`, `event_poll = "30s"`.
+//! Duration literals: `timeout = "10m"`, `delay = "1s"`, `event_poll = "30s"`, and the unique
+//! period `unique(for = "1h")` ([`UniquePeriod`]).
 //!
 //! A duration is a string literal read by the rule the runtime applies to a computed one
 //! (`jobs_grammar::duration`: "500ms", "30s", "1h 30m", "3d"), decided at compile time and
 //! emitted as whole milliseconds. Zero, negative, sub-millisecond and unparsable values are
 //! refused at the literal (seed-inventory §30 item 9).
 
-use jobs_grammar::duration::{parse_millis, DurationError};
+use jobs_grammar::duration::{parse_millis, DurationError, MAX_UNIQUE_FOR_MILLIS};
 use syn::{Expr, ExprLit, Lit, LitStr};
 
 use super::Value;
@@ -22,6 +23,34 @@ pub struct DurationValue {
 impl Value for DurationValue {
     fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
         parse(expr, arg, when_zero(arg))
+    }
+}
+
+/// The period of `unique(for = "1h")`: a duration read by the same rule, named `unique(for)` in
+/// messages, at most 10 years (`MAX_UNIQUE_FOR_MILLIS`, the runtime's `MAX_UNIQUE_FOR`).
+#[derive(Debug, Clone)]
+pub struct UniquePeriod(pub DurationValue);
+
+impl Value for UniquePeriod {
+    fn parse(expr: &Expr, _arg: &str) -> syn::Result<Self> {
+        let period = parse_written(
+            expr,
+            "unique(for)",
+            "unique(for = {})",
+            "leave `unique(..)` out to hold the key only while the job is live",
+        )?;
+        if period.millis > MAX_UNIQUE_FOR_MILLIS {
+            return Err(syn::Error::new_spanned(
+                &period.lit,
+                format!(
+                    "invalid duration `{}` for `unique(for)`: a unique period is at most 10 years \
+                     (\"3650d\"); leave `unique(..)` out to hold the key only while the job is \
+                     live (X_JOB_DECLARATION_INVALID)",
+                    period.lit.value()
+                ),
+            ));
+        }
+        Ok(UniquePeriod(period))
     }
 }
 
@@ -46,6 +75,18 @@ const EXAMPLES: &str = "a positive duration such as \"30s\", \"10m\", \"3d\"";
 /// Parses the duration argument `arg` (`timeout`, `retry(delay)`, ...). `when_zero` says what
 /// to do instead of a zero duration ("leave `timeout` out for no ceiling").
 pub fn parse(expr: &Expr, arg: &str, when_zero: &str) -> syn::Result<DurationValue> {
+    parse_written(expr, arg, &format!("{arg} = {{}}"), when_zero)
+}
+
+/// [`parse`], for an argument written as `written` (`{}` stands for its value: `timeout = {}`,
+/// `unique(for = {})`), which a message shows when it suggests a value.
+fn parse_written(
+    expr: &Expr,
+    arg: &str,
+    written: &str,
+    when_zero: &str,
+) -> syn::Result<DurationValue> {
+    let with = |value: String| written.replace("{}", &value);
     let lit = match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
@@ -56,10 +97,10 @@ pub fn parse(expr: &Expr, arg: &str, when_zero: &str) -> syn::Result<DurationVal
             return Err(syn::Error::new_spanned(
                 expr,
                 format!(
-                    "`{arg}` takes a duration string with a unit: write `{arg} = \"{}s\"` or \
-                     `{arg} = \"{}ms\"` (X_JOB_DECLARATION_INVALID)",
-                    int.base10_digits(),
-                    int.base10_digits(),
+                    "`{arg}` takes a duration string with a unit: write `{}` or `{}` \
+                     (X_JOB_DECLARATION_INVALID)",
+                    with(format!("\"{}s\"", int.base10_digits())),
+                    with(format!("\"{}ms\"", int.base10_digits())),
                 ),
             ))
         }

@@ -165,6 +165,29 @@ pub(super) fn show(
             ),
         );
     }
+    if let Some(until) = j.unique_until {
+        // The job's own period (its enqueue may have named another than the declaration's).
+        let period = until
+            .signed_duration_since(j.created_at)
+            .to_std()
+            .unwrap_or_default();
+        let holds = if until > now {
+            "holds its key until then, finished or not"
+        } else if j.state.is_live() {
+            "its period ended; it holds its key while live"
+        } else {
+            "its period ended; the key is free"
+        };
+        field(
+            "unique",
+            format!(
+                "{}, until {} ({}): {holds}",
+                shown(period),
+                time(until),
+                ago(until, now),
+            ),
+        );
+    }
     if let Some(ttl) = declared.and_then(|d| d.expires_in) {
         let at = crate::clock::add(j.created_at, ttl);
         field(

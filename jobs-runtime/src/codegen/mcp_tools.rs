@@ -127,8 +127,18 @@ pub fn enqueue_tools(manifest: &Manifest) -> Vec<Value> {
                 schema["$defs"] = Value::Object(defs);
             }
             let retry = &job["retry"];
+            // A unique period holds the key past the job's end.
+            let unique = job["unique_for_ms"]
+                .as_u64()
+                .map(|ms| {
+                    format!(
+                        " So does a job of the same key enqueued less than {} before, even once finished.",
+                        crate::duration::shown(std::time::Duration::from_millis(ms))
+                    )
+                })
+                .unwrap_or_default();
             let description = format!(
-                "Enqueue `{name}` on queue `{}` ({} attempts, {} backoff, priority {}). Idempotent: a live job with the same key answers its own id with `deduped: true`.",
+                "Enqueue `{name}` on queue `{}` ({} attempts, {} backoff, priority {}). Idempotent: a live job with the same key answers its own id with `deduped: true`.{unique}",
                 job["queue"].as_str().unwrap_or_default(),
                 retry["attempts"],
                 retry["backoff"].as_str().unwrap_or_default(),

@@ -3,7 +3,7 @@
 //! Postgres driver (River's `riverdrivertest`), and a third-party driver's own tests.
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
-//! area ([`job_enqueue`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
+//! area ([`job_enqueue`], [`job_unique`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
 //! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`webhook_ledger`],
 //! [`introspect`], [`job_history`], [`limits`], [`rate`], [`next_due`],
 //! [`worker`]), named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
@@ -37,6 +37,7 @@ pub mod job_enqueue;
 pub mod job_history;
 pub mod job_purge;
 pub mod job_settle;
+pub mod job_unique;
 pub mod lease;
 pub mod ledger_book;
 pub mod limits;
@@ -112,6 +113,12 @@ macro_rules! __conformance_cases {
             job_enqueue::job_enqueue_of_one_key_from_many_tasks_inserts_one_row,
             job_enqueue::job_enqueue_many_stores_jobs_due_at_the_batch_now_ready,
             job_enqueue::job_enqueue_many_through_the_client_lists_every_due_job_ready,
+            job_unique::job_unique_period_answers_a_finished_holder,
+            job_unique::job_unique_period_ends_at_creation_plus_the_period,
+            job_unique::job_unique_lapsed_marks_block_nothing_and_batches_keep_the_rule,
+            job_unique::job_unique_requeue_keeps_the_holders_of_a_period,
+            job_unique::job_unique_period_holds_against_a_fire,
+            job_unique::job_unique_purge_frees_the_key_with_the_row,
             job_claim::job_claim_refuses_empty_demand,
             job_claim::job_claim_marks_rows_running_under_the_claim,
             job_claim::job_claim_takes_due_rows_oldest_run_at_first,
@@ -281,6 +288,7 @@ pub(crate) fn request(name: &str, key: &str) -> EnqueueRequest {
         on_conflict: ConflictPolicy::Dedupe,
         traceparent: None,
         actor: None,
+        unique_for: None,
         now: t0(),
     }
 }

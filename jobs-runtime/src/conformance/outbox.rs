@@ -218,6 +218,7 @@ pub async fn outbox_stage_round_trips_every_field(fixture: Arc<dyn OutboxFixture
     r.on_conflict = ConflictPolicy::Error;
     r.max_attempts = 7;
     r.priority = MIN_PRIORITY;
+    r.unique_for = Some(Duration::from_secs(3600));
     r.run_at = at(3600);
     r.queue = "billing".into();
     r.input = serde_json::json!({ "n": 1.5, "s": "é\u{1F600}", "list": [null, true] });
@@ -238,6 +239,11 @@ pub async fn outbox_stage_round_trips_every_field(fixture: Arc<dyn OutboxFixture
     assert_eq!(g.on_conflict, ConflictPolicy::Error);
     assert_eq!(g.traceparent, r.traceparent);
     assert_eq!(g.actor, r.actor);
+    assert_eq!(
+        g.unique_for,
+        Some(Duration::from_secs(3600)),
+        "the unique period travels to the job store, which counts it from the job's creation"
+    );
     assert_eq!(got[0].staged_at(), at(3));
     assert_eq!(got[0].publish_attempts, 0);
 }
@@ -513,10 +519,12 @@ pub async fn relay_publishes_committed_rows_once_in_order_and_the_job_runs(
 ) {
     let driver: Arc<dyn JobDriver> = Arc::new(MemoryDriver::new());
     let jobs = target(&*fixture, driver.clone());
-    // Of one priority (not the default), so the claim's order below is the stage order.
+    // Of one priority (not the default), so the claim's order below is the stage order; with
+    // a unique period, which the job store counts from the publish (the job's creation).
     let rows: Vec<EnqueueRequest> = (0..5)
         .map(|i| EnqueueRequest {
             priority: 2,
+            unique_for: Some(Duration::from_secs(60)),
             ..staged(&format!("j{i}"), i)
         })
         .collect();
@@ -540,6 +548,11 @@ pub async fn relay_publishes_committed_rows_once_in_order_and_the_job_runs(
         assert_eq!(job.run_id, row.run_id);
         assert_eq!(job.idempotency_key, row.idempotency_key);
         assert_eq!(job.priority, 2, "the outbox row carried its priority");
+        assert_eq!(
+            job.unique_until,
+            Some(at(160)),
+            "the period counts from the publish (at 100), not the stage"
+        );
     }
     let stats = driver
         .queue_stats(&QueueStatsParams { now: at(1_000) })

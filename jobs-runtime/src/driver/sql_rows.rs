@@ -67,7 +67,7 @@ macro_rules! records_from {
                 id, run_id, name, queue, input, idempotency_key, tenant_id, state,
                 attempt as i32, max_attempts as i32, run_at, priority, created_at, updated_at,
                 last_error, last_error_code, claimed_by, claims, visible_at, progress as json,
-                traceparent, actor,
+                traceparent, actor, unique_until,
             }
             StepRecord {
                 run_id, name, status, output, error, attempts as i32, wake_at, wait, updated_at,
@@ -112,6 +112,7 @@ macro_rules! outbox_record_from {
                         on_conflict: super::records::ConflictPolicy::from_stored(&on_conflict),
                         traceparent: row.try_get("traceparent")?,
                         actor: row.try_get("actor")?,
+                        unique_for: super::records::unique_for_of_ms(row.try_get("unique_for_ms")?),
                         now: row.try_get("staged_at")?,
                     },
                     publish_attempts: narrowed::<i32, _, _>(row, "publish_attempts")?,

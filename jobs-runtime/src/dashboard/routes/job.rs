@@ -68,6 +68,16 @@ pub(super) async fn show(
     let debounce_ms = entry
         .and_then(|e| e.descriptor().debounce)
         .map(|d| d.as_millis() as u64);
+    // The job's own unique period (its enqueue may have named another than the declared one),
+    // as the time from its creation to `unique_until`, and whether it still holds the key.
+    let unique_until = detail.job.unique_until;
+    let unique_ms = unique_until.map(|until| {
+        let ms = until
+            .signed_duration_since(detail.job.created_at)
+            .num_milliseconds();
+        u64::try_from(ms).unwrap_or(0)
+    });
+    let unique_holds = crate::driver::holds_key(detail.job.state, unique_until, dash.jobs.now());
     let rate_key = match (&stored, entry) {
         (Some(row), Some(entry)) => entry.rate_key(&row.input),
         _ => None,
@@ -117,6 +127,8 @@ pub(super) async fn show(
             "expires_in_ms": expires_in.map(|d| d.as_millis() as u64),
             "expires_at": expires_at.map(|t| t.to_rfc3339()),
             "debounce_ms": debounce_ms,
+            "unique_ms": unique_ms,
+            "unique_holds": unique_holds,
             "can": {
                 "retry": !state.is_live(),
                 "cancel": state.is_live(),

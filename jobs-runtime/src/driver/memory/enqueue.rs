@@ -1,5 +1,5 @@
-//! The enqueue: a row goes in under the live-key rule (a live job holding the key answers
-//! deduped), one at a time or a batch under one lock.
+//! The enqueue: a row goes in under the live-key rule (a job holding the key, live or inside its
+//! unique period, answers deduped), one at a time or a batch under one lock.
 
 use super::live_keys::LiveKey;
 use std::sync::Arc;
@@ -65,9 +65,9 @@ impl MemoryState {
             return EnqueueResult::held(request, r.id, r.run_id, true);
         }
         let live_hash = key.hash();
-        let holder = self
-            .live_keys
-            .holder_at(live_hash, key, |id| self.record(id));
+        // A finished holder whose unique period lapsed answers none: the insert below files
+        // the new job in its place.
+        let holder = self.key_holder(live_hash, key, now, None);
         if let Some(existing) = holder.and_then(|id| self.jobs.get(&id)) {
             let (id, run_id, state) = (
                 existing.record.id,
@@ -109,6 +109,7 @@ impl MemoryState {
             // Kept beside the row, shared with its claims.
             traceparent: None,
             actor: request.actor.clone(),
+            unique_until: request.unique_until(now),
         };
         self.seq += 1;
         let job = StoredJob {

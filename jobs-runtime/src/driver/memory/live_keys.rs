@@ -1,5 +1,7 @@
-//! The live-key index: `(name, tenant or "", key)` -> the live job holding it, the memory
-//! driver's partial unique index.
+//! The live-key index: `(name, tenant or "", key)` -> the job holding it, the memory driver's
+//! partial unique index. A live job holds its key; a finished one keeps its entry when it has a
+//! unique period, and whether that period still holds is the reader's question
+//! (`MemoryState::key_holder`).
 //!
 //! Keyed by a hash of the three fields, not by a copy of them: every settle frees its row's key,
 //! and a map keyed by the strings made it copy three of them to find the entry (and the enqueue
@@ -69,16 +71,7 @@ pub(super) struct LiveKeys {
 }
 
 impl LiveKeys {
-    /// The job holding `key`, if any.
-    pub(super) fn holder<'r>(
-        &self,
-        key: LiveKey<'_>,
-        record: impl Fn(&JobId) -> Option<&'r JobRecord>,
-    ) -> Option<JobId> {
-        self.holder_at(key.hash(), key, record)
-    }
-
-    /// [`LiveKeys::holder`], given `key`'s hash.
+    /// The job filed under `key` (of hash `hash`), if any.
     pub(super) fn holder_at<'r>(
         &self,
         hash: u64,
@@ -117,7 +110,7 @@ impl LiveKeys {
     }
 
     /// Frees the key of hash `hash` ([`LiveKey::hash`]) if `id` holds it (a row leaving the
-    /// live states, or removed).
+    /// live states without a unique period, or removed).
     pub(super) fn release(&mut self, hash: u64, id: JobId) {
         let Some(holders) = self.by_hash.get_mut(&hash) else {
             return;

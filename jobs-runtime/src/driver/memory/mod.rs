@@ -329,6 +329,7 @@ mod tests {
             on_conflict: ConflictPolicy::Dedupe,
             traceparent: None,
             actor: None,
+            unique_for: None,
             now,
         }
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::live_keys::LiveKeys;
+use super::live_keys::{LiveKey, LiveKeys};
 use super::{introspect, names};
 use crate::clock::Timestamp;
 use crate::driver::records::*;
@@ -15,7 +15,8 @@ use crate::driver::records::*;
 #[derive(Debug, Default)]
 pub(super) struct MemoryState {
     pub(super) jobs: HashMap<JobId, StoredJob>,
-    /// `(name, tenant or "", key)` -> the live job holding it: the partial unique index.
+    /// `(name, tenant or "", key)` -> the job holding it, live or inside its unique period: the
+    /// partial unique index.
     pub(super) live_keys: LiveKeys,
     /// The claim's indexes, in claim order `(due, insertion, id)`: queued rows per queue,
     /// tenant and priority class (highest first), due at their `run_at` (the fair claim reads
@@ -100,7 +101,9 @@ impl MemoryState {
         change(&mut job.record);
         self.operator.observe(before, &job.record);
         let now_live = job.record.state.is_live();
-        if was_live && !now_live {
+        // A job with a unique period (`unique_until`) keeps its key when it finishes: a lookup
+        // after the period finds it lapsed and files the next job in its place.
+        if was_live && !now_live && job.record.unique_until.is_none() {
             self.live_keys.release(job.live_hash, id);
         }
         self.index(id);
@@ -176,6 +179,22 @@ impl MemoryState {
             return;
         };
         self.live_keys.release(job.live_hash, id);
+    }
+
+    /// The job other than `except` that holds `key` (of hash `hash`) at `now`: a live one, or one
+    /// inside its unique period ([`holds_key`]). A finished job whose period lapsed holds
+    /// nothing: the next job filed under the key replaces its entry.
+    pub(super) fn key_holder(
+        &self,
+        hash: u64,
+        key: LiveKey<'_>,
+        now: Timestamp,
+        except: Option<JobId>,
+    ) -> Option<JobId> {
+        let id = self.live_keys.holder_at(hash, key, |id| self.record(id))?;
+        let job = self.jobs.get(&id)?;
+        let r = &job.record;
+        (Some(id) != except && holds_key(r.state, r.unique_until, now)).then_some(id)
     }
 
     /// The row of a stored job, for the live-key index.

@@ -79,7 +79,8 @@ impl PostgresDriver {
     ) -> Result<EnqueueResult, JobError> {
         let failed = |e| classify(Op::JobEnqueue, e);
         // The insert answers nothing when a row holds the job; the holder lookup then names it.
-        // A holder that finished in between frees the key: insert again. Three rounds at most.
+        // A holder that finished in between frees the key, and the lookup clears a lapsed unique
+        // period's mark: insert again. Three rounds at most.
         let statement = match transaction {
             Transaction::Own => &self.sql.job_enqueue,
             Transaction::Callers => &self.sql.job_enqueue_in,
@@ -101,6 +102,7 @@ impl PostgresDriver {
                 .bind(&request.traceparent)
                 .bind(&request.actor)
                 .bind(request.priority)
+                .bind(request.unique_until(now))
                 .fetch_optional(&mut *conn)
                 .await;
             // In its own transaction, a key or id taken under the statement is a unique
@@ -131,6 +133,7 @@ impl PostgresDriver {
                 .bind(&request.name)
                 .bind(&request.tenant_id)
                 .bind(&request.idempotency_key)
+                .bind(now)
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(failed)?;
@@ -222,6 +225,12 @@ impl PostgresDriver {
             .bind(&*self.wake_channel)
             .bind(maybe(|r| r.actor.as_deref()))
             .bind(batch.iter().map(|r| r.priority).collect::<Vec<_>>())
+            .bind(
+                batch
+                    .iter()
+                    .map(|r| r.unique_until(now))
+                    .collect::<Vec<_>>(),
+            )
     }
 
     /// Inserts a batch of jobs none of which is held, in one plain statement; `Ok(false)` when

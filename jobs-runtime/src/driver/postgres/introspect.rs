@@ -31,7 +31,8 @@ fn non_negative(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// Whether a statement failed on the live-key index (a live job holds the key).
+/// Whether a statement failed on the live-key index (another job holds the key: a live one, or
+/// one inside its unique period).
 fn live_key_taken(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Database(db) => {
@@ -122,6 +123,14 @@ impl JobIntrospection for PostgresDriver {
     }
 
     async fn job_requeue(&self, params: &JobRequeueParams) -> Result<JobRecord, JobError> {
+        // Another finished row of the key whose unique period lapsed holds nothing, but would
+        // make the index refuse the revival: clear its mark first.
+        sqlx::query(self.sql.introspect_job_requeue_lapse.clone())
+            .bind(params.id)
+            .bind(params.now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify(Op::IntrospectJobRequeue, e))?;
         let result = sqlx::query(self.sql.introspect_job_requeue.clone())
             .bind(params.id)
             .bind(&params.from_step)
@@ -170,6 +179,15 @@ impl JobIntrospection for PostgresDriver {
 
     async fn job_requeue_many(&self, p: &JobBulkParams) -> Result<BulkResult, JobError> {
         check_bulk_state(Bulk::Requeue, p.state)?;
+        sqlx::query(self.sql.introspect_job_requeue_many_lapse.clone())
+            .bind(p.state.as_str())
+            .bind(&p.queue)
+            .bind(&p.name)
+            .bind(&p.tenant_id)
+            .bind(p.now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify(Op::IntrospectJobRequeueMany, e))?;
         let result = sqlx::query(self.sql.introspect_job_requeue_many.clone())
             .bind(p.state.as_str())
             .bind(&p.queue)

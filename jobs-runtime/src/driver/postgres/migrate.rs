@@ -59,8 +59,8 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     23 => "0023_outbox.sql",
     24 => "0024_priority.sql",
     25 => "0025_outbox_priority.sql",
-    // 26 and 27 are left to another change under way (unique for a period), which lands
-    // beside this one: each version is applied when missing, whatever its neighbours.
+    26 => "0026_unique_until.sql",
+    27 => "0027_outbox_unique_for.sql",
     28 => "0028_worker_settings.sql",
 };
 
@@ -123,10 +123,6 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
 mod tests {
     use super::MIGRATIONS;
 
-    /// Versions another change under way holds (unique for a period: 0026, 0027); drop them
-    /// from here once its migrations are in.
-    const RESERVED: &[i32] = &[26, 27];
-
     #[test]
     fn every_file_in_migrations_is_embedded_in_order() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
@@ -143,15 +139,9 @@ mod tests {
         files.sort();
         let embedded: Vec<&str> = MIGRATIONS.iter().map(|m| m.name).collect();
         assert_eq!(embedded, files);
-        // Versions are 1, 2, 3, ... with no repeat, and no gap but the versions a change
-        // under way holds (a database applies each missing version, so they land in any order).
-        let mut expected = 1;
-        for m in MIGRATIONS {
-            while RESERVED.contains(&expected) && m.version != expected {
-                expected += 1;
-            }
-            assert_eq!(m.version, expected, "{}", m.name);
-            expected += 1;
+        // Versions are 1, 2, 3, ... with no gap and no repeat.
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i32 + 1);
         }
         for m in MIGRATIONS {
             assert!(m.name.starts_with(&format!("{:04}_", m.version)));

@@ -18,12 +18,14 @@ use crate::driver::records::{EnqueueRequest, JobId};
 use crate::driver::WakeReceiver;
 use crate::error::JobError;
 
-/// The outbox's DDL: the jobs' migrations 23 and 25 (its `priority` column), which
-/// [`PostgresOutbox::install`] also runs.
+/// The outbox's DDL: the jobs' migrations 23, 25 (its `priority` column) and 27 (its
+/// `unique_for_ms` column), which [`PostgresOutbox::install`] also runs.
 const DDL: &str = concat!(
     include_str!("../../../migrations/0023_outbox.sql"),
     "\n",
-    include_str!("../../../migrations/0025_outbox_priority.sql")
+    include_str!("../../../migrations/0025_outbox_priority.sql"),
+    "\n",
+    include_str!("../../../migrations/0027_outbox_unique_for.sql")
 );
 
 #[derive(Debug)]
@@ -105,7 +107,7 @@ impl PostgresOutbox {
             .expect("a driver's schema was checked when it was built")
     }
 
-    /// Creates the schema and `x_outbox` when missing (the DDL of the jobs' migrations 23 and 25):
+    /// Creates the schema and `x_outbox` when missing (the DDL of the jobs' migrations 23, 25 and 27):
     /// for an app database apart from the job store's. Idempotent; safe from several processes
     /// at once.
     pub async fn install(&self) -> Result<(), JobError> {
@@ -160,6 +162,7 @@ impl OutboxStore for PostgresOutbox {
             .bind(request.now)
             .bind(&*self.channel)
             .bind(request.priority)
+            .bind(request.unique_for_ms())
             .execute(conn)
             .await
             .map_err(|e| classify(Op::OutboxStage, e))?;

@@ -82,6 +82,17 @@ impl SchedulerStore for PostgresDriver {
         let keys: Vec<&str> = jobs.iter().map(|j| j.idempotency_key.as_str()).collect();
         let tenants: Vec<Option<&str>> = jobs.iter().map(|j| j.tenant_id.as_deref()).collect();
         let priorities: Vec<i16> = jobs.iter().map(|j| j.priority).collect();
+        let unique_until: Vec<_> = jobs.iter().map(|j| j.unique_until(p.now)).collect();
+        // A finished row whose unique period lapsed would refuse a fired job its key without
+        // holding it: clear those marks first (right whenever it is done, so no transaction).
+        sqlx::query(self.sql.job_unique_lapse.clone())
+            .bind(&names)
+            .bind(&tenants)
+            .bind(&keys)
+            .bind(p.now)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| classify(Op::TaskFire, e))?;
         let attempts: Vec<i32> = jobs
             .iter()
             .map(|j| i32::try_from(j.max_attempts).unwrap_or(i32::MAX))
@@ -102,6 +113,7 @@ impl SchedulerStore for PostgresDriver {
             .bind(&attempts)
             .bind(&*self.wake_channel)
             .bind(&priorities)
+            .bind(&unique_until)
             .fetch_all(&self.pool)
             .await
             .map_err(|e| classify(Op::TaskFire, e))?;

@@ -8,7 +8,8 @@ use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 use crate::error::{ErrorCode, JobError};
 
-/// The job columns every read returns (never `*`).
+/// The job columns every read returns (never `*`). `job_claim_from.sql` spells one null per
+/// column in its head and lapse rows: a column added here is added there too.
 const JOB_COLUMNS: &[&str] = &[
     "id",
     "run_id",
@@ -32,6 +33,7 @@ const JOB_COLUMNS: &[&str] = &[
     "progress",
     "traceparent",
     "actor",
+    "unique_until",
 ];
 
 /// The columns an operator list row carries (never the input).
@@ -81,6 +83,7 @@ statements!(
     job_enqueue,
     job_enqueue_in,
     job_enqueue_holder,
+    job_unique_lapse,
     job_replace_queued,
     job_enqueue_many,
     job_enqueue_many_dedupe,
@@ -130,7 +133,9 @@ statements!(
     introspect_job_remove,
     introspect_job_remove_many,
     introspect_job_requeue,
+    introspect_job_requeue_lapse,
     introspect_job_requeue_many,
+    introspect_job_requeue_many_lapse,
     introspect_queue_pause,
     introspect_queue_paused,
     introspect_queue_resume,

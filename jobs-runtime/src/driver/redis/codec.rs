@@ -98,6 +98,8 @@ pub(super) fn job(f: &Fields) -> Result<JobRecord, JobError> {
             .transpose()?,
         traceparent: f.get("tp").cloned(),
         actor: f.get("actor").cloned(),
+        // Kept while the row lives: a reader judges it against now (`holds_key`).
+        unique_until: f.get("uq").map(|v| time(v)).transpose()?,
     })
 }
 

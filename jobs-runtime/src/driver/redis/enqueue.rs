@@ -6,6 +6,11 @@
 //! earlier queues' new jobs are taken back, so the batch answers all or none to the caller
 //! (a crash between two queues' scripts can leave the first queue's jobs: one queue is the
 //! unit of atomicity on Redis).
+//!
+//! A job with a unique period stores its end (`uq`, its creation plus the period) and keeps its
+//! entry in the queue's live-key hash when it finishes (`change` in `lua/lib.lua`); the enqueue
+//! script answers such an entry while the period holds, and files the new job in its place once
+//! it lapsed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,6 +57,10 @@ pub(super) async fn enqueue(
     } else {
         String::new()
     };
+    let unique_until: Vec<String> = requests
+        .iter()
+        .map(|r| r.unique_until(now).map(micros).unwrap_or_default())
+        .collect();
     let now = micros(now);
     let mut results: Vec<Option<EnqueueResult>> = vec![None; requests.len()];
     let mut inserted: Vec<(&str, JobId)> = Vec::new();
@@ -90,6 +99,7 @@ pub(super) async fn enqueue(
             } else {
                 invocation.arg(r.priority);
             }
+            invocation.arg(&unique_until[i]);
         }
         let answer: Vec<String> = match driver.conn().script(op, &invocation).await {
             Ok(answer) => answer,

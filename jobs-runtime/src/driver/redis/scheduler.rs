@@ -73,6 +73,9 @@ struct PendingJob {
     /// Absent from a fire filed before priorities: the default.
     #[serde(default)]
     prio: i16,
+    /// The unique period in milliseconds; absent: none (and from a fire filed before periods).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    uq: Option<u64>,
 }
 
 impl Pending {
@@ -93,6 +96,9 @@ impl Pending {
                     tp: r.traceparent.clone(),
                     actor: r.actor.clone(),
                     prio: r.priority,
+                    uq: r
+                        .unique_for
+                        .map(|p| u64::try_from(p.as_millis()).unwrap_or(u64::MAX)),
                 })
                 .collect(),
         }
@@ -118,6 +124,7 @@ impl Pending {
                 on_conflict: ConflictPolicy::Dedupe,
                 traceparent: j.tp,
                 actor: j.actor,
+                unique_for: j.uq.map(std::time::Duration::from_millis),
                 now,
             })
             .collect();

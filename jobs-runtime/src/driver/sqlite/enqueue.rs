@@ -1,7 +1,12 @@
-//! Enqueue: one insert that yields to a live holder of the job's key, then the holder lookup.
+//! Enqueue: one insert that yields to a holder of the job's key, then the holder lookup.
 //! SQLite runs one writer at a time, so between the insert and the lookup only a commit of
 //! another process can intervene (a holder finishing): the lookup then finds nothing and the
 //! insert runs again, three rounds at most, as on Postgres.
+//!
+//! A key's holder is a live row, or a finished one inside its unique period (`unique_until`
+//! after now, migration 0010); a finished row whose period lapsed holds nothing, but its mark
+//! keeps it in the live-key index, where it refuses the insert: the lookup clears that mark
+//! first ([`LAPSE`]), so the next round inserts.
 
 use std::collections::HashSet;
 
@@ -15,26 +20,38 @@ use crate::clock::Timestamp;
 use crate::driver::records::*;
 use crate::error::JobError;
 
-/// Inserts the job unless a row already has its id or a live row holds its (name, tenant,
-/// key): `on conflict do nothing` covers the primary key and the live-key unique index alike.
+/// Inserts the job unless a row already has its id or a row of the live-key index holds its
+/// (name, tenant, key): `on conflict do nothing` covers the primary key and the live-key unique
+/// index alike. ?14: the row's `unique_until` (null: no unique period).
 const INSERT: &str = "insert into x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority
+        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority, unique_until
     )
     values (?1, ?2, ?3, ?4, ?5, ?6, ?7,
         case when ?9 <= ?10 then 'ready' else 'delayed' end,
-        ?8, ?9, ?10, ?10, ?11, ?12, ?13)
+        ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14)
     on conflict do nothing
     returning id, run_id";
 
+/// Clears the lapsed unique marks of a key (name ?1, tenant ?2, key ?3) as of ?4: a finished row
+/// whose period ended holds its key no longer, but its mark would keep refusing the insert.
+/// (The live-key index's predicate, spelled as written, lets SQLite probe the partial index.)
+pub(crate) const LAPSE: &str = "update x_jobs set unique_until = null
+    where name = ?1 and coalesce(tenant_id, '') = coalesce(?2, '') and idempotency_key = ?3
+      and (state in ('ready', 'delayed', 'running', 'suspended') or unique_until is not null)
+      and unique_until <= ?4
+      and state in ('done', 'failed', 'dead', 'cancelled')";
+
 /// The row that holds the job: the request's own id first (an outbox re-publish), else the
-/// live row holding (name, tenant, key).
+/// row holding (name, tenant, key) at ?5: a live one, or a finished one inside its unique
+/// period.
 const HOLDER: &str = "select id, run_id, state, id = ?1 as same_id from (
         select id, run_id, state, 0 as rank from x_jobs where id = ?1
         union all
         select id, run_id, state, 1 as rank from x_jobs
         where name = ?2 and coalesce(tenant_id, '') = coalesce(?3, '') and idempotency_key = ?4
-          and state in ('ready', 'delayed', 'running', 'suspended')
+          and (state in ('ready', 'delayed', 'running', 'suspended') or unique_until is not null)
+          and (state in ('ready', 'delayed', 'running', 'suspended') or unique_until > ?5)
     )
     order by rank
     limit 1";
@@ -69,6 +86,7 @@ pub(crate) async fn enqueue_on(
             .bind(&request.traceparent)
             .bind(&request.actor)
             .bind(request.priority)
+            .bind(ts(request.unique_until(now)))
             // Stepped to its end: see the module's note on auto-checkpoints.
             .fetch_all(&mut *conn)
             .await
@@ -80,11 +98,13 @@ pub(crate) async fn enqueue_on(
                 deduped: false,
             });
         }
+        lapse(conn, request, now, Op::JobEnqueue).await?;
         let holder = sqlx::query(HOLDER)
             .bind(request.id)
             .bind(&request.name)
             .bind(&request.tenant_id)
             .bind(&request.idempotency_key)
+            .bind(ts(now))
             .fetch_optional(&mut *conn)
             .await
             .map_err(failed)?;
@@ -107,20 +127,38 @@ pub(crate) async fn enqueue_on(
     Err(EnqueueResult::key_kept_moving(request))
 }
 
+/// Clears the lapsed unique marks of `request`'s key as of `now` ([`LAPSE`]), for `op`.
+pub(crate) async fn lapse(
+    conn: &mut SqliteConnection,
+    request: &EnqueueRequest,
+    now: Timestamp,
+    op: Op,
+) -> Result<(), JobError> {
+    sqlx::query(LAPSE)
+        .bind(&request.name)
+        .bind(&request.tenant_id)
+        .bind(&request.idempotency_key)
+        .bind(ts(now))
+        .execute(&mut *conn)
+        .await
+        .map_err(|e| classify(op, e))?;
+    Ok(())
+}
+
 /// A batch in one statement: each request is an element of a JSON array (`[id hex, run id
 /// hex, name, queue, input as JSON text, key, tenant, max attempts, run at, traceparent,
-/// actor, priority]`), inserted in the array's order (`json_each` yields it in order), so a key that two
+/// actor, priority, unique_until]`), inserted in the array's order (`json_each` yields it in order), so a key that two
 /// requests share goes to the first, as one insert after another would. Rows that meet a
 /// holder insert nothing and are not returned. (`where true` lets SQLite's parser read the
 /// `on conflict` as the upsert clause.)
 const INSERT_MANY: &str = "insert into x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority
+        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority, unique_until
     )
     select unhex(value ->> 0), unhex(value ->> 1), value ->> 2, value ->> 3, value ->> 4,
         value ->> 5, value ->> 6,
         case when value ->> 8 <= ?2 then 'ready' else 'delayed' end,
-        value ->> 7, value ->> 8, ?2, ?2, value ->> 9, value ->> 10, value ->> 11
+        value ->> 7, value ->> 8, ?2, ?2, value ->> 9, value ->> 10, value ->> 11, value ->> 12
     from json_each(?1)
     where true
     on conflict do nothing
@@ -154,6 +192,7 @@ pub(crate) async fn enqueue_many(
                 r.traceparent,
                 r.actor,
                 r.priority,
+                r.unique_until(now).map(time::format),
             ])
         })
         .collect();

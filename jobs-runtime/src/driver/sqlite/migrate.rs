@@ -66,8 +66,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0009_due_hints.sql",
         sql: include_str!("../../../migrations/sqlite/0009_due_hints.sql"),
     },
-    // 10 is left to another change under way (`0010_unique_until.sql`), which lands beside
-    // this one: each version is applied when missing, whatever its neighbours.
+    SqliteMigration {
+        version: 10,
+        name: "0010_unique_until.sql",
+        sql: include_str!("../../../migrations/sqlite/0010_unique_until.sql"),
+    },
     SqliteMigration {
         version: 11,
         name: "0011_worker_settings.sql",
@@ -112,9 +115,10 @@ pub(crate) async fn migrate(writer: &Writer) -> Result<Vec<i32>, JobError> {
             .map_err(failed)?;
         ran.push(migration.version);
     }
-    // The outbox's `priority` column, which `SqliteOutbox::install` may have added first to a
-    // file it shares: SQLite cannot add a column only if missing, so no file adds it.
-    super::outbox::ensure_priority(&mut tx)
+    // The outbox's `priority` and `unique_for_ms` columns, which `SqliteOutbox::install` may
+    // have added first to a file it shares: SQLite cannot add a column only if missing, so no
+    // file adds them.
+    super::outbox::ensure_columns(&mut tx)
         .await
         .map_err(failed)?;
     tx.commit().await.map_err(failed)?;

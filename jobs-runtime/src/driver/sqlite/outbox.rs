@@ -20,24 +20,38 @@ use crate::error::JobError;
 const DDL: &str = include_str!("../../../migrations/sqlite/0007_outbox.sql");
 
 const STAGE: &str = "insert into x_outbox (id, run_id, name, queue, input, idempotency_key,
-        tenant_id, max_attempts, run_at, on_conflict, traceparent, actor, staged_at, priority)
-    values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+        tenant_id, max_attempts, run_at, on_conflict, traceparent, actor, staged_at, priority,
+        unique_for_ms)
+    values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
-/// Whether `x_outbox` has its `priority` column (added after migration 7).
-const HAS_PRIORITY: &str =
-    "select count(*) from pragma_table_info('x_outbox') where name = 'priority'";
+/// Whether `x_outbox` has a column (?1).
+const HAS_COLUMN: &str = "select count(*) from pragma_table_info('x_outbox') where name = ?1";
 
-/// Adds `x_outbox.priority` (a job's priority, carried to the job store by the relay).
-const ADD_PRIORITY: &str = "alter table x_outbox add column priority integer not null default 0";
+/// The columns added to `x_outbox` after migration 7, each with its `alter table`: a job's
+/// priority and its unique period in milliseconds, carried to the job store by the relay.
+const ADDED_COLUMNS: &[(&str, &str)] = &[
+    (
+        "priority",
+        "alter table x_outbox add column priority integer not null default 0",
+    ),
+    (
+        "unique_for_ms",
+        "alter table x_outbox add column unique_for_ms integer",
+    ),
+];
 
-/// Adds `x_outbox.priority` when missing: SQLite has no `add column if not exists`, so the job
-/// store's migrations and [`SqliteOutbox::install`] both come here, in whichever order.
-pub(crate) async fn ensure_priority(conn: &mut SqliteConnection) -> Result<(), sqlx::Error> {
-    let has: i64 = sqlx::query_scalar(HAS_PRIORITY)
-        .fetch_one(&mut *conn)
-        .await?;
-    if has == 0 {
-        sqlx::query(ADD_PRIORITY).execute(&mut *conn).await?;
+/// Adds the columns of `x_outbox` that came after migration 7 when missing: SQLite has no `add
+/// column if not exists`, so the job store's migrations and [`SqliteOutbox::install`] both come
+/// here, in whichever order.
+pub(crate) async fn ensure_columns(conn: &mut SqliteConnection) -> Result<(), sqlx::Error> {
+    for (column, add) in ADDED_COLUMNS {
+        let has: i64 = sqlx::query_scalar(HAS_COLUMN)
+            .bind(column)
+            .fetch_one(&mut *conn)
+            .await?;
+        if has == 0 {
+            sqlx::query(*add).execute(&mut *conn).await?;
+        }
     }
     Ok(())
 }
@@ -58,7 +72,8 @@ const CLAIM: &str = "update x_outbox set claimed_by = ?1, claimed_at = ?3
         limit ?2
     )
     returning id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts,
-        run_at, on_conflict, traceparent, actor, staged_at, publish_attempts, priority";
+        run_at, on_conflict, traceparent, actor, staged_at, publish_attempts, priority,
+        unique_for_ms";
 
 /// ?2 and ?4 are JSON arrays of hex ids: the rows, and those the job store already held.
 const PUBLISHED: &str = "update x_outbox
@@ -139,7 +154,7 @@ impl SqliteOutbox {
         let mut conn = self.pool.acquire().await.map_err(failed)?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
         sqlx::raw_sql(DDL).execute(&mut *tx).await.map_err(failed)?;
-        ensure_priority(&mut tx).await.map_err(failed)?;
+        ensure_columns(&mut tx).await.map_err(failed)?;
         tx.commit().await.map_err(failed)
     }
 }
@@ -182,6 +197,7 @@ impl OutboxStore for SqliteOutbox {
             .bind(&request.actor)
             .bind(ts(request.now))
             .bind(request.priority)
+            .bind(request.unique_for_ms())
             .execute(conn)
             .await
             .map_err(|e| classify(Op::OutboxStage, e))?;

@@ -45,23 +45,25 @@ const MOVE_WATERMARK: &str =
     returning task";
 
 /// A fired job, as Postgres' `task_fire` inserts it: ready at the fire's now. `on conflict do
-/// nothing` covers the id and the live-key index alike.
+/// nothing` covers the id and the live-key index alike. ?11: its `unique_until`.
 const INSERT_JOB: &str = "insert into x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, priority
+        max_attempts, run_at, created_at, updated_at, priority, unique_until
     )
-    values (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'ready', ?8, ?9, ?9, ?9, ?10)
+    values (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'ready', ?8, ?9, ?9, ?9, ?10, ?11)
     on conflict do nothing
     returning id, run_id";
 
-/// The row that holds a job the insert yielded to: its own id, else the live row holding its
-/// (name, tenant, key), which may be an earlier job of the same fire.
+/// The row that holds a job the insert yielded to: its own id, else the row holding its
+/// (name, tenant, key) at ?5, live or inside its unique period, which may be an earlier job of
+/// the same fire.
 const HOLDER: &str = "select id, run_id from (
         select id, run_id, 0 as rank from x_jobs where id = ?1
         union all
         select id, run_id, 1 as rank from x_jobs
         where name = ?2 and coalesce(tenant_id, '') = coalesce(?3, '') and idempotency_key = ?4
-          and state in ('ready', 'delayed', 'running', 'suspended')
+          and (state in ('ready', 'delayed', 'running', 'suspended') or unique_until is not null)
+          and (state in ('ready', 'delayed', 'running', 'suspended') or unique_until > ?5)
     )
     order by rank
     limit 1";
@@ -213,9 +215,9 @@ impl SchedulerStore for SqliteDriver {
     }
 }
 
-/// Inserts one job of a fire, or answers the live row holding its key (`deduped`). Inside the
+/// Inserts one job of a fire, or answers the row holding its key (`deduped`). Inside the
 /// fire's transaction no other writer can commit, so a job the insert yielded to is there to
-/// be found.
+/// be found, once a lapsed unique mark of the key is cleared (it holds nothing).
 async fn fire_job(
     tx: &mut SqliteConnection,
     task: &str,
@@ -223,6 +225,7 @@ async fn fire_job(
     now: Timestamp,
 ) -> Result<EnqueueResult, JobError> {
     let failed = |e| classify(Op::TaskFire, e);
+    super::enqueue::lapse(tx, request, now, Op::TaskFire).await?;
     let inserted = sqlx::query(INSERT_JOB)
         .bind(request.id)
         .bind(request.run_id)
@@ -234,6 +237,7 @@ async fn fire_job(
         .bind(i64::from(request.max_attempts))
         .bind(ts(now))
         .bind(request.priority)
+        .bind(ts(request.unique_until(now)))
         .fetch_optional(&mut *tx)
         .await
         .map_err(failed)?;
@@ -245,6 +249,7 @@ async fn fire_job(
                 .bind(&request.name)
                 .bind(&request.tenant_id)
                 .bind(&request.idempotency_key)
+                .bind(ts(now))
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(failed)?;

@@ -1,4 +1,5 @@
-// An expression key, `tenant = none`, every retry option, keyed concurrency and on_settled.
+// An expression key, `tenant = none`, every retry option, a debounce with a unique period,
+// keyed concurrency and on_settled.
 #![deny(warnings)]
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ pub struct Receipt {
     event_poll = "1h 30m",
     expires_in = "15m",
     debounce = "2s",
+    unique(for = "1h"),
     concurrency(key = "account:{account.id}", limit = 1, when_busy = fail),
     on_settled = charge_settled,
 )]
@@ -74,6 +76,7 @@ fn runs() {
     assert_eq!(d.event_poll, Duration::from_secs(5400));
     assert_eq!(d.expires_in, Some(Duration::from_secs(900)));
     assert_eq!(d.debounce, Some(Duration::from_secs(2)));
+    assert_eq!(d.unique_for, Some(Duration::from_secs(3600)));
     assert_eq!(
         d.concurrency,
         Some(Concurrency {

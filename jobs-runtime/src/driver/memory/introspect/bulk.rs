@@ -26,7 +26,8 @@ fn oldest_first(state: &MemoryState, mut ids: Vec<JobId>) -> Vec<JobId> {
     ids
 }
 
-/// Requeues the matching finished jobs whose keys no live row holds.
+/// Requeues the matching finished jobs whose keys no other job holds (live, or inside its
+/// unique period).
 pub(super) fn requeue_many(
     driver: &MemoryDriver,
     params: &JobBulkParams,
@@ -42,9 +43,13 @@ pub(super) fn requeue_many(
     let mut result = BulkResult::default();
     for id in oldest_first(&state, ids) {
         if result.affected >= u64::from(MAX_BULK_ROWS) {
-            // Movable unless a live row (perhaps one just requeued) holds its key.
-            let key = LiveKey::of(&state.jobs[&id].record);
-            if state.live_keys.holder(key, |id| state.record(id)).is_none() {
+            // Movable unless another job (perhaps one just requeued) holds its key.
+            let stored = &state.jobs[&id];
+            let key = LiveKey::of(&stored.record);
+            if state
+                .key_holder(stored.live_hash, key, params.now, Some(id))
+                .is_none()
+            {
                 result.remaining += 1;
             }
             continue;
@@ -67,13 +72,13 @@ pub(super) fn requeue_many(
             .jobs
             .values()
             .filter(|j| matches(&j.record, params))
-            .map(|j| LiveKey::of(&j.record))
-            .filter(|key| {
+            .filter(|j| {
+                let key = LiveKey::of(&j.record);
                 state
-                    .live_keys
-                    .holder(*key, |id| state.record(id))
+                    .key_holder(j.live_hash, key, params.now, Some(j.record.id))
                     .is_none()
             })
+            .map(|j| LiveKey::of(&j.record))
             .collect();
         keys.sort();
         keys.dedup();

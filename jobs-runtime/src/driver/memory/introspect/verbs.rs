@@ -11,10 +11,12 @@ use crate::driver::records::*;
 use crate::error::JobError;
 
 impl MemoryState {
-    /// Puts a finished row back in the queue, due now, if no live row holds its key.
+    /// Puts a finished row back in the queue, due now, if no other job holds its key (a live
+    /// one, or one inside its unique period; the row's own period is no obstacle).
     pub(super) fn requeue_row(&mut self, id: JobId, now: Timestamp) -> Result<(), Option<JobId>> {
-        let key = LiveKey::of(&self.jobs[&id].record);
-        if let Some(holder) = self.live_keys.holder(key, |id| self.record(id)) {
+        let stored = &self.jobs[&id];
+        let key = LiveKey::of(&stored.record);
+        if let Some(holder) = self.key_holder(stored.live_hash, key, now, Some(id)) {
             return Err(Some(holder));
         }
         self.update(id, |r| {

@@ -1,5 +1,12 @@
 //! One job to insert and what the enqueue answers, with the dedupe-or-refuse rule every driver
 //! applies to a held idempotency key.
+//!
+//! A job holds its key (name, tenant, key) while it is live, and, when it was enqueued with a
+//! unique period (`#[job(unique(for = "1h"))]`, [`EnqueueRequest::unique_for`]), after that
+//! until its creation plus the period ([`holds_key`]): an enqueue of a held key answers the
+//! holder, finished or not.
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -82,8 +89,43 @@ pub struct EnqueueRequest {
     pub traceparent: Option<String>,
     /// Who asked for the job (a user id, a service name), when the enqueue named one.
     pub actor: Option<String>,
+    /// The unique period (`#[job(unique(for = ".."))]`, [`EnqueueOptions::unique_for`](crate::EnqueueOptions::unique_for)):
+    /// the job this request inserts holds its key until its creation (the `now` it is stored
+    /// at) plus this period, whatever its state, so an enqueue of the key within the period
+    /// answers it (`deduped`) even once it finished. `None`: it holds its key only while live.
+    pub unique_for: Option<Duration>,
     /// The clock's now.
     pub now: Timestamp,
+}
+
+impl EnqueueRequest {
+    /// When the job this request inserts at `now` (its own, or its batch's) stops holding its
+    /// key once it is no longer live: `now` plus [`EnqueueRequest::unique_for`].
+    pub fn unique_until(&self, now: Timestamp) -> Option<Timestamp> {
+        self.unique_for.map(|period| crate::clock::add(now, period))
+    }
+
+    /// [`EnqueueRequest::unique_for`] in whole milliseconds, as a store keeps it (an outbox
+    /// row's `unique_for_ms`); [`unique_for_of_ms`] reads it back.
+    pub fn unique_for_ms(&self) -> Option<i64> {
+        self.unique_for
+            .map(|period| i64::try_from(period.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
+/// A unique period kept in whole milliseconds ([`EnqueueRequest::unique_for_ms`]), read back; a
+/// negative one is none.
+pub fn unique_for_of_ms(ms: Option<i64>) -> Option<Duration> {
+    ms.and_then(|ms| u64::try_from(ms).ok())
+        .map(Duration::from_millis)
+}
+
+/// Whether a stored job in `state`, holding its key until `unique_until` after it stops being
+/// live, holds its key at `now`: while live, and after that while `now < unique_until`. A row
+/// that no longer holds it is no obstacle: the next enqueue of its key inserts a new job, and a
+/// store clears the lapsed mark as it does. Every driver answers a holder by this rule.
+pub fn holds_key(state: JobState, unique_until: Option<Timestamp>, now: Timestamp) -> bool {
+    state.is_live() || unique_until.is_some_and(|until| now < until)
 }
 
 /// What an enqueue answers: the job's own ids on every path.
@@ -93,12 +135,14 @@ pub struct EnqueueResult {
     pub id: JobId,
     /// The run's id (the live job's when deduped).
     pub run_id: RunId,
-    /// `true` when a live job already held the key and nothing was inserted.
+    /// `true` when a job already held the key (a live one, or one still inside its unique
+    /// period) or the id, and nothing was inserted.
     pub deduped: bool,
 }
 
 /// Rounds an SQL driver's enqueue tries, insert then holder lookup, before it gives up: a holder
-/// that finishes between the two frees the key, and the insert runs again.
+/// that finishes between the two frees the key, as does a lapsed unique period's mark, which
+/// the lookup clears; the insert then runs again.
 pub const ENQUEUE_ROUNDS: usize = 3;
 
 impl EnqueueResult {

@@ -149,6 +149,12 @@ pub struct JobRecord {
     pub traceparent: Option<String>,
     /// Who asked for the job, when its enqueue named one.
     pub actor: Option<String>,
+    /// When a job enqueued with a unique period stops holding its key once it is no longer live
+    /// (its creation plus the period, [`EnqueueRequest::unique_for`](super::EnqueueRequest::unique_for)).
+    /// `None`: no period, or one that lapsed and was cleared by a later enqueue of the key
+    /// (a lapsed one may also still show here; it holds nothing, see [`holds_key`](super::holds_key)).
+    #[serde(default)]
+    pub unique_until: Option<Timestamp>,
 }
 
 /// Deletes finished rows past their retention window, in one bounded batch.

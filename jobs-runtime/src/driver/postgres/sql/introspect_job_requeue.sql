@@ -1,8 +1,10 @@
 -- introspect_job_requeue: puts ONE finished job ($1) back in its queue, due at $3, attempts
 -- from zero, on the same run: its stored steps replay, except step $2 and every step written
 -- after it, which are forgotten so they run again. A live job, an unknown one, or a step the
--- run does not have: no row. A live job holding the key: the unique live-key index refuses
--- (sqlstate 23505), and nothing changes. Records `requeue` (or `requeue_from_step`, detail $2)
+-- run does not have: no row. Another job holding the key (a live one, or a finished one inside
+-- its unique period): the unique live-key index refuses (sqlstate 23505), and nothing changes;
+-- the job's own unique mark is no obstacle, and lapsed marks of other rows were cleared first
+-- (introspect_job_requeue_lapse.sql). Records `requeue` (or `requeue_from_step`, detail $2)
 -- by actor $5 in the job's history. Announces the queue on channel $4.
 with target as (
     select j.id, j.run_id

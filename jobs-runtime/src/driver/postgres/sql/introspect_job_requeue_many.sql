@@ -1,6 +1,8 @@
 -- introspect_job_requeue_many: re-queues up to $6 finished rows in state $1 (filters: $2 queue,
--- $3 name, $4 tenant), oldest first, due at $5. A row whose key a live job holds stays put; of
--- several rows sharing one key, the oldest goes. remaining = rows a second call could move.
+-- $3 name, $4 tenant), oldest first, due at $5. A row whose key another job holds (a live one,
+-- or a finished one inside its unique period) stays put; of several rows sharing one key, the
+-- oldest goes. Lapsed unique marks of those keys were cleared first
+-- (introspect_job_requeue_many_lapse.sql). remaining = rows a second call could move.
 -- Records `requeue` (detail `bulk`) by actor $8 in the history of each row moved. Announces
 -- each queue it filled on channel $7.
 with candidates as (
@@ -19,7 +21,8 @@ with candidates as (
           where l.name = j.name
             and coalesce(l.tenant_id, '') = coalesce(j.tenant_id, '')
             and l.idempotency_key = j.idempotency_key
-            and l.state in ('ready', 'delayed', 'running', 'suspended')
+            and l.id <> j.id
+            and (l.state in ('ready', 'delayed', 'running', 'suspended') or l.unique_until > $5)
       )
 ),
 movable as (

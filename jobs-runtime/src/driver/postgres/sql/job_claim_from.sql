@@ -320,7 +320,7 @@ select 'head' as kind,
        null::integer, null::integer, h.head_at, -h.head_rank, null::timestamptz,
        null::timestamptz, null::text,
        null::text, null::text, null::bigint, null::timestamptz, null::jsonb, null::text,
-       null::text, false
+       null::text, null::timestamptz, false
 from (
     select queue, tenant, head_rank, head_at, head_id from known_heads
     union all
@@ -340,5 +340,5 @@ select 'lapse' as kind,
                select e.visible_at from exhausted e where e.queue = d.queue
            ) f
        ),
-       null::jsonb, null::text, null::text, false
+       null::jsonb, null::text, null::text, null::timestamptz, false
 from demand d

@@ -1,10 +1,12 @@
 -- job_enqueue_many_dedupe: inserts a batch in ONE statement, with job_enqueue's rules, when
--- job_enqueue_many met a conflict (the driver then redoes the batch with this statement). $1..$10, $13 and $14 (priorities)
--- are arrays with one element per job, in the batch's order; $11 is now; $12 the wake channel.
--- A row whose id names a row, or whose (name, tenant, key) a live row holds, inserts nothing
--- and answers that row (deduped); a key repeated inside the batch answers its first
--- occurrence. A row whose holder committed after the statement began answers nulls, and the
--- caller enqueues it again on its own. Each queue that received a row due within a second is
+-- job_enqueue_many met a conflict (the driver then redoes the batch with this statement).
+-- $1..$10, $13, $14 (priorities) and $15 (unique_until) are arrays with one element per job, in
+-- the batch's order; $11 is now; $12 the wake channel. A row whose id names a row, or whose
+-- (name, tenant, key) a row holds (a live one, or a finished one inside its unique period),
+-- inserts nothing and answers that row (deduped); a key repeated inside the batch answers its
+-- first occurrence. A row whose holder committed after the statement began, or whose key a
+-- finished row with a lapsed unique period still keeps in the index, answers nulls, and the
+-- caller enqueues it again on its own (job_enqueue_holder clears the lapsed mark). Each queue that received a row due within a second is
 -- announced once on the wake channel.
 --
 -- The answer is one summary row (ord null, carrying the announcement) and then one row per job
@@ -15,20 +17,21 @@ with input as (
     select *
     from unnest(
         $1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::text[], $7::text[],
-        $8::int[], $9::timestamptz[], $10::text[], $13::text[], $14::smallint[]
+        $8::int[], $9::timestamptz[], $10::text[], $13::text[], $14::smallint[],
+        $15::timestamptz[]
     ) with ordinality as r(
         id, run_id, name, queue, input, idempotency_key, tenant_id,
-        max_attempts, run_at, traceparent, actor, priority, ord
+        max_attempts, run_at, traceparent, actor, priority, unique_until, ord
     )
 ),
 inserted as (
     insert into {schema}.x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority
+        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority, unique_until
     )
     select id, run_id, name, queue, input, idempotency_key, tenant_id,
            case when run_at <= $11 then 'ready' else 'delayed' end,
-           max_attempts, run_at, $11, $11, traceparent, actor, priority
+           max_attempts, run_at, $11, $11, traceparent, actor, priority, unique_until
     from input
     order by ord
     on conflict do nothing
@@ -78,7 +81,7 @@ union all
           and j.name = m.name
           and coalesce(j.tenant_id, '') = coalesce(m.tenant_id, '')
           and j.idempotency_key = m.idempotency_key
-          and j.state in ('ready', 'delayed', 'running', 'suspended')
+          and (j.state in ('ready', 'delayed', 'running', 'suspended') or j.unique_until > $11)
         limit 1
     ) live on true
     order by m.ord

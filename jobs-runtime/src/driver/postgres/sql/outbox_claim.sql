@@ -22,4 +22,4 @@ set claimed_by = $1, claimed_at = $3
 where o.id = any(array(select id from head))
 returning o.id, o.run_id, o.name, o.queue, o.input, o.idempotency_key, o.tenant_id,
     o.max_attempts, o.run_at, o.on_conflict, o.traceparent, o.actor, o.staged_at,
-    o.publish_attempts, o.priority
+    o.publish_attempts, o.priority, o.unique_for_ms

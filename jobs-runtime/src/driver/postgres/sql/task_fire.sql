@@ -5,10 +5,12 @@
 -- row, re-checks the watermark after the first commits and moves nothing).
 -- $4: the occurrence that dispatches, recorded as the last fire (null: arming or passing
 -- missed occurrences, not a fire). $5: now.
--- The jobs ($6..$13 and $15, priorities, one array element per job, in declaration order) are inserted with the
--- enqueue's rules: "on conflict do nothing" covers the id and the live-key index
--- x_jobs_name_tenant_idempotency_live_idx; a job whose key a live row holds answers that row
--- with deduped = true. Every queue the occurrence filled is announced once on the wake channel
+-- The jobs ($6..$13, $15 (priorities) and $16 (unique_until, null: no unique period), one array
+-- element per job, in declaration order) are inserted with the enqueue's rules: "on conflict do
+-- nothing" covers the id and the live-key index x_jobs_name_tenant_idempotency_live_idx; a job
+-- whose key a row holds (a live one, or a finished one inside its unique period) answers that
+-- row with deduped = true. The driver clears the lapsed unique marks of the fire's keys first
+-- (job_unique_lapse.sql), so no lapsed mark refuses an insert here. Every queue the occurrence filled is announced once on the wake channel
 -- ($14); a refused fire announces nothing.
 with moved as (
     insert into {schema}.x_scheduler_state as s (task, watermark, last_occurrence, fired_at)
@@ -23,17 +25,17 @@ with moved as (
 requested as (
     select *
     from unnest($6::uuid[], $7::uuid[], $8::text[], $9::text[], $10::jsonb[], $11::text[],
-                $12::text[], $13::int[], $15::smallint[])
+                $12::text[], $13::int[], $15::smallint[], $16::timestamptz[])
          with ordinality as r(id, run_id, name, queue, input, idempotency_key, tenant_id,
-                              max_attempts, priority, ord)
+                              max_attempts, priority, unique_until, ord)
 ),
 inserted as (
     insert into {schema}.x_jobs (
         id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-        max_attempts, run_at, created_at, updated_at, priority
+        max_attempts, run_at, created_at, updated_at, priority, unique_until
     )
     select r.id, r.run_id, r.name, r.queue, r.input, r.idempotency_key, r.tenant_id, 'ready',
-           r.max_attempts, $5, $5, $5, r.priority
+           r.max_attempts, $5, $5, $5, r.priority, r.unique_until
     from requested r
     where exists (select 1 from moved)
     order by r.ord
@@ -64,7 +66,7 @@ left join lateral (
       and j.name = r.name
       and coalesce(j.tenant_id, '') = coalesce(r.tenant_id, '')
       and j.idempotency_key = r.idempotency_key
-      and j.state in ('ready', 'delayed', 'running', 'suspended')
+      and (j.state in ('ready', 'delayed', 'running', 'suspended') or j.unique_until > $5)
     limit 1
 ) e on true
 where exists (select 1 from moved)

@@ -4,12 +4,14 @@
 -- script writes it too), then per job: id, run ('' when it is the id), name, input, key,
 -- tenant ('' none), max attempts, run_at, traceparent ('' none), actor ('' none), policy ('d'
 -- dedupe, 'e' error, 'r' replace: debounce, a queued holder takes the job's input and run_at),
--- priority ('' the default, 0).
+-- priority ('' the default, 0), unique_until ('' none: the job's creation plus its unique
+-- period, until which it holds its key when it is no longer live).
 -- A job due now is announced on the wake channel (once per call), so idle workers claim it at
 -- once rather than at their next poll; the earliest delayed job of the call announces its due
 -- time ('@<run_at>:<queue>', driver/wake_payload.rs), so an idle worker starts it when due.
 -- Answers {'ok', then (index, status, id, run) for each job not inserted}: status 'same' (the
--- id is stored already: an outbox re-publish) or 'held' (a live job holds the key); every job
+-- id is stored already: an outbox re-publish) or 'held' (a job holds the key: a live one, or
+-- a finished one whose unique_until is after now); every job
 -- not named was inserted with its own id and run. Or, with nothing written,
 -- {'conflict', index, holder id, holder run} for a held key under the error policy.
 --
@@ -17,7 +19,7 @@
 -- jobs themselves only where the index already names an id), then the write is one HSET per
 -- new job and one command per index for the whole batch.
 local now, channel, count, queue, ix = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local FIELDS = 12
+local FIELDS = 13
 local HEAD = 5
 local function arg(i, n) return ARGV[HEAD + (i - 1) * FIELDS + n] end
 -- The id index shard of an id, as `keys.rs` names it: the id's last hex digit.
@@ -96,11 +98,12 @@ for i = 1, count do
     local holder = seen_keys[lk]
     if holder == nil and holders[i] then
       local holder_id = holders[i]
-      local f = redis.call('HMGET', jk(holder_id), 'state', 'run')
-      if f[1] then
+      local f = redis.call('HMGET', jk(holder_id), 'state', 'run', 'uq')
+      if f[1] and (LIVE_STATES[f[1]] or (f[3] and tonumber(f[3]) > tonumber(now))) then
         holder = { holder_id, f[2] or holder_id }
       end
-      -- Else a key left by a job that is gone: it is free, and the new job takes it.
+      -- Else a key left by a job that is gone, or by a finished one whose unique period
+      -- lapsed: it is free, and the new job takes it (its entry is written over below).
     end
     if holder then
       if arg(i, 11) == 'e' then
@@ -141,9 +144,9 @@ local out = { 'ok' }
 for i = 1, count do
   local plan = planned[i]
   if plan == true then
-    local id, run, name, input, key, tenant, max, run_at, tp, actor, prio =
+    local id, run, name, input, key, tenant, max, run_at, tp, actor, prio, uq =
       arg(i, 1), arg(i, 2), arg(i, 3), arg(i, 4), arg(i, 5), arg(i, 6), arg(i, 7), arg(i, 8),
-      arg(i, 9), arg(i, 10), arg(i, 12)
+      arg(i, 9), arg(i, 10), arg(i, 12), arg(i, 13)
     seq = seq + 1
     local state = 'delayed'
     if tonumber(run_at) <= tonumber(now) then
@@ -158,6 +161,7 @@ for i = 1, count do
     if tenant ~= '' then h[#h + 1] = 'tenant'; h[#h + 1] = tenant end
     if tp ~= '' then h[#h + 1] = 'tp'; h[#h + 1] = tp end
     if actor ~= '' then h[#h + 1] = 'actor'; h[#h + 1] = actor end
+    if uq ~= '' then h[#h + 1] = 'uq'; h[#h + 1] = uq end
     -- The default priority is not stored; another gives the row a lane of its own.
     local row_lane = tenant
     if prio ~= '' then

@@ -2,8 +2,8 @@
 -- (created, id) through the state's lex index.
 -- ARGV: verb ('requeue', 'remove', 'promote'), mode ('plan' or 'move'), state, now, actor
 -- ('' none), quota, then filter pairs: ('name', v), ('tenant', v).
--- A row is movable when it passes the filters and: requeue, no live job holds its key and it is
--- the oldest such row of its key (the key's first requeue makes it held for the rest); promote,
+-- A row is movable when it passes the filters and: requeue, no other job holds its key (a live
+-- one, or a finished one inside its unique period) and it is the oldest such row of its key (the key's first requeue makes it held for the rest); promote,
 -- its run time is after now; remove, always.
 --   plan: writes nothing; answers {movable, members...}: how many rows are movable here and
 --   the index members of the first `quota` of them, so the driver can pick the oldest rows
@@ -27,12 +27,12 @@ local function movable(id)
   if verb == 'promote' then return tonumber(f[5]) > tonumber(now) end
   if verb == 'requeue' then
     if keys_seen[f[4]] then return false end
-    keys_seen[f[4]] = true
     local holder = redis.call('HGET', LIVE, f[4])
-    if holder then
-      local h = redis.call('HGET', jk(holder), 'state')
-      if h and LIVE_STATES[h] then return false end
+    if holder and holder ~= id then
+      local h = redis.call('HMGET', jk(holder), 'state', 'uq')
+      if h[1] and holds_key(h[1], h[2], now) then return false end
     end
+    keys_seen[f[4]] = true
   end
   return true
 end

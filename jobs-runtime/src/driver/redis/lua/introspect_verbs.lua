@@ -4,7 +4,8 @@
 --   remove: deletes a job that is not running, with its run's steps (`delete`).
 --   requeue: then from ('1': a step name follows, '0' none), step. A finished job back to
 --   ready, due now, attempts from zero, on the same run; `from` forgets that step and every
---   step written at or after it. Refused while a live job holds its key.
+--   step written at or after it. Refused while another job holds its key (a live one, or a
+--   finished one inside its unique period).
 --   promote: a delayed job, or a ready one backing off, due now.
 --   history: id; answers the job's history rows (JSON), oldest first.
 -- A verb answers {'ok', fields...} (the row after the act; for remove, as it was), or what the
@@ -63,11 +64,13 @@ elseif verb == 'requeue' then
       end
     end
   end
-  -- The live-key rule: the key may be held by a live job enqueued since this one finished.
+  -- The live-key rule: the key may be held by a job enqueued since this one finished, live or
+  -- inside its unique period; one whose period lapsed holds nothing, and its entry is
+  -- written over below.
   local holder = redis.call('HGET', LIVE, live_key(j))
   if holder and holder ~= j.id then
-    local h = load(holder)
-    if h and LIVE_STATES[h.state] then return answer('held', j, holder) end
+    local h = redis.call('HMGET', jk(holder), 'state', 'uq')
+    if h[1] and holds_key(h[1], h[2], now) then return answer('held', j, holder) end
   end
   for _, name in ipairs(forget) do redis.call('HDEL', steps_key(j.run), name) end
   -- A fresh insertion order: among rows due at once it queues behind those already waiting.

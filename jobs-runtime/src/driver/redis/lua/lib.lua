@@ -15,7 +15,10 @@ local TENANTS = Q .. ':tenants'
 -- (member: as the due sets', 16 digits of insertion order then the id).
 local TIMED = Q .. ':timed'
 local ID_LENGTH = 36
-local LIVE = Q .. ':live'         -- hash: live key (name NUL tenant NUL key) -> job id
+-- hash: live key (name NUL tenant NUL key) -> the job holding it: a live one, or a finished
+-- one with a unique period (`uq`, microseconds: its creation plus the period), which keeps its
+-- entry when it finishes; a reader answers it only while `uq` is after now (`holds_key`)
+local LIVE = Q .. ':live'
 local ALL = Q .. ':all'           -- zset by lex: '<created>:<id>' of every stored job
 local FIN = Q .. ':fin'           -- zset: finished rows by updated_at
 local GONE = Q .. ':gone'         -- zset: ids whose job was deleted and history kept, by when
@@ -63,6 +66,12 @@ local function derive(j, id)
 end
 
 local function live_key(j) return j.name .. '\0' .. (j.tenant or '') .. '\0' .. j.key end
+
+-- Whether a job of `state` with unique mark `uq` (nil: none) holds its key at `now`: while
+-- live, and after that while its unique period lasts (the port's `holds_key`).
+local function holds_key(state, uq, now)
+  return LIVE_STATES[state] or (uq ~= nil and uq ~= false and tonumber(uq) > tonumber(now))
+end
 local function order_member(j) return string.format('%016d', tonumber(j.sq)) .. j.id end
 
 local function load(id)
@@ -279,7 +288,8 @@ local function observe(before_state, before_attempt, j, now)
 end
 
 -- Applies `set` (field -> text, or false to clear) to job `j`, moving its indexes, freeing its
--- live key when it stops being live, and counting a settle. The one place a stored job changes.
+-- live key when it stops being live (unless it has a unique period: `uq`, which `j` must hold
+-- when the job has it), and counting a settle. The one place a stored job changes.
 local function change(j, set, now)
   local before_state, before_attempt = j.state, tonumber(j.attempt)
   unindex(j)
@@ -297,7 +307,9 @@ local function change(j, set, now)
   end
   if #hset > 0 then redis.call('HSET', jk(j.id), unpack(hset)) end
   if #hdel > 0 then redis.call('HDEL', jk(j.id), unpack(hdel)) end
-  if LIVE_STATES[before_state] and not LIVE_STATES[j.state] then free_live_key(j) end
+  if LIVE_STATES[before_state] and not LIVE_STATES[j.state] and j.uq == nil then
+    free_live_key(j)
+  end
   index(j)
   observe(before_state, before_attempt, j, now)
 end
@@ -305,7 +317,8 @@ end
 -- Deletes a stored job and its run's steps; its history stays until the purge takes it.
 local function delete(j, now)
   unindex(j)
-  if LIVE_STATES[j.state] and redis.call('HGET', LIVE, live_key(j)) == j.id then
+  -- A live job's key, or a finished one's it still holds for its unique period.
+  if redis.call('HGET', LIVE, live_key(j)) == j.id then
     redis.call('HDEL', LIVE, live_key(j))
   end
   redis.call('DEL', jk(j.id), steps_key(j.run))

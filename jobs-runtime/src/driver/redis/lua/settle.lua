@@ -9,9 +9,10 @@ local verb, now = ARGV[1], ARGV[2]
 if verb == 'ack' then
   -- Each job of the batch is acked once: its index edits and counts go in one batch.
   batch_begin()
-  -- What the fence, the indexes, the live key and the counters read of a running job.
+  -- What the fence, the indexes, the live key (with the unique mark `uq`, which keeps it) and
+  -- the counters read of a running job.
   local fields = { 'state', 'by', 'claims', 'attempt', 'name', 'tenant', 'key', 'created',
-    'started', 'err', 'errc' }
+    'started', 'err', 'errc', 'uq' }
   local out = {}
   for i = 3, #ARGV, 3 do
     local j = load_some(ARGV[i], fields)

@@ -29,8 +29,8 @@ macro_rules! matched {
     };
 }
 
-/// The finished rows a requeue may move: none whose key a live job holds, and of several
-/// sharing one key, the oldest.
+/// The finished rows a requeue may move: none whose key another job holds (a live one, or a
+/// finished one inside its unique period), and of several sharing one key, the oldest.
 macro_rules! movable {
     () => {
         concat!(
@@ -46,7 +46,11 @@ macro_rules! movable {
                      where l.name = j.name
                        and coalesce(l.tenant_id, '') = coalesce(j.tenant_id, '')
                        and l.idempotency_key = j.idempotency_key
-                       and l.state in ('ready', 'delayed', 'running', 'suspended')
+                       and (l.state in ('ready', 'delayed', 'running', 'suspended')
+                            or l.unique_until is not null)
+                       and (l.state in ('ready', 'delayed', 'running', 'suspended')
+                            or l.unique_until > ?5)
+                       and l.id <> j.id
                  )
              ),
              movable as (select id, created_at from candidates where nth = 1) "
@@ -62,6 +66,22 @@ const REQUEUE_HISTORY: &str = concat!(
     "insert into x_job_history (job_id, tenant_id, at, actor, verb, detail)
      select j.id, j.tenant_id, ?5, ?7, 'requeue', 'bulk' from x_jobs j
      where j.id in (select id from movable order by created_at, id limit ?6 + 0)"
+);
+
+/// Clears the lapsed unique marks of the finished rows sharing a key with a row in state ?1
+/// under the filters (those rows included), before [`REQUEUE`] revives rows of those keys: a
+/// lapsed mark holds nothing, but keeps its row in the live-key index, where it would refuse
+/// the revival.
+const REQUEUE_LAPSE: &str = concat!(
+    "update x_jobs set unique_until = null
+     where (state in ('ready', 'delayed', 'running', 'suspended') or unique_until is not null)
+       and unique_until <= ?5
+       and state in ('done', 'failed', 'dead', 'cancelled')
+       and exists (select 1",
+    matched!(),
+    " and j.name = x_jobs.name
+          and coalesce(j.tenant_id, '') = coalesce(x_jobs.tenant_id, '')
+          and j.idempotency_key = x_jobs.idempotency_key)"
 );
 
 const REQUEUE: &str = concat!(
@@ -194,7 +214,7 @@ pub(super) async fn requeue_many(
     p: &JobBulkParams,
 ) -> Result<BulkResult, JobError> {
     check_bulk_state(Bulk::Requeue, p.state)?;
-    let moves = [REQUEUE_HISTORY, REQUEUE];
+    let moves = [REQUEUE_HISTORY, REQUEUE_LAPSE, REQUEUE];
     run(
         writer,
         p,

@@ -115,15 +115,29 @@ pub(super) async fn requeue(
         }
     };
     // Postgres' unique live-key index refuses the update; here the write lock makes the
-    // look-up first exact, and nothing has changed yet when it refuses.
+    // look-up first exact, and nothing has changed yet when it refuses. Another job holds the
+    // key while live or inside its unique period; a lapsed mark holds nothing, and is cleared
+    // so the index takes the revived row.
+    sqlx::query(crate::driver::sqlite::enqueue::LAPSE)
+        .bind(&row.name)
+        .bind(&row.tenant_id)
+        .bind(&row.idempotency_key)
+        .bind(ts(params.now))
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
     let held: Option<i64> = sqlx::query_scalar(
         "select 1 from x_jobs
          where name = ?1 and coalesce(tenant_id, '') = coalesce(?2, '') and idempotency_key = ?3
-           and state in ('ready', 'delayed', 'running', 'suspended')",
+           and (state in ('ready', 'delayed', 'running', 'suspended') or unique_until is not null)
+           and (state in ('ready', 'delayed', 'running', 'suspended') or unique_until > ?5)
+           and id <> ?4",
     )
     .bind(&row.name)
     .bind(&row.tenant_id)
     .bind(&row.idempotency_key)
+    .bind(id)
+    .bind(ts(params.now))
     .fetch_optional(&mut *tx)
     .await
     .map_err(failed)?;

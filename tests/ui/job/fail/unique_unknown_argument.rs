@@ -1,0 +1,16 @@
+// `unique(..)` takes only `for`: another name is refused, listing it.
+use jobs::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Welcome {
+    pub user_id: u64,
+    pub org_id: String,
+}
+
+#[job(key = "welcome:{user_id}", tenant = org_id, unique(within = "1h"))]
+pub async fn send_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
+    let _ = (run, input);
+    Ok(())
+}
+
+fn main() {}
