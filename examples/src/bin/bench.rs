@@ -828,7 +828,10 @@ async fn main() -> Result<(), JobError> {
     }
     let wants = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
     let mut table = Table { rows: Vec::new() };
-    println!("running (medians of {} runs, {SLOTS} worker slots, no-op jobs)...", runs());
+    println!(
+        "running (medians of {} runs, {SLOTS} worker slots, no-op jobs)...",
+        runs()
+    );
     if wants("pool") {
         pooled_inserts(&mut table).await;
     }
