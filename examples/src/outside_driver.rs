@@ -122,6 +122,10 @@ impl JobDriver for OutsideDriver {
         self.rows.queue_stats(params).await
     }
 
+    async fn queue_next_due(&self, params: &NextDueParams) -> Result<Vec<QueueDue>, JobError> {
+        self.rows.queue_next_due(params).await
+    }
+
     async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
         self.rows.step_list(params).await
     }

@@ -183,8 +183,8 @@ mod tests {
 }
 
 /// A duration as it would be declared: `60 s` -> `1m`, `1.5 s` -> `1500ms` (whole units only,
-/// the largest that fits exactly), for the dashboard and the operator tool.
-#[cfg_attr(not(any(feature = "dashboard", feature = "cli")), allow(dead_code))]
+/// the largest that fits exactly), for the dashboard, the operator tool and a worker's
+/// announced limits.
 pub(crate) fn shown(duration: Duration) -> String {
     const UNITS: [(u128, &str); 4] = [
         (86_400_000, "d"),

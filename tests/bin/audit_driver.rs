@@ -307,6 +307,10 @@ impl JobDriver for AuditDriver {
         self.inner.queue_stats(params).await
     }
 
+    async fn queue_next_due(&self, params: &NextDueParams) -> Result<Vec<QueueDue>, JobError> {
+        self.inner.queue_next_due(params).await
+    }
+
     async fn queue_depth(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
         self.inner.queue_depth(params).await
     }

@@ -20,6 +20,7 @@ mod lock;
 mod manifest;
 mod manifest_cli;
 mod on_time;
+mod on_time_start;
 mod operator_tenancy;
 mod outbox;
 mod purge;

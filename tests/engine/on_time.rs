@@ -10,7 +10,7 @@ use jobs::clock::TestClock;
 use jobs::driver::JobId;
 use jobs::driver::MemoryDriver;
 use jobs::prelude::*;
-use jobs::{ExecutionOutcome, Registry};
+use jobs::{ExecutionOutcome, Registry, WorkerHandle};
 
 use crate::support::wait::wait_until;
 
@@ -44,6 +44,18 @@ fn registry() -> Registry {
     registry.register::<OnTimeRetried>().expect("register");
     registry.register::<OnTimeSleeper>().expect("register");
     registry
+}
+
+/// Waits (bounded, on a condition) until the worker counted `n` completions: the count moves
+/// just after the ack lands, so a reader of the job's state can be a moment ahead of it.
+async fn completed(handle: &WorkerHandle, n: u64) {
+    let worker = handle.worker().clone();
+    wait_until("the worker counts the completion", move || {
+        let count = worker.stats().completed;
+        async move { count >= n }
+    })
+    .await;
+    assert_eq!(handle.worker().stats().completed, n);
 }
 
 /// Waits (bounded, on a condition) until `id` is done.
@@ -94,7 +106,7 @@ async fn an_idle_worker_of_another_client_starts_delayed_retried_and_parked_jobs
     .expect("enqueue");
     clock.advance(Duration::from_secs(30));
     done(&idle, delayed.id).await;
-    assert_eq!(handle.worker().stats().completed, 1);
+    completed(&handle, 1).await;
 
     // A retry after its 30 s backoff: the first attempt runs on the writer's worker.
     let retried = OnTimeRetried::enqueue(&writer, Item { id: 2 })
@@ -106,7 +118,7 @@ async fn an_idle_worker_of_another_client_starts_delayed_retried_and_parked_jobs
     clock.advance(Duration::from_secs(30));
     done(&idle, retried.id).await;
     assert_eq!(idle.job(retried.id).await.unwrap().unwrap().attempt, 2);
-    assert_eq!(handle.worker().stats().completed, 2);
+    completed(&handle, 2).await;
 
     // A run parked by `run.sleep("30s")` on the writer's worker.
     let parked = OnTimeSleeper::enqueue(&writer, Item { id: 3 })
@@ -117,6 +129,6 @@ async fn an_idle_worker_of_another_client_starts_delayed_retried_and_parked_jobs
     assert_eq!(first[0].outcome, ExecutionOutcome::Suspended);
     clock.advance(Duration::from_secs(30));
     done(&idle, parked.id).await;
-    assert_eq!(handle.worker().stats().completed, 3);
+    completed(&handle, 3).await;
     handle.shutdown().await;
 }

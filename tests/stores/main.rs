@@ -20,6 +20,7 @@ mod driver_sqlite;
 mod durability_redis;
 mod hot_path_postgres;
 mod known_claim_postgres;
+mod lease_sweep;
 mod operator_sqlite;
 mod outbox_memory;
 mod outbox_postgres;

@@ -278,11 +278,18 @@ async fn every_verb_against_a_real_queue() {
     let (_, out, _) = jobs_cli(&schema, &["tasks"]).await;
     assert!(out.starts_with("leader: none"), "{out}");
 
-    // workers: a started worker announces its row, and forgets it on shutdown.
+    // workers: a started worker announces its row (with its queue limits), and forgets it on
+    // shutdown.
     let handle = jobs
         .worker()
         .queues(["billing"])
         .concurrency(4)
+        .queue_limits(
+            "billing",
+            jobs::QueueLimits::new()
+                .concurrency(2)
+                .rate(30, Duration::from_secs(60)),
+        )
         .build()
         .unwrap()
         .start();
@@ -295,6 +302,17 @@ async fn every_verb_against_a_real_queue() {
     let (code, out, _) = jobs_cli(&schema, &["workers"]).await;
     assert_eq!(code, 0);
     assert!(out.contains(&id) && out.contains("0/4"), "{out}");
+    assert!(
+        out.contains("LIMITS") && out.contains("billing: 2 in flight, 30 per 1m"),
+        "{out}"
+    );
+    let (_, out, _) = jobs_cli(&schema, &["workers", "--json"]).await;
+    let rows: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        rows[0]["settings"]["queue_limits"][0],
+        serde_json::json!({"queue": "billing", "concurrency": 2, "rate": {"limit": 30, "per_ms": 60000}}),
+        "{out}"
+    );
     if let Some(hold) = std::env::var("JOBS_CLI_DEMO_HOLD")
         .ok()
         .and_then(|s| s.parse().ok())

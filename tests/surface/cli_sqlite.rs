@@ -76,6 +76,59 @@ async fn the_operator_verbs_work_on_a_sqlite_url() {
     assert!(err.starts_with("error: X_JOB_NOT_PROMOTABLE: "), "{err}");
 }
 
+/// `jobs workers` shows the queue limits each live worker announced, and warns of a queue
+/// whose workers run with different ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_show_their_queue_limits_and_a_disagreement() {
+    let dir = TempDir::new("cli_sqlite_workers");
+    let url = dir.url();
+    let (code, _, err) = jobs_cli_on(&url, &["migrate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let jobs = Jobs::open(&url).await.expect("open");
+    let minute = std::time::Duration::from_secs(60);
+    let start = |id: &str, limits: jobs::QueueLimits| {
+        jobs.worker()
+            .id(id)
+            .queues(["crm"])
+            .queue_limits("crm", limits)
+            .build()
+            .expect("worker")
+            .start()
+    };
+    let a = start(
+        "worker-a",
+        jobs::QueueLimits::new().concurrency(2).rate(10, minute),
+    );
+    let b = start("worker-b", jobs::QueueLimits::new().concurrency(3));
+    support::wait::wait_until("both workers' registry rows", || {
+        let jobs = jobs.clone();
+        async move { jobs.operator().workers().await.unwrap().len() == 2 }
+    })
+    .await;
+    let (code, out, err) = jobs_cli_on(&url, &["workers"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("crm: 2 in flight, 10 per 1m") && out.contains("crm: 3 in flight"),
+        "{out}"
+    );
+    assert!(
+        out.contains("warning: the workers of queue `crm` run with different limits"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  2 in flight, 10 per 1m: worker-a\n")
+            && out.contains("  3 in flight: worker-b\n"),
+        "{out}"
+    );
+    b.shutdown().await;
+    let (_, out, _) = jobs_cli_on(&url, &["workers"]).await;
+    assert!(
+        !out.contains("warning:"),
+        "one worker left agrees with itself: {out}"
+    );
+    a.shutdown().await;
+}
+
 /// A verb on a file nobody migrated names the tool's own verb as the fix, not the driver's API.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unmigrated_store_is_told_to_run_jobs_migrate() {

@@ -15,7 +15,7 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 use jobs::dashboard::{DashboardOptions, Viewer};
-use jobs::driver::JobDriver;
+use jobs::driver::{JobDriver, JobId};
 use jobs::prelude::*;
 
 #[derive(Serialize, Deserialize, JsonSchema)]
@@ -124,6 +124,17 @@ struct Invite {
     rate(limit = 3, per = "90s", key = "{org}")
 )]
 async fn dash_rated(_run: Run, _input: Welcome) -> Result<(), JobError> {
+    Ok(())
+}
+
+/// Declared above the default priority: its enqueue form chooses 3.
+#[job(
+    key = "dash-urgent:{user_id}",
+    tenant = org,
+    queue = "dash-email",
+    priority = 3
+)]
+async fn dash_urgent(_run: Run, _input: Welcome) -> Result<(), JobError> {
     Ok(())
 }
 
@@ -943,6 +954,138 @@ async fn the_enqueue_form_follows_the_schema_and_records_the_viewer() {
         )
         .await;
     assert_eq!(status, 403);
+}
+
+/// The enqueue form offers a priority, the job's declared one chosen, under a name no input
+/// field can take; the choice goes into the enqueue's options, and a value out of range or no
+/// whole number is refused as the API refuses it (`X_INVARIANT`), naming the fix, before
+/// anything is stored.
+#[tokio::test]
+async fn the_enqueue_form_chooses_a_priority() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let (status, form) = dash.get("/admin/manifest/dash_urgent", "manage").await;
+    assert_eq!(status, 200, "{form}");
+    assert!(form.contains(r#"name="priority""#), "{form}");
+    assert!(
+        form.contains(r#"<option value="3" selected>3</option>"#),
+        "the declared priority is chosen: {form}"
+    );
+    assert!(
+        form.contains(r#"<option value="5">5 (claimed first)</option>"#)
+            && form.contains(r#"<option value="-5">-5 (claimed last)</option>"#),
+        "{form}"
+    );
+    let (_, plain) = dash.get("/admin/manifest/dash_welcome", "manage").await;
+    assert!(
+        plain.contains(r#"<option value="0" selected>0 (default)</option>"#),
+        "{plain}"
+    );
+    let input = [("f.user_id", "1"), ("f.org", "acme")];
+    for bad in ["6", "-6", "urgent-please", "1.5", "99999"] {
+        let mut fields = input.to_vec();
+        fields.push(("priority", bad));
+        let (status, body) = dash
+            .post("/admin/manifest/dash_urgent", "manage", &fields)
+            .await;
+        assert_eq!(status, 409, "{bad}: {body}");
+        assert!(body.contains("X_INVARIANT"), "{bad}: {body}");
+        assert!(
+            body.contains("Fix:") && body.contains("-5") && body.contains("claimed first"),
+            "{bad}: {body}"
+        );
+    }
+    let (_, body) = dash
+        .post(
+            "/admin/manifest/dash_urgent",
+            "manage",
+            &[
+                ("f.user_id", "1"),
+                ("f.org", "acme"),
+                ("priority", "urgent-please"),
+            ],
+        )
+        .await;
+    assert!(
+        !body.contains("urgent-please"),
+        "the value is not repeated: {body}"
+    );
+    assert!(jobs
+        .operator()
+        .list_jobs(&Default::default())
+        .await
+        .unwrap()
+        .jobs
+        .is_empty());
+    // A choice, then none (the declared priority holds).
+    for (user, chosen, stored) in [("2", Some("-2"), -2), ("3", None, 3)] {
+        let mut fields = vec![("f.user_id", user), ("f.org", "acme")];
+        fields.extend(chosen.map(|p| ("priority", p)));
+        let (status, location) = dash
+            .post("/admin/manifest/dash_urgent", "manage", &fields)
+            .await;
+        assert_eq!(status, 303, "{location}");
+        let id: JobId = location
+            .trim_end_matches("?note=enqueued")
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(jobs.job(id).await.unwrap().unwrap().priority, stored);
+    }
+}
+
+/// The workers page shows the queue limits each live worker announced, and a queue whose
+/// workers run with different ones (or some with none) above the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workers_page_shows_queue_limits_and_a_disagreement() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let minute = std::time::Duration::from_secs(60);
+    let start = |id: &str, limits: Option<jobs::QueueLimits>| {
+        let mut builder = jobs.worker().id(id).queues(["dash-email"]);
+        if let Some(limits) = limits {
+            builder = builder.queue_limits("dash-email", limits);
+        }
+        builder.build().unwrap().start()
+    };
+    let same = jobs::QueueLimits::new().concurrency(4).rate(100, minute);
+    let a = start("worker-a", Some(same));
+    let b = start("worker-b", Some(same));
+    let live = |n: usize| {
+        let jobs = jobs.clone();
+        support::wait::wait_until("the workers' registry rows", move || {
+            let jobs = jobs.clone();
+            async move { jobs.operator().workers().await.unwrap().len() == n }
+        })
+    };
+    live(2).await;
+    let (status, page) = dash.get("/admin/workers", "read").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("4 in flight, 100 per 1m"), "{page}");
+    assert!(
+        !page.contains("run with different limits") && !page.contains(">differs<"),
+        "two workers with the same limits agree: {page}"
+    );
+    let c = start("worker-c", Some(jobs::QueueLimits::new().concurrency(8)));
+    let d = start("worker-d", None);
+    live(4).await;
+    let (_, page) = dash.get("/admin/workers", "read").await;
+    assert!(
+        page.contains("The workers of queue <code>dash-email</code> run with different limits"),
+        "{page}"
+    );
+    assert!(
+        page.contains("4 in flight, 100 per 1m: <code>worker-a</code>, <code>worker-b</code>")
+            && page.contains("8 in flight: <code>worker-c</code>")
+            && page.contains("no limits: <code>worker-d</code>"),
+        "{page}"
+    );
+    assert!(page.contains(">differs<"), "{page}");
+    for handle in [a, b, c, d] {
+        handle.shutdown().await;
+    }
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
 //! Readable tables for the `jobs` tool.
 
 use crate::clock::Timestamp;
-use crate::driver::introspect::{JobSummary, QueuePause, WorkerRow};
+use crate::driver::introspect::{
+    queue_limits_spread, JobSummary, QueuePause, WorkerQueueLimits, WorkerRow,
+};
 use crate::driver::QueueStats;
 use crate::operator::JobDetail;
 
@@ -253,6 +255,7 @@ pub(super) fn show(
     text
 }
 
+/// The live workers, then every queue whose workers announce different limits.
 pub(super) fn workers(workers: &[WorkerRow], now: Timestamp) -> String {
     let rows: Vec<Vec<String>> = workers
         .iter()
@@ -262,13 +265,49 @@ pub(super) fn workers(workers: &[WorkerRow], now: Timestamp) -> String {
                 w.host.clone(),
                 w.queues.join(","),
                 format!("{}/{}", w.in_flight_count, w.slots),
+                queue_limits(&w.settings.queue_limits),
                 ago(w.heartbeat_at, now),
                 ago(w.started_at, now),
             ]
         })
         .collect();
-    table(
-        &["WORKER", "HOST", "QUEUES", "BUSY", "HEARTBEAT", "STARTED"],
+    let mut text = table(
+        &[
+            "WORKER",
+            "HOST",
+            "QUEUES",
+            "BUSY",
+            "LIMITS",
+            "HEARTBEAT",
+            "STARTED",
+        ],
         &rows,
-    )
+    );
+    for spread in queue_limits_spread(workers) {
+        text.push_str(&format!(
+            "\nwarning: the workers of queue `{}` run with different limits (give every worker of \
+             a queue the same queue_limits):\n",
+            spread.queue
+        ));
+        for announced in &spread.announced {
+            let limits = announced
+                .limits
+                .as_ref()
+                .map_or_else(|| "no limits".to_string(), ToString::to_string);
+            text.push_str(&format!("  {limits}: {}\n", announced.workers.join(", ")));
+        }
+    }
+    text
+}
+
+/// A worker's announced queue limits in one cell: `email: 10 in flight, 100 per 1m; sms: ..`.
+fn queue_limits(limits: &[WorkerQueueLimits]) -> String {
+    if limits.is_empty() {
+        return "-".into();
+    }
+    limits
+        .iter()
+        .map(|l| format!("{}: {l}", l.queue))
+        .collect::<Vec<_>>()
+        .join("; ")
 }

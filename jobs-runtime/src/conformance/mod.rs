@@ -5,7 +5,7 @@
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
 //! area ([`job_enqueue`], [`job_unique`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
 //! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`webhook_ledger`],
-//! [`introspect`], [`job_history`], [`limits`], [`rate`],
+//! [`introspect`], [`job_history`], [`limits`], [`rate`], [`next_due`],
 //! [`worker`]), named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
 //! `job_ack_is_fenced_on_the_claim`). Port cases call the driver directly with explicit `now`
 //! values, so no clock is needed; worker cases drive a [`Worker`](crate::Worker) with
@@ -41,6 +41,7 @@ pub mod job_unique;
 pub mod lease;
 pub mod ledger_book;
 pub mod limits;
+pub mod next_due;
 pub mod outbox;
 pub mod rate;
 pub mod scheduler;
@@ -134,6 +135,7 @@ macro_rules! __conformance_cases {
             job_claim::job_claim_buries_a_lapsed_final_attempt_failed_for_dropped_names,
             job_claim::job_claim_buries_without_spending_demand,
             job_claim::job_claim_takes_a_suspended_row_once_due,
+            next_due::queue_next_due_answers_each_queue_s_earliest_later_run_time,
             job_settle::job_ack_settles_done,
             job_settle::job_ack_is_fenced_on_the_claim,
             job_settle::job_ack_clears_an_earlier_attempts_error,

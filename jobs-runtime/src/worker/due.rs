@@ -3,8 +3,13 @@
 //! delayed enqueues, retries and parks written by any worker of any process), which kicks one
 //! pass when the earliest comes due. An idle worker then starts such a job when it is due, not
 //! at its next poll, without a statement of its own: the times come with the writes that made
-//! them. The set is bounded ([`MAX_PENDING`], the earliest kept): a time it drops is left to
-//! the poll, as is every time when the driver has no push wake.
+//! them. What was announced before the worker listened (a job delayed by another client, a
+//! retry, a parked run) is read once from the store when the worker starts, and again each
+//! time its push wake is proven live (a reconnect may have lost announcements):
+//! [`read_from_store`], one [`JobDriver::queue_next_due`](crate::driver::JobDriver::queue_next_due)
+//! per read. The set is bounded ([`MAX_PENDING`], the earliest kept): a time it drops is left
+//! to the poll, as is every time when the driver answers no next due time and has no push
+//! wake.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, Weak};
@@ -13,6 +18,7 @@ use tokio::sync::Notify;
 
 use super::WorkerShared;
 use crate::clock::Timestamp;
+use crate::driver::NextDueParams;
 
 /// Due times one worker keeps at most (the earliest): a later one waits for the poll.
 pub const MAX_PENDING: usize = 256;
@@ -64,6 +70,34 @@ impl DueTimes {
 /// The smallest time after `at`, so a split keeps `at` itself on the due side.
 fn next_after(at: Timestamp) -> Timestamp {
     at + chrono::Duration::nanoseconds(1)
+}
+
+/// Reads each served queue's next due time from the store and adds it, in a task beside the
+/// loop (the first claim never waits on it). A failure is logged and left to the poll: the
+/// timer is an optimisation, never the guarantee.
+pub(crate) fn read_from_store(shared: &Arc<WorkerShared>) {
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let params = NextDueParams {
+            queues: shared.queues.clone(),
+            now: shared.jobs.now(),
+        };
+        match shared.jobs.driver().queue_next_due(&params).await {
+            Ok(dues) => {
+                for due in dues {
+                    if shared.queues.contains(&due.queue) {
+                        shared.dues.add(due.at);
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(
+                target: "jobs.worker.next-due-failed",
+                worker = %shared.id,
+                code = error.code().map(|c| c.as_str()),
+                "the queues' next due times could not be read; the poll finds those jobs"
+            ),
+        }
+    });
 }
 
 /// The timer: sleeps (on the worker's clock) until the earliest due time, then kicks a pass.

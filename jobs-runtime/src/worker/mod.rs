@@ -12,7 +12,8 @@
 //! One loop per worker: a pass claims, for every queue with a free slot, as many due jobs as it
 //! has free slots, in ONE driver call. Each claimed job runs on its own task; a freed slot, a
 //! local enqueue and a due time coming (due.rs: a retry, a park or a delayed enqueue this
-//! worker wrote or its driver's wake announced) each kick one more pass, which first lets the
+//! worker wrote, its driver's wake announced, or the store answered when the worker started or
+//! its wake came back) each kick one more pass, which first lets the
 //! runnable attempts take a turn so it claims every slot they free (unless the driver's claims
 //! cost no round trip: `JobDriver::gathers_claims`). Idle, the wait between passes doubles from
 //! `poll_interval` up to `idle_poll_max`. Every wait is on the injected clock.
@@ -250,6 +251,9 @@ impl Worker {
         let wake_live = Arc::new(AtomicBool::new(false));
         let forwarder = self.forward_wakes(wake_live.clone()).await;
         let due_timer = due::spawn(&self.shared);
+        // What was announced before this worker listened: read once the wake listens, so a
+        // time announced after the read is heard.
+        due::read_from_store(&self.shared);
         let sweeper = self.shared.retention.map(|retention| {
             let jobs = self.shared.jobs.clone();
             tokio::spawn(async move {
@@ -352,7 +356,8 @@ impl Worker {
     }
 
     /// Forwards the driver's push wake: a served queue kicks a pass, a served queue's due time
-    /// goes to the due timer; `Live`/`Lost` flip the idle ceiling.
+    /// goes to the due timer; `Live`/`Lost` flip the idle ceiling, and each `Live` (the first
+    /// proof, and each one after a reconnect) reads the queues' next due times again.
     async fn forward_wakes(
         &self,
         wake_live: Arc<AtomicBool>,
@@ -384,7 +389,12 @@ impl Worker {
                         shared.dues.add(at);
                     }
                     WakeSignal::Due { .. } => {}
-                    WakeSignal::Live => wake_live.store(true, Ordering::Relaxed),
+                    WakeSignal::Live => {
+                        wake_live.store(true, Ordering::Relaxed);
+                        // The session is (again) listening: what was announced while it was
+                        // not (before its first proof, or while it was lost) is read back.
+                        due::read_from_store(&shared);
+                    }
                     WakeSignal::Lost => wake_live.store(false, Ordering::Relaxed),
                 }
             }

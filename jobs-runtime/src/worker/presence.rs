@@ -1,4 +1,5 @@
-//! A worker's registry row: announced when its loop starts, refreshed at most once per
+//! A worker's registry row: announced when its loop starts (with the settings the store does
+//! not otherwise know: its fleet-wide queue limits), refreshed at most once per
 //! heartbeat interval by the loop (in a task beside it), forgotten when it stops. The row
 //! expires one visibility timeout after its last refresh, so a killed worker drops out of
 //! `workers()` on its own.
@@ -11,7 +12,9 @@ use tokio::task::JoinHandle;
 use super::WorkerShared;
 use crate::clock::{add, Timestamp};
 use crate::driver::introspect::WorkerForgetParams;
-use crate::driver::introspect::{WorkerAnnounce, MAX_WORKER_IN_FLIGHT};
+use crate::driver::introspect::{
+    WorkerAnnounce, WorkerQueueLimits, WorkerQueueRate, WorkerSettings, MAX_WORKER_IN_FLIGHT,
+};
 use crate::driver::JobId;
 
 /// What the registry row is made of, kept by the worker.
@@ -94,6 +97,7 @@ async fn beat(shared: &WorkerShared, started_at: Timestamp) {
         slots: shared.slots.values().sum(),
         in_flight,
         in_flight_count: u32::try_from(count).unwrap_or(u32::MAX),
+        settings: settings(shared),
         ttl: shared.visibility_timeout,
         now,
     };
@@ -111,6 +115,25 @@ async fn beat(shared: &WorkerShared, started_at: Timestamp) {
             code = error.code().map(|c| c.as_str()),
             "the worker registry row could not be written; retrying at the next pass"
         ),
+    }
+}
+
+/// What the row tells of the worker's settings: its fleet-wide limits per queue, which the
+/// store counts but does not know (the operator sees them, and a queue whose workers disagree).
+fn settings(shared: &WorkerShared) -> WorkerSettings {
+    WorkerSettings {
+        queue_limits: shared
+            .queue_limits
+            .iter()
+            .map(|(queue, limits)| WorkerQueueLimits {
+                queue: queue.clone(),
+                concurrency: limits.concurrency_limit(),
+                rate: limits.rate_limit().map(|(limit, per)| WorkerQueueRate {
+                    limit,
+                    per_ms: u64::try_from(per.as_millis()).unwrap_or(u64::MAX),
+                }),
+            })
+            .collect(),
     }
 }
 

@@ -1,14 +1,34 @@
 //! The worker registry: rows expire one ttl past their last heartbeat, carry a bounded list of
-//! in-flight ids, and go when forgotten.
+//! in-flight ids and the settings their workers announce, and go when forgotten.
 
 use super::*;
 
-/// Worker rows live one ttl past their last heartbeat, carry at most 100 in-flight ids, and go
-/// when forgotten.
+/// Worker rows live one ttl past their last heartbeat, carry at most 100 in-flight ids and the
+/// settings their workers announce (their fleet-wide queue limits), and go when forgotten.
 pub async fn worker_rows_expire_and_are_forgotten(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     let p = port(d);
     let in_flight: Vec<JobId> = (0..150).map(|_| Uuid::now_v7()).collect();
+    let limited = WorkerSettings {
+        queue_limits: vec![
+            WorkerQueueLimits {
+                queue: "email".into(),
+                concurrency: Some(10),
+                rate: Some(WorkerQueueRate {
+                    limit: 100,
+                    per_ms: 60_000,
+                }),
+            },
+            WorkerQueueLimits {
+                queue: QUEUE.into(),
+                concurrency: None,
+                rate: Some(WorkerQueueRate {
+                    limit: 5,
+                    per_ms: 1,
+                }),
+            },
+        ],
+    };
     let announce = |id: &str, now| WorkerAnnounce {
         id: id.to_string(),
         host: "host-a".into(),
@@ -17,6 +37,11 @@ pub async fn worker_rows_expire_and_are_forgotten(driver: Arc<dyn JobDriver>) {
         slots: 16,
         in_flight: in_flight.clone(),
         in_flight_count: 150,
+        settings: if id == "w1" {
+            limited.clone()
+        } else {
+            WorkerSettings::default()
+        },
         ttl: VISIBILITY,
         now,
     };
@@ -36,6 +61,8 @@ pub async fn worker_rows_expire_and_are_forgotten(driver: Arc<dyn JobDriver>) {
     assert_eq!(w1.in_flight_count, 150);
     assert_eq!((w1.heartbeat_at, w1.expires_at), (t0(), at(30)));
     assert_eq!(w1.queues, [QUEUE, "email"]);
+    assert_eq!(w1.settings, limited, "the announced settings round-trip");
+    assert_eq!(rows[1].settings, WorkerSettings::default());
     assert_eq!(
         (w1.slots, w1.host.as_str(), w1.started_at),
         (16, "host-a", t0())

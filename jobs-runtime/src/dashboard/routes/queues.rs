@@ -1,4 +1,5 @@
-//! The queues (depth, paused flag, pause and resume) and the live workers.
+//! The queues (depth, paused flag, pause and resume) and the live workers (with the queue
+//! limits each announced, and the queues whose workers disagree on them).
 
 use axum::extract::{Path, Query, State};
 use axum::Extension;
@@ -8,6 +9,7 @@ use super::{acting, audit, back, fleet_wide, page, Note, Page};
 use crate::dashboard::access::Ctx;
 use crate::dashboard::error::bad_parameter;
 use crate::dashboard::Shared;
+use crate::driver::introspect::queue_limits_spread;
 
 /// `GET /queues`.
 pub(super) async fn list(
@@ -76,15 +78,48 @@ pub(super) async fn act(
     Ok(back(&ctx, "/queues", note))
 }
 
-/// `GET /workers`: host, queues, busy slots, heartbeat.
+/// `GET /workers`: host, queues, busy slots, the fleet-wide queue limits each announced, and
+/// heartbeat; above them, every queue whose workers announce different limits.
 pub(super) async fn workers(State(dash): State<Shared>, Extension(ctx): Extension<Ctx>) -> Page {
     fleet_wide(&dash, "workers")?;
     let workers = dash.jobs.operator().workers().await?;
+    let spread = queue_limits_spread(&workers);
+    let differs = |queue: &str| spread.iter().any(|s| s.queue == queue);
+    let rows: Vec<serde_json::Value> = workers
+        .iter()
+        .map(|w| {
+            let mut row = json!(w);
+            row["limits"] = w
+                .settings
+                .queue_limits
+                .iter()
+                .map(|l| json!({ "queue": l.queue, "text": l.to_string(), "differs": differs(&l.queue) }))
+                .collect();
+            row
+        })
+        .collect();
+    let spread: Vec<serde_json::Value> = spread
+        .iter()
+        .map(|s| {
+            let announced: Vec<serde_json::Value> = s
+                .announced
+                .iter()
+                .map(|a| {
+                    let text = a
+                        .limits
+                        .as_ref()
+                        .map_or_else(|| "no limits".to_string(), ToString::to_string);
+                    json!({ "text": text, "workers": a.workers })
+                })
+                .collect();
+            json!({ "queue": s.queue, "announced": announced })
+        })
+        .collect();
     page(
         &dash,
         &ctx,
         "workers.html",
         None,
-        json!({ "workers": workers }),
+        json!({ "workers": rows, "spread": spread }),
     )
 }

@@ -278,6 +278,10 @@ impl JobDriver for MemoryDriver {
         self.read_queue_stats(params).await
     }
 
+    async fn queue_next_due(&self, params: &NextDueParams) -> Result<Vec<QueueDue>, JobError> {
+        self.read_next_due(params).await
+    }
+
     async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
         self.list_steps(params).await
     }

@@ -1,4 +1,4 @@
-//! The core port's reads: one job by id, and the per-queue counts.
+//! The core port's reads: one job by id, the per-queue counts, and each queue's next due time.
 
 use std::collections::BTreeMap;
 
@@ -34,5 +34,39 @@ impl MemoryDriver {
             stats.add(r.state, r.run_at <= now, 1, Some(r.run_at), now);
         }
         Ok(by_queue.into_values().collect())
+    }
+
+    /// Each queue's earliest queued row after `now`: every tenant's and class's first row
+    /// past it, read from the claim index (one seek each, never a walk of a backlog).
+    pub(super) async fn read_next_due(
+        &self,
+        params: &NextDueParams,
+    ) -> Result<Vec<QueueDue>, JobError> {
+        let state = self.lock();
+        let after = (
+            params.now + chrono::Duration::nanoseconds(1),
+            0,
+            JobId::nil(),
+        );
+        let mut dues = Vec::new();
+        for queue in &params.queues {
+            let Some(tenants) = state.queued.get(queue) else {
+                continue;
+            };
+            let earliest = tenants
+                .values()
+                .flat_map(|classes| classes.values())
+                .filter_map(|rows| rows.range(after..).next().map(|(at, _, _)| *at))
+                .min();
+            if let Some(at) = earliest {
+                if !dues.iter().any(|d: &QueueDue| d.queue == *queue) {
+                    dues.push(QueueDue {
+                        queue: queue.clone(),
+                        at,
+                    });
+                }
+            }
+        }
+        Ok(dues)
     }
 }

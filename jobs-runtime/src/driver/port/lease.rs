@@ -6,6 +6,13 @@
 //! takes a fence number from one sequence: strictly increasing across holders and keys, kept by
 //! the store, never a client clock. Acquire never over-grants; under contention it may refuse a
 //! free slot, which costs the caller one poll.
+//!
+//! A grant that lapsed is a free slot, but its row stays until a release or a later grant of
+//! the same slot replaces it; a rate limit's grants are never released (they lapse with their
+//! window), so a keyed rate (`rate-key:<name>:<key>`) leaves rows for every key it ever saw.
+//! Each acquire therefore also deletes up to [`LEASE_SWEEP_BATCH`] grants of other keys that
+//! lapsed more than [`LEASE_SWEEP_AFTER`] before its `now`, oldest first: the rows stay bounded
+//! by the grants of the last window and that margin, with no purge job to configure.
 
 use std::time::Duration;
 
@@ -14,6 +21,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
 use crate::error::JobError;
+
+/// How long after it lapsed a grant's row is kept before an acquire of another key may delete
+/// it. Until then a holder that renews late still finds its grant, unless another holder took
+/// the slot over (a deleted grant answers a renewal as one taken over: `None`).
+pub const LEASE_SWEEP_AFTER: Duration = Duration::from_secs(60);
+
+/// Lapsed grants of other keys one acquire deletes at most: more than the one row an acquire
+/// adds, so the sweep keeps pace with any rate of new keys.
+pub const LEASE_SWEEP_BATCH: u32 = 16;
+
+/// The cutoff an acquire at `now` sweeps below: grants that lapsed at or before it go.
+pub fn lease_sweep_before(now: Timestamp) -> Timestamp {
+    now - chrono::Duration::from_std(LEASE_SWEEP_AFTER).unwrap_or_default()
+}
 
 /// A granted slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +71,10 @@ pub struct LeaseAcquire {
 #[async_trait]
 pub trait LeaseStore: Send + Sync {
     /// Grants a free (never held, or lapsed) slot, or answers `None` when every slot is held
-    /// (or the free one was taken under contention).
+    /// (or the free one was taken under contention). Also deletes up to [`LEASE_SWEEP_BATCH`]
+    /// grants of other keys that lapsed at or before [`lease_sweep_before`]`(now)`, so the
+    /// rows of keys no longer used do not pile up (a driver that expires them another way may
+    /// skip it).
     async fn lease_acquire(&self, params: &LeaseAcquire) -> Result<Option<HeldLease>, JobError>;
 
     /// Extends a grant to `now + ttl` and answers it renewed. `None`: the grant is gone

@@ -273,6 +273,22 @@ pub trait JobDriver: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Each queue's next due time: the earliest `run_at` after `now` among its rows waiting
+    /// for their time (delayed, ready and backing off, suspended), one [`QueueDue`] per queue
+    /// that has one. A worker reads it when it starts and when its push wake comes back, and
+    /// arms its due timer with the answers: a due time announced while it was not listening
+    /// (a job delayed by another client, a retry, a parked run) then starts when due, not at
+    /// its next poll. A read, never a write; it may answer an approximation as long as it
+    /// never answers a time later than a queue's earliest (a store that walks a bounded
+    /// number of tenants, [`NEXT_DUE_TENANTS`], answers the earliest among them).
+    ///
+    /// Default: none, so a driver without it keeps compiling and its workers find such times
+    /// at their next poll.
+    async fn queue_next_due(&self, params: &NextDueParams) -> Result<Vec<QueueDue>, JobError> {
+        let _ = params;
+        Ok(Vec::new())
+    }
+
     /// The first unexpired (at `now`) event named `name` under `key` stored after `since`.
     async fn event_find(&self, params: &EventFindParams<'_>) -> Result<Option<JobEvent>, JobError>;
 }

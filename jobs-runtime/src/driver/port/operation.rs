@@ -108,6 +108,7 @@ operations! {
     OutboxRelease => "outbox_release",
     OutboxStage => "outbox_stage",
     OutboxStats => "outbox_stats",
+    QueueNextDue => "queue_next_due",
     QueueStats => "queue_stats",
     SchedulerLead => "scheduler_lead",
     SchedulerLeader => "scheduler_leader",

@@ -318,6 +318,7 @@ impl JobIntrospection for PostgresDriver {
             .bind(i32::try_from(a.in_flight_count).unwrap_or(i32::MAX))
             .bind(a.now)
             .bind(crate::clock::add(a.now, a.ttl))
+            .bind(sqlx::types::Json(&a.settings))
             .execute(&self.pool)
             .await
             .map_err(|e| classify(Op::IntrospectWorkerAnnounce, e))?;
@@ -346,6 +347,8 @@ impl JobIntrospection for PostgresDriver {
                 let d = |e| classify(Op::IntrospectWorkerList, e);
                 let slots: i32 = row.try_get("slots").map_err(d)?;
                 let count: i32 = row.try_get("in_flight_count").map_err(d)?;
+                let settings: sqlx::types::Json<WorkerSettings> =
+                    row.try_get("settings").map_err(d)?;
                 Ok(WorkerRow {
                     id: row.try_get("id").map_err(d)?,
                     host: row.try_get("host").map_err(d)?,
@@ -354,6 +357,7 @@ impl JobIntrospection for PostgresDriver {
                     slots: u32::try_from(slots).unwrap_or(0),
                     in_flight: row.try_get("in_flight").map_err(d)?,
                     in_flight_count: u32::try_from(count).unwrap_or(0),
+                    settings: settings.0,
                     heartbeat_at: row.try_get("heartbeat_at").map_err(d)?,
                     expires_at: row.try_get("expires_at").map_err(d)?,
                 })

@@ -1,5 +1,6 @@
 //! The Postgres lease store: `x_job_leases` (primary key `(lease_key, slot)`) and the one fence
-//! sequence `x_job_lease_fence`.
+//! sequence `x_job_lease_fence`. An acquire also deletes a few long-lapsed grants of other keys
+//! (`sql/lease_acquire.sql`).
 
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
@@ -8,7 +9,9 @@ use sqlx::FromRow;
 use super::classify::{classify, Op};
 use super::PostgresDriver;
 use crate::clock::add;
-use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::driver::lease::{
+    lease_sweep_before, HeldLease, LeaseAcquire, LeaseStore, LEASE_SWEEP_BATCH,
+};
 use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::error::JobError;
 
@@ -36,6 +39,8 @@ impl LeaseStore for PostgresDriver {
             .bind(&p.holder)
             .bind(p.now)
             .bind(add(p.now, p.ttl))
+            .bind(lease_sweep_before(p.now))
+            .bind(i64::from(LEASE_SWEEP_BATCH))
             .fetch_optional(&mut *tx)
             .await
             .map_err(failed)?;

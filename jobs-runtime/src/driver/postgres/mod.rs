@@ -374,6 +374,10 @@ impl JobDriver for PostgresDriver {
         self.located(self.read_queue_depth(params).await)
     }
 
+    async fn queue_next_due(&self, params: &NextDueParams) -> Result<Vec<QueueDue>, JobError> {
+        self.located(self.read_next_due(params).await)
+    }
+
     async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
         self.located(self.list_steps(params).await)
     }

@@ -1,5 +1,5 @@
-//! The core port's reads: one job by id, and the per-queue counts (`queue_stats`, and the
-//! cheaper `queue_depth`).
+//! The core port's reads: one job by id, the per-queue counts (`queue_stats`, and the
+//! cheaper `queue_depth`), and each queue's next due time (`queue_next_due`).
 
 use sqlx::Row;
 
@@ -38,6 +38,31 @@ impl PostgresDriver {
     ) -> Result<Vec<QueueStats>, JobError> {
         self.queue_counts(self.sql.queue_depth.clone(), params.now)
             .await
+    }
+
+    pub(super) async fn read_next_due(
+        &self,
+        params: &NextDueParams,
+    ) -> Result<Vec<QueueDue>, JobError> {
+        let failed = |e| classify(Op::QueueNextDue, e);
+        if params.queues.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(self.sql.queue_next_due.clone())
+            .bind(&params.queues)
+            .bind(params.now)
+            .bind(i32::try_from(NEXT_DUE_TENANTS).unwrap_or(i32::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed)?;
+        rows.iter()
+            .map(|row| {
+                Ok(QueueDue {
+                    queue: row.try_get("queue").map_err(failed)?,
+                    at: row.try_get("at").map_err(failed)?,
+                })
+            })
+            .collect()
     }
 
     /// Folds `sql`'s rows (queue, state, not_due, n, oldest_run_at) into one row per queue.

@@ -101,6 +101,7 @@ statements!(
     job_cancel,
     queue_stats,
     queue_depth,
+    queue_next_due,
     step_list,
     step_put,
     event_publish,

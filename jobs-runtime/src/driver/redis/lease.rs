@@ -7,7 +7,8 @@
 //! An acquire is one script: it reads the key's grants, takes the lowest free slot and draws
 //! the fence, so concurrent acquirers are served one after another by the server and no slot
 //! is granted twice. Renew and release are fenced on the grant's own fence; the holders are
-//! one `HGETALL`.
+//! one `HGETALL`. A zset keeps each lease key by its grants' latest expiry, so an acquire
+//! deletes a few keys whose grants all lapsed long before (a keyed rate's, used once).
 
 use std::collections::HashMap;
 
@@ -18,7 +19,9 @@ use super::enqueue::malformed;
 use super::scripts;
 use super::RedisDriver;
 use crate::clock::add;
-use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::driver::lease::{
+    lease_sweep_before, HeldLease, LeaseAcquire, LeaseStore, LEASE_SWEEP_BATCH,
+};
 use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::driver::Operation as Op;
 use crate::error::JobError;
@@ -57,7 +60,9 @@ impl LeaseStore for RedisDriver {
             .arg(p.limit)
             .arg(&p.holder)
             .arg(micros(p.now))
-            .arg(micros(expires_at));
+            .arg(micros(expires_at))
+            .arg(micros(lease_sweep_before(p.now)))
+            .arg(LEASE_SWEEP_BATCH);
         let answer: Vec<String> = self.conn().script(Op::LeaseAcquire, &invocation).await?;
         let [slot, fence] = match <[String; 2]>::try_from(answer) {
             Ok(pair) => pair,

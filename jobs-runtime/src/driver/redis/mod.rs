@@ -313,6 +313,10 @@ impl JobDriver for RedisDriver {
         reads::queue_stats(self, params.now).await
     }
 
+    async fn queue_next_due(&self, params: &NextDueParams) -> Result<Vec<QueueDue>, JobError> {
+        reads::next_due(self, params).await
+    }
+
     async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
         steps::list(self, params.run_id).await
     }

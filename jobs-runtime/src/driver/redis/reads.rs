@@ -1,4 +1,4 @@
-//! The core port's reads: one job by id, and each queue's counts.
+//! The core port's reads: one job by id, each queue's counts, and each queue's next due time.
 
 use super::codec::{fields, job, micros, time};
 use super::scripts;
@@ -72,4 +72,40 @@ pub(super) async fn queue_stats(
         }
     }
     Ok(out)
+}
+
+/// Each named queue's next due time: one script per queue (`lua/next_due.lua`, in the queue's
+/// slot), the queues read at once.
+pub(super) async fn next_due(
+    driver: &RedisDriver,
+    params: &NextDueParams,
+) -> Result<Vec<QueueDue>, JobError> {
+    let mut queues: Vec<&String> = Vec::with_capacity(params.queues.len());
+    for queue in &params.queues {
+        if !queues.contains(&queue) {
+            queues.push(queue);
+        }
+    }
+    let now_text = micros(params.now);
+    let reads = queues.iter().map(|queue| {
+        let mut invocation = scripts::on_queue(&scripts::NEXT_DUE, driver.keys(), queue);
+        invocation.arg(&now_text);
+        async move {
+            driver
+                .conn()
+                .script::<String>(Op::QueueNextDue, &invocation)
+                .await
+        }
+    });
+    let answers = futures::future::try_join_all(reads).await?;
+    let mut dues = Vec::new();
+    for (queue, at) in queues.into_iter().zip(answers) {
+        if !at.is_empty() {
+            dues.push(QueueDue {
+                queue: queue.clone(),
+                at: time(&at)?,
+            });
+        }
+    }
+    Ok(dues)
 }

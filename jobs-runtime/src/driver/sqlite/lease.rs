@@ -4,7 +4,9 @@
 //! An acquire reads the key's live slots, takes the lowest free one and draws its fence, all in
 //! one `BEGIN IMMEDIATE` transaction: SQLite lets one writer in at a time, so acquirers of every
 //! key take turns (what Postgres' advisory lock per key does), no slot is granted twice, and a
-//! later grant always carries a larger fence than an earlier one.
+//! later grant always carries a larger fence than an earlier one. A grant also deletes up to
+//! [`LEASE_SWEEP_BATCH`] grants of other keys that lapsed long before (`x_job_leases_expiry_idx`),
+//! in the same transaction, so the keys a keyed rate saw once leave no rows behind.
 
 use async_trait::async_trait;
 use sqlx::sqlite::SqliteRow;
@@ -14,7 +16,9 @@ use super::classify::{classify, Op};
 use super::time::ts;
 use super::SqliteDriver;
 use crate::clock::add;
-use crate::driver::lease::{HeldLease, LeaseAcquire, LeaseStore};
+use crate::driver::lease::{
+    lease_sweep_before, HeldLease, LeaseAcquire, LeaseStore, LEASE_SWEEP_BATCH,
+};
 use crate::driver::lease::{LeaseHoldersParams, LeaseRenewParams};
 use crate::error::JobError;
 
@@ -90,6 +94,21 @@ impl LeaseStore for SqliteDriver {
             return Ok(None);
         };
         let lease = held(&row)?;
+        // Long-lapsed grants of other keys: one bounded range of the expiry index.
+        sqlx::query(
+            "delete from x_job_leases
+             where (lease_key, slot) in (
+                 select lease_key, slot from x_job_leases
+                 where expires_at <= ?1 and lease_key <> ?2
+                 order by expires_at
+                 limit ?3)",
+        )
+        .bind(ts(lease_sweep_before(p.now)))
+        .bind(&p.key)
+        .bind(i64::from(LEASE_SWEEP_BATCH))
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
         tx.commit().await.map_err(failed)?;
         Ok(Some(lease))
     }

@@ -71,6 +71,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0010_unique_until.sql",
         sql: include_str!("../../../migrations/sqlite/0010_unique_until.sql"),
     },
+    SqliteMigration {
+        version: 11,
+        name: "0011_worker_settings.sql",
+        sql: include_str!("../../../migrations/sqlite/0011_worker_settings.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.

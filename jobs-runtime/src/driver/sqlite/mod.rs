@@ -269,6 +269,10 @@ impl JobDriver for SqliteDriver {
         reads::queue_stats(&self.reader, params.now).await
     }
 
+    async fn queue_next_due(&self, params: &NextDueParams) -> Result<Vec<QueueDue>, JobError> {
+        reads::next_due(&self.reader, params).await
+    }
+
     async fn step_list(&self, params: &StepListParams) -> Result<Vec<StepRecord>, JobError> {
         steps::list(&self.reader, params.run_id).await
     }

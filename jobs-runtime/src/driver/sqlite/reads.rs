@@ -1,4 +1,4 @@
-//! The core port's reads: one job by id, and the per-queue counts.
+//! The core port's reads: one job by id, the per-queue counts, and each queue's next due time.
 
 use std::collections::BTreeMap;
 
@@ -70,4 +70,75 @@ pub(crate) async fn queue_stats(
         stats.add(state, !not_due, n, oldest, now);
     }
     Ok(by_queue.into_values().collect())
+}
+
+/// Each queue's earliest run time after `now` among its queued rows, by a skip scan over
+/// `x_jobs_fair_idx` (which orders a queue's rows by tenant and priority before run time, so
+/// no one seek finds it): one probe per tenant (at most [`NEXT_DUE_TENANTS`] per queue, in
+/// tenant order; a queue with more answers the earliest among those, and the poll covers the
+/// rest), one per priority class of each tenant, and one seek per class past `now`. A read,
+/// one statement per queue, on a reader.
+const NEXT_DUE: &str = "with recursive
+    tenants (tenant, n) as (
+        select (select coalesce(tenant_id, '') from x_jobs
+                where queue = ?1 and state in ('ready', 'delayed', 'suspended')
+                order by coalesce(tenant_id, '') limit 1), 1
+        union all
+        select (select coalesce(tenant_id, '') from x_jobs
+                where queue = ?1 and state in ('ready', 'delayed', 'suspended')
+                  and coalesce(tenant_id, '') > t.tenant
+                order by coalesce(tenant_id, '') limit 1), t.n + 1
+        from tenants t
+        where t.tenant is not null and t.n < ?3
+    ),
+    classes (tenant, priority) as (
+        select t.tenant,
+               (select priority from x_jobs
+                where queue = ?1 and coalesce(tenant_id, '') = t.tenant
+                  and state in ('ready', 'delayed', 'suspended')
+                order by priority desc limit 1)
+        from tenants t
+        where t.tenant is not null
+        union all
+        select c.tenant,
+               (select priority from x_jobs
+                where queue = ?1 and coalesce(tenant_id, '') = c.tenant
+                  and state in ('ready', 'delayed', 'suspended') and priority < c.priority
+                order by priority desc limit 1)
+        from classes c
+        where c.priority is not null
+    )
+    select min((select run_at from x_jobs
+                where queue = ?1 and coalesce(tenant_id, '') = c.tenant
+                  and priority = c.priority
+                  and state in ('ready', 'delayed', 'suspended') and run_at > ?2
+                order by run_at limit 1)) as at
+    from classes c
+    where c.priority is not null";
+
+pub(crate) async fn next_due(
+    reader: &SqlitePool,
+    params: &NextDueParams,
+) -> Result<Vec<QueueDue>, JobError> {
+    let failed = |e| classify(Op::QueueNextDue, e);
+    let mut dues: Vec<QueueDue> = Vec::new();
+    for queue in &params.queues {
+        if dues.iter().any(|d| d.queue == *queue) {
+            continue;
+        }
+        let at: Option<Timestamp> = sqlx::query_scalar(NEXT_DUE)
+            .bind(queue)
+            .bind(ts(params.now))
+            .bind(i64::from(NEXT_DUE_TENANTS))
+            .fetch_one(reader)
+            .await
+            .map_err(failed)?;
+        if let Some(at) = at {
+            dues.push(QueueDue {
+                queue: queue.clone(),
+                at,
+            });
+        }
+    }
+    Ok(dues)
 }

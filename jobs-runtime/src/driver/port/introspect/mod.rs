@@ -45,7 +45,9 @@ pub use verbs::{
     BulkResult, JobBulkParams, JobPromoteParams, JobRemoveParams, JobRequeueParams, MAX_BULK_ROWS,
 };
 pub use workers::{
-    WorkerAnnounce, WorkerForgetParams, WorkerListParams, WorkerRow, MAX_WORKER_IN_FLIGHT,
+    queue_limits_spread, LimitsAnnounced, QueueLimitsSpread, WorkerAnnounce, WorkerForgetParams,
+    WorkerListParams, WorkerQueueLimits, WorkerQueueRate, WorkerRow, WorkerSettings,
+    MAX_WORKER_IN_FLIGHT,
 };
 
 use async_trait::async_trait;

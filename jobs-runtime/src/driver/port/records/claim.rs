@@ -1,5 +1,6 @@
 //! A claim: the demand per queue, the fence a claim sets (who holds it), the jobs it hands
-//! the worker, and the tenant-fairness cursor a claimer carries from one claim to the next.
+//! the worker, the tenant-fairness cursor a claimer carries from one claim to the next, and
+//! the next due time a starting worker reads to arm its due timer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +37,32 @@ pub struct ClaimParams {
     /// The clock's now.
     pub now: Timestamp,
 }
+
+/// Ask each queue for its next due time ([`JobDriver::queue_next_due`](crate::driver::JobDriver::queue_next_due)).
+#[derive(Debug, Clone)]
+pub struct NextDueParams {
+    /// The queues, each answered on its own.
+    pub queues: Vec<String>,
+    /// The clock's now: only run times after it are answered.
+    pub now: Timestamp,
+}
+
+/// A queue's earliest run time after `now` among its rows waiting for their time: a delayed
+/// row, a ready row backing off (a retry, a run handed back until later) and a suspended row
+/// (a sleep, an event wait's timeout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueDue {
+    /// The queue.
+    pub queue: String,
+    /// When its earliest such row comes due.
+    pub at: Timestamp,
+}
+
+/// Tenants a driver may walk per queue to answer
+/// [`JobDriver::queue_next_due`](crate::driver::JobDriver::queue_next_due) when its store
+/// orders a queue's rows by tenant before run time (the SQL stores' fair index): a queue with
+/// more answers the earliest among the first this many tenants, and the poll covers the rest.
+pub const NEXT_DUE_TENANTS: u32 = 1024;
 
 /// The fairness cursor after a claim that started at `cursor` and took `claimed`: the last
 /// tenant the walk served, i.e. the largest served tenant past the cursor, or, when the walk

@@ -79,8 +79,8 @@ pub(super) async fn announce(writer: &Writer, a: &WorkerAnnounce) -> Result<(), 
     sqlx::query(
         "insert into x_job_workers
              (id, host, started_at, queues, slots, in_flight, in_flight_count, heartbeat_at,
-              expires_at)
-         values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+              expires_at, settings)
+         values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          on conflict (id) do update
          set host = excluded.host,
              started_at = excluded.started_at,
@@ -89,7 +89,8 @@ pub(super) async fn announce(writer: &Writer, a: &WorkerAnnounce) -> Result<(), 
              in_flight = excluded.in_flight,
              in_flight_count = excluded.in_flight_count,
              heartbeat_at = excluded.heartbeat_at,
-             expires_at = excluded.expires_at",
+             expires_at = excluded.expires_at,
+             settings = excluded.settings",
     )
     .bind(&a.id)
     .bind(&a.host)
@@ -100,6 +101,7 @@ pub(super) async fn announce(writer: &Writer, a: &WorkerAnnounce) -> Result<(), 
     .bind(i64::from(a.in_flight_count))
     .bind(ts(a.now))
     .bind(ts(add(a.now, a.ttl)))
+    .bind(Json(&a.settings))
     .execute(&mut *tx)
     .await
     .map_err(failed)?;
@@ -125,7 +127,7 @@ pub(super) async fn list(
     let failed = |e| classify(Op::IntrospectWorkerList, e);
     let rows = sqlx::query(
         "select id, host, started_at, queues, slots, in_flight, in_flight_count, heartbeat_at,
-                expires_at
+                expires_at, settings
          from x_job_workers
          where expires_at > ?1
          order by id",
@@ -140,6 +142,7 @@ pub(super) async fn list(
             let count: i64 = row.try_get("in_flight_count").map_err(failed)?;
             let Json(queues): Json<Vec<String>> = row.try_get("queues").map_err(failed)?;
             let Json(in_flight): Json<Vec<JobId>> = row.try_get("in_flight").map_err(failed)?;
+            let Json(settings): Json<WorkerSettings> = row.try_get("settings").map_err(failed)?;
             Ok(WorkerRow {
                 id: row.try_get("id").map_err(failed)?,
                 host: row.try_get("host").map_err(failed)?,
@@ -148,6 +151,7 @@ pub(super) async fn list(
                 slots: u32::try_from(slots).unwrap_or(0),
                 in_flight,
                 in_flight_count: u32::try_from(count).unwrap_or(0),
+                settings,
                 heartbeat_at: row.try_get("heartbeat_at").map_err(failed)?,
                 expires_at: row.try_get("expires_at").map_err(failed)?,
             })
