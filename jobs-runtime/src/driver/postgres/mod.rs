@@ -102,16 +102,16 @@ struct PinnedConnections {
 
 impl Default for PinnedConnections {
     fn default() -> Self {
-        PinnedConnections::replanned_every(REPLAN_EVERY)
+        PinnedConnections::replanned_every(REPLAN_EVERY, true)
     }
 }
 
 impl PinnedConnections {
-    fn replanned_every(every: Duration) -> Self {
+    fn replanned_every(every: Duration, young_sooner: bool) -> Self {
         PinnedConnections {
-            enqueue: pinned::Pinned::replanned_every(every),
-            claim: pinned::Pinned::replanned_every(every),
-            settle: pinned::Pinned::replanned_every(every),
+            enqueue: pinned::Pinned::replanned_every(every, young_sooner),
+            claim: pinned::Pinned::replanned_every(every, young_sooner),
+            settle: pinned::Pinned::replanned_every(every, young_sooner),
         }
     }
 }
@@ -209,7 +209,10 @@ impl PostgresDriver {
     /// server invalidates it (an `ANALYZE` of the table does). A plan made while the table was
     /// nearly empty can read every row, and on a server with autovacuum off nothing ever
     /// invalidates it; preparing afresh bounds how long it lasts. Each time costs one round
-    /// trip and a new plan for each statement at its next use.
+    /// trip and a new plan for each statement at its next use. Left at the default, a connection
+    /// also prepares afresh 1, 2, 4, 8 and 16 s after it was dialled, so the plans a fresh
+    /// database's first statements made last a second rather than a whole period; set here,
+    /// `every` is the one period.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), jobs::JobError> {
@@ -223,7 +226,7 @@ impl PostgresDriver {
     /// ```
     pub fn replan_every(self, every: Duration) -> Self {
         PostgresDriver {
-            pinned: Arc::new(PinnedConnections::replanned_every(every)),
+            pinned: Arc::new(PinnedConnections::replanned_every(every, false)),
             ..self
         }
     }

@@ -14,7 +14,10 @@
 //! callers nothing.
 //!
 //! A pinned connection prepares its statements afresh every [`REPLAN_EVERY`] (one round trip to
-//! close them, then each is parsed and planned again at its next use). Each statement is planned
+//! close them, then each is parsed and planned again at its next use), and sooner while it is
+//! young: 1, 2, 4, 8 and 16 s after it was dialled, so the plans a fresh database's first
+//! statements made on an empty table last a second, not half a minute of a growing one (unless
+//! `PostgresDriver::replan_every` set one period). Each statement is planned
 //! once per session (`SESSION_SETTINGS`), and a plan made while the table was small (on a table
 //! analyzed nearly empty: sequential scans) would otherwise stay until the server invalidates
 //! it, which with autovacuum off never happens, and the pinned connections live as long as the
@@ -34,11 +37,19 @@ pub(crate) const IDLE_CHECK: Duration = Duration::from_secs(10);
 /// A pinned connection's statements are prepared (and so planned) afresh this often.
 pub const REPLAN_EVERY: Duration = Duration::from_secs(30);
 
+/// How long a connection whose statements were prepared afresh `replans` times keeps its plans
+/// on the young schedule: doubling from 1 s, then `every`.
+fn young_replan_after(replans: u32, every: Duration) -> Duration {
+    Duration::from_secs(1u64 << replans.min(16)).min(every)
+}
+
 /// One pinned connection slot.
 #[derive(Debug)]
 pub(crate) struct Pinned {
     slot: tokio::sync::Mutex<Option<Held>>,
     replan_every: Duration,
+    /// Whether a young connection prepares afresh sooner (the default's doubling schedule).
+    young_sooner: bool,
 }
 
 #[derive(Debug)]
@@ -46,6 +57,8 @@ pub(crate) struct Held {
     conn: PgConnection,
     last_used: Instant,
     planned_since: Instant,
+    /// How often its statements were prepared afresh.
+    replans: u32,
 }
 
 /// A connection lent for one operation: the pinned one, or a pooled one when the pin is busy.
@@ -55,11 +68,22 @@ pub(crate) enum Lease<'a> {
 }
 
 impl Pinned {
-    /// An empty slot whose connection prepares its statements afresh every `every`.
-    pub(crate) fn replanned_every(every: Duration) -> Self {
+    /// An empty slot whose connection prepares its statements afresh every `every`, and sooner
+    /// while it is young when `young_sooner`.
+    pub(crate) fn replanned_every(every: Duration, young_sooner: bool) -> Self {
         Pinned {
             slot: tokio::sync::Mutex::default(),
             replan_every: every,
+            young_sooner,
+        }
+    }
+
+    /// How long the connection keeps the plans it made after `replans` fresh preparations.
+    fn replan_after(&self, replans: u32) -> Duration {
+        if self.young_sooner {
+            young_replan_after(replans, self.replan_every)
+        } else {
+            self.replan_every
         }
     }
 
@@ -76,11 +100,12 @@ impl Pinned {
         if let Some(held) = guard.as_mut() {
             if held.last_used.elapsed() > IDLE_CHECK && held.conn.ping().await.is_err() {
                 *guard = None;
-            } else if held.planned_since.elapsed() >= self.replan_every {
+            } else if held.planned_since.elapsed() >= self.replan_after(held.replans) {
                 if held.conn.clear_cached_statements().await.is_err() {
                     *guard = None;
                 } else {
                     held.planned_since = Instant::now();
+                    held.replans = held.replans.saturating_add(1);
                 }
             }
         }
@@ -94,6 +119,7 @@ impl Pinned {
                 conn,
                 last_used: Instant::now(),
                 planned_since: Instant::now(),
+                replans: 0,
             });
         }
         Ok(Lease::Pinned(guard))
@@ -133,5 +159,21 @@ impl Lease<'_> {
                 _ => *guard = None,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_young_connection_replans_on_a_doubling_schedule_then_every_period() {
+        let every = Duration::from_secs(30);
+        let waits: Vec<u64> = (0..7)
+            .map(|n| young_replan_after(n, every).as_secs())
+            .collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
+        assert_eq!(young_replan_after(u32::MAX, every), every);
+        assert_eq!(young_replan_after(0, Duration::ZERO), Duration::ZERO);
     }
 }
