@@ -13,7 +13,7 @@ use jobs::driver::*;
 use jobs::prelude::*;
 use jobs::{Registry, WorkerHandle};
 
-use crate::support::wait::wait_until;
+use crate::support::wait::{job_done as done, wait_until, worker_completed as completed};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 struct Item {
@@ -42,27 +42,6 @@ fn idle_worker(jobs: &Jobs) -> WorkerHandle {
         .build()
         .expect("worker")
         .start()
-}
-
-/// Waits (bounded, on a condition) until the worker counted `n` completions: the count moves
-/// just after the ack lands, so a reader of the job's state can be a moment ahead of it.
-async fn completed(handle: &WorkerHandle, n: u64) {
-    let worker = handle.worker().clone();
-    wait_until("the worker counts the completion", move || {
-        let count = worker.stats().completed;
-        async move { count >= n }
-    })
-    .await;
-    assert_eq!(handle.worker().stats().completed, n);
-}
-
-/// Waits (bounded, on a condition) until `id` is done.
-async fn done(jobs: &Jobs, id: JobId) {
-    wait_until("the job is done", || {
-        let jobs = jobs.clone();
-        async move { jobs.job(id).await.unwrap().unwrap().state == JobState::Done }
-    })
-    .await;
 }
 
 /// Waits until `n` timers wait on the clock: the idle loop's poll, and the due timer once a

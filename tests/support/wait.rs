@@ -75,3 +75,24 @@ pub async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
+
+/// Waits (bounded, on a condition) until `handle`'s worker counted `n` completions: the count
+/// moves just after the ack lands, so a reader of the job's state can be a moment ahead of it.
+pub async fn worker_completed(handle: &jobs::WorkerHandle, n: u64) {
+    let worker = handle.worker().clone();
+    wait_until("the worker counts the completion", move || {
+        let count = worker.stats().completed;
+        async move { count >= n }
+    })
+    .await;
+    assert_eq!(handle.worker().stats().completed, n);
+}
+
+/// Waits (bounded, on a condition) until job `id` is done.
+pub async fn job_done(jobs: &jobs::Jobs, id: jobs::driver::JobId) {
+    wait_until("the job is done", || {
+        let jobs = jobs.clone();
+        async move { jobs.job(id).await.unwrap().unwrap().state == jobs::JobState::Done }
+    })
+    .await;
+}
