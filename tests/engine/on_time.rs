@@ -7,10 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobs::clock::TestClock;
-use jobs::driver::JobId;
 use jobs::driver::MemoryDriver;
 use jobs::prelude::*;
-use jobs::{ExecutionOutcome, Registry, WorkerHandle};
+use jobs::{ExecutionOutcome, Registry};
 
 use crate::support::wait::{job_done as done, wait_until, worker_completed as completed};
 
