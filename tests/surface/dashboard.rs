@@ -25,6 +25,15 @@ struct Welcome {
     note: Option<String>,
 }
 
+/// A welcome for user `user_id` of the tenant `acme`, with no note.
+fn acme(user_id: u64) -> Welcome {
+    Welcome {
+        user_id,
+        org: "acme".into(),
+        note: None,
+    }
+}
+
 #[job(key = "dash-welcome:{user_id}", tenant = org, queue = "dash-email")]
 async fn dash_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
     run.step("send", async { Ok::<_, JobError>(input.user_id) })
@@ -1268,16 +1277,7 @@ async fn the_operator_tool_serves_the_dashboard_over_a_sqlite_file() {
     let dir = support::sqlite::TempDir::new("dashboard_cli");
     let url = dir.url();
     let jobs = Jobs::open(&url).await.unwrap();
-    let queued = DashWelcome::enqueue(
-        &jobs,
-        Welcome {
-            user_id: 5,
-            org: "acme".into(),
-            note: None,
-        },
-    )
-    .await
-    .unwrap();
+    let queued = DashWelcome::enqueue(&jobs, acme(5)).await.unwrap();
     let out = Captured::default();
     let mut tool_out = out.clone();
     let tool_url = url.clone();
@@ -1634,16 +1634,7 @@ async fn an_empty_required_field_or_tenant_is_refused() {
 async fn the_job_and_manifest_pages_show_a_declared_rate() {
     let jobs = Jobs::memory();
     let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
-    let queued = DashRated::enqueue(
-        &jobs,
-        Welcome {
-            user_id: 9,
-            org: "acme".into(),
-            note: None,
-        },
-    )
-    .await
-    .unwrap();
+    let queued = DashRated::enqueue(&jobs, acme(9)).await.unwrap();
     let (status, page) = dash
         .get(&format!("/admin/jobs/{}", queued.id), "read")
         .await;
@@ -1659,16 +1650,7 @@ async fn the_job_and_manifest_pages_show_a_declared_rate() {
         "{page}"
     );
     // A job with no rate shows none.
-    let plain = DashWelcome::enqueue(
-        &jobs,
-        Welcome {
-            user_id: 9,
-            org: "acme".into(),
-            note: None,
-        },
-    )
-    .await
-    .unwrap();
+    let plain = DashWelcome::enqueue(&jobs, acme(9)).await.unwrap();
     let (_, page) = dash.get(&format!("/admin/jobs/{}", plain.id), "read").await;
     assert!(!page.contains("Rate limit"), "{page}");
 }
@@ -1677,16 +1659,7 @@ async fn the_job_and_manifest_pages_show_a_declared_rate() {
 async fn the_job_and_manifest_pages_show_a_debounce_a_unique_period_and_an_expiry() {
     let jobs = Jobs::memory();
     let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
-    let queued = DashDebounced::enqueue(
-        &jobs,
-        Welcome {
-            user_id: 9,
-            org: "acme".into(),
-            note: None,
-        },
-    )
-    .await
-    .unwrap();
+    let queued = DashDebounced::enqueue(&jobs, acme(9)).await.unwrap();
     let (status, page) = dash
         .get(&format!("/admin/jobs/{}", queued.id), "read")
         .await;
@@ -1705,16 +1678,7 @@ async fn the_job_and_manifest_pages_show_a_debounce_a_unique_period_and_an_expir
         page.contains("· debounce 5s · unique for 1h · expires in 1h"),
         "{page}"
     );
-    let plain = DashWelcome::enqueue(
-        &jobs,
-        Welcome {
-            user_id: 9,
-            org: "acme".into(),
-            note: None,
-        },
-    )
-    .await
-    .unwrap();
+    let plain = DashWelcome::enqueue(&jobs, acme(9)).await.unwrap();
     let (_, page) = dash.get(&format!("/admin/jobs/{}", plain.id), "read").await;
     assert!(
         !page.contains("<dt>Debounce</dt>") && !page.contains("<dt>Expires</dt>"),

@@ -58,6 +58,11 @@ const FRAGMENTS: &[(&str, &str)] = &[
         "claim_running",
         include_str!("sql/fragment_claim_running.sql"),
     ),
+    // Before next_class, which it names.
+    (
+        "tenant_classes",
+        include_str!("sql/fragment_tenant_classes.sql"),
+    ),
     ("next_class", include_str!("sql/fragment_next_class.sql")),
 ];
 

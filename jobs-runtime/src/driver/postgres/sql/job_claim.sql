@@ -115,23 +115,7 @@ exhausted as (
 -- priority first), found by a skip scan, one probe for the first and one past each; each
 -- class's due rows are then read by a seek bounded by `run_at <= now`, so no class's rows that
 -- are not yet due are walked.
-classes (queue, tenant, rank) as (
-    select t.queue, t.tenant, c.rank
-    from tenants t
-    cross join lateral (
-        select -j.priority as rank
-        from {schema}.x_jobs j
-        where j.queue = t.queue
-          and coalesce(j.tenant_id, '') = t.tenant
-          and j.state in ('ready', 'delayed', 'suspended')
-        order by -j.priority
-        limit 1
-    ) c
-    union all
-    select s.queue, s.tenant, n.rank
-    from classes s
-    {next_class}
-),
+{tenant_classes},
 queued as (
     select q.id, q.queue, q.run_at as due, q.tenant, q.rank
     from classes k

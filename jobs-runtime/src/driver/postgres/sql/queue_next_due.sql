@@ -8,7 +8,7 @@
 -- time, so no one seek finds a queue's earliest later run time, and a plain min() would walk
 -- the queue's whole backlog. Instead a skip scan finds each tenant (one index probe each, at
 -- most $3 per queue, in tenant order), each tenant's priority classes (one probe each, at
--- most 11: fragment_next_class.sql, as the claims walk them), and each class's first row after
+-- most 11: fragment_tenant_classes.sql, as the claims walk them), and each class's first row after
 -- $2 (one seek): about 1 + T + 2C probes per queue for T tenants holding C classes in all,
 -- whatever the number of rows queued. A queue with more than $3 tenants answers the earliest
 -- among its first $3 (never a time later than one of theirs), and the poll covers the rest.
@@ -38,23 +38,7 @@ with recursive tenants (queue, tenant, n) as (
     ) nx
     where s.n < $3
 ),
-classes (queue, tenant, rank) as (
-    select t.queue, t.tenant, c.rank
-    from tenants t
-    cross join lateral (
-        select -j.priority as rank
-        from {schema}.x_jobs j
-        where j.queue = t.queue
-          and coalesce(j.tenant_id, '') = t.tenant
-          and j.state in ('ready', 'delayed', 'suspended')
-        order by -j.priority
-        limit 1
-    ) c
-    union all
-    select s.queue, s.tenant, n.rank
-    from classes s
-    {next_class}
-)
+{tenant_classes}
 select k.queue, min(f.run_at) as at
 from classes k
 cross join lateral (
