@@ -58,7 +58,11 @@ const FRAGMENTS: &[(&str, &str)] = &[
         "claim_running",
         include_str!("sql/fragment_claim_running.sql"),
     ),
-    // Before next_class, which it names.
+    // Before next_class, which they name.
+    (
+        "floor_classes",
+        include_str!("sql/fragment_floor_classes.sql"),
+    ),
     (
         "tenant_classes",
         include_str!("sql/fragment_tenant_classes.sql"),

@@ -41,24 +41,7 @@ known as (
 -- tenant has queued rows in at or after its floor, found by a skip scan: one probe for the
 -- first, one past each. Each class's due rows are then read by a seek bounded by
 -- `run_at <= now`, so no class's rows that are not yet due are walked.
-known_classes (queue, tenant, floor_rank, floor_at, floor_id, rank) as (
-    select k.queue, k.tenant, k.floor_rank, k.floor_at, k.floor_id, c.rank
-    from known k
-    cross join lateral (
-        select -j.priority as rank
-        from {schema}.x_jobs j
-        where j.queue = k.queue
-          and coalesce(j.tenant_id, '') = k.tenant
-          and j.state in ('ready', 'delayed', 'suspended')
-          and (-j.priority, j.run_at, j.id) >= (k.floor_rank, k.floor_at, k.floor_id)
-        order by -j.priority, j.run_at, j.id
-        limit 1
-    ) c
-    union all
-    select s.queue, s.tenant, s.floor_rank, s.floor_at, s.floor_id, n.rank
-    from known_classes s
-    {next_class}
-),
+{floor_classes},
 -- Each known tenant's head: its first claimable row at or after its floor (the first due row
 -- of its first class that has one).
 known_heads as (

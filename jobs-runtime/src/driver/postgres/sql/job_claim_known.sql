@@ -30,27 +30,10 @@ known as (
         as k(queue, tenant, floor_at, floor_id, floor_rank)
     where exists (select 1 from demand d where d.queue = k.queue)
 ),
-classes (queue, tenant, floor_rank, floor_at, floor_id, rank) as (
-    select k.queue, k.tenant, k.floor_rank, k.floor_at, k.floor_id, c.rank
-    from known k
-    cross join lateral (
-        select -j.priority as rank
-        from {schema}.x_jobs j
-        where j.queue = k.queue
-          and coalesce(j.tenant_id, '') = k.tenant
-          and j.state in ('ready', 'delayed', 'suspended')
-          and (-j.priority, j.run_at, j.id) >= (k.floor_rank, k.floor_at, k.floor_id)
-        order by -j.priority, j.run_at, j.id
-        limit 1
-    ) c
-    union all
-    select s.queue, s.tenant, s.floor_rank, s.floor_at, s.floor_id, n.rank
-    from classes s
-    {next_class}
-),
+{floor_classes},
 queued as (
     select q.id, q.queue, q.tenant, q.run_at, q.rank
-    from classes k
+    from known_classes k
     join demand d on d.queue = k.queue
     cross join lateral (
         select j.id, j.queue, k.tenant, j.run_at, k.rank
