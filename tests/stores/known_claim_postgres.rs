@@ -42,6 +42,17 @@ fn ms(n: i64) -> jobs::clock::Timestamp {
 
 /// Enqueues a due job of `tenant`, stamped at `at`.
 async fn enqueue(driver: &PostgresDriver, tenant: &str, key: &str, at: i64) -> Uuid {
+    enqueue_ranked(driver, tenant, key, at, 0).await
+}
+
+/// Enqueues a job of `tenant` and `priority`, due and stamped at `at`.
+async fn enqueue_ranked(
+    driver: &PostgresDriver,
+    tenant: &str,
+    key: &str,
+    at: i64,
+    priority: i16,
+) -> Uuid {
     let request = EnqueueRequest {
         id: Uuid::now_v7(),
         run_id: Uuid::now_v7(),
@@ -52,7 +63,7 @@ async fn enqueue(driver: &PostgresDriver, tenant: &str, key: &str, at: i64) -> U
         tenant_id: Some(tenant.into()),
         max_attempts: 3,
         run_at: ms(at),
-        priority: 0,
+        priority,
         on_conflict: ConflictPolicy::Dedupe,
         traceparent: None,
         actor: None,
@@ -111,6 +122,34 @@ async fn a_tenant_another_process_enqueued_waits_one_known_claim_at_most() {
         set(&claim(&claimer, 2, 1_200, LEASE).await),
         set(&[a[4], b])
     );
+}
+
+#[tokio::test]
+async fn a_known_claim_of_one_tenant_reads_later_classes_only_for_the_slots_left() {
+    let (claimer, other) = drivers("known_claim_later_classes").await;
+    let mut plain = Vec::new();
+    for n in 0..4 {
+        plain.push(enqueue(&other, "a", &format!("a{n}"), n).await);
+    }
+    let low = [
+        enqueue_ranked(&other, "a", "l0", 4, -1).await,
+        enqueue_ranked(&other, "a", "l1", 5, -1).await,
+    ];
+    let delayed = enqueue(&other, "a", "a-delayed", 5_000).await;
+    // A full claim, then a claim from the floors: tenant "a" is known at its default class.
+    assert_eq!(claim(&claimer, 1, 1_000, LEASE).await, vec![plain[0]]);
+    assert_eq!(claim(&claimer, 1, 1_010, LEASE).await, vec![plain[1]]);
+    // One slot: the floor's class fills it, the lower class is not read.
+    assert_eq!(claim(&claimer, 1, 1_020, LEASE).await, vec![plain[2]]);
+    // Two slots: the floor's class has one row due (its row not yet due is passed), so the
+    // lower class gives the other, oldest first.
+    assert_eq!(
+        set(&claim(&claimer, 2, 1_030, LEASE).await),
+        set(&[plain[3], low[0]])
+    );
+    assert_eq!(claim(&claimer, 3, 1_035, LEASE).await, vec![low[1]]);
+    assert!(claim(&claimer, 4, 1_040, LEASE).await.is_empty());
+    assert_eq!(claim(&claimer, 4, 5_000, LEASE).await, vec![delayed]);
 }
 
 #[tokio::test]
