@@ -11,8 +11,8 @@ use uuid::Uuid;
 use crate::clock::{SharedClock, SystemClock, Timestamp};
 use crate::driver::{
     CallerConnection, CallerTransaction, EnqueueRequest, EnqueueResult, EventPublish,
-    JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, OutboxStore,
-    QueueStats, QueueStatsParams, DEFAULT_EVENT_TTL,
+    JobCancelParams, JobDriver, JobGetParams, JobId, JobLinks, JobRecord, MemoryDriver,
+    OutboxStore, QueueStats, QueueStatsParams, DEFAULT_EVENT_TTL,
 };
 use crate::enqueue::{EnqueueOptions, Prepared};
 use crate::error::{ErrorCode, JobError};
@@ -331,6 +331,16 @@ impl Jobs {
         input: J::Input,
         options: EnqueueOptions,
     ) -> Result<Enqueued, JobError> {
+        if options.has_dependencies() {
+            return Err(JobError::new(
+                ErrorCode::Invariant,
+                format!(
+                    "job `{}` names dependencies in a caller's transaction; a dependent job is enqueued on its own",
+                    J::DESCRIPTOR.name
+                ),
+            )
+            .with_fix("enqueue the dependent job with `enqueue_with` after the transaction commits"));
+        }
         if let Some(installed) = self.outbox.as_ref().filter(|_| !options.is_direct()) {
             let mut request = self.request::<J>(&input, &options)?;
             // The traceparent is stamped now: the relay publishes with no request span.
@@ -459,6 +469,17 @@ impl Jobs {
     pub async fn job(&self, id: JobId) -> Result<Option<JobRecord>, JobError> {
         let row = self.inner.driver.job_get(&JobGetParams { id }).await?;
         Ok(row.filter(|row| self.sees(row)))
+    }
+
+    /// Reads a job's links to other jobs: the jobs it depends on with their states, the jobs
+    /// depending on it, and its policy when a dependency fails
+    /// ([`EnqueueOptions::depends_on`]). On a client scoped to a tenant, another tenant's job
+    /// has none.
+    pub async fn links(&self, id: JobId) -> Result<JobLinks, JobError> {
+        if self.tenant.is_some() && self.job(id).await?.is_none() {
+            return Ok(JobLinks::default());
+        }
+        self.inner.driver.job_links(id).await
     }
 
     /// Whether this client may see `row`: any row, unless it is scoped to a tenant, then only

@@ -7,7 +7,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::clock::{add, Timestamp};
-use crate::driver::{ConflictPolicy, EnqueueRequest};
+use crate::driver::{ConflictPolicy, Dependencies, DependencyFailure, EnqueueRequest};
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
 
@@ -36,6 +36,8 @@ pub struct EnqueueOptions {
     traceparent: Option<String>,
     priority: Option<i16>,
     unique_for: Option<Duration>,
+    depends_on: Vec<Uuid>,
+    on_dependency_failure: DependencyFailure,
     direct: bool,
     /// The tenant of the client the call is made on ([`crate::Jobs::for_tenant`]); set by the
     /// client, never by the caller.
@@ -138,6 +140,45 @@ impl EnqueueOptions {
         self
     }
 
+    /// Makes the job wait for these jobs: it is not claimed until every one of them has
+    /// settled, and if one ends `failed`, `dead` or `cancelled` it follows
+    /// [`EnqueueOptions::on_dependency_failure`] (cancelled by default, with
+    /// `X_JOB_DEPENDENCY_FAILED` naming that job). Each must exist, in the new job's tenant,
+    /// when it is named (`X_JOB_NOT_FOUND` otherwise, before anything is written), so no cycle
+    /// can be built. A job with dependencies takes no run time or delay (`X_INVARIANT`): it
+    /// starts when they are done. A key already held answers its holder, as any enqueue does,
+    /// and names no dependency for it.
+    ///
+    /// ```no_run
+    /// # use jobs::prelude::*;
+    /// # #[derive(Serialize, Deserialize, JsonSchema)] struct Day { day: String }
+    /// # #[job(key = "{day}", tenant = none)] async fn extract(_r: Run, _i: Day) -> Result<(), JobError> { Ok(()) }
+    /// # #[job(key = "{day}", tenant = none)] async fn report(_r: Run, _i: Day) -> Result<(), JobError> { Ok(()) }
+    /// # async fn f(jobs: Jobs) -> Result<(), JobError> {
+    /// let day = || Day { day: "2026-12-05".into() };
+    /// let extracted = jobs.enqueue::<Extract>(day()).await?;
+    /// let after = EnqueueOptions::new().depends_on([extracted.id]);
+    /// jobs.enqueue_with::<Report>(day(), after).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn depends_on(mut self, jobs: impl IntoIterator<Item = Uuid>) -> Self {
+        for id in jobs {
+            if !self.depends_on.contains(&id) {
+                self.depends_on.push(id);
+            }
+        }
+        self
+    }
+
+    /// What the job does when a job it depends on ([`EnqueueOptions::depends_on`]) ends
+    /// `failed`, `dead` or `cancelled`: [`DependencyFailure::Cancel`] (the default) cancels it,
+    /// and the jobs depending on it with the same policy; [`DependencyFailure::Run`] runs it
+    /// anyway once every dependency has ended.
+    pub fn on_dependency_failure(mut self, policy: DependencyFailure) -> Self {
+        self.on_dependency_failure = policy;
+        self
+    }
+
     /// Stores this W3C traceparent on the job, so its runs join the enqueue's trace.
     pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
         self.traceparent = Some(traceparent.into());
@@ -151,6 +192,10 @@ impl EnqueueOptions {
     pub fn direct(mut self) -> Self {
         self.direct = true;
         self
+    }
+
+    pub(crate) fn has_dependencies(&self) -> bool {
+        !self.depends_on.is_empty()
     }
 
     pub(crate) fn is_direct(&self) -> bool {
@@ -333,6 +378,10 @@ impl Prepared {
             traceparent: options.traceparent.clone(),
             actor: options.actor.clone(),
             unique_for: options.unique_for.or(self.unique_for),
+            dependencies: (!options.depends_on.is_empty()).then(|| Dependencies {
+                on: options.depends_on.clone(),
+                on_failure: options.on_dependency_failure,
+            }),
             now,
         };
         crate::limits::check_enqueue(&request)?;

@@ -147,6 +147,10 @@ error_codes! {
     /// attempt started: discarded (`failed`, uncounted), its body never run.
     JobExpired = "X_JOB_EXPIRED", T,
         "raise the job's `expires_in`, or give its queue more workers so jobs start in time; requeue the job if it should still run";
+    /// A job it depends on ended `failed`, `dead` or `cancelled`, and its policy
+    /// (`DependencyFailure::Cancel`, the default) cancelled it; the message names the dependency.
+    JobDependencyFailed = "X_JOB_DEPENDENCY_FAILED", T,
+        "requeue the dependency and enqueue the dependent again, or enqueue dependents with `on_dependency_failure(DependencyFailure::Run)`";
     /// A job declares `concurrency` and the driver has no lease store.
     JobConcurrencyUnenforceable = "X_JOB_CONCURRENCY_UNENFORCEABLE", T,
         "run the worker on a driver with a lease store (memory, postgres or sqlite)";

@@ -97,7 +97,9 @@ pub use descriptor::{
     Backoff, Concurrency, Jitter, JobDescriptor, RateLimit, RetryPolicy, TenantMode, WhenBusy,
     DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
 };
-pub use driver::{JobRecord, JobState, DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY};
+pub use driver::{
+    DependencyFailure, JobLinks, JobRecord, JobState, DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY,
+};
 pub use enqueue::EnqueueOptions;
 pub use error::{ErrorClass, ErrorCode, JobError, StdJobError};
 pub use execution::{ExecutionOutcome, JobExecution};
@@ -160,6 +162,8 @@ mod guide_doctests {
     struct Telemetry;
     #[doc = include_str!("../../docs/steps-and-events.md")]
     struct StepsAndEvents;
+    #[doc = include_str!("../../docs/work-that-spans-jobs.md")]
+    struct WorkThatSpansJobs;
     #[doc = include_str!("../../docs/retries-and-errors.md")]
     struct RetriesAndErrors;
     #[doc = include_str!("../../docs/sqlite.md")]
@@ -178,8 +182,9 @@ pub mod prelude {
     #[cfg(feature = "webhooks")]
     pub use crate::webhook;
     pub use crate::{
-        backfill, input, job, ledger, posting, purge, task, EnqueueOptions, Enqueued, Entry,
-        ErrorCode, Job, JobError, JobState, Jobs, Occurrence, Outcome, Run, Settled,
+        backfill, input, job, ledger, posting, purge, task, DependencyFailure, EnqueueOptions,
+        Enqueued, Entry, ErrorCode, Job, JobError, JobState, Jobs, Occurrence, Outcome, Run,
+        Settled,
     };
     // The traits from serde and schemars, the derives from `jobs-macros`: they derive through
     // `jobs`' own copies, so they work in a crate with no serde or schemars dependency.

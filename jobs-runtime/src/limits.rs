@@ -294,6 +294,9 @@ pub(crate) fn check_enqueue(request: &EnqueueRequest) -> Result<(), JobError> {
     if let Some(period) = request.unique_for {
         check_unique_for(&whose, period)?;
     }
+    if let Some(dependencies) = &request.dependencies {
+        crate::driver::check_dependencies(request.id, dependencies, request.run_at, request.now)?;
+    }
     if holds_nul(&request.input) {
         return Err(JobError::new(
             ErrorCode::JobInputInvalid,

@@ -215,6 +215,8 @@ impl JobsMcp {
             },
             "steps": steps,
             "history": history,
+            // The jobs it depends on (with their states) and the jobs depending on it.
+            "links": self.jobs.links(id).await?,
         }))
     }
 

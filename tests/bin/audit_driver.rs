@@ -295,6 +295,10 @@ impl JobDriver for AuditDriver {
         Ok(landed)
     }
 
+    async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError> {
+        self.inner.job_links(id).await
+    }
+
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
         self.inner.job_get(params).await
     }

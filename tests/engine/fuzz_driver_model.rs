@@ -160,6 +160,7 @@ async fn run(
                     traceparent: None,
                     actor: None,
                     unique_for: None,
+                    dependencies: None,
                     now,
                 };
                 ids.push(request.id);

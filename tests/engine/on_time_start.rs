@@ -143,6 +143,10 @@ impl JobDriver for Relistening {
         self.rows.job_progress(params).await
     }
 
+    async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError> {
+        self.rows.job_links(id).await
+    }
+
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
         self.rows.job_get(params).await
     }

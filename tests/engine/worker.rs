@@ -170,6 +170,7 @@ async fn enqueue_raw(jobs: &Jobs, name: &str, input: serde_json::Value) -> uuid:
             traceparent: None,
             actor: None,
             unique_for: None,
+            dependencies: None,
             now,
         })
         .await

@@ -275,6 +275,7 @@ fn raw_request(key: String) -> EnqueueRequest {
         traceparent: None,
         actor: None,
         unique_for: None,
+        dependencies: None,
         now,
     }
 }

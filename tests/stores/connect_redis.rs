@@ -233,6 +233,7 @@ async fn an_enqueue_in_a_callers_transaction_is_refused_naming_the_outbox() {
         traceparent: None,
         actor: None,
         unique_for: None,
+        dependencies: None,
         now: chrono::Utc::now(),
     };
     let error = tx

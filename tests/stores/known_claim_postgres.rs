@@ -68,6 +68,7 @@ async fn enqueue_ranked(
         traceparent: None,
         actor: None,
         unique_for: None,
+        dependencies: None,
         now: ms(at),
     };
     driver.job_enqueue(&request).await.expect("enqueue").id

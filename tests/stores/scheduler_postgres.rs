@@ -121,6 +121,7 @@ fn fire(
             traceparent: None,
             actor: None,
             unique_for: None,
+            dependencies: None,
             now,
         })
         .collect();

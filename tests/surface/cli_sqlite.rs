@@ -213,3 +213,39 @@ async fn show_names_a_declared_debounce_unique_period_and_expiry() {
         "{out}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_names_dependencies_both_ways() {
+    let dir = TempDir::new("cli_sqlite_dependencies");
+    let url = dir.url();
+    let (code, _, err) = jobs_cli_on(&url, &["migrate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let jobs = Jobs::open(&url).await.expect("open");
+    let first = SyncCrm::enqueue(&jobs, Account { account_id: 8 })
+        .await
+        .expect("enqueue");
+    let after = jobs::EnqueueOptions::new().depends_on([first.id]);
+    let then = PushCrm::enqueue_with(&jobs, Account { account_id: 8 }, after)
+        .await
+        .expect("enqueue");
+    let (code, out, _) = jobs_cli_on(&url, &["show", &then.id.to_string()]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("state        suspended\n"), "{out}");
+    assert!(
+        out.contains("blocked      until the jobs it depends on have settled\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("on failure   cancel (of a dependency)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("depends on   {} (ready)\n", first.id)),
+        "{out}"
+    );
+    let (_, out, _) = jobs_cli_on(&url, &["show", &first.id.to_string()]).await;
+    assert!(
+        out.contains(&format!("dependent    {}\n", then.id)),
+        "{out}"
+    );
+}

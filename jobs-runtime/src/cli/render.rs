@@ -220,6 +220,26 @@ pub(super) fn show(
         field("last error", error.clone());
     }
     field("input", serde_json::to_string(&j.input).unwrap_or_default());
+    let links = &detail.links;
+    if crate::driver::is_blocked(j.state, j.run_at) {
+        field(
+            "blocked",
+            "until the jobs it depends on have settled".to_string(),
+        );
+    }
+    if let Some(policy) = links.on_dependency_failure {
+        field(
+            "on failure",
+            format!("{} (of a dependency)", policy.as_str()),
+        );
+    }
+    for (id, state) in &links.depends_on {
+        let state = state.map_or("gone", |s| s.as_str());
+        field("depends on", format!("{id} ({state})"));
+    }
+    for id in &links.dependents {
+        field("dependent", id.to_string());
+    }
     text.push_str("\nsteps\n");
     let rows: Vec<Vec<String>> = detail
         .steps

@@ -3,7 +3,7 @@
 //! Postgres driver (River's `riverdrivertest`), and a third-party driver's own tests.
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
-//! area ([`job_enqueue`], [`job_unique`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
+//! area ([`job_enqueue`], [`job_unique`], [`job_dependencies`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
 //! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`webhook_ledger`],
 //! [`introspect`], [`job_history`], [`limits`], [`rate`], [`next_due`],
 //! [`worker`]), named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
@@ -33,6 +33,7 @@ pub mod event;
 pub mod event_purge;
 pub mod introspect;
 pub mod job_claim;
+pub mod job_dependencies;
 pub mod job_enqueue;
 pub mod job_history;
 pub mod job_purge;
@@ -113,6 +114,11 @@ macro_rules! __conformance_cases {
             job_enqueue::job_enqueue_of_one_key_from_many_tasks_inserts_one_row,
             job_enqueue::job_enqueue_many_stores_jobs_due_at_the_batch_now_ready,
             job_enqueue::job_enqueue_many_through_the_client_lists_every_due_job_ready,
+            job_dependencies::job_dependencies_wait_for_every_dependency,
+            job_dependencies::job_dependencies_failure_cancels_or_runs_by_policy,
+            job_dependencies::job_dependencies_follow_a_cancelled_dependency,
+            job_dependencies::job_dependencies_are_checked_at_enqueue,
+            job_dependencies::job_dependencies_span_queues,
             job_unique::job_unique_period_answers_a_finished_holder,
             job_unique::job_unique_period_ends_at_creation_plus_the_period,
             job_unique::job_unique_lapsed_marks_block_nothing_and_batches_keep_the_rule,
@@ -289,6 +295,7 @@ pub(crate) fn request(name: &str, key: &str) -> EnqueueRequest {
         traceparent: None,
         actor: None,
         unique_for: None,
+        dependencies: None,
         now: t0(),
     }
 }

@@ -113,6 +113,7 @@ macro_rules! outbox_record_from {
                         traceparent: row.try_get("traceparent")?,
                         actor: row.try_get("actor")?,
                         unique_for: super::records::unique_for_of_ms(row.try_get("unique_for_ms")?),
+                        dependencies: None,
                         now: row.try_get("staged_at")?,
                     },
                     publish_attempts: narrowed::<i32, _, _>(row, "publish_attempts")?,

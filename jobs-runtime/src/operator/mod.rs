@@ -42,6 +42,9 @@ pub struct JobDetail {
     /// without an operator surface.
     #[serde(default)]
     pub history: Vec<JobHistoryEntry>,
+    /// The jobs it depends on and the jobs depending on it ([`Jobs::links`]).
+    #[serde(default)]
+    pub links: crate::driver::JobLinks,
 }
 
 /// A payload's shape without its values: every string, number and boolean becomes the name of
@@ -243,10 +246,12 @@ impl Operator<'_> {
             Err(e) if e.is(ErrorCode::NotImplemented) => Vec::new(),
             Err(e) => return Err(e),
         };
+        let links = self.jobs.links(id).await?;
         Ok(JobDetail {
             job,
             steps,
             history,
+            links,
         })
     }
 

@@ -33,6 +33,10 @@ pub(crate) struct DueTimes {
 impl DueTimes {
     /// Adds a due time; the timer re-arms when it is the new earliest.
     pub fn add(&self, at: Timestamp) {
+        // A job blocked on its dependencies is due when they settle, not at its stored time.
+        if at >= crate::driver::blocked_until() {
+            return;
+        }
         let mut times = self.times.lock().unwrap_or_else(|e| e.into_inner());
         if times.len() >= MAX_PENDING && times.last().is_some_and(|last| at >= *last) {
             return;

@@ -129,6 +129,8 @@ pub(super) async fn show(
             "debounce_ms": debounce_ms,
             "unique_ms": unique_ms,
             "unique_holds": unique_holds,
+            "blocked": crate::driver::is_blocked(state, detail.job.run_at),
+            "links": detail.links,
             "can": {
                 "retry": !state.is_live(),
                 "cancel": state.is_live(),

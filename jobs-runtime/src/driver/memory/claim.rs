@@ -120,6 +120,7 @@ impl MemoryDriver {
             });
             result.exhausted.push(state.jobs[&id].row());
         }
+        self.dues.released(&mut state, params.now);
         for id in chosen {
             let visible_at = add(params.now, params.visibility_timeout);
             state.update(id, |r| {

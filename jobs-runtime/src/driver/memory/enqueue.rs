@@ -79,10 +79,19 @@ impl MemoryState {
             }
             return EnqueueResult::held(request, id, run_id, false);
         }
-        let state = if request.run_at <= now {
-            JobState::Ready
-        } else {
-            JobState::Delayed
+        // A dependent starts blocked while a dependency is live, and cancelled when its
+        // policy says so of one that failed (both checked before anything is written).
+        let start = match &request.dependencies {
+            Some(dependencies) => {
+                check_dependencies(request.id, dependencies, request.run_at, now)?;
+                self.dependent_start(dependencies, request.tenant_id.as_deref())?
+            }
+            None => Verdict::Release,
+        };
+        let start = start.start(request.run_at);
+        let (state, run_at) = match start.state {
+            JobState::Ready if request.run_at > now => (JobState::Delayed, request.run_at),
+            state => (state, start.run_at),
         };
         let record = JobRecord {
             id: request.id,
@@ -96,12 +105,12 @@ impl MemoryState {
             state,
             attempt: 0,
             max_attempts: request.max_attempts,
-            run_at: request.run_at,
+            run_at,
             priority: request.priority,
             created_at: now,
             updated_at: now,
-            last_error: None,
-            last_error_code: None,
+            last_error: start.last_error(),
+            last_error_code: start.last_error_code().map(String::from),
             claimed_by: None,
             claims: 0,
             visible_at: None,
@@ -121,12 +130,19 @@ impl MemoryState {
             traceparent: request.traceparent.as_deref().map(Arc::from),
             live_hash,
         };
+        let live = job.record.state.is_live();
         self.jobs.insert(request.id, job);
         self.index(request.id);
-        let jobs = &self.jobs;
-        self.live_keys.insert(live_hash, key, request.id, |id| {
-            jobs.get(id).map(|j| &j.record)
-        });
+        if let Some(dependencies) = &request.dependencies {
+            self.link(request.id, dependencies);
+        }
+        // A dependent cancelled at birth holds no key, as any finished job.
+        if live || request.unique_for.is_some() {
+            let jobs = &self.jobs;
+            self.live_keys.insert(live_hash, key, request.id, |id| {
+                jobs.get(id).map(|j| &j.record)
+            });
+        }
         Ok(EnqueueResult {
             id: request.id,
             run_id: request.run_id,
@@ -205,6 +221,7 @@ impl MemoryDriver {
         &self,
         requests: &[EnqueueRequest],
     ) -> Result<Vec<EnqueueResult>, JobError> {
+        check_batch_without_dependencies(requests)?;
         // One `now` for the batch, as Postgres' one statement has.
         let Some(now) = requests.iter().map(|r| r.now).max() else {
             return Ok(Vec::new());

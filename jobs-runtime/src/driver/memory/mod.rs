@@ -9,6 +9,7 @@ use async_trait::async_trait;
 
 mod backfill;
 mod claim;
+mod dependencies;
 mod enqueue;
 mod events;
 mod introspect;
@@ -84,6 +85,19 @@ impl DueAnnouncer {
     fn announce(&self, queue: &str, at: Timestamp, now: Timestamp) {
         if at > now && self.listened() {
             let _ = self.0.send((queue.to_string(), at));
+        }
+    }
+
+    /// Announces the queues of dependents a settle released (`MemoryState::released`), due
+    /// at `now`, so an idle worker of any client takes them at once.
+    fn released(&self, state: &mut MemoryState, now: Timestamp) {
+        if state.released.is_empty() {
+            return;
+        }
+        for queue in std::mem::take(&mut state.released) {
+            if self.listened() {
+                let _ = self.0.send((queue, now));
+            }
         }
     }
 
@@ -270,6 +284,10 @@ impl JobDriver for MemoryDriver {
         self.read_job(params).await
     }
 
+    async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError> {
+        Ok(self.lock().links(id))
+    }
+
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
         self.cancel(params).await
     }
@@ -330,6 +348,7 @@ mod tests {
             traceparent: None,
             actor: None,
             unique_for: None,
+            dependencies: None,
             now,
         }
     }

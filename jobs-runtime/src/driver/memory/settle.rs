@@ -21,6 +21,7 @@ impl MemoryDriver {
             r.last_error_code = None;
             r.updated_at = params.now;
         });
+        self.dues.released(&mut state, params.now);
         Ok(true)
     }
 
@@ -48,6 +49,7 @@ impl MemoryDriver {
             }
             r.updated_at = params.now;
         });
+        self.dues.released(&mut state, params.now);
         drop(state);
         if let Some(queue) = queue {
             self.dues.announce(&queue, params.run_at, params.now);
@@ -106,6 +108,7 @@ impl MemoryDriver {
         let cancelled = state.jobs[&id].row();
         let done = introspect::act(JobVerb::Cancel, None, &params.actor, now);
         state.operator.record(&cancelled, done);
+        self.dues.released(&mut state, now);
         Ok(cancelled)
     }
 }

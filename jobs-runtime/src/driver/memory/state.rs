@@ -32,6 +32,10 @@ pub(super) struct MemoryState {
     pub(super) operator: introspect::OperatorState,
     /// The shared job and queue names the stored jobs hand to their claims.
     pub(super) names: names::Names,
+    /// Which jobs depend on which.
+    pub(super) edges: super::dependencies::DependencyEdges,
+    /// The queues of dependents released since the driver last took them, for its wake.
+    pub(super) released: Vec<String>,
 }
 
 /// Rows in claim order: `(due, insertion, id)`.
@@ -90,23 +94,38 @@ impl StoredJob {
 }
 
 impl MemoryState {
-    /// Applies `change` to a job and keeps the claim index and the live-key index in step.
+    /// Applies `change` to a job and keeps the claim index and the live-key index in step; a
+    /// job that stops being live settles its dependents (`dependencies.rs`).
     pub(super) fn update(&mut self, id: JobId, change: impl FnOnce(&mut JobRecord)) {
+        if let Some(ended_at) = self.set_state(id, change) {
+            if self.edges.has_dependents(id) {
+                self.settle_dependents(id, ended_at);
+            }
+        }
+    }
+
+    /// [`MemoryState::update`] without the dependents' settle (which uses it itself); answers
+    /// when the job stopped being live, if this change ended it.
+    pub(super) fn set_state(
+        &mut self,
+        id: JobId,
+        change: impl FnOnce(&mut JobRecord),
+    ) -> Option<Timestamp> {
         self.unindex(id);
-        let Some(job) = self.jobs.get_mut(&id) else {
-            return;
-        };
+        let job = self.jobs.get_mut(&id)?;
         let was_live = job.record.state.is_live();
         let before = introspect::Before::of(&job.record);
         change(&mut job.record);
         self.operator.observe(before, &job.record);
-        let now_live = job.record.state.is_live();
+        let ended = was_live && !job.record.state.is_live();
+        let ended_at = ended.then_some(job.record.updated_at);
         // A job with a unique period (`unique_until`) keeps its key when it finishes: a lookup
         // after the period finds it lapsed and files the next job in its place.
-        if was_live && !now_live && job.record.unique_until.is_none() {
+        if ended && job.record.unique_until.is_none() {
             self.live_keys.release(job.live_hash, id);
         }
         self.index(id);
+        ended_at
     }
 
     /// Files a job in the claim indexes its state puts it in.
@@ -179,6 +198,7 @@ impl MemoryState {
             return;
         };
         self.live_keys.release(job.live_hash, id);
+        self.edges.forget(id);
     }
 
     /// The job other than `except` that holds `key` (of hash `hash`) at `now`: a live one, or one

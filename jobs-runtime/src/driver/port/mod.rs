@@ -221,6 +221,10 @@ pub trait JobDriver: Send + Sync + 'static {
     /// Reads one job.
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError>;
 
+    /// Reads a job's links to other jobs: the jobs it depends on with their states, the jobs
+    /// depending on it, and its policy ([`JobLinks`]). An unknown job has none.
+    async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError>;
+
     /// Cancels a live job: a queued one at once, a running one at its next heartbeat. The
     /// same transaction appends `cancel` (with [`JobCancelParams::actor`]) to the job's history
     /// ([`introspect::JobIntrospection::job_history`]). `X_JOB_NOT_CANCELLABLE` for a finished

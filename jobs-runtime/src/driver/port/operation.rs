@@ -85,6 +85,7 @@ operations! {
     JobNack => "job_nack",
     JobProgress => "job_progress",
     JobPurge => "job_purge",
+    JobRelease => "job_release",
     LeaseAcquire => "lease_acquire",
     LeaseHolders => "lease_holders",
     LeaseRelease => "lease_release",

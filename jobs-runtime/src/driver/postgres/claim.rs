@@ -21,6 +21,10 @@ impl PostgresDriver {
             .map_err(|e| classify(Op::JobClaim, e))?;
         let result = self.claim_on(lease.conn(), params).await;
         lease.end(&result);
+        // A burial ends a job: its dependents, if any, follow it (burials are rare).
+        if result.as_ref().is_ok_and(|r| !r.exhausted.is_empty()) {
+            self.release_after(params.now).await;
+        }
         result
     }
 

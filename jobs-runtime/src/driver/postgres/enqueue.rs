@@ -47,6 +47,7 @@ impl PostgresDriver {
         &self,
         requests: &[EnqueueRequest],
     ) -> Result<Vec<EnqueueResult>, JobError> {
+        check_batch_without_dependencies(requests)?;
         let mut lease = self
             .pinned
             .enqueue

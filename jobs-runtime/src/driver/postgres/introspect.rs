@@ -117,7 +117,11 @@ impl JobIntrospection for PostgresDriver {
             .await
             .map_err(|e| classify(Op::IntrospectJobRemove, e))?;
         match row {
-            Some(row) => rows::job_record(&row),
+            Some(row) => {
+                // A live job removed is gone for its dependents as a finished one is.
+                self.release_after(params.now).await;
+                rows::job_record(&row)
+            }
             None => Err(self.refusal_for(Bulk::Remove, id).await),
         }
     }
@@ -222,6 +226,7 @@ impl JobIntrospection for PostgresDriver {
             .fetch_one(&self.pool)
             .await
             .map_err(|e| classify(Op::IntrospectJobRemoveMany, e))?;
+        self.release_after(p.now).await;
         bulk(&row, Op::IntrospectJobRemoveMany)
     }
 

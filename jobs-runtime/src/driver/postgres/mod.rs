@@ -20,6 +20,7 @@ mod caller_tx;
 mod claim;
 mod classify;
 mod connect;
+mod dependencies;
 mod enqueue;
 mod events;
 mod floors;
@@ -319,7 +320,11 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
-        self.located(self.enqueue_one(request).await)
+        let result = match &request.dependencies {
+            Some(dependencies) => self.enqueue_dependent(request, dependencies).await,
+            None => self.enqueue_one(request).await,
+        };
+        self.located(result)
     }
 
     async fn job_enqueue_many(
@@ -363,6 +368,10 @@ impl JobDriver for PostgresDriver {
 
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
         self.located(self.read_job(params).await)
+    }
+
+    async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError> {
+        self.located(self.links(id).await)
     }
 
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {

@@ -19,7 +19,7 @@ impl PostgresDriver {
             .bind(&params.by.worker_id)
             .bind(params.by.claim)
             .bind(params.now);
-        self.execute_fenced(Op::JobAck, query).await
+        self.settle_fenced(Op::JobAck, query, params.now).await
     }
 
     pub(super) async fn ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
@@ -51,7 +51,7 @@ impl PostgresDriver {
         // execution, for a batch of one (the statement log of one job every 50 ms). A full
         // drain's batches are large, and it did not move (12,082-12,414 jobs/s before,
         // 12,199-12,515 after); a worker whose acks trickle in one by one pays it on each.
-        let landed: Vec<JobId> = sqlx::query_scalar(self.sql.job_ack_many.clone())
+        let landed: Vec<(JobId, bool)> = sqlx::query_as(self.sql.job_ack_many.clone())
             .persistent(false)
             .bind(params.iter().map(|p| p.job_id).collect::<Vec<_>>())
             .bind(
@@ -65,7 +65,11 @@ impl PostgresDriver {
             .fetch_all(&mut *conn)
             .await
             .map_err(|e| classify(Op::JobAckMany, e))?;
-        let landed: std::collections::HashSet<JobId> = landed.into_iter().collect();
+        if landed.iter().any(|(_, has_dependents)| *has_dependents) {
+            self.release_after(now).await;
+        }
+        let landed: std::collections::HashSet<JobId> =
+            landed.into_iter().map(|(id, _)| id).collect();
         Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
     }
 
@@ -82,11 +86,11 @@ impl PostgresDriver {
             .bind(params.now)
             .bind(JobState::Running.as_str())
             .bind(&*self.wake_channel);
-        let done = query
-            .execute(&self.pool)
+        let row = query
+            .fetch_optional(&self.pool)
             .await
             .map_err(|e| classify(Op::JobNack, e))?;
-        Ok(done.rows_affected() == 1)
+        self.settled(Op::JobNack, row, params.now).await
     }
 
     pub(super) async fn heartbeat(&self, params: &HeartbeatParams) -> Result<bool, JobError> {
@@ -134,6 +138,8 @@ impl PostgresDriver {
                 .await
                 .map_err(|e| classify(Op::HistoryAppend, e))?;
             tx.commit().await.map_err(cancel)?;
+            // Its dependents, if any, follow it (a cancel is rare: no flag is read first).
+            self.release_after(now).await;
             return Ok(cancelled);
         }
         drop(tx);
@@ -155,6 +161,42 @@ impl PostgresDriver {
     /// filter, and kept doing so as the table grew (under a held snapshot that index holds an
     /// entry for every claim since). With the state bound, the primary key is the only index
     /// that fits.
+    /// [`PostgresDriver::execute_fenced`] for a settle that may end a job others depend on:
+    /// the statement answers `has_dependents` in its one row, and the release pass runs when
+    /// it is set.
+    async fn settle_fenced(
+        &self,
+        operation: Op,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+        now: crate::clock::Timestamp,
+    ) -> Result<bool, JobError> {
+        let row = query
+            .bind(JobState::Running.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| classify(operation, e))?;
+        self.settled(operation, row, now).await
+    }
+
+    /// Whether a settle landed (its one row), running the release pass first when the row
+    /// says the job it ended has dependents.
+    async fn settled(
+        &self,
+        operation: Op,
+        row: Option<sqlx::postgres::PgRow>,
+        now: crate::clock::Timestamp,
+    ) -> Result<bool, JobError> {
+        let Some(row) = row else {
+            return Ok(false);
+        };
+        let has_dependents: bool =
+            sqlx::Row::try_get(&row, "has_dependents").map_err(|e| classify(operation, e))?;
+        if has_dependents {
+            self.release_after(now).await;
+        }
+        Ok(true)
+    }
+
     pub(super) async fn execute_fenced(
         &self,
         operation: Op,

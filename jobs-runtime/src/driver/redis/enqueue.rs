@@ -194,7 +194,7 @@ async fn index_ids(
 
 /// Deletes the jobs an unfinished batch inserted in earlier queues (best effort: the caller
 /// is answered with the refusal either way).
-async fn take_back(driver: &RedisDriver, inserted: &[(&str, JobId)]) {
+pub(super) async fn take_back(driver: &RedisDriver, inserted: &[(&str, JobId)]) {
     for (queue, id) in inserted {
         let mut invocation = scripts::on_queue(&scripts::JOB, driver.keys(), queue);
         invocation.arg("take_back").arg(id.to_string());

@@ -24,6 +24,7 @@ mod claim;
 mod codec;
 mod conn;
 mod connect;
+mod dependencies;
 mod enqueue;
 mod events;
 mod introspect;
@@ -259,6 +260,9 @@ impl JobDriver for RedisDriver {
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
+        if let Some(dependencies) = &request.dependencies {
+            return dependencies::enqueue_dependent(self, request, dependencies).await;
+        }
         let mut out = enqueue::enqueue(self, std::slice::from_ref(request), request.now).await?;
         Ok(out.remove(0))
     }
@@ -267,6 +271,7 @@ impl JobDriver for RedisDriver {
         &self,
         requests: &[EnqueueRequest],
     ) -> Result<Vec<EnqueueResult>, JobError> {
+        check_batch_without_dependencies(requests)?;
         let Some(now) = requests.iter().map(|r| r.now).max() else {
             return Ok(Vec::new());
         };
@@ -274,7 +279,19 @@ impl JobDriver for RedisDriver {
     }
 
     async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError> {
-        claim::claim(self, params).await
+        let result = claim::claim(self, params).await;
+        // A burial ends a job: its dependents, if any, follow it (burials are rare).
+        if let Ok(claimed) = &result {
+            if !claimed.exhausted.is_empty() {
+                let queues = claimed
+                    .exhausted
+                    .iter()
+                    .map(|j| std::sync::Arc::from(j.queue.as_str()))
+                    .collect();
+                dependencies::release_after(self, queues, params.now).await;
+            }
+        }
+        result
     }
 
     async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError> {
@@ -303,6 +320,10 @@ impl JobDriver for RedisDriver {
 
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError> {
         reads::get(self, &params.id).await
+    }
+
+    async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError> {
+        dependencies::links(self, id).await
     }
 
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {

@@ -125,6 +125,7 @@ impl Pending {
                 traceparent: j.tp,
                 actor: j.actor,
                 unique_for: j.uq.map(std::time::Duration::from_millis),
+                dependencies: None,
                 now,
             })
             .collect();

@@ -48,13 +48,22 @@ pub(super) async fn ack_many(
         async move { driver.conn().script::<Vec<i64>>(op, &invocation).await }
     });
     let answers = futures::future::try_join_all(scripts).await?;
-    for (members, answer) in by_queue.values().zip(answers) {
+    // 2: landed, and the job has dependents to judge.
+    let mut judged = Vec::new();
+    for ((queue, members), answer) in by_queue.iter().zip(answers) {
         for (&i, ok) in members.iter().zip(answer) {
-            landed[i] = ok == 1;
+            landed[i] = ok >= 1;
             if landed[i] {
                 driver.forget(&params[i].job_id);
             }
+            if ok == 2 && !judged.contains(queue) {
+                judged.push(queue.clone());
+            }
         }
+    }
+    if !judged.is_empty() {
+        let now = params.iter().map(|p| p.now).max().unwrap_or_default();
+        super::dependencies::release_after(driver, judged, now).await;
     }
     Ok(landed)
 }
@@ -104,7 +113,12 @@ async fn fenced_due(
             .arg(driver.keys().wake_channel())
             .arg(crate::driver::wake_payload::due(&queue, micros));
     }
-    Ok(driver.conn().script::<i64>(op, &invocation).await? == 1)
+    // 2: landed, and ended a job with dependents to judge.
+    let answer = driver.conn().script::<i64>(op, &invocation).await?;
+    if answer == 2 {
+        super::dependencies::release_after(driver, vec![queue], now).await;
+    }
+    Ok(answer >= 1)
 }
 
 pub(super) async fn nack(driver: &RedisDriver, p: &NackParams) -> Result<bool, JobError> {
@@ -176,5 +190,8 @@ pub(super) async fn cancel(
         .arg(micros(params.now))
         .arg(params.actor.as_deref().unwrap_or(""));
     let row: Vec<String> = driver.conn().script(Op::JobCancel, &invocation).await?;
-    job(&fields(row))
+    let cancelled = job(&fields(row))?;
+    // Its dependents, if any, follow it (a cancel is rare: no flag is read first).
+    super::dependencies::release_after(driver, vec![queue], params.now).await;
+    Ok(cancelled)
 }

@@ -33,6 +33,27 @@ const INSERT: &str = "insert into x_jobs (
     on conflict do nothing
     returning id, run_id";
 
+/// [`INSERT`] for a job whose start was judged before (a dependent: `dependencies.rs`): its
+/// state ?15, with the error ?16 / ?17 a cancelled one carries and its policy ?18.
+const INSERT_STARTED: &str = "insert into x_jobs (
+        id, run_id, name, queue, input, idempotency_key, tenant_id, state,
+        max_attempts, run_at, created_at, updated_at, traceparent, actor, priority, unique_until,
+        last_error, last_error_code, on_dependency_failure
+    )
+    values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?15,
+        ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?16, ?17, ?18)
+    on conflict do nothing
+    returning id, run_id";
+
+/// Where a job whose start was judged before it is inserted begins ([`INSERT_STARTED`]).
+pub(crate) struct Start {
+    pub state: JobState,
+    pub run_at: Timestamp,
+    pub last_error: Option<String>,
+    pub last_error_code: Option<&'static str>,
+    pub on_dependency_failure: Option<&'static str>,
+}
+
 /// Clears the lapsed unique marks of a key (name ?1, tenant ?2, key ?3) as of ?4: a finished row
 /// whose period ended holds its key no longer, but its mark would keep refusing the insert.
 /// (The live-key index's predicate, spelled as written, lets SQLite probe the partial index.)
@@ -70,9 +91,24 @@ pub(crate) async fn enqueue_on(
     request: &EnqueueRequest,
     now: Timestamp,
 ) -> Result<EnqueueResult, JobError> {
+    enqueue_started(conn, request, now, None).await
+}
+
+/// [`enqueue_on`], starting the job as `start` says when given.
+pub(crate) async fn enqueue_started(
+    conn: &mut SqliteConnection,
+    request: &EnqueueRequest,
+    now: Timestamp,
+    start: Option<&Start>,
+) -> Result<EnqueueResult, JobError> {
     let failed = |e| classify(Op::JobEnqueue, e);
     for _ in 0..ENQUEUE_ROUNDS {
-        let inserted = sqlx::query(INSERT)
+        let statement = if start.is_some() {
+            INSERT_STARTED
+        } else {
+            INSERT
+        };
+        let mut insert = sqlx::query(statement)
             .bind(request.id)
             .bind(request.run_id)
             .bind(&request.name)
@@ -81,16 +117,21 @@ pub(crate) async fn enqueue_on(
             .bind(&request.idempotency_key)
             .bind(&request.tenant_id)
             .bind(i64::from(request.max_attempts))
-            .bind(ts(request.run_at))
+            .bind(ts(start.map_or(request.run_at, |s| s.run_at)))
             .bind(ts(now))
             .bind(&request.traceparent)
             .bind(&request.actor)
             .bind(request.priority)
-            .bind(ts(request.unique_until(now)))
-            // Stepped to its end: see the module's note on auto-checkpoints.
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(failed)?;
+            .bind(ts(request.unique_until(now)));
+        if let Some(start) = start {
+            insert = insert
+                .bind(start.state.as_str())
+                .bind(&start.last_error)
+                .bind(start.last_error_code)
+                .bind(start.on_dependency_failure);
+        }
+        // Stepped to its end: see the module's note on auto-checkpoints.
+        let inserted = insert.fetch_all(&mut *conn).await.map_err(failed)?;
         if let Some(row) = inserted.first() {
             return Ok(EnqueueResult {
                 id: row.try_get("id").map_err(failed)?,
@@ -172,6 +213,7 @@ pub(crate) async fn enqueue_many(
     writer: &Writer,
     requests: &[EnqueueRequest],
 ) -> Result<Vec<EnqueueResult>, JobError> {
+    check_batch_without_dependencies(requests)?;
     let Some(now) = requests.iter().map(|r| r.now).max() else {
         return Ok(Vec::new());
     };

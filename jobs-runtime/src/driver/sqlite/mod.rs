@@ -31,6 +31,7 @@ mod caller_tx;
 mod claim;
 mod classify;
 mod connect;
+mod dependencies;
 mod enqueue;
 mod events;
 mod introspect;
@@ -218,6 +219,9 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
+        if let Some(dependencies) = &request.dependencies {
+            return dependencies::enqueue_dependent(&self.writer, request, dependencies).await;
+        }
         let mut conn = self.writer.acquire(Op::JobEnqueue).await?;
         enqueue::enqueue_on(&mut conn, request, request.now).await
     }
@@ -230,7 +234,12 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError> {
-        claim::claim(&self.writer, params).await
+        let result = claim::claim(&self.writer, params).await;
+        // A burial ends a job: its dependents, if any, follow it (burials are rare).
+        if result.as_ref().is_ok_and(|r| !r.exhausted.is_empty()) {
+            dependencies::release_after(&self.writer, params.now).await;
+        }
+        result
     }
 
     async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError> {
@@ -261,8 +270,15 @@ impl JobDriver for SqliteDriver {
         reads::get(&self.reader, params.id).await
     }
 
+    async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError> {
+        dependencies::links(&self.reader, id).await
+    }
+
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
-        settle::cancel(&self.writer, params).await
+        let cancelled = settle::cancel(&self.writer, params).await?;
+        // Its dependents, if any, follow it (a cancel is rare: no flag is read first).
+        dependencies::release_after(&self.writer, params.now).await;
+        Ok(cancelled)
     }
 
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {

@@ -63,6 +63,13 @@ pub(crate) async fn purge(writer: &Writer, p: &JobPurgeParams) -> Result<u64, Jo
     .execute(&mut *tx)
     .await
     .map_err(failed)?;
+    // The edges of a purged dependent go with it; a dependency's stay, read as gone.
+    sqlx::query(
+        "delete from x_job_dependencies where job_id in (select id from temp.x_jobs_doomed)",
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(failed)?;
     let gone = sqlx::query("delete from x_jobs where id in (select id from temp.x_jobs_doomed)")
         .execute(&mut *tx)
         .await

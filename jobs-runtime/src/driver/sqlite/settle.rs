@@ -19,18 +19,32 @@ use crate::error::{ErrorCode, JobError};
 const ACK: &str = "update x_jobs
     set state = 'done', visible_at = null, updated_at = ?4,
         last_error = null, last_error_code = null
-    where id = ?1 and state = 'running' and claimed_by = ?2 and claims = ?3";
+    where id = ?1 and state = 'running' and claimed_by = ?2 and claims = ?3
+    returning has_dependents";
 
 pub(crate) async fn ack(writer: &Writer, p: &AckParams) -> Result<bool, JobError> {
-    let done = sqlx::query(ACK)
+    let has_dependents: Option<bool> = sqlx::query_scalar(ACK)
         .bind(p.job_id)
         .bind(&p.by.worker_id)
         .bind(p.by.claim)
         .bind(ts(p.now))
-        .execute(&mut *writer.acquire(Op::JobAck).await?)
+        .fetch_optional(&mut *writer.acquire(Op::JobAck).await?)
         .await
         .map_err(|e| classify(Op::JobAck, e))?;
-    Ok(done.rows_affected() == 1)
+    settled(writer, has_dependents, p.now).await
+}
+
+/// Whether a settle landed (its one row's `has_dependents`), running the release pass first
+/// when the job it ended has dependents.
+async fn settled(
+    writer: &Writer,
+    has_dependents: Option<bool>,
+    now: crate::clock::Timestamp,
+) -> Result<bool, JobError> {
+    if has_dependents == Some(true) {
+        super::dependencies::release_after(writer, now).await;
+    }
+    Ok(has_dependents.is_some())
 }
 
 /// Many acks in one statement (one commit, one round trip to the connection's thread), each
@@ -44,7 +58,7 @@ const ACK_MANY: &str = "with acks(id, worker, claims) as (
     from acks
     where x_jobs.id = acks.id and x_jobs.state = 'running'
       and x_jobs.claimed_by = acks.worker and x_jobs.claims = acks.claims
-    returning x_jobs.id";
+    returning x_jobs.id, x_jobs.has_dependents";
 
 /// Many acks in one statement, each fenced on its own claim, all stored at the batch's one
 /// `now` (the latest of its acks').
@@ -57,19 +71,21 @@ pub(crate) async fn ack_many(writer: &Writer, params: &[AckParams]) -> Result<Ve
         .map(|p| serde_json::json!([p.job_id.simple().to_string(), p.by.worker_id, p.by.claim]))
         .collect();
     let batch = serde_json::Value::Array(batch).to_string();
-    let landed: std::collections::HashSet<JobId> = sqlx::query_scalar(ACK_MANY)
+    let landed: Vec<(JobId, bool)> = sqlx::query_as(ACK_MANY)
         .bind(batch)
         .bind(ts(now))
         .fetch_all(&mut *writer.acquire(Op::JobAckMany).await?)
         .await
-        .map_err(|e| classify(Op::JobAckMany, e))?
-        .into_iter()
-        .collect();
+        .map_err(|e| classify(Op::JobAckMany, e))?;
+    if landed.iter().any(|(_, has_dependents)| *has_dependents) {
+        super::dependencies::release_after(writer, now).await;
+    }
+    let landed: std::collections::HashSet<JobId> = landed.into_iter().map(|(id, _)| id).collect();
     Ok(params.iter().map(|p| landed.contains(&p.job_id)).collect())
 }
 
 pub(crate) async fn nack(writer: &Writer, p: &NackParams) -> Result<bool, JobError> {
-    let done = sqlx::query(
+    let has_dependents: Option<bool> = sqlx::query_scalar(
         "update x_jobs
          set state = ?4,
              attempt = case when ?5 then attempt else max(attempt - 1, 0) end,
@@ -78,7 +94,8 @@ pub(crate) async fn nack(writer: &Writer, p: &NackParams) -> Result<bool, JobErr
              last_error = coalesce(?7, last_error),
              last_error_code = case when ?7 is null then last_error_code else ?8 end,
              updated_at = ?9
-         where id = ?1 and state = 'running' and claimed_by = ?2 and claims = ?3",
+         where id = ?1 and state = 'running' and claimed_by = ?2 and claims = ?3
+         returning has_dependents and state in ('failed', 'dead')",
     )
     .bind(p.job_id)
     .bind(&p.by.worker_id)
@@ -89,10 +106,10 @@ pub(crate) async fn nack(writer: &Writer, p: &NackParams) -> Result<bool, JobErr
     .bind(&p.error)
     .bind(&p.error_code)
     .bind(ts(p.now))
-    .execute(&mut *writer.acquire(Op::JobNack).await?)
+    .fetch_optional(&mut *writer.acquire(Op::JobNack).await?)
     .await
     .map_err(|e| classify(Op::JobNack, e))?;
-    Ok(done.rows_affected() == 1)
+    settled(writer, has_dependents, p.now).await
 }
 
 pub(crate) async fn heartbeat(writer: &Writer, p: &HeartbeatParams) -> Result<bool, JobError> {

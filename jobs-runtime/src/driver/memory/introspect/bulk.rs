@@ -113,6 +113,7 @@ pub(super) fn remove_many(
         );
         state.operator.record(&removed, done);
     }
+    driver.dues.released(&mut state, params.now);
     Ok(BulkResult {
         affected: take,
         remaining: total - take,

@@ -60,7 +60,18 @@ impl MemoryState {
             }
         }
         self.operator.started.remove(&id);
+        // A live job removed is gone for its dependents as a finished one is.
+        let live_since = self
+            .jobs
+            .get(&id)
+            .filter(|j| j.record.state.is_live())
+            .map(|j| j.record.updated_at);
         self.remove(id);
+        if let Some(at) = live_since {
+            if self.edges.has_dependents(id) {
+                self.settle_dependents(id, at);
+            }
+        }
     }
 }
 
@@ -78,6 +89,7 @@ pub(super) fn remove(
             state
                 .operator
                 .record(r, act(JobVerb::Remove, None, &params.actor, params.now));
+            driver.dues.released(&mut state, params.now);
             Ok(r.clone())
         }
         _ => Err(refusal(Bulk::Remove, row.as_ref(), id)),

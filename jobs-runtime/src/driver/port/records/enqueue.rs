@@ -94,6 +94,10 @@ pub struct EnqueueRequest {
     /// at) plus this period, whatever its state, so an enqueue of the key within the period
     /// answers it (`deduped`) even once it finished. `None`: it holds its key only while live.
     pub unique_for: Option<Duration>,
+    /// The jobs it waits for ([`EnqueueOptions::depends_on`](crate::EnqueueOptions::depends_on)):
+    /// it is stored blocked ([`is_blocked`](super::is_blocked)) until they have settled.
+    /// `None`: it waits for nothing.
+    pub dependencies: Option<super::Dependencies>,
     /// The clock's now.
     pub now: Timestamp,
 }

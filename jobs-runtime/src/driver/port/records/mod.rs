@@ -4,6 +4,7 @@
 //! wherever it lives.
 
 mod claim;
+mod dependency;
 mod enqueue;
 mod event;
 mod job;
@@ -12,6 +13,7 @@ mod stats;
 mod step;
 
 pub use claim::*;
+pub use dependency::*;
 pub use enqueue::*;
 pub use event::*;
 pub use job::*;

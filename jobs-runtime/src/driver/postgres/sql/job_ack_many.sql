@@ -1,6 +1,7 @@
 -- job_ack_many: settles many running jobs done in one statement, each only under the claim
 -- that holds it ($1 ids, $2 workers, $3 claim ordinals: the same fence as job_ack), and counts
--- them, clearing an earlier attempt's error as job_ack does. Answers the ids whose settle landed.
+-- them, clearing an earlier attempt's error as job_ack does. Answers the ids whose settle landed,
+-- each with `has_dependents` (the driver then judges its dependents).
 -- Each row is found by its id: the state it must be in comes with the input rows, never as a
 -- constant, because `state = 'running'` would let the planner read every running row from
 -- x_jobs_lapsed_idx and join them, and while a snapshot is held that index keeps an entry for
@@ -14,7 +15,7 @@ with settled as (
                 array_fill('running'::text, array[cardinality($1::uuid[])]))
          as a(id, worker, claim, state)
     where j.id = a.id and j.state = a.state and j.claimed_by = a.worker and j.claims = a.claim
-    returning j.id, j.name, j.state, j.updated_at, j.started_at, true as counted
+    returning j.id, j.name, j.state, j.updated_at, j.started_at, true as counted, j.has_dependents
 ),
 {count_settled}
-select id from settled
+select id, has_dependents from settled

@@ -1,7 +1,7 @@
 -- job_purge: deletes up to $3 done rows settled before $1, and up to $3 failed, dead or
 -- cancelled rows settled before $2, oldest first, on their partial indexes (x_jobs_done_idx,
 -- x_jobs_failed_idx), with the steps of their runs. Rows another sweeper holds are skipped.
--- A run whose id another job still carries keeps its steps.
+-- A run whose id another job still carries keeps its steps. A purged dependent's edges go too.
 with done as (
     select id, run_id
     from {schema}.x_jobs
@@ -35,6 +35,12 @@ steps as (
           select 1 from {schema}.x_jobs j
           where j.run_id = d.run_id and j.run_id <> j.id and j.id <> d.id
       )
+),
+-- The edges of a purged dependent go with it (0029); a dependency's stay, read as gone.
+edges as (
+    delete from {schema}.x_job_dependencies e
+    using doomed d
+    where e.job_id = d.id
 ),
 gone as (
     delete from {schema}.x_jobs j

@@ -57,7 +57,11 @@ impl JobIntrospection for RedisDriver {
     }
 
     async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError> {
-        verbs::remove(self, params).await
+        let removed = verbs::remove(self, params).await?;
+        // A live job removed is gone for its dependents as a finished one is.
+        let queue = std::sync::Arc::from(removed.queue.as_str());
+        super::dependencies::release_after(self, vec![queue], params.now).await;
+        Ok(removed)
     }
 
     async fn job_requeue(&self, params: &JobRequeueParams) -> Result<JobRecord, JobError> {
@@ -73,7 +77,10 @@ impl JobIntrospection for RedisDriver {
     }
 
     async fn job_remove_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError> {
-        bulk::run(self, Bulk::Remove, params).await
+        let removed = bulk::run(self, Bulk::Remove, params).await?;
+        let queues = super::dependencies::every_queue(self).await;
+        super::dependencies::release_after(self, queues, params.now).await;
+        Ok(removed)
     }
 
     async fn job_promote_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError> {

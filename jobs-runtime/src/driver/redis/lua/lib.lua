@@ -25,6 +25,9 @@ local GONE = Q .. ':gone'         -- zset: ids whose job was deleted and history
 local PAUSE = Q .. ':pause'       -- hash: at, actor, while the queue is paused
 local SEQ = Q .. ':seq'           -- counter: insertion order (FIFO among equal run_at)
 local COUNTED = Q .. ':cn'        -- set: job names with a counters hash here (`counters_key`)
+-- set: ids of jobs others depend on (`hd`) that stopped being live, their dependents still to
+-- be judged (`dependencies.lua`'s `pending`)
+local REL = Q .. ':rel'
 local function jk(id) return Q .. ':j:' .. id end
 local function due_key(lane) return Q .. ':due:' .. lane end
 -- A row's lane: its tenant, and its priority when it is not the default (a tenant holds no
@@ -307,8 +310,10 @@ local function change(j, set, now)
   end
   if #hset > 0 then redis.call('HSET', jk(j.id), unpack(hset)) end
   if #hdel > 0 then redis.call('HDEL', jk(j.id), unpack(hdel)) end
-  if LIVE_STATES[before_state] and not LIVE_STATES[j.state] and j.uq == nil then
-    free_live_key(j)
+  if LIVE_STATES[before_state] and not LIVE_STATES[j.state] then
+    if j.uq == nil then free_live_key(j) end
+    -- A job others depend on ended: its dependents are to be judged.
+    if j.hd then redis.call('SADD', REL, j.id) end
   end
   index(j)
   observe(before_state, before_attempt, j, now)
@@ -317,6 +322,15 @@ end
 -- Deletes a stored job and its run's steps; its history stays until the purge takes it.
 local function delete(j, now)
   unindex(j)
+  if j.hd then
+    -- A live job others depend on is gone for them as a finished one is; a finished one's
+    -- dependents were judged when it ended.
+    if LIVE_STATES[j.state] then
+      redis.call('SADD', REL, j.id)
+    else
+      redis.call('DEL', Q .. ':dn:' .. j.id)
+    end
+  end
   -- A live job's key, or a finished one's it still holds for its unique period.
   if redis.call('HGET', LIVE, live_key(j)) == j.id then
     redis.call('HDEL', LIVE, live_key(j))

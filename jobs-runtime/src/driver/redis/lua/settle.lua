@@ -1,6 +1,7 @@
 -- The fenced settling writes of one queue, each landing only while its claim still holds the
 -- row. ARGV[1] is the verb, ARGV[2] now; then:
---   ack: (id, worker, claim) repeated; answers one 1 or 0 per job.
+--   ack: (id, worker, claim) repeated; answers one 1 or 0 per job (2: landed, and the job has
+--        dependents to judge, as a nack that ends one answers).
 --   nack: id, worker, claim, state, run_at, counts ('1'/'0'), has_error ('1'/'0'), error, code,
 --         wake channel, due payload ('' none: announced when the row is due later, a retry
 --         after its backoff or a park, so an idle worker starts it when due).
@@ -12,14 +13,15 @@ if verb == 'ack' then
   -- What the fence, the indexes, the live key (with the unique mark `uq`, which keeps it) and
   -- the counters read of a running job.
   local fields = { 'state', 'by', 'claims', 'attempt', 'name', 'tenant', 'key', 'created',
-    'started', 'err', 'errc', 'uq' }
+    'started', 'err', 'errc', 'uq', 'hd' }
   local out = {}
   for i = 3, #ARGV, 3 do
     local j = load_some(ARGV[i], fields)
     if held(j, ARGV[i + 1], ARGV[i + 2]) then
       -- `vis` stays: the codec reads it of running rows only.
       change(j, { state = 'done', err = false, errc = false, updated = now }, now)
-      out[#out + 1] = 1
+      -- 2: landed, and the job has dependents to judge.
+      if j.hd then out[#out + 1] = 2 else out[#out + 1] = 1 end
     else
       out[#out + 1] = 0
     end
@@ -47,6 +49,7 @@ if verb == 'nack' then
   if ARGV[13] and ARGV[13] ~= '' and tonumber(set.run_at) > tonumber(now) then
     redis.call('PUBLISH', ARGV[12], ARGV[13])
   end
+  if j.hd and not LIVE_STATES[j.state] then return 2 end
 elseif verb == 'heartbeat' then
   change(j, { vis = ARGV[6], updated = now }, now)
 elseif verb == 'progress' then

@@ -36,7 +36,10 @@ impl JobIntrospection for SqliteDriver {
     }
 
     async fn job_remove(&self, params: &JobRemoveParams) -> Result<JobRecord, JobError> {
-        verbs::remove(&self.writer, params).await
+        let removed = verbs::remove(&self.writer, params).await?;
+        // A live job removed is gone for its dependents as a finished one is.
+        super::dependencies::release_after(&self.writer, params.now).await;
+        Ok(removed)
     }
 
     async fn job_requeue(&self, params: &JobRequeueParams) -> Result<JobRecord, JobError> {
@@ -52,7 +55,9 @@ impl JobIntrospection for SqliteDriver {
     }
 
     async fn job_remove_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError> {
-        bulk::remove_many(&self.writer, params).await
+        let removed = bulk::remove_many(&self.writer, params).await?;
+        super::dependencies::release_after(&self.writer, params.now).await;
+        Ok(removed)
     }
 
     async fn job_promote_many(&self, params: &JobBulkParams) -> Result<BulkResult, JobError> {

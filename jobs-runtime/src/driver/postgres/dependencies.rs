@@ -1,0 +1,258 @@
+//! Dependencies between jobs on Postgres: the dependent's enqueue, which locks what it names
+//! (`dependency_lock.sql`) and starts blocked, cancelled or released as [`Verdict::of`] says;
+//! the release pass, which judges the dependents of settled jobs; and the links an operator
+//! reads.
+//!
+//! A settle of a job with dependents notes it in `x_job_releases` in its own transaction
+//! (migration 0029's trigger), so nothing is lost if the process dies before judging; the
+//! settling call answers `has_dependents` and the driver runs the pass right after it. A pass
+//! takes what is noted (its own and any a dead process left), judges each blocked dependent
+//! under its row lock, and repeats while a cancel notes more.
+
+use std::collections::BTreeMap;
+
+use sqlx::Connection;
+use sqlx::Row;
+
+use super::classify::{classify, Op};
+use super::{floors, PostgresDriver};
+use crate::clock::Timestamp;
+use crate::driver::records::*;
+use crate::error::JobError;
+
+/// Settled jobs one round of the release pass takes.
+const RELEASE_BATCH: i64 = 500;
+
+/// Rounds one pass runs at most (each a cancel's cascade one level deeper); what is left stays
+/// noted for the next pass.
+const RELEASE_ROUNDS: usize = 64;
+
+/// One blocked dependent as the judge reads it.
+struct Judged {
+    queue: String,
+    tenant: Option<String>,
+    priority: i16,
+    policy: DependencyFailure,
+    dependencies: Vec<(JobId, Option<JobState>)>,
+}
+
+impl PostgresDriver {
+    /// Enqueues a job with dependencies in one transaction: lock them, judge where the job
+    /// starts, insert it with its edges (or answer the holder of its key).
+    pub(super) async fn enqueue_dependent(
+        &self,
+        request: &EnqueueRequest,
+        dependencies: &Dependencies,
+    ) -> Result<EnqueueResult, JobError> {
+        let now = request.now;
+        check_dependencies(request.id, dependencies, request.run_at, now)?;
+        let failed = |e| classify(Op::JobEnqueue, e);
+        for _ in 0..ENQUEUE_ROUNDS {
+            let mut tx = self.pool.begin().await.map_err(failed)?;
+            let locked = sqlx::query(self.sql.dependency_lock.clone())
+                .bind(&dependencies.on)
+                .bind(&request.tenant_id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(failed)?;
+            let mut states = BTreeMap::new();
+            for row in &locked {
+                let id: JobId = row.try_get("id").map_err(failed)?;
+                let state: JobState = row.try_get("state").map_err(failed)?;
+                states.insert(id, state);
+            }
+            if let Some(missing) = dependencies.on.iter().find(|id| !states.contains_key(id)) {
+                // Dropped, the transaction rolls back: nothing was written.
+                return Err(dependency_not_found(*missing));
+            }
+            let named = dependencies
+                .on
+                .iter()
+                .map(|id| (*id, states.get(id).copied()));
+            let start = Verdict::of(dependencies.on_failure, named).start(request.run_at);
+            let inserted = sqlx::query(self.sql.job_enqueue_dependent.clone())
+                .bind(request.id)
+                .bind(request.run_id)
+                .bind(&request.name)
+                .bind(&request.queue)
+                .bind(&request.input)
+                .bind(&request.idempotency_key)
+                .bind(&request.tenant_id)
+                .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
+                .bind(start.run_at)
+                .bind(now)
+                .bind(&*self.wake_channel)
+                .bind(start.state.as_str())
+                .bind(&request.traceparent)
+                .bind(&request.actor)
+                .bind(request.priority)
+                .bind(request.unique_until(now))
+                .bind(start.last_error())
+                .bind(start.last_error_code())
+                .bind(dependencies.on_failure.as_str())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(failed)?;
+            if inserted.is_some() {
+                sqlx::query(self.sql.dependency_link.clone())
+                    .bind(request.id)
+                    .bind(&dependencies.on)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(failed)?;
+                tx.commit().await.map_err(failed)?;
+                if start.state == JobState::Ready {
+                    self.floors.lower(
+                        &request.queue,
+                        request.tenant_id.as_deref(),
+                        floors::Position::of(request.priority, start.run_at, request.id),
+                    );
+                }
+                return Ok(EnqueueResult::inserted(request));
+            }
+            // A row holds the job: answer it, as any enqueue does (the dependencies are not
+            // its own). The marks set above only cost those jobs a pass with nothing to judge.
+            let holder = sqlx::query(self.sql.job_enqueue_holder.clone())
+                .bind(request.id)
+                .bind(&request.name)
+                .bind(&request.tenant_id)
+                .bind(&request.idempotency_key)
+                .bind(now)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(failed)?;
+            tx.commit().await.map_err(failed)?;
+            let Some(row) = holder else { continue };
+            let id: JobId = row.try_get("id").map_err(failed)?;
+            let same_id: bool = row.try_get("same_id").map_err(failed)?;
+            return EnqueueResult::held(
+                request,
+                id,
+                row.try_get("run_id").map_err(failed)?,
+                same_id,
+            );
+        }
+        Err(EnqueueResult::key_kept_moving(request))
+    }
+
+    /// The release pass after a settle that ended a job with dependents (or a verb that may
+    /// have): a failure is logged, never the settle's; what it left stays noted for the next
+    /// pass.
+    pub(super) async fn release_after(&self, now: Timestamp) {
+        if let Err(error) = self.release_pending(now).await {
+            tracing::warn!(
+                code = error.code().map(|c| c.as_str()),
+                "judging the dependents of settled jobs failed; they are judged at the next pass: {}",
+                error.summary()
+            );
+        }
+    }
+
+    /// Judges the blocked dependents of every settled job noted in `x_job_releases`, round by
+    /// round, each round one transaction.
+    pub(super) async fn release_pending(&self, now: Timestamp) -> Result<(), JobError> {
+        let failed = |e| classify(Op::JobRelease, e);
+        for _ in 0..RELEASE_ROUNDS {
+            let mut conn = self.pool.acquire().await.map_err(failed)?;
+            let mut tx = conn.begin().await.map_err(failed)?;
+            let taken: Vec<JobId> = sqlx::query_scalar(self.sql.dependency_release_take.clone())
+                .bind(RELEASE_BATCH)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(failed)?;
+            if taken.is_empty() {
+                return Ok(());
+            }
+            let rows = sqlx::query(self.sql.dependency_release_judge.clone())
+                .bind(&taken)
+                .bind(blocked_until())
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(failed)?;
+            let mut judged: BTreeMap<JobId, Judged> = BTreeMap::new();
+            for row in &rows {
+                let id: JobId = row.try_get("id").map_err(failed)?;
+                let dependency: JobId = row.try_get("depends_on").map_err(failed)?;
+                let state: Option<JobState> = row.try_get("dependency_state").map_err(failed)?;
+                let entry = match judged.get_mut(&id) {
+                    Some(entry) => entry,
+                    None => {
+                        let policy: Option<String> =
+                            row.try_get("on_dependency_failure").map_err(failed)?;
+                        judged.entry(id).or_insert(Judged {
+                            queue: row.try_get("queue").map_err(failed)?,
+                            tenant: row.try_get("tenant_id").map_err(failed)?,
+                            priority: row.try_get("priority").map_err(failed)?,
+                            policy: DependencyFailure::from_stored(policy.as_deref().unwrap_or("")),
+                            dependencies: Vec::new(),
+                        })
+                    }
+                };
+                entry.dependencies.push((dependency, state));
+            }
+            let (mut released, mut queues) = (Vec::new(), Vec::new());
+            let (mut cancelled, mut errors, mut codes) = (Vec::new(), Vec::new(), Vec::new());
+            for (id, judged) in judged {
+                match Verdict::of(judged.policy, judged.dependencies) {
+                    Verdict::Blocked => {}
+                    Verdict::Release => {
+                        released.push(id);
+                        // Due now: this driver's claims seek from below it.
+                        self.floors.lower(
+                            &judged.queue,
+                            judged.tenant.as_deref(),
+                            floors::Position::of(judged.priority, now, id),
+                        );
+                        if !queues.contains(&judged.queue) {
+                            queues.push(judged.queue);
+                        }
+                    }
+                    Verdict::Cancel { dependency, state } => {
+                        let start = Verdict::Cancel { dependency, state }.start(now);
+                        cancelled.push(id);
+                        errors.push(start.last_error());
+                        codes.push(start.last_error_code());
+                    }
+                }
+            }
+            sqlx::query(self.sql.dependency_release_apply.clone())
+                .bind(now)
+                .bind(&released)
+                .bind(&queues)
+                .bind(&*self.wake_channel)
+                .bind(&cancelled)
+                .bind(&errors)
+                .bind(&codes)
+                .execute(&mut *tx)
+                .await
+                .map_err(failed)?;
+            tx.commit().await.map_err(failed)?;
+        }
+        Ok(())
+    }
+
+    /// A job's links ([`JobLinks`]).
+    pub(super) async fn links(&self, id: JobId) -> Result<JobLinks, JobError> {
+        let failed = |e| classify(Op::JobGet, e);
+        let rows = sqlx::query(self.sql.job_links.clone())
+            .bind(id)
+            .bind(MAX_DEPENDENCIES as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed)?;
+        let mut links = JobLinks::default();
+        for row in &rows {
+            let kind: &str = row.try_get("kind").map_err(failed)?;
+            let other: JobId = row.try_get("id").map_err(failed)?;
+            if kind == "on" {
+                let state: Option<JobState> = row.try_get("state").map_err(failed)?;
+                let policy: Option<String> = row.try_get("policy").map_err(failed)?;
+                links.depends_on.push((other, state));
+                links.on_dependency_failure = policy.as_deref().map(DependencyFailure::from_stored);
+            } else {
+                links.dependents.push(other);
+            }
+        }
+        Ok(links)
+    }
+}
