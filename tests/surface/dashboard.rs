@@ -899,6 +899,41 @@ async fn the_job_page_shows_who_retried_and_cancelled_it_escaped() {
 }
 
 #[tokio::test]
+async fn the_job_page_shows_dependencies_both_ways() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let first = DashFlaky::enqueue(&jobs, flaky("first", "acme"))
+        .await
+        .unwrap();
+    let after = jobs::EnqueueOptions::new().depends_on([first.id]);
+    let then = DashFlaky::enqueue_with(&jobs, flaky("then", "acme"), after)
+        .await
+        .unwrap();
+    let (status, page) = dash.get(&format!("/admin/jobs/{}", then.id), "read").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<dt>Blocked</dt><dd>until the jobs it depends on have settled</dd>"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "<dt>Depends on</dt><dd><a href=\"&#x2f;admin/jobs/{id}\"><code>{id}</code></a> <span class=\"badge ready\">ready</span>",
+            id = first.id
+        )),
+        "{page}"
+    );
+    assert!(page.contains("when one fails: cancel"), "{page}");
+    let (_, page) = dash.get(&format!("/admin/jobs/{}", first.id), "read").await;
+    assert!(
+        page.contains(&format!(
+            "<dt>Dependents</dt><dd><a href=\"&#x2f;admin/jobs/{id}\"><code>{id}</code></a></dd>",
+            id = then.id
+        )),
+        "{page}"
+    );
+}
+
+#[tokio::test]
 async fn the_enqueue_form_follows_the_schema_and_records_the_viewer() {
     let jobs = Jobs::memory();
     let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
