@@ -33,7 +33,7 @@ struct Judged {
     tenant: Option<String>,
     priority: i16,
     policy: DependencyFailure,
-    dependencies: Vec<(JobId, Option<JobState>)>,
+    dependencies: DependencyStates,
 }
 
 impl PostgresDriver {

@@ -84,7 +84,7 @@ async fn edge_states(
     driver: &RedisDriver,
     op: Op,
     edges: &Edges,
-) -> Result<Vec<(JobId, Option<JobState>)>, JobError> {
+) -> Result<DependencyStates, JobError> {
     let mut found: BTreeMap<JobId, Option<JobState>> = BTreeMap::new();
     for (queue, ids) in by_queue(edges) {
         for (id, state) in ids.iter().zip(states(driver, op, queue, &ids).await?) {

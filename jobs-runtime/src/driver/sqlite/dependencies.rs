@@ -194,8 +194,7 @@ async fn judge_round(conn: &mut SqliteConnection, now: Timestamp) -> Result<bool
         .fetch_all(&mut *conn)
         .await
         .map_err(failed)?;
-    let mut judged: BTreeMap<JobId, (DependencyFailure, Vec<(JobId, Option<JobState>)>)> =
-        BTreeMap::new();
+    let mut judged: BTreeMap<JobId, (DependencyFailure, DependencyStates)> = BTreeMap::new();
     for row in &rows {
         let id: JobId = row.try_get("id").map_err(failed)?;
         let policy: Option<String> = row.try_get("on_dependency_failure").map_err(failed)?;

@@ -69,6 +69,9 @@ pub fn is_blocked(state: JobState, run_at: Timestamp) -> bool {
     state == JobState::Suspended && run_at == blocked_until()
 }
 
+/// A dependent's dependencies, each with its state (`None`: the row is gone).
+pub type DependencyStates = Vec<(JobId, Option<JobState>)>;
+
 /// What the settled states of a dependent's dependencies decide for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -242,7 +245,7 @@ pub fn dependency_not_found(dependency: JobId) -> JobError {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobLinks {
     /// The jobs it depends on, each with its state (`None`: removed by retention).
-    pub depends_on: Vec<(JobId, Option<JobState>)>,
+    pub depends_on: DependencyStates,
     /// The jobs that depend on it (the first [`MAX_DEPENDENCIES`]).
     pub dependents: Vec<JobId>,
     /// Its policy when a dependency fails (`None`: it depends on nothing).
