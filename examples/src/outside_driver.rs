@@ -110,6 +110,9 @@ impl JobDriver for OutsideDriver {
         self.rows.job_progress(params).await
     }
 
+    async fn job_release_pending(&self, now: jobs::clock::Timestamp) -> Result<(), JobError> {
+        self.rows.job_release_pending(now).await
+    }
     async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError> {
         self.rows.job_links(id).await
     }

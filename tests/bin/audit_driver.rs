@@ -295,6 +295,9 @@ impl JobDriver for AuditDriver {
         Ok(landed)
     }
 
+    async fn job_release_pending(&self, now: jobs::clock::Timestamp) -> Result<(), JobError> {
+        self.inner.job_release_pending(now).await
+    }
     async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError> {
         self.inner.job_links(id).await
     }

@@ -12,6 +12,7 @@ mod cluster_redis;
 mod concurrency_postgres;
 mod connect_postgres;
 mod connect_redis;
+mod dependencies_recovery;
 mod driver_memory;
 mod driver_postgres;
 mod driver_redis;

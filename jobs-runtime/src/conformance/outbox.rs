@@ -779,6 +779,9 @@ impl JobDriver for FailingTarget {
     async fn job_progress(&self, params: &ProgressParams) -> Result<bool, JobError> {
         self.inner.job_progress(params).await
     }
+    async fn job_release_pending(&self, now: Timestamp) -> Result<(), JobError> {
+        self.inner.job_release_pending(now).await
+    }
     async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError> {
         self.inner.job_links(id).await
     }

@@ -15,7 +15,7 @@ use crate::driver::introspect::WorkerForgetParams;
 use crate::driver::introspect::{
     WorkerAnnounce, WorkerQueueLimits, WorkerQueueRate, WorkerSettings, MAX_WORKER_IN_FLIGHT,
 };
-use crate::driver::JobId;
+use crate::driver::{JobId, RELEASE_SWEEP_EVERY};
 
 /// What the registry row is made of, kept by the worker.
 #[derive(Debug, Default)]
@@ -23,6 +23,8 @@ pub(crate) struct Presence {
     running: Mutex<BTreeSet<JobId>>,
     /// `(started_at, last refresh)`, once announced.
     announced: Mutex<Option<(Timestamp, Timestamp)>>,
+    /// When the beat last asked the driver to judge what a dead process left unjudged.
+    swept: Mutex<Option<Timestamp>>,
 }
 
 impl Presence {
@@ -101,6 +103,7 @@ async fn beat(shared: &WorkerShared, started_at: Timestamp) {
         ttl: shared.visibility_timeout,
         now,
     };
+    sweep_releases(shared, now).await;
     match port.worker_announce(&announce).await {
         Ok(()) => {
             *shared
@@ -115,6 +118,31 @@ async fn beat(shared: &WorkerShared, started_at: Timestamp) {
             code = error.code().map(|c| c.as_str()),
             "the worker registry row could not be written; retrying at the next pass"
         ),
+    }
+}
+
+/// Asks the driver, at the first beat and about once a minute after
+/// ([`RELEASE_SWEEP_EVERY`]), to judge the dependents a dead process left unjudged between a
+/// settle and its release pass. A failure is logged and tried again at the next sweep.
+async fn sweep_releases(shared: &WorkerShared, now: Timestamp) {
+    {
+        let mut swept = shared
+            .presence
+            .swept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if swept.is_some_and(|last| now < add(last, RELEASE_SWEEP_EVERY)) {
+            return;
+        }
+        *swept = Some(now);
+    }
+    if let Err(error) = shared.jobs.driver().job_release_pending(now).await {
+        tracing::warn!(
+            target: "jobs.worker.release-sweep-failed",
+            worker = %shared.id,
+            code = error.code().map(|c| c.as_str()),
+            "judging dependents left unjudged failed; trying again at the next sweep"
+        );
     }
 }
 

@@ -221,6 +221,15 @@ pub trait JobDriver: Send + Sync + 'static {
     /// Reads one job.
     async fn job_get(&self, params: &JobGetParams) -> Result<Option<JobRecord>, JobError>;
 
+    /// Judges the dependents of settled jobs whose judging was left unfinished (a process died
+    /// between a settle and the release pass that follows it), as of `now`. A worker calls it
+    /// when it starts and about once a minute ([`RELEASE_SWEEP_EVERY`]). Default: nothing is
+    /// ever left, as on a driver whose settles judge dependents in the same write.
+    async fn job_release_pending(&self, now: crate::clock::Timestamp) -> Result<(), JobError> {
+        let _ = now;
+        Ok(())
+    }
+
     /// Reads a job's links to other jobs: the jobs it depends on with their states, the jobs
     /// depending on it, and its policy ([`JobLinks`]). An unknown job has none.
     async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError>;

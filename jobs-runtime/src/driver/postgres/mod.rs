@@ -374,6 +374,10 @@ impl JobDriver for PostgresDriver {
         self.located(self.links(id).await)
     }
 
+    async fn job_release_pending(&self, now: crate::clock::Timestamp) -> Result<(), JobError> {
+        self.located(self.release_pending(now).await)
+    }
+
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
         self.located(self.cancel(params).await)
     }

@@ -238,7 +238,7 @@ pub(super) async fn release_after(driver: &RedisDriver, queues: Vec<Arc<str>>, n
 
 /// Judges the dependents of every job noted on `queues`, following cancels into the queues of
 /// the dependents they end.
-async fn release_pending(
+pub(super) async fn release_pending(
     driver: &RedisDriver,
     mut queues: Vec<Arc<str>>,
     now: Timestamp,

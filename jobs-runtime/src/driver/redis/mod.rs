@@ -326,6 +326,11 @@ impl JobDriver for RedisDriver {
         dependencies::links(self, id).await
     }
 
+    async fn job_release_pending(&self, now: crate::clock::Timestamp) -> Result<(), JobError> {
+        let queues = dependencies::every_queue(self).await;
+        dependencies::release_pending(self, queues, now).await
+    }
+
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
         settle::cancel(self, params).await
     }

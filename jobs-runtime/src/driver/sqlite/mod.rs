@@ -274,6 +274,10 @@ impl JobDriver for SqliteDriver {
         dependencies::links(&self.reader, id).await
     }
 
+    async fn job_release_pending(&self, now: crate::clock::Timestamp) -> Result<(), JobError> {
+        dependencies::release_pending(&self.writer, now).await
+    }
+
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
         let cancelled = settle::cancel(&self.writer, params).await?;
         // Its dependents, if any, follow it (a cancel is rare: no flag is read first).

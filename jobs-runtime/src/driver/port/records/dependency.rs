@@ -12,6 +12,10 @@ use crate::error::{ErrorCode, JobError};
 /// The most jobs one enqueue may depend on.
 pub const MAX_DEPENDENCIES: usize = 1_000;
 
+/// How often a worker asks its driver to judge what a dead process left unjudged
+/// ([`JobDriver::job_release_pending`](crate::driver::JobDriver::job_release_pending)).
+pub const RELEASE_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What a dependent does when a job it depends on ends `failed`, `dead` or `cancelled`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
