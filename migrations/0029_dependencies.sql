@@ -12,7 +12,7 @@ create table if not exists {schema}.x_job_dependencies (
 create index if not exists x_job_dependencies_job_idx
     on {schema}.x_job_dependencies (job_id);
 
--- A dependent's policy when a dependency ends failed, dead or cancelled ('cancel' or 'run';
+-- A dependent's policy when a dependency ends failed, dead or cancelled ('cancel' or 'run_anyway';
 -- null: it depends on nothing). `has_dependents` marks a job some other job depends on: set
 -- by the dependent's enqueue under the row's lock, so a settle that follows sees it.
 -- Columns with constant defaults are added without rewriting the table.

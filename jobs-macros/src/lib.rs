@@ -192,6 +192,18 @@ mod value;
 ///
 /// There is no `rate_limit`: write `rate(limit = .., per = ..)`.
 ///
+/// # Dependencies
+///
+/// An enqueue may name jobs this one waits for (`EnqueueOptions::depends_on`).
+/// `on_dependency_failure` says what it does when one of them ends failed, dead or cancelled:
+/// `cancel` (the default: it is cancelled with `X_JOB_DEPENDENCY_FAILED`, and so are the jobs
+/// depending on it) or `run_anyway` (it runs anyway once every dependency has ended). An enqueue may
+/// name another (`EnqueueOptions::on_dependency_failure`).
+///
+/// ```ignore
+/// #[jobs::job(key = "report:{day}", tenant = none, on_dependency_failure = run_anyway)]
+/// ```
+///
 /// # Unique period
 ///
 /// A job holds its idempotency key while it is live, so an enqueue of the key answers it

@@ -27,6 +27,7 @@ use crate::errors::Errors;
 use crate::value::backoff::Backoff;
 use crate::value::catch_up::CatchUp;
 use crate::value::cron::CronValue;
+use crate::value::dependency_failure::DependencyFailure;
 use crate::value::duration::DurationValue;
 use crate::value::jitter::Jitter;
 use crate::value::key::KeySource;
@@ -73,6 +74,8 @@ pub struct JobDecl<'a> {
     pub on_settled: Option<Path>,
     /// `priority = N`, when declared and a number (its range is a rule in `check/`).
     pub priority: Option<i64>,
+    /// `on_dependency_failure = ..`, when declared.
+    pub on_dependency_failure: Option<DependencyFailure>,
     /// The generated handle type's name.
     pub handle: Ident,
     /// The runtime crate (`crate = ..`, else `::jobs`).
@@ -145,6 +148,7 @@ impl<'a> JobDecl<'a> {
             rate: None,
             on_settled: None,
             priority: None,
+            on_dependency_failure: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
             crate_path: syn::parse_quote!(::jobs),
         };
@@ -179,6 +183,7 @@ impl<'a> JobDecl<'a> {
         }
         decl.on_settled = errs.value(&args.on_settled).map(|path| path.0);
         decl.priority = errs.value(&args.priority).map(|priority| priority.0);
+        decl.on_dependency_failure = errs.value(&args.on_dependency_failure);
         if let Some(handle) = errs.value(&args.handle) {
             decl.handle = handle.0;
         }

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+pub use crate::driver::DependencyFailure;
+
 /// A job as the manifest and the worker see it: every declared option, resolved with defaults.
 #[derive(Debug, Clone, Copy)]
 pub struct JobDescriptor {
@@ -52,12 +54,17 @@ pub struct JobDescriptor {
     /// [`DEFAULT_PRIORITY`](crate::driver::DEFAULT_PRIORITY) (0). An enqueue may name another
     /// ([`EnqueueOptions::priority`](crate::EnqueueOptions::priority)).
     pub priority: i16,
+    /// `on_dependency_failure = run_anyway`: what the job does, when it is enqueued with dependencies
+    /// ([`EnqueueOptions::depends_on`](crate::EnqueueOptions::depends_on)), if one of them ends
+    /// `failed`, `dead` or `cancelled`; default [`DependencyFailure::Cancel`]. An enqueue may
+    /// name another ([`EnqueueOptions::on_dependency_failure`](crate::EnqueueOptions::on_dependency_failure)).
+    pub on_dependency_failure: DependencyFailure,
 }
 
 impl JobDescriptor {
     /// The reference's defaults: queue `default`, [`RetryPolicy::DEFAULT`], dead letters on,
     /// no timeouts, a 30 s event poll, no concurrency cap, no rate limit, no expiry, no
-    /// debounce, no unique period, priority 0.
+    /// debounce, no unique period, priority 0, dependents cancelled when a dependency fails.
     pub const fn new(
         name: &'static str,
         tenant: TenantMode,
@@ -82,6 +89,7 @@ impl JobDescriptor {
             input_schema,
             on_settled: false,
             priority: crate::driver::DEFAULT_PRIORITY,
+            on_dependency_failure: DependencyFailure::Cancel,
         }
     }
 }

@@ -37,7 +37,7 @@ pub struct EnqueueOptions {
     priority: Option<i16>,
     unique_for: Option<Duration>,
     depends_on: Vec<Uuid>,
-    on_dependency_failure: DependencyFailure,
+    on_dependency_failure: Option<DependencyFailure>,
     direct: bool,
     /// The tenant of the client the call is made on ([`crate::Jobs::for_tenant`]); set by the
     /// client, never by the caller.
@@ -171,11 +171,12 @@ impl EnqueueOptions {
     }
 
     /// What the job does when a job it depends on ([`EnqueueOptions::depends_on`]) ends
-    /// `failed`, `dead` or `cancelled`: [`DependencyFailure::Cancel`] (the default) cancels it,
-    /// and the jobs depending on it with the same policy; [`DependencyFailure::Run`] runs it
-    /// anyway once every dependency has ended.
+    /// `failed`, `dead` or `cancelled`, instead of the declared policy
+    /// (`#[job(on_dependency_failure = run_anyway)]`; default cancel): [`DependencyFailure::Cancel`]
+    /// cancels it, and the jobs depending on it with the same policy;
+    /// [`DependencyFailure::RunAnyway`] runs it anyway once every dependency has ended.
     pub fn on_dependency_failure(mut self, policy: DependencyFailure) -> Self {
-        self.on_dependency_failure = policy;
+        self.on_dependency_failure = Some(policy);
         self
     }
 
@@ -280,6 +281,8 @@ pub(crate) struct Prepared {
     /// `unique(for = ..)`: the job holds its key this long after its enqueue.
     pub unique_for: Option<Duration>,
     pub priority: i16,
+    /// `on_dependency_failure = ..`: a dependent's policy unless the enqueue names one.
+    pub on_dependency_failure: DependencyFailure,
 }
 
 impl Prepared {
@@ -316,6 +319,7 @@ impl Prepared {
             debounce: d.debounce,
             unique_for: d.unique_for,
             priority: d.priority,
+            on_dependency_failure: d.on_dependency_failure,
         })
     }
 
@@ -380,7 +384,9 @@ impl Prepared {
             unique_for: options.unique_for.or(self.unique_for),
             dependencies: (!options.depends_on.is_empty()).then(|| Dependencies {
                 on: options.depends_on.clone(),
-                on_failure: options.on_dependency_failure,
+                on_failure: options
+                    .on_dependency_failure
+                    .unwrap_or(self.on_dependency_failure),
             }),
             now,
         };

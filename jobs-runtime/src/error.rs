@@ -150,7 +150,7 @@ error_codes! {
     /// A job it depends on ended `failed`, `dead` or `cancelled`, and its policy
     /// (`DependencyFailure::Cancel`, the default) cancelled it; the message names the dependency.
     JobDependencyFailed = "X_JOB_DEPENDENCY_FAILED", T,
-        "requeue the dependency and enqueue the dependent again, or enqueue dependents with `on_dependency_failure(DependencyFailure::Run)`";
+        "requeue the dependency and enqueue the dependent again, or enqueue dependents with `on_dependency_failure(DependencyFailure::RunAnyway)`";
     /// A job declares `concurrency` and the driver has no lease store.
     JobConcurrencyUnenforceable = "X_JOB_CONCURRENCY_UNENFORCEABLE", T,
         "run the worker on a driver with a lease store (memory, postgres or sqlite)";

@@ -212,7 +212,8 @@ pub mod __private {
     pub use crate::client::{Enqueued, Jobs};
     pub use crate::clock::Timestamp;
     pub use crate::descriptor::{
-        Backoff, Concurrency, Jitter, JobDescriptor, RateLimit, TenantMode, WhenBusy,
+        Backoff, Concurrency, DependencyFailure, Jitter, JobDescriptor, RateLimit, TenantMode,
+        WhenBusy,
     };
     pub use crate::enqueue::EnqueueOptions;
     pub use crate::error::JobError;

@@ -110,6 +110,7 @@ fn describe(d: &JobDescriptor) -> Value {
         "tenant": tenant,
         "on_settled": d.on_settled,
         "priority": d.priority,
+        "on_dependency_failure": d.on_dependency_failure.as_str(),
         // Step names are chosen at run time, so the manifest lists none by design.
         "steps": [],
         "input": { "type": d.input_type, "schema": (d.input_schema)() },

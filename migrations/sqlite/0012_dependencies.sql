@@ -8,7 +8,7 @@ create table if not exists x_job_dependencies (
 ) without rowid;
 create index if not exists x_job_dependencies_job_idx on x_job_dependencies (job_id);
 
--- A dependent's policy ('cancel' or 'run'; null: it depends on nothing), and whether some
+-- A dependent's policy ('cancel' or 'run_anyway'; null: it depends on nothing), and whether some
 -- other job depends on this one.
 alter table x_jobs add column on_dependency_failure text;
 alter table x_jobs add column has_dependents integer not null default 0;

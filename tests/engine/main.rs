@@ -11,6 +11,7 @@ mod backfill;
 mod concurrency;
 mod concurrency_refused;
 mod cron_grammar;
+mod dependencies;
 mod enqueue;
 mod events;
 mod fuzz_driver_model;

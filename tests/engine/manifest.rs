@@ -133,6 +133,10 @@ fn describes_queue_retry_timeouts_and_tenant() {
     assert_eq!(sync["on_settled"], false);
     assert_eq!(sync["priority"], 0, "the default priority");
     assert_eq!(
+        sync["on_dependency_failure"], "cancel",
+        "the default policy"
+    );
+    assert_eq!(
         sync["unique_for_ms"],
         serde_json::Value::Null,
         "no unique period"

@@ -8,6 +8,7 @@ use quote::ToTokens;
 
 use super::common::Delivery;
 use crate::value::count::Count;
+use crate::value::dependency_failure::DependencyFailure;
 use crate::value::duration::{DurationValue, UniquePeriod};
 use crate::value::key::KeySource;
 use crate::value::priority::Priority;
@@ -48,6 +49,8 @@ pub struct JobArgs {
     pub handle: Option<Arg<TypeName>>,
     /// `priority = 2`: -5..=5, default 0; higher is claimed first within a tenant's turn
     pub priority: Option<Arg<Priority>>,
+    /// `on_dependency_failure = run_anyway`: what an enqueue with dependencies does when one fails
+    pub on_dependency_failure: Option<Arg<DependencyFailure>>,
     /// `queue`, `retry(..)`, `name`, `crate`.
     #[darling(flatten)]
     pub delivery: Delivery,
@@ -70,6 +73,7 @@ impl ArgNames for JobArgs {
         "unique",
         "dead_letter",
         "priority",
+        "on_dependency_failure",
         "on_settled",
         "handle",
         "crate",

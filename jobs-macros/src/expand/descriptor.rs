@@ -5,6 +5,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use crate::model::{Concurrency, RateDecl, Retry};
+use crate::value::dependency_failure::DependencyFailure;
 use crate::value::duration::DurationValue;
 use crate::value::scope::Scope;
 
@@ -44,6 +45,8 @@ pub struct JobShape<'a> {
     pub on_settled: bool,
     /// `priority = ..`, checked to lie in the runtime's range.
     pub priority: Option<i64>,
+    /// `on_dependency_failure = ..`.
+    pub on_dependency_failure: Option<DependencyFailure>,
 }
 
 impl<'a> JobShape<'a> {
@@ -72,6 +75,7 @@ impl<'a> JobShape<'a> {
             rate: None,
             on_settled: false,
             priority: None,
+            on_dependency_failure: None,
         }
     }
 }
@@ -106,6 +110,7 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
         rate,
         on_settled,
         priority,
+        on_dependency_failure,
     } = shape;
     let mut set = Vec::new();
     if let Some(queue) = queue {
@@ -192,6 +197,10 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
     }
     if on_settled {
         set.push(quote!(d.on_settled = true;));
+    }
+    if let Some(policy) = on_dependency_failure {
+        let variant = format_ident!("{}", policy.variant());
+        set.push(quote!(d.on_dependency_failure = #p::DependencyFailure::#variant;));
     }
     let binding = if set.is_empty() {
         quote!(d)

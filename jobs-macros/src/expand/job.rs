@@ -417,6 +417,7 @@ fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStre
     shape.rate = decl.rate.as_ref();
     shape.on_settled = decl.on_settled.is_some();
     shape.priority = decl.priority;
+    shape.on_dependency_failure = decl.on_dependency_failure;
     job_descriptor(p, shape)
 }
 

@@ -7,6 +7,7 @@ pub mod book;
 pub mod catch_up;
 pub mod count;
 pub mod cron;
+pub mod dependency_failure;
 pub mod duration;
 pub mod jitter;
 pub mod key;

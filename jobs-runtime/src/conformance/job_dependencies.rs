@@ -2,7 +2,7 @@
 //! (`suspended` until [`blocked_until`]) and never claimed while a job it depends on is live;
 //! the settle of its last dependency makes it ready at once; a dependency ending `failed`,
 //! `dead` or `cancelled` cancels it under [`DependencyFailure::Cancel`] (and its own
-//! dependents with it) or lets it run under [`DependencyFailure::Run`]; what an enqueue names
+//! dependents with it) or lets it run under [`DependencyFailure::RunAnyway`]; what an enqueue names
 //! is checked before anything is written; [`JobDriver::job_links`] shows the edges.
 
 use std::sync::Arc;
@@ -81,7 +81,7 @@ pub async fn job_dependencies_wait_for_every_dependency(driver: Arc<dyn JobDrive
 
 /// A dependency ending dead cancels its dependents under the default policy, with
 /// `X_JOB_DEPENDENCY_FAILED` naming it, and theirs in turn; a dependent declared
-/// [`DependencyFailure::Run`] runs anyway once every dependency has ended.
+/// [`DependencyFailure::RunAnyway`] runs anyway once every dependency has ended.
 pub async fn job_dependencies_failure_cancels_or_runs_by_policy(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     let a = enqueue(d, &request("conformance.job", "fail-a")).await.id;
@@ -91,13 +91,19 @@ pub async fn job_dependencies_failure_cancels_or_runs_by_policy(driver: Arc<dyn 
     let c = enqueue(d, &dependent("fail-c", &[b], DependencyFailure::Cancel))
         .await
         .id;
-    let anyway = enqueue(d, &dependent("fail-run", &[a], DependencyFailure::Run))
-        .await
-        .id;
+    let anyway = enqueue(
+        d,
+        &dependent("fail-run", &[a], DependencyFailure::RunAnyway),
+    )
+    .await
+    .id;
     // Depends on the cancelled `b` but runs anyway.
-    let after_b = enqueue(d, &dependent("fail-after-b", &[b], DependencyFailure::Run))
-        .await
-        .id;
+    let after_b = enqueue(
+        d,
+        &dependent("fail-after-b", &[b], DependencyFailure::RunAnyway),
+    )
+    .await
+    .id;
     bury(d, a, at(1)).await;
 
     let b_row = get(d, b).await;
@@ -137,9 +143,12 @@ pub async fn job_dependencies_follow_a_cancelled_dependency(driver: Arc<dyn JobD
     let b = enqueue(d, &dependent("cancel-b", &[a], DependencyFailure::Cancel))
         .await
         .id;
-    let c = enqueue(d, &dependent("cancel-c", &[a], DependencyFailure::Run))
-        .await
-        .id;
+    let c = enqueue(
+        d,
+        &dependent("cancel-c", &[a], DependencyFailure::RunAnyway),
+    )
+    .await
+    .id;
     d.job_cancel(&JobCancelParams {
         id: a,
         now: at(1),
@@ -170,7 +179,7 @@ pub async fn job_dependencies_follow_a_cancelled_dependency(driver: Arc<dyn JobD
 /// What an enqueue names is checked before anything is written: an unknown job, one of
 /// another tenant, the job itself, a run time and a batch are refused; a dependency already
 /// done blocks nothing; one already dead cancels the new job at once under the default policy
-/// and blocks nothing under [`DependencyFailure::Run`]; a key already held answers its holder.
+/// and blocks nothing under [`DependencyFailure::RunAnyway`]; a key already held answers its holder.
 pub async fn job_dependencies_are_checked_at_enqueue(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     let refused = |request: EnqueueRequest, code: ErrorCode| async move {
@@ -255,7 +264,7 @@ pub async fn job_dependencies_are_checked_at_enqueue(driver: Arc<dyn JobDriver>)
     );
     let runs = enqueue(
         d,
-        &dependent("chk-dead-r", &[doomed], DependencyFailure::Run),
+        &dependent("chk-dead-r", &[doomed], DependencyFailure::RunAnyway),
     )
     .await
     .id;
@@ -267,7 +276,7 @@ pub async fn job_dependencies_are_checked_at_enqueue(driver: Arc<dyn JobDriver>)
         .id;
     let again = enqueue(
         d,
-        &dependent("chk-dead-r", &[waiting], DependencyFailure::Run),
+        &dependent("chk-dead-r", &[waiting], DependencyFailure::RunAnyway),
     )
     .await;
     assert!(again.deduped);

@@ -25,22 +25,22 @@ pub enum DependencyFailure {
     #[default]
     Cancel,
     /// It runs anyway once every dependency has ended, however each ended.
-    Run,
+    RunAnyway,
 }
 
 impl DependencyFailure {
-    /// How a store keeps it: `cancel` or `run`.
+    /// How a store keeps it (and the manifest shows it): `cancel` or `run_anyway`.
     pub fn as_str(self) -> &'static str {
         match self {
             DependencyFailure::Cancel => "cancel",
-            DependencyFailure::Run => "run",
+            DependencyFailure::RunAnyway => "run_anyway",
         }
     }
 
-    /// Reads a stored policy back; anything but `run` is the default.
+    /// Reads a stored policy back; anything but `run_anyway` is the default.
     pub fn from_stored(text: &str) -> Self {
         match text {
-            "run" => DependencyFailure::Run,
+            "run_anyway" => DependencyFailure::RunAnyway,
             _ => DependencyFailure::Cancel,
         }
     }
@@ -265,7 +265,7 @@ mod tests {
     fn the_verdict_waits_for_every_dependency_and_follows_the_policy() {
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         let cancel = DependencyFailure::Cancel;
-        let run = DependencyFailure::Run;
+        let run = DependencyFailure::RunAnyway;
         let done = Some(JobState::Done);
         let dead = Some(JobState::Dead);
         let running = Some(JobState::Running);
