@@ -437,6 +437,66 @@ async fn end_to_end<J: Job<Input = Item>>(
     Ok(())
 }
 
+/// A chain of 100 no-op jobs, each enqueued depending on the one before (`depends_on`),
+/// beside the same 100 enqueued plain: what naming a dependency costs an enqueue, and how fast
+/// a chain runs end to end, where every stage waits for the one before to settle, be judged by
+/// the release pass and be claimed.
+async fn dependency_chain(table: &mut Table) -> Result<(), JobError> {
+    const LENGTH: u64 = 100;
+    let (mut plain, mut dependent, mut chained) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs() {
+        let jobs = Jobs::new(fresh("bench_chain").await?);
+        let bench = bench_id();
+        let started = Instant::now();
+        for n in 0..LENGTH {
+            let item = Item {
+                bench: format!("{bench}-plain"),
+                n,
+            };
+            jobs.enqueue::<Noop>(item).await?;
+        }
+        plain.push(rate(LENGTH as usize, started.elapsed()));
+        let jobs = Jobs::new(fresh("bench_chain").await?);
+        let started = Instant::now();
+        let mut before = None;
+        for n in 0..LENGTH {
+            let options = match before {
+                Some(id) => EnqueueOptions::new().depends_on([id]),
+                None => EnqueueOptions::new(),
+            };
+            let item = Item {
+                bench: bench.clone(),
+                n,
+            };
+            before = Some(jobs.enqueue_with::<Noop>(item, options).await?.id);
+        }
+        dependent.push(rate(LENGTH as usize, started.elapsed()));
+        let worker = jobs.worker().concurrency(SLOTS).build()?;
+        let started = Instant::now();
+        let running = worker.start();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while worker.stats().completed < LENGTH && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let took = started.elapsed();
+        running.shutdown().await;
+        chained.push(rate(worker.stats().completed as usize, took));
+    }
+    let (plain, dependent, chained) = (median(plain), median(dependent), median(chained));
+    table.add(
+        "enqueue naming one dependency /s",
+        format!(
+            "{dependent:.0} ({:.2}x a plain single enqueue, {plain:.0}/s, in the same run)",
+            dependent / plain
+        ),
+    );
+    table.add(
+        "100-job dependency chain end to end /s",
+        format!("{chained:.0} ({:.1} ms a stage)", 1_000.0 / chained),
+    );
+    Ok(())
+}
+
 async fn memory_end_to_end(table: &mut Table) -> Result<(), JobError> {
     let mut rates = Vec::new();
     for _ in 0..runs() {
@@ -854,6 +914,9 @@ async fn main() -> Result<(), JobError> {
     }
     if wants("memory") {
         memory_end_to_end(&mut table).await?;
+    }
+    if wants("chain") {
+        dependency_chain(&mut table).await?;
     }
     if wants("claim") {
         claims(&mut table).await?;

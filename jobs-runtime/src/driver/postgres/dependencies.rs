@@ -46,6 +46,11 @@ impl PostgresDriver {
     ) -> Result<EnqueueResult, JobError> {
         let now = request.now;
         check_dependencies(request.id, dependencies, request.run_at, now)?;
+        if let Some(inserted) = self.enqueue_dependent_one(request, dependencies).await? {
+            return Ok(inserted);
+        }
+        // Not the common case (a job named is missing, one failed under the policy `cancel`,
+        // or the key is held): the transaction, which names the error or the holder.
         let failed = |e| classify(Op::JobEnqueue, e);
         for _ in 0..ENQUEUE_ROUNDS {
             let mut tx = self.pool.begin().await.map_err(failed)?;
@@ -133,6 +138,61 @@ impl PostgresDriver {
             );
         }
         Err(EnqueueResult::key_kept_moving(request))
+    }
+
+    /// The common case in one statement (`job_enqueue_dependent_one.sql`): every job named
+    /// exists and none failed under the policy `cancel`, and the key is free. Answers `None`
+    /// when it inserted nothing.
+    async fn enqueue_dependent_one(
+        &self,
+        request: &EnqueueRequest,
+        dependencies: &Dependencies,
+    ) -> Result<Option<EnqueueResult>, JobError> {
+        let failed = |e| classify(Op::JobEnqueue, e);
+        let now = request.now;
+        // On the pinned enqueue connection, as a plain enqueue (`pinned.rs` says why).
+        let mut lease = self
+            .pinned
+            .enqueue
+            .lease(&self.pool, !self.pool_sets_nodelay)
+            .await
+            .map_err(failed)?;
+        let row = sqlx::query(self.sql.job_enqueue_dependent_one.clone())
+            .bind(request.id)
+            .bind(request.run_id)
+            .bind(&request.name)
+            .bind(&request.queue)
+            .bind(&request.input)
+            .bind(&request.idempotency_key)
+            .bind(&request.tenant_id)
+            .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
+            .bind(blocked_until())
+            .bind(now)
+            .bind(&*self.wake_channel)
+            .bind(&request.traceparent)
+            .bind(&request.actor)
+            .bind(request.priority)
+            .bind(request.unique_until(now))
+            .bind(dependencies.on_failure.as_str())
+            .bind(&dependencies.on)
+            .fetch_one(lease.conn())
+            .await
+            .map_err(failed);
+        lease.end(&row);
+        let row = row?;
+        let inserted: Option<JobId> = row.try_get("id").map_err(failed)?;
+        if inserted.is_none() {
+            return Ok(None);
+        }
+        let state: JobState = row.try_get("state").map_err(failed)?;
+        if state == JobState::Ready {
+            self.floors.lower(
+                &request.queue,
+                request.tenant_id.as_deref(),
+                floors::Position::of(request.priority, now, request.id),
+            );
+        }
+        Ok(Some(EnqueueResult::inserted(request)))
     }
 
     /// The release pass after a settle that ended a job with dependents (or a verb that may

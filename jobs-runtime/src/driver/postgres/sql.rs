@@ -103,6 +103,7 @@ statements!(
     job_claim_known,
     job_claim_one,
     job_enqueue_dependent,
+    job_enqueue_dependent_one,
     dependency_lock,
     dependency_link,
     dependency_release_take,
