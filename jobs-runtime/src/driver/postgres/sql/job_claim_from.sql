@@ -182,24 +182,36 @@ discovered (queue, discovery_floor, tenant, head_rank, head_at, head_id, hi, n) 
 -- Every tenant with a claimable row; a queue serves at most 64 of them per claim, starting
 -- after the tenant served last ($6) and wrapping around, as job_claim does.
 heads as (
-    select queue, tenant, head_rank, head_at, head_id from known_heads where head_id is not null
+    select queue, tenant, head_rank, head_at, head_id, true as known
+    from known_heads where head_id is not null
     union all
-    select queue, tenant, head_rank, head_at, head_id from discovered
+    select queue, tenant, head_rank, head_at, head_id, false from discovered
 ),
 chosen as (
-    select h.queue, h.tenant, h.head_rank, h.head_at, h.head_id,
+    select h.queue, h.tenant, h.head_rank, h.head_at, h.head_id, h.known,
            row_number() over (partition by h.queue order by h.tenant <= $6, h.tenant) as k
     from heads h
 ),
--- The classes of each tenant served, from its head's onwards (one probe past each).
-classes (queue, tenant, head_rank, head_at, head_id, rank) as (
+-- The classes of each discovered tenant served, from its head's onwards (one probe past each).
+discovered_classes (queue, tenant, head_rank, head_at, head_id, rank) as (
     select t.queue, t.tenant, t.head_rank, t.head_at, t.head_id, t.head_rank
     from chosen t
-    where t.k <= 64
+    where t.k <= 64 and not t.known
     union all
     select s.queue, s.tenant, s.head_rank, s.head_at, s.head_id, n.rank
-    from classes s
+    from discovered_classes s
     {next_class}
+),
+-- And of each known tenant served: its classes from the floor walk, from its head's onwards
+-- (walked once: no second probe per class).
+classes (queue, tenant, head_rank, head_at, head_id, rank) as (
+    select t.queue, t.tenant, t.head_rank, t.head_at, t.head_id, c.rank
+    from chosen t
+    join known_classes c
+      on c.queue = t.queue and c.tenant = t.tenant and c.rank >= t.head_rank
+    where t.k <= 64 and t.known
+    union all
+    select queue, tenant, head_rank, head_at, head_id, rank from discovered_classes
 ),
 -- Lapsed rows with attempts left compete for the slots; lapsed final attempts are buried
 -- without spending any (up to 100 per queue per claim), as in job_claim.
