@@ -923,6 +923,12 @@ async fn the_job_page_shows_dependencies_both_ways() {
         "{page}"
     );
     assert!(page.contains("when one fails: cancel"), "{page}");
+    // The workflow graph: both jobs, the shown one outlined, one arrow.
+    let graph = &page[page.find("<h2>Workflow</h2>").expect("a workflow card")..];
+    assert!(graph.contains("<svg class=\"graph\""), "{graph}");
+    assert!(graph.contains("<rect class=\"current\""), "{graph}");
+    assert_eq!(graph.matches("<line x1=").count(), 1, "{graph}");
+    assert!(graph.contains(">blocked</text>"), "{graph}");
     let (_, page) = dash.get(&format!("/admin/jobs/{}", first.id), "read").await;
     assert!(
         page.contains(&format!(

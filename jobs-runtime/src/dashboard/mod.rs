@@ -37,6 +37,7 @@ mod chart;
 mod cron_words;
 mod csrf;
 mod error;
+mod graph;
 mod metrics;
 mod pages;
 mod routes;

@@ -90,6 +90,15 @@ pub(super) async fn show(
         _ => detail.job.input.clone(),
     };
     let state = detail.job.state;
+    // Only a job with links has a workflow to draw.
+    let graph = if detail.links.depends_on.is_empty() && detail.links.dependents.is_empty() {
+        None
+    } else {
+        crate::dashboard::graph::around(&dash.jobs, id)
+            .await
+            .ok()
+            .flatten()
+    };
     let history: Vec<_> = detail.history.iter().map(history_row).collect();
     let note = query.note.as_deref().filter(|note| still_true(note, state));
     // A step's error is the job's last error when that step is what failed last: shown once,
@@ -131,6 +140,7 @@ pub(super) async fn show(
             "unique_holds": unique_holds,
             "blocked": crate::driver::is_blocked(state, detail.job.run_at),
             "links": detail.links,
+            "graph": graph,
             "can": {
                 "retry": !state.is_live(),
                 "cancel": state.is_live(),
