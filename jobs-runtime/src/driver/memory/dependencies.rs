@@ -39,24 +39,23 @@ impl DependencyEdges {
 }
 
 impl MemoryState {
-    /// Where a dependent enqueued at `now` starts: blocked while a dependency is live,
-    /// cancelled when its policy says so of one that failed, else as any job. Refuses a
-    /// dependency that does not exist in `tenant` before anything is written.
+    /// Where a dependent starts ([`Dependencies::start_among`]): blocked while a dependency
+    /// is live, cancelled when its policy says so of one that failed, else as any job due at
+    /// `run_at`. Refuses a dependency that does not exist in `tenant`.
     pub(super) fn dependent_start(
         &self,
         dependencies: &Dependencies,
         tenant: Option<&str>,
-    ) -> Result<Verdict, JobError> {
-        let mut states = Vec::with_capacity(dependencies.on.len());
-        for id in &dependencies.on {
-            match self.jobs.get(id) {
-                Some(job) if job.record.tenant_id.as_deref() == tenant => {
-                    states.push((*id, Some(job.record.state)));
-                }
-                _ => return Err(dependency_not_found(*id)),
-            }
-        }
-        Ok(Verdict::of(dependencies.on_failure, states))
+        run_at: Timestamp,
+    ) -> Result<DependentStart, JobError> {
+        let found = dependencies
+            .on
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
+            .filter(|job| job.record.tenant_id.as_deref() == tenant)
+            .map(|job| (job.record.id, job.record.state))
+            .collect();
+        dependencies.start_among(&found, run_at)
     }
 
     /// Files a new dependent's edges.

@@ -84,11 +84,11 @@ impl MemoryState {
         let start = match &request.dependencies {
             Some(dependencies) => {
                 check_dependencies(request.id, dependencies, request.run_at, now)?;
-                self.dependent_start(dependencies, request.tenant_id.as_deref())?
+                let tenant = request.tenant_id.as_deref();
+                self.dependent_start(dependencies, tenant, request.run_at)?
             }
-            None => Verdict::Release,
+            None => Verdict::Release.start(request.run_at),
         };
-        let start = start.start(request.run_at);
         let (state, run_at) = match start.state {
             JobState::Ready if request.run_at > now => (JobState::Delayed, request.run_at),
             state => (state, start.run_at),

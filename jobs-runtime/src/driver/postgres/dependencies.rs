@@ -54,27 +54,16 @@ impl PostgresDriver {
         let failed = |e| classify(Op::JobEnqueue, e);
         for _ in 0..ENQUEUE_ROUNDS {
             let mut tx = self.pool.begin().await.map_err(failed)?;
-            let locked = sqlx::query(self.sql.dependency_lock.clone())
+            let found: BTreeMap<JobId, JobState> = sqlx::query_as(self.sql.dependency_lock.clone())
                 .bind(&dependencies.on)
                 .bind(&request.tenant_id)
                 .fetch_all(&mut *tx)
                 .await
-                .map_err(failed)?;
-            let mut states = BTreeMap::new();
-            for row in &locked {
-                let id: JobId = row.try_get("id").map_err(failed)?;
-                let state: JobState = row.try_get("state").map_err(failed)?;
-                states.insert(id, state);
-            }
-            if let Some(missing) = dependencies.on.iter().find(|id| !states.contains_key(id)) {
-                // Dropped, the transaction rolls back: nothing was written.
-                return Err(dependency_not_found(*missing));
-            }
-            let named = dependencies
-                .on
-                .iter()
-                .map(|id| (*id, states.get(id).copied()));
-            let start = Verdict::of(dependencies.on_failure, named).start(request.run_at);
+                .map_err(failed)?
+                .into_iter()
+                .collect();
+            // Refused, the transaction is dropped and rolls back: nothing was written.
+            let start = dependencies.start_among(&found, request.run_at)?;
             let inserted = sqlx::query(self.sql.job_enqueue_dependent.clone())
                 .bind(request.id)
                 .bind(request.run_id)
@@ -117,25 +106,10 @@ impl PostgresDriver {
             }
             // A row holds the job: answer it, as any enqueue does (the dependencies are not
             // its own). The marks set above only cost those jobs a pass with nothing to judge.
-            let holder = sqlx::query(self.sql.job_enqueue_holder.clone())
-                .bind(request.id)
-                .bind(&request.name)
-                .bind(&request.tenant_id)
-                .bind(&request.idempotency_key)
-                .bind(now)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(failed)?;
+            let holder = self.holder_on(&mut tx, request, now).await?;
             tx.commit().await.map_err(failed)?;
-            let Some(row) = holder else { continue };
-            let id: JobId = row.try_get("id").map_err(failed)?;
-            let same_id: bool = row.try_get("same_id").map_err(failed)?;
-            return EnqueueResult::held(
-                request,
-                id,
-                row.try_get("run_id").map_err(failed)?,
-                same_id,
-            );
+            let Some(holder) = holder else { continue };
+            return EnqueueResult::held(request, holder.id, holder.run_id, holder.same_id);
         }
         Err(EnqueueResult::key_kept_moving(request))
     }

@@ -15,6 +15,15 @@ use crate::error::{ErrorCode, JobError};
 /// The SQLSTATE of a unique violation.
 const UNIQUE_VIOLATION: &str = "23505";
 
+/// The row that holds an enqueue's job: its own id, or the holder of its key.
+pub(super) struct Holder {
+    pub id: JobId,
+    pub run_id: RunId,
+    /// The request's own id (an outbox re-publish), not another job.
+    pub same_id: bool,
+    pub state: JobState,
+}
+
 /// Whose transaction an enqueue runs in: its own one-statement transaction may fail and roll
 /// back alone; a caller's (or a batch's) must not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,30 +138,45 @@ impl PostgresDriver {
                     deduped: false,
                 });
             }
-            let holder = sqlx::query(self.sql.job_enqueue_holder.clone())
-                .bind(request.id)
-                .bind(&request.name)
-                .bind(&request.tenant_id)
-                .bind(&request.idempotency_key)
-                .bind(now)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(failed)?;
-            let Some(row) = holder else { continue };
-            let id: JobId = row.try_get("id").map_err(failed)?;
-            let same_id: bool = row.try_get("same_id").map_err(failed)?;
-            let state: JobState = row.try_get("state").map_err(failed)?;
-            if EnqueueResult::replaces(request, same_id, state) {
-                self.replace_queued(conn, id, request, now).await?;
+            let Some(holder) = self.holder_on(conn, request, now).await? else {
+                continue;
+            };
+            if EnqueueResult::replaces(request, holder.same_id, holder.state) {
+                self.replace_queued(conn, holder.id, request, now).await?;
             }
-            return EnqueueResult::held(
-                request,
-                id,
-                row.try_get("run_id").map_err(failed)?,
-                same_id,
-            );
+            return EnqueueResult::held(request, holder.id, holder.run_id, holder.same_id);
         }
         Err(EnqueueResult::key_kept_moving(request))
+    }
+
+    /// The row holding `request`'s job at `now` (`job_enqueue_holder.sql`, which also clears a
+    /// lapsed unique mark): its own id first, else the holder of its key; `None` when the key
+    /// is free again.
+    pub(super) async fn holder_on(
+        &self,
+        conn: &mut PgConnection,
+        request: &EnqueueRequest,
+        now: Timestamp,
+    ) -> Result<Option<Holder>, JobError> {
+        let failed = |e| classify(Op::JobEnqueue, e);
+        let holder = sqlx::query(self.sql.job_enqueue_holder.clone())
+            .bind(request.id)
+            .bind(&request.name)
+            .bind(&request.tenant_id)
+            .bind(&request.idempotency_key)
+            .bind(now)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(failed)?;
+        let Some(row) = holder else {
+            return Ok(None);
+        };
+        Ok(Some(Holder {
+            id: row.try_get("id").map_err(failed)?,
+            run_id: row.try_get("run_id").map_err(failed)?,
+            same_id: row.try_get("same_id").map_err(failed)?,
+            state: row.try_get("state").map_err(failed)?,
+        }))
     }
 
     /// Debounce: the queued holder `id` takes `request`'s input and run time (nothing when it

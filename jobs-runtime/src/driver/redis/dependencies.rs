@@ -128,7 +128,8 @@ pub(super) async fn enqueue_dependent(
     }
     let tenant = request.tenant_id.clone().unwrap_or_default();
     let mut marked: Vec<(&str, Vec<JobId>)> = Vec::new();
-    let mut named: BTreeMap<JobId, Option<JobState>> = BTreeMap::new();
+    // The states of the jobs found in the tenant (a missing one answers '').
+    let mut found: BTreeMap<JobId, JobState> = BTreeMap::new();
     for (queue, ids) in by_queue(&edges) {
         let mut args = vec![
             tenant.clone(),
@@ -141,22 +142,25 @@ pub(super) async fn enqueue_dependent(
             return Err(malformed());
         }
         for (id, state) in ids.iter().zip(&answer) {
-            named.insert(*id, parse_state(state)?);
+            if let Some(state) = parse_state(state)? {
+                found.insert(*id, state);
+            }
         }
         marked.push((queue, ids));
     }
-    if let Some(missing) = dependencies.on.iter().find(|id| named[*id].is_none()) {
-        // Taken back: the marks, then the job, as if it was never enqueued.
-        for (queue, ids) in &marked {
-            let mut args = vec![request.id.to_string(), request.queue.clone()];
-            args.extend(ids.iter().map(JobId::to_string));
-            let _: i64 = call(driver, op, queue, "unmark", &args).await?;
+    let start = match dependencies.start_among(&found, request.run_at) {
+        Ok(start) => start,
+        Err(refusal) => {
+            // Taken back: the marks, then the job, as if it was never enqueued.
+            for (queue, ids) in &marked {
+                let mut args = vec![request.id.to_string(), request.queue.clone()];
+                args.extend(ids.iter().map(JobId::to_string));
+                let _: i64 = call(driver, op, queue, "unmark", &args).await?;
+            }
+            super::enqueue::take_back(driver, &[(request.queue.as_str(), request.id)]).await;
+            return Err(refusal);
         }
-        super::enqueue::take_back(driver, &[(request.queue.as_str(), request.id)]).await;
-        return Err(dependency_not_found(*missing));
-    }
-    let judged = dependencies.on.iter().map(|id| (*id, named[id]));
-    let start = Verdict::of(dependencies.on_failure, judged).start(request.run_at);
+    };
     let stored: Vec<(String, &str)> = edges
         .iter()
         .map(|(id, queue)| (id.to_string(), queue.as_str()))

@@ -105,27 +105,16 @@ pub(crate) async fn enqueue_dependent(
     let named = hex_ids(&dependencies.on);
     let mut conn = writer.acquire(Op::JobEnqueue).await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-    let rows = sqlx::query(NAMED)
+    let found: BTreeMap<JobId, JobState> = sqlx::query_as(NAMED)
         .bind(&named)
         .bind(&request.tenant_id)
         .fetch_all(&mut *tx)
         .await
-        .map_err(failed)?;
-    let mut states = BTreeMap::new();
-    for row in &rows {
-        let id: JobId = row.try_get("id").map_err(failed)?;
-        let state: JobState = row.try_get("state").map_err(failed)?;
-        states.insert(id, state);
-    }
-    if let Some(missing) = dependencies.on.iter().find(|id| !states.contains_key(id)) {
-        // Dropped, the transaction rolls back: nothing was written.
-        return Err(dependency_not_found(*missing));
-    }
-    let judged = dependencies
-        .on
-        .iter()
-        .map(|id| (*id, states.get(id).copied()));
-    let start = Verdict::of(dependencies.on_failure, judged).start(request.run_at);
+        .map_err(failed)?
+        .into_iter()
+        .collect();
+    // Refused, the transaction is dropped and rolls back: nothing was written.
+    let start = dependencies.start_among(&found, request.run_at)?;
     let start = Start {
         state: start.state,
         run_at: start.run_at,

@@ -56,6 +56,24 @@ pub struct Dependencies {
     pub on_failure: DependencyFailure,
 }
 
+impl Dependencies {
+    /// Where a dependent naming these starts, from the states of the jobs it names that were
+    /// found in its tenant (`found`): `X_JOB_NOT_FOUND` for the first one named and not found,
+    /// else [`Verdict::of`] their states, started at `run_at` ([`Verdict::start`]). Every driver
+    /// judges a new dependent this way.
+    pub fn start_among(
+        &self,
+        found: &std::collections::BTreeMap<JobId, JobState>,
+        run_at: Timestamp,
+    ) -> Result<DependentStart, JobError> {
+        if let Some(missing) = self.on.iter().find(|id| !found.contains_key(id)) {
+            return Err(dependency_not_found(*missing));
+        }
+        let named = self.on.iter().map(|id| (*id, found.get(id).copied()));
+        Ok(Verdict::of(self.on_failure, named).start(run_at))
+    }
+}
+
 /// How long a blocked job waits: a dependent whose dependencies have not all settled is stored
 /// `suspended` with this run time, so no claim ever reaches it, and is made `ready` (due at
 /// once) by the settle of its last dependency. [`is_blocked`] reads it back.
