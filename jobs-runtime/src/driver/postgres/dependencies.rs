@@ -268,25 +268,13 @@ impl PostgresDriver {
     /// A job's links ([`JobLinks`]).
     pub(super) async fn links(&self, id: JobId) -> Result<JobLinks, JobError> {
         let failed = |e| classify(Op::JobGet, e);
-        let rows = sqlx::query(self.sql.job_links.clone())
-            .bind(id)
-            .bind(MAX_DEPENDENCIES as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(failed)?;
-        let mut links = JobLinks::default();
-        for row in &rows {
-            let kind: &str = row.try_get("kind").map_err(failed)?;
-            let other: JobId = row.try_get("id").map_err(failed)?;
-            if kind == "on" {
-                let state: Option<JobState> = row.try_get("state").map_err(failed)?;
-                let policy: Option<String> = row.try_get("policy").map_err(failed)?;
-                links.depends_on.push((other, state));
-                links.on_dependency_failure = policy.as_deref().map(DependencyFailure::from_stored);
-            } else {
-                links.dependents.push(other);
-            }
-        }
-        Ok(links)
+        let rows: Vec<(String, JobId, Option<JobState>, Option<String>)> =
+            sqlx::query_as(self.sql.job_links.clone())
+                .bind(id)
+                .bind(MAX_DEPENDENCIES as i64)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(failed)?;
+        Ok(JobLinks::from_rows(rows))
     }
 }

@@ -274,6 +274,25 @@ pub struct JobLinks {
     pub on_dependency_failure: Option<DependencyFailure>,
 }
 
+impl JobLinks {
+    /// The links from a store's rows, each `(kind, id, state, policy)`: `on` a job it depends
+    /// on (with that job's state, and its own policy), `by` a job depending on it.
+    pub fn from_rows(
+        rows: impl IntoIterator<Item = (String, JobId, Option<JobState>, Option<String>)>,
+    ) -> JobLinks {
+        let mut links = JobLinks::default();
+        for (kind, id, state, policy) in rows {
+            if kind == "on" {
+                links.depends_on.push((id, state));
+                links.on_dependency_failure = policy.as_deref().map(DependencyFailure::from_stored);
+            } else {
+                links.dependents.push(id);
+            }
+        }
+        links
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
