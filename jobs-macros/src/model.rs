@@ -71,6 +71,8 @@ pub struct JobDecl<'a> {
     pub rate: Option<RateDecl>,
     /// `on_settled = path`, when declared.
     pub on_settled: Option<Path>,
+    /// `keep_result`: the body's `Ok` value is stored with the job.
+    pub keep_result: bool,
     /// `priority = N`, when declared and a number (its range is a rule in `check/`).
     pub priority: Option<i64>,
     /// The generated handle type's name.
@@ -144,6 +146,7 @@ impl<'a> JobDecl<'a> {
             concurrency: None,
             rate: None,
             on_settled: None,
+            keep_result: false,
             priority: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
             crate_path: syn::parse_quote!(::jobs),
@@ -178,6 +181,7 @@ impl<'a> JobDecl<'a> {
             decl.rate = RateDecl::from_args(rate, errs);
         }
         decl.on_settled = errs.value(&args.on_settled).map(|path| path.0);
+        decl.keep_result = errs.value(&args.keep_result).is_some_and(|switch| switch.0);
         decl.priority = errs.value(&args.priority).map(|priority| priority.0);
         if let Some(handle) = errs.value(&args.handle) {
             decl.handle = handle.0;

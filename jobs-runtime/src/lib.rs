@@ -94,8 +94,8 @@ pub use sqlx;
 pub use backfill::Backfills;
 pub use client::{Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
 pub use descriptor::{
-    Backoff, Concurrency, Jitter, JobDescriptor, RateLimit, RetryPolicy, TenantMode, WhenBusy,
-    DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
+    Backoff, Concurrency, Jitter, JobDescriptor, JobOutput, KeptResult, RateLimit, RetryPolicy,
+    TenantMode, WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
 };
 pub use driver::{JobRecord, JobState, DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY};
 pub use enqueue::EnqueueOptions;
@@ -207,8 +207,9 @@ pub mod __private {
     pub use crate::client::{Enqueued, Jobs};
     pub use crate::clock::Timestamp;
     pub use crate::descriptor::{
-        Backoff, Concurrency, Jitter, JobDescriptor, RateLimit, TenantMode, WhenBusy,
+        Backoff, Concurrency, Jitter, JobDescriptor, KeptResult, RateLimit, TenantMode, WhenBusy,
     };
+    pub use crate::driver::JobId;
     pub use crate::enqueue::EnqueueOptions;
     pub use crate::error::JobError;
     pub use crate::job::{Job, JobInput, JobReturn};

@@ -12,7 +12,7 @@ use crate::value::duration::{DurationValue, UniquePeriod};
 use crate::value::key::KeySource;
 use crate::value::priority::Priority;
 use crate::value::tenant::Tenant;
-use crate::value::text::{Flag, FnPath, TypeName};
+use crate::value::text::{Flag, FnPath, Switch, TypeName};
 use crate::value::when_busy::WhenBusy;
 use crate::value::Arg;
 
@@ -44,6 +44,8 @@ pub struct JobArgs {
     pub rate: Option<RateArgs>,
     /// `on_settled = path::to::hook`
     pub on_settled: Option<Arg<FnPath>>,
+    /// `keep_result`: store the body's `Ok` value with the job
+    pub keep_result: Option<Arg<Switch>>,
     /// `handle = SendWelcome`
     pub handle: Option<Arg<TypeName>>,
     /// `priority = 2`: -5..=5, default 0; higher is claimed first within a tenant's turn
@@ -71,6 +73,7 @@ impl ArgNames for JobArgs {
         "dead_letter",
         "priority",
         "on_settled",
+        "keep_result",
         "handle",
         "crate",
     ];

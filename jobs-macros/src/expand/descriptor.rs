@@ -44,6 +44,8 @@ pub struct JobShape<'a> {
     pub on_settled: bool,
     /// `priority = ..`, checked to lie in the runtime's range.
     pub priority: Option<i64>,
+    /// `keep_result`: the `KeptResult` expression of the output type.
+    pub result: Option<TokenStream>,
 }
 
 impl<'a> JobShape<'a> {
@@ -72,6 +74,7 @@ impl<'a> JobShape<'a> {
             rate: None,
             on_settled: false,
             priority: None,
+            result: None,
         }
     }
 }
@@ -106,6 +109,7 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
         rate,
         on_settled,
         priority,
+        result,
     } = shape;
     let mut set = Vec::new();
     if let Some(queue) = queue {
@@ -192,6 +196,9 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
     }
     if on_settled {
         set.push(quote!(d.on_settled = true;));
+    }
+    if let Some(result) = result {
+        set.push(quote!(d.result = ::std::option::Option::Some(#result);));
     }
     let binding = if set.is_empty() {
         quote!(d)

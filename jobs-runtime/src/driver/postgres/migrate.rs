@@ -62,6 +62,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     26 => "0026_unique_until.sql",
     27 => "0027_outbox_unique_for.sql",
     28 => "0028_worker_settings.sql",
+    29 => "0029_job_result.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

@@ -76,6 +76,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0011_worker_settings.sql",
         sql: include_str!("../../../migrations/sqlite/0011_worker_settings.sql"),
     },
+    SqliteMigration {
+        version: 12,
+        name: "0012_job_result.sql",
+        sql: include_str!("../../../migrations/sqlite/0012_job_result.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
