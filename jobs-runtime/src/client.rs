@@ -468,22 +468,26 @@ impl Jobs {
     /// `#[job]` gives the handle the same read: `SendReport::result(&jobs, id)`.
     ///
     /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), jobs::JobError> {
     /// use jobs::prelude::*;
     ///
     /// #[input]
-    /// pub struct Count { pub n: u64 }
+    /// pub struct Count {
+    ///     pub n: u64,
+    /// }
     ///
     /// #[job(key = "count:{n}", tenant = none, keep_result)]
     /// async fn count_up(_run: Run, input: Count) -> Result<Vec<u64>, JobError> {
     ///     Ok((1..=input.n).collect())
     /// }
     ///
-    /// let kit = jobs::testing::TestKit::new();
-    /// let done = kit.run::<CountUp>(Count { n: 3 }).await;
-    /// assert_eq!(kit.jobs().job_result::<CountUp>(done.id).await?, Some(vec![1, 2, 3]));
-    /// assert_eq!(CountUp::result(kit.jobs(), done.id).await?, Some(vec![1, 2, 3]));
-    /// # Ok(()) }
+    /// #[tokio::main(flavor = "current_thread")]
+    /// async fn main() -> Result<(), JobError> {
+    ///     let kit = jobs::testing::TestKit::new();
+    ///     let done = kit.run::<CountUp>(Count { n: 3 }).await;
+    ///     assert_eq!(kit.jobs().job_result::<CountUp>(done.id).await?, Some(vec![1, 2, 3]));
+    ///     assert_eq!(CountUp::result(kit.jobs(), done.id).await?, Some(vec![1, 2, 3]));
+    ///     Ok(())
+    /// }
     /// ```
     pub async fn job_result<J>(&self, id: JobId) -> Result<Option<J::Output>, JobError>
     where

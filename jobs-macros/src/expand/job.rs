@@ -639,8 +639,9 @@ mod tests {
     fn keep_result_lands_in_the_descriptor_with_a_typed_read() {
         let out = expand_str(r#"key = "k", tenant = none, keep_result"#, WELCOME).unwrap();
         for expected in [
-            "d . result = :: std :: option :: Option :: Some (:: jobs :: __private :: KeptResult :: of :: << Result < Receipt , JobError > as :: jobs :: __private :: JobReturn > :: Output > (\"Receipt\"))",
-            "async fn result (jobs : & :: jobs :: __private :: Jobs , id : :: jobs :: __private :: JobId)",
+            "d . result = :: std :: option :: Option :: Some (:: jobs :: __private :: KeptResult :: of ::",
+            "Result < Receipt , JobError > as :: jobs :: __private :: JobReturn > :: Output > (\"Receipt\"))",
+            "async fn result (jobs : & :: jobs :: __private :: Jobs , id : :: jobs :: __private :: JobId",
             "jobs . job_result :: < Self > (id) . await",
         ] {
             assert!(out.contains(expected), "missing `{expected}` in {out}");
