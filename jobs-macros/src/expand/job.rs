@@ -121,6 +121,16 @@ fn stand_in(decl: &JobDecl<'_>) -> TokenStream {
 fn untyped_methods(decl: &JobDecl<'_>, p: &TokenStream) -> TokenStream {
     let vis = &decl.item.vis;
     let handle = &decl.handle;
+    let result = decl.keep_result.then(|| {
+        quote! {
+            #vis async fn result<O>(
+                _jobs: &#p::Jobs,
+                _id: #p::JobId,
+            ) -> ::std::result::Result<::std::option::Option<O>, #p::JobError> {
+                ::std::unreachable!()
+            }
+        }
+    });
     quote! {
         impl #handle {
             #vis async fn enqueue<I>(
@@ -160,6 +170,7 @@ fn untyped_methods(decl: &JobDecl<'_>, p: &TokenStream) -> TokenStream {
             #vis fn descriptor() -> #p::JobDescriptor {
                 ::std::unreachable!()
             }
+            #result
         }
     }
 }
