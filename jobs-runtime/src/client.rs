@@ -500,7 +500,10 @@ impl Jobs {
             .await?
             .filter(|row| row.name == name)
             .ok_or_else(|| {
-                JobError::new(ErrorCode::JobNotFound, format!("no `{name}` job with id {id}"))
+                JobError::new(
+                    ErrorCode::JobNotFound,
+                    format!("no `{name}` job with id {id}"),
+                )
             })?;
         let Some(stored) = row.result else {
             return Ok(None);

@@ -247,7 +247,10 @@ async fn show_prints_a_kept_result_redacted_as_the_input_is() {
         .await
         .expect("enqueue");
     let (_, out, _) = jobs_cli_on(&url, &["show", &tally.id.to_string()]).await;
-    assert!(!out.contains("\nresult "), "nothing kept before it ran: {out}");
+    assert!(
+        !out.contains("\nresult "),
+        "nothing kept before it ran: {out}"
+    );
 
     let worker = jobs.worker().queues(["crm-tally"]).build().expect("worker");
     assert_eq!(worker.tick().await.expect("tick").len(), 1);
@@ -270,7 +273,10 @@ async fn show_prints_a_kept_result_redacted_as_the_input_is() {
         result.contains("\"orders\":\"<number>\"") && result.contains("\"note\":\"<string>\""),
         "the result keeps its shape, its values redacted: {result}"
     );
-    assert!(!out.contains("secret-note") && !result.contains("42"), "{out}");
+    assert!(
+        !out.contains("secret-note") && !result.contains("42"),
+        "{out}"
+    );
 
     let (code, out, _) = jobs_cli_on(&url, &["show", &tally.id.to_string(), "--json"]).await;
     assert_eq!(code, 0, "{out}");

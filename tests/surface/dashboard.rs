@@ -771,7 +771,10 @@ async fn the_job_page_shows_a_kept_result_redacted_until_revealed() {
     let path = format!("/admin/jobs/{}", queued.id);
     let (status, page) = dash.get(&path, "read").await;
     assert_eq!(status, 200, "{page}");
-    assert!(!page.contains("<h2>Result"), "nothing kept before it ran: {page}");
+    assert!(
+        !page.contains("<h2>Result"),
+        "nothing kept before it ran: {page}"
+    );
 
     dash.tick().await;
     let row = dash.jobs.job(queued.id).await.unwrap().unwrap();

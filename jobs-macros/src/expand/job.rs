@@ -658,15 +658,24 @@ mod tests {
             assert!(out.contains(expected), "missing `{expected}` in {out}");
         }
         // Off unless asked, or when switched off by name.
-        for args in [r#"key = "k", tenant = none"#, r#"key = "k", tenant = none, keep_result = false"#] {
+        for args in [
+            r#"key = "k", tenant = none"#,
+            r#"key = "k", tenant = none, keep_result = false"#,
+        ] {
             let out = expand_str(args, WELCOME).unwrap();
             assert!(!out.contains("KeptResult"), "{out}");
             assert!(!out.contains("async fn result"), "{out}");
         }
         let err = expand_str(r#"key = "k", tenant = none, keep_result(yes)"#, WELCOME).unwrap_err();
-        assert!(err.contains("keep_result") && err.ends_with("(X_JOB_DECLARATION_INVALID)"), "{err}");
+        assert!(
+            err.contains("keep_result") && err.ends_with("(X_JOB_DECLARATION_INVALID)"),
+            "{err}"
+        );
         let err = expand_str(r#"key = "k", tenant = none, keep_result = 1"#, WELCOME).unwrap_err();
-        assert!(err.contains("`keep_result` takes `true` or `false`"), "{err}");
+        assert!(
+            err.contains("`keep_result` takes `true` or `false`"),
+            "{err}"
+        );
     }
 
     #[test]

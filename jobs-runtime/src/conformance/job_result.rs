@@ -75,9 +75,7 @@ pub async fn job_ack_keeps_the_result_it_carries(driver: Arc<dyn JobDriver>) {
 
 /// The batched ack keeps each job's own result, and nothing for an ack whose claim does not
 /// hold its row.
-pub async fn job_ack_many_keeps_each_result_and_none_for_a_stale_claim(
-    driver: Arc<dyn JobDriver>,
-) {
+pub async fn job_ack_many_keeps_each_result_and_none_for_a_stale_claim(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     let a = enqueue_key(d, "a").await;
     let b = enqueue_key(d, "b").await;
@@ -306,7 +304,11 @@ pub async fn worker_keeps_a_declared_result_and_refuses_one_over_the_limit(
             len: 2
         })
     );
-    assert_eq!(get(d, plain.id).await.result, None, "kept only when declared");
+    assert_eq!(
+        get(d, plain.id).await.result,
+        None,
+        "kept only when declared"
+    );
 
     let row = get(d, huge.id).await;
     assert_eq!((row.state, row.attempt), (JobState::Dead, 1));
@@ -317,5 +319,8 @@ pub async fn worker_keeps_a_declared_result_and_refuses_one_over_the_limit(
     );
     let error = row.last_error.unwrap_or_default();
     assert!(error.contains("MAX_RESULT_BYTES"), "{error}");
-    assert!(!error.contains("rrrr"), "the value is never echoed: {error}");
+    assert!(
+        !error.contains("rrrr"),
+        "the value is never echoed: {error}"
+    );
 }

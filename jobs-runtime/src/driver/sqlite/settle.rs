@@ -62,7 +62,12 @@ pub(crate) async fn ack_many(writer: &Writer, params: &[AckParams]) -> Result<Ve
             // The result as its JSON text, a string inside the batch: `->>` hands it back as
             // the text itself.
             let result = p.result.as_ref().map(serde_json::Value::to_string);
-            serde_json::json!([p.job_id.simple().to_string(), p.by.worker_id, p.by.claim, result])
+            serde_json::json!([
+                p.job_id.simple().to_string(),
+                p.by.worker_id,
+                p.by.claim,
+                result
+            ])
         })
         .collect();
     let batch = serde_json::Value::Array(batch).to_string();

@@ -34,9 +34,14 @@ pub async fn tally_nothing(run: Run, input: Day) -> Result<Tally, JobError> {
 
 #[test]
 fn runs() {
-    let kept = TallyOrders::descriptor().result.expect("keep_result is in the descriptor");
+    let kept = TallyOrders::descriptor()
+        .result
+        .expect("keep_result is in the descriptor");
     assert_eq!(kept.output_type, "Tally");
-    assert_eq!((kept.output_schema)()["properties"]["orders"]["type"], "integer");
+    assert_eq!(
+        (kept.output_schema)()["properties"]["orders"]["type"],
+        "integer"
+    );
     assert!(TallyNothing::descriptor().result.is_none());
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -58,7 +63,10 @@ fn runs() {
             orders: 10,
             refunds: vec!["r-1".into()],
         };
-        assert_eq!(TallyOrders::result(kit.jobs(), done.id).await.unwrap(), Some(expected));
+        assert_eq!(
+            TallyOrders::result(kit.jobs(), done.id).await.unwrap(),
+            Some(expected)
+        );
         let untyped = kit.job(done.id).await.result.expect("the result is kept");
         assert_eq!(untyped["orders"], 10);
         assert_eq!(untyped["refunds"][0], "r-1");
