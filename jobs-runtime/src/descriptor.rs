@@ -129,7 +129,7 @@ impl KeptResult {
     /// The stored JSON of `output`, a body's output type-erased: `None` when it is not of the
     /// declared type (a hand-written `Job` whose descriptor names another type), else
     /// serde's answer.
-    pub(crate) fn to_json(
+    pub(crate) fn json_of(
         &self,
         output: &(dyn Any + Send),
     ) -> Option<Result<serde_json::Value, serde_json::Error>> {

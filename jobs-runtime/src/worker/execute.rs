@@ -226,7 +226,7 @@ fn kept_result(
     let Some(kept) = descriptor.result else {
         return Ok(None);
     };
-    match kept.to_json(&**output) {
+    match kept.json_of(&**output) {
         Some(serialised) => check_result(descriptor.name, serialised).map(Some),
         // Only a hand-written `Job` can name one output type and return another.
         None => Err(JobError::new(

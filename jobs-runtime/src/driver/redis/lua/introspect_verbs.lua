@@ -75,8 +75,8 @@ elseif verb == 'requeue' then
   for _, name in ipairs(forget) do redis.call('HDEL', steps_key(j.run), name) end
   -- A fresh insertion order: among rows due at once it queues behind those already waiting.
   change(j, {
-    state = 'ready', attempt = '0', run_at = now, vis = false, by = false, prog = false, res = false,
-    wk = false, updated = now, sq = tostring(redis.call('INCR', SEQ)),
+    state = 'ready', attempt = '0', run_at = now, vis = false, by = false, prog = false,
+    res = false, wk = false, updated = now, sq = tostring(redis.call('INCR', SEQ)),
   }, now)
   redis.call('HSET', LIVE, live_key(j), j.id)
   if step then
