@@ -207,7 +207,8 @@ pub mod __private {
     pub use crate::client::{Enqueued, Jobs};
     pub use crate::clock::Timestamp;
     pub use crate::descriptor::{
-        Backoff, Concurrency, Jitter, JobDescriptor, KeptResult, RateLimit, TenantMode, WhenBusy,
+        Backoff, Concurrency, Jitter, JobDescriptor, JobOutput, KeptResult, RateLimit, TenantMode,
+        WhenBusy,
     };
     pub use crate::driver::JobId;
     pub use crate::enqueue::EnqueueOptions;

@@ -327,15 +327,18 @@ fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> Token
             "The result the `{name}` job `id` kept (`keep_result`): `None` until it is done; \
              `X_JOB_NOT_FOUND` for an unknown id or another job's."
         );
+        // Generic over the output, bound in its where clause: an output that cannot be kept is
+        // refused once, at the return type (`KeptResult::of`), not again here.
         quote! {
             #[doc = #result_doc]
-            #vis async fn result(
+            #vis async fn result<O>(
                 jobs: &#p::Jobs,
                 id: #p::JobId,
-            ) -> ::std::result::Result<
-                ::std::option::Option<<Self as #p::Job>::Output>,
-                #p::JobError,
-            > {
+            ) -> ::std::result::Result<::std::option::Option<O>, #p::JobError>
+            where
+                Self: #p::Job<Output = O>,
+                O: #p::JobOutput,
+            {
                 jobs.job_result::<Self>(id).await
             }
         }
@@ -652,7 +655,7 @@ mod tests {
         for expected in [
             "d . result = :: std :: option :: Option :: Some (:: jobs :: __private :: KeptResult :: of ::",
             "Result < Receipt , JobError > as :: jobs :: __private :: JobReturn > :: Output > (\"Receipt\"))",
-            "async fn result (jobs : & :: jobs :: __private :: Jobs , id : :: jobs :: __private :: JobId",
+            "async fn result < O > (jobs : & :: jobs :: __private :: Jobs , id : :: jobs :: __private :: JobId",
             "jobs . job_result :: < Self > (id) . await",
         ] {
             assert!(out.contains(expected), "missing `{expected}` in {out}");
