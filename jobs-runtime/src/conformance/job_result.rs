@@ -1,7 +1,7 @@
 //! Kept results (`#[job(.., keep_result)]`): the ack writes a job's result with its settle and
 //! under the same fence (`job_ack`, `job_ack_many`), `job_get` reads it back, a requeue clears
 //! it, the purge takes it with the row; and a worker keeps a declared result, and refuses one
-//! over [`MAX_RESULT_BYTES`](crate::limits::MAX_RESULT_BYTES), the same way on every driver.
+//! over [`MAX_RESULT_BYTES`], the same way on every driver.
 
 use std::sync::Arc;
 
