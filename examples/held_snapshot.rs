@@ -96,6 +96,7 @@ async fn probe(driver: PostgresDriver, timings: Arc<Mutex<Vec<f64>>>, stop: Arc<
                 let ack = AckParams {
                     job_id: job.id,
                     by: job.by,
+                    result: None,
                     now: chrono::Utc::now(),
                 };
                 let _ = driver.job_ack(&ack).await;

@@ -106,7 +106,8 @@ pub struct Digest {
 }
 
 /// Builds the nightly digest; a failure is dropped, not dead-lettered (tomorrow's replaces it).
-#[job(key = |d: &Digest| format!("digest:{}", d.day), tenant = none, queue = "reports", dead_letter = false, retry(attempts = 2, backoff = fixed, delay = "5m", jitter = none))]
+/// Keeps its result, the number of entries, for whoever reads the day's digest later.
+#[job(key = |d: &Digest| format!("digest:{}", d.day), tenant = none, queue = "reports", dead_letter = false, retry(attempts = 2, backoff = fixed, delay = "5m", jitter = none), keep_result)]
 pub async fn nightly_digest(_run: Run, input: Digest) -> Result<usize, JobError> {
     Ok(input.day.len())
 }

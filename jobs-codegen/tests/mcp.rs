@@ -35,6 +35,27 @@ pub async fn receipt(_run: Run, _input: ReceiptInput) -> Result<(), JobError> {
     Ok(())
 }
 
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RefundInput {
+    pub refund_id: u64,
+}
+
+/// What a refund keeps: the processor's reference.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RefundReceipt {
+    pub reference: String,
+    pub cents: u64,
+}
+
+/// Keeps its result (`keep_result`).
+#[job(name = "payments.refund", key = "refund:{refund_id}", tenant = none, queue = "refunds", keep_result)]
+pub async fn refund(_run: Run, input: RefundInput) -> Result<RefundReceipt, JobError> {
+    Ok(RefundReceipt {
+        reference: format!("ref_secret_{}", input.refund_id),
+        cents: 1250,
+    })
+}
+
 fn manifest() -> Manifest {
     let mut registry = Registry::new();
     registry
@@ -152,6 +173,7 @@ async fn an_mcp_client_lists_the_tools_and_reads_the_queue() {
     assert!(!error);
     assert_eq!(shown["job"]["state"], "dead");
     assert_eq!(shown["job"]["input"], "[redacted]");
+    assert_eq!(shown["job"]["result"], Value::Null, "it kept no result");
     assert!(shown["job"]["last_error"]
         .as_str()
         .unwrap()
@@ -190,5 +212,23 @@ async fn an_mcp_client_lists_the_tools_and_reads_the_queue() {
     assert!(unknown.is_err());
 
     let _ = Map::<String, Value>::new();
+    client.cancel().await.unwrap();
+}
+
+/// job.show redacts a kept result (`keep_result`) as it redacts the input: whether there is
+/// one, never what it holds.
+#[tokio::test]
+async fn job_show_redacts_a_kept_result_as_the_input() {
+    let kit = TestKit::new();
+    let done = kit.run::<Refund>(RefundInput { refund_id: 9 }).await;
+    assert_eq!(done.state, JobState::Done);
+    assert!(done.result.is_some());
+
+    let client = connect(JobsMcp::new(manifest(), kit.jobs().clone())).await;
+    let (error, shown) = call(&client, "job.show", json!({ "id": done.id.to_string() })).await;
+    assert!(!error, "{shown}");
+    assert_eq!(shown["job"]["state"], "done");
+    assert_eq!(shown["job"]["result"], "[redacted]");
+    assert!(!shown.to_string().contains("ref_secret"), "{shown}");
     client.cancel().await.unwrap();
 }

@@ -61,7 +61,8 @@ mod value;
 /// - `impl Job for SendWelcome`: the input and output types, a `const DESCRIPTOR` holding every
 ///   declared option, the key and tenant derivations, and the body;
 /// - `SendWelcome::enqueue(&jobs, input)`, `enqueue_with(&jobs, input, options)`,
-///   `enqueue_many(&jobs, inputs)` and `SendWelcome::descriptor()`;
+///   `enqueue_many(&jobs, inputs)` and `SendWelcome::descriptor()` (and, for a job declared
+///   `keep_result`, `SendWelcome::result(&jobs, id)`);
 /// - a registry entry, so `jobs::manifest()` and every worker see the job without a list;
 /// - a compile-time assertion that the input is a valid job input.
 ///
@@ -246,6 +247,22 @@ mod value;
 /// async fn welcome_settled(settled: Settled<Welcome, Receipt>) -> Result<(), JobError> {
 ///     audit::record(&settled).await
 /// }
+/// ```
+///
+/// # Results
+///
+/// `keep_result` stores the body's `Ok` value with the job when it settles `done`, serialised
+/// to JSON, within `jobs::limits::MAX_RESULT_BYTES` (a larger one fails the job, terminally,
+/// with `X_LIMIT_EXCEEDED`). The output type must then implement `Serialize`, `Deserialize`
+/// and `JsonSchema` (a compile error at the return type otherwise), the manifest shows its
+/// schema, and the handle gains a typed read, `CountOrders::result(&jobs, id)`. Without it the
+/// output stays in process, for `on_settled` only.
+///
+/// ```ignore
+/// #[jobs::job(key = "count:{day}", tenant = none, keep_result)]
+/// pub async fn count_orders(run: Run, input: Day) -> Result<u64, JobError> { /* .. */ }
+///
+/// let counted: Option<u64> = CountOrders::result(&jobs, queued.id).await?;
 /// ```
 ///
 /// # Steps

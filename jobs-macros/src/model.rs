@@ -72,6 +72,8 @@ pub struct JobDecl<'a> {
     pub rate: Option<RateDecl>,
     /// `on_settled = path`, when declared.
     pub on_settled: Option<Path>,
+    /// `keep_result`: the body's `Ok` value is stored with the job.
+    pub keep_result: bool,
     /// `priority = N`, when declared and a number (its range is a rule in `check/`).
     pub priority: Option<i64>,
     /// `on_dependency_failure = ..`, when declared.
@@ -147,6 +149,7 @@ impl<'a> JobDecl<'a> {
             concurrency: None,
             rate: None,
             on_settled: None,
+            keep_result: false,
             priority: None,
             on_dependency_failure: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
@@ -182,6 +185,7 @@ impl<'a> JobDecl<'a> {
             decl.rate = RateDecl::from_args(rate, errs);
         }
         decl.on_settled = errs.value(&args.on_settled).map(|path| path.0);
+        decl.keep_result = errs.value(&args.keep_result).is_some_and(|switch| switch.0);
         decl.priority = errs.value(&args.priority).map(|priority| priority.0);
         decl.on_dependency_failure = errs.value(&args.on_dependency_failure);
         if let Some(handle) = errs.value(&args.handle) {

@@ -482,6 +482,65 @@ impl Jobs {
         self.inner.driver.job_links(id).await
     }
 
+    /// The result job `J` kept for the job `id` (`#[job(.., keep_result)]`), parsed as `J`'s
+    /// output. `None` while the job has not completed (and for a job that keeps no result);
+    /// `X_JOB_NOT_FOUND` for an id this client does not see or a job of another name;
+    /// `X_JOB_RESULT_INVALID` when the stored result no longer parses as the output type.
+    /// `#[job]` gives the handle the same read: `SendReport::result(&jobs, id)`.
+    ///
+    /// ```
+    /// use jobs::prelude::*;
+    ///
+    /// #[input]
+    /// pub struct Count {
+    ///     pub n: u64,
+    /// }
+    ///
+    /// #[job(key = "count:{n}", tenant = none, keep_result)]
+    /// async fn count_up(_run: Run, input: Count) -> Result<Vec<u64>, JobError> {
+    ///     Ok((1..=input.n).collect())
+    /// }
+    ///
+    /// #[tokio::main(flavor = "current_thread")]
+    /// async fn main() -> Result<(), JobError> {
+    ///     let kit = jobs::testing::TestKit::new();
+    ///     let done = kit.run::<CountUp>(Count { n: 3 }).await;
+    ///     assert_eq!(kit.jobs().job_result::<CountUp>(done.id).await?, Some(vec![1, 2, 3]));
+    ///     assert_eq!(CountUp::result(kit.jobs(), done.id).await?, Some(vec![1, 2, 3]));
+    ///     Ok(())
+    /// }
+    /// ```
+    pub async fn job_result<J>(&self, id: JobId) -> Result<Option<J::Output>, JobError>
+    where
+        J: Job,
+        J::Output: crate::descriptor::JobOutput,
+    {
+        let name = J::DESCRIPTOR.name;
+        let row = self
+            .job(id)
+            .await?
+            .filter(|row| row.name == name)
+            .ok_or_else(|| {
+                JobError::new(
+                    ErrorCode::JobNotFound,
+                    format!("no `{name}` job with id {id}"),
+                )
+            })?;
+        let Some(stored) = row.result else {
+            return Ok(None);
+        };
+        serde_json::from_value(stored).map(Some).map_err(|e| {
+            // serde's message names the field and the expected type, never the value.
+            JobError::new(
+                ErrorCode::JobResultInvalid,
+                format!(
+                    "the stored result of job {id} (`{name}`) no longer parses as its output type: {}",
+                    crate::error::redact_serde(&e)
+                ),
+            )
+        })
+    }
+
     /// Whether this client may see `row`: any row, unless it is scoped to a tenant, then only
     /// that tenant's. A row's tenant never changes once it is written, so a verb that checks
     /// the row it read and then acts on its id acts on a row of the same tenant.

@@ -1,9 +1,12 @@
 //! The static description of a declared job: every option `#[job]` resolved, with defaults.
 //! It sits below `Run` and `Job` so both can read it without importing each other.
 
+use std::any::Any;
 use std::time::Duration;
 
 pub use crate::driver::DependencyFailure;
+use schemars::JsonSchema;
+use serde::{de::DeserializeOwned, Serialize};
 
 /// A job as the manifest and the worker see it: every declared option, resolved with defaults.
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +62,11 @@ pub struct JobDescriptor {
     /// `failed`, `dead` or `cancelled`; default [`DependencyFailure::Cancel`]. An enqueue may
     /// name another ([`EnqueueOptions::on_dependency_failure`](crate::EnqueueOptions::on_dependency_failure)).
     pub on_dependency_failure: DependencyFailure,
+    /// `keep_result`: the body's `Ok` value is serialised to JSON and stored with the job when
+    /// it settles `done` ([`JobRecord::result`](crate::JobRecord::result)), within
+    /// [`MAX_RESULT_BYTES`](crate::limits::MAX_RESULT_BYTES). `None`: the output stays in
+    /// process, for `on_settled` only.
+    pub result: Option<KeptResult>,
 }
 
 impl JobDescriptor {
@@ -90,9 +98,74 @@ impl JobDescriptor {
             on_settled: false,
             priority: crate::driver::DEFAULT_PRIORITY,
             on_dependency_failure: DependencyFailure::Cancel,
+            result: None,
         }
     }
 }
+
+/// What a job that keeps its result (`#[job(.., keep_result)]`) stores: its output type as the
+/// manifest shows it, its JSON Schema, and how a body's output becomes the stored JSON.
+///
+/// ```
+/// let kept = jobs::KeptResult::of::<Vec<u64>>("Vec<u64>");
+/// assert_eq!(kept.output_type, "Vec<u64>");
+/// assert_eq!((kept.output_schema)()["type"], "array");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct KeptResult {
+    /// The Rust path of the output type (the body's `Ok` type), for people reading the manifest.
+    pub output_type: &'static str,
+    /// The JSON Schema of the output.
+    pub output_schema: fn() -> serde_json::Value,
+    /// Serialises an output of the declared type; `None` when handed another type.
+    to_json: fn(&(dyn Any + Send)) -> Option<Result<serde_json::Value, serde_json::Error>>,
+}
+
+impl KeptResult {
+    /// Keeps outputs of type `T`, named `output_type` in the manifest. `T` must be a
+    /// [`JobOutput`]: `#[job(.., keep_result)]` on a body whose `Ok` type is not is a compile
+    /// error.
+    pub const fn of<T: JobOutput>(output_type: &'static str) -> Self {
+        KeptResult {
+            output_type,
+            output_schema: schema_of::<T>,
+            to_json: to_json::<T>,
+        }
+    }
+
+    /// The stored JSON of `output`, a body's output type-erased: `None` when it is not of the
+    /// declared type (a hand-written `Job` whose descriptor names another type), else
+    /// serde's answer.
+    pub(crate) fn json_of(
+        &self,
+        output: &(dyn Any + Send),
+    ) -> Option<Result<serde_json::Value, serde_json::Error>> {
+        (self.to_json)(output)
+    }
+}
+
+/// The JSON Schema of `T`, as a JSON value (as an input's is made).
+fn schema_of<T: JsonSchema>() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default()
+}
+
+fn to_json<T: JobOutput>(
+    output: &(dyn Any + Send),
+) -> Option<Result<serde_json::Value, serde_json::Error>> {
+    output.downcast_ref::<T>().map(serde_json::to_value)
+}
+
+/// What a kept result must be (`#[job(.., keep_result)]`): serialised into the store, parsed
+/// back by a typed read ([`Jobs::job_result`](crate::Jobs::job_result)), and described by a
+/// JSON Schema in the manifest, as an input is.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a kept job result (X_JOB_DECLARATION_INVALID)",
+    label = "`keep_result` stores the body's `Ok` value: it must implement serde's `Serialize` and `Deserialize` and schemars 1.x's `JsonSchema`",
+    note = "derive them on `{Self}` with `#[derive(Serialize, Deserialize, JsonSchema)]` from `jobs::prelude` (or put `#[input]` on it), or drop `keep_result` to keep the output in process only"
+)]
+pub trait JobOutput: Serialize + DeserializeOwned + JsonSchema + Send + 'static {}
+
+impl<T> JobOutput for T where T: Serialize + DeserializeOwned + JsonSchema + Send + 'static {}
 
 /// The queue a job lands on when its declaration names none.
 pub const DEFAULT_QUEUE: &str = "default";

@@ -109,6 +109,10 @@ error_codes! {
     /// A stored step record could not be read back.
     StepRecordInvalid = "X_STEP_RECORD_INVALID", T,
         "the step's output type changed since it was stored: rename the step or requeue from it";
+    /// A kept result (`#[job(.., keep_result)]`) no longer parses as the job's output type: the
+    /// type changed since the result was stored.
+    JobResultInvalid = "X_JOB_RESULT_INVALID", T,
+        "make the output type accept the stored result (add `#[serde(default)]` to new fields), or read it untyped (`Jobs::job(id)`'s `result`)";
     /// A cancelled or timed-out attempt tried to write a step.
     Aborted = "X_ABORTED", R,
         "stop work when `run.cancelled()` fires";

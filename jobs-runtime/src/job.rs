@@ -19,7 +19,8 @@ use crate::settled::Settled;
 pub trait Job: Send + Sync + 'static {
     /// What `enqueue` takes and the body receives.
     type Input: JobInput;
-    /// What the body returns; kept in process for `on_settled`, never stored.
+    /// What the body returns: kept in process for `on_settled`, and stored with the job only
+    /// when the declaration keeps it (`keep_result`, [`JobDescriptor::result`]).
     type Output: Send + 'static;
 
     /// Everything the declaration states, decided at compile time.

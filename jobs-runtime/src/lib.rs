@@ -94,8 +94,8 @@ pub use sqlx;
 pub use backfill::Backfills;
 pub use client::{Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
 pub use descriptor::{
-    Backoff, Concurrency, Jitter, JobDescriptor, RateLimit, RetryPolicy, TenantMode, WhenBusy,
-    DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
+    Backoff, Concurrency, Jitter, JobDescriptor, JobOutput, KeptResult, RateLimit, RetryPolicy,
+    TenantMode, WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
 };
 pub use driver::{
     DependencyFailure, JobLinks, JobRecord, JobState, DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY,
@@ -212,9 +212,10 @@ pub mod __private {
     pub use crate::client::{Enqueued, Jobs};
     pub use crate::clock::Timestamp;
     pub use crate::descriptor::{
-        Backoff, Concurrency, DependencyFailure, Jitter, JobDescriptor, RateLimit, TenantMode,
-        WhenBusy,
+        Backoff, Concurrency, DependencyFailure, Jitter, JobDescriptor, JobOutput, KeptResult,
+        RateLimit, TenantMode, WhenBusy,
     };
+    pub use crate::driver::JobId;
     pub use crate::enqueue::EnqueueOptions;
     pub use crate::error::JobError;
     pub use crate::job::{Job, JobInput, JobReturn};

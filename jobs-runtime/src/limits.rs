@@ -34,8 +34,13 @@
 //! | NUL in a job input | none allowed | `X_JOB_INPUT_INVALID` |
 //! | NUL in a step output | none allowed | `X_STEP_OUTPUT_UNSERIALIZABLE` |
 //! | NUL in an event payload | none allowed | `X_JOB_EVENT_INVALID` |
+//! | a kept result (`#[job(.., keep_result)]`), as compact JSON text | [`MAX_RESULT_BYTES`] | `X_LIMIT_EXCEEDED` |
+//! | a kept result holding NUL, or one that does not serialise | none allowed | `X_VALUE_UNSTORABLE` |
 //!
-//! Every refusal is terminal and names the limit, never the value.
+//! Every refusal is terminal and names the limit, never the value. A kept result is checked
+//! when its body returns, before the ack: a refused one fails the attempt terminally (the job
+//! is dead-lettered, or `failed` with `dead_letter = false`) and nothing is stored, since a job
+//! that declares it keeps its result has not done what it promised until the result is kept.
 
 use serde_json::Value;
 
@@ -76,6 +81,12 @@ pub const MAX_LOCK_KEY_BYTES: usize = 512;
 
 /// The longest actor (who asked for an enqueue), in bytes of UTF-8.
 pub const MAX_ACTOR_BYTES: usize = 256;
+
+/// The largest result a job keeps (`#[job(.., keep_result)]`), in bytes of its compact JSON
+/// text: 1 MiB. A result is read whole by whoever asks for it (an operator page, a parent
+/// awaiting a child), so it is a summary of the work, not its data: store a larger payload
+/// where the job wrote it and keep its address.
+pub const MAX_RESULT_BYTES: usize = 1 << 20;
 
 /// A concurrency key (or a `rate(key = ..)` key) longer than this many characters is refused at
 /// enqueue (and at claim): it is an id, never a payload.
@@ -379,6 +390,59 @@ pub(crate) fn check_step_output(job: &str, output: &Value) -> Result<(), JobErro
     Ok(())
 }
 
+/// The result a job keeps, checked before the ack that stores it: it serialised, holds no NUL,
+/// and its compact JSON text is at most [`MAX_RESULT_BYTES`]. Each refusal is terminal and
+/// names the job, the size and the limit, never the value (nor serde's message, which a
+/// `Serialize` impl may fill with it).
+pub(crate) fn check_result(
+    job: &str,
+    serialised: Result<Value, serde_json::Error>,
+) -> Result<Value, JobError> {
+    let Ok(result) = serialised else {
+        return Err(JobError::new(
+            ErrorCode::ValueUnstorable,
+            format!("the result of job `{job}` does not serialise to JSON, so it cannot be kept"),
+        )
+        .with_fix("return an output that serialises to JSON (string map keys, no NaN), or drop `keep_result`"));
+    };
+    if holds_nul(&result) {
+        return Err(JobError::new(
+            ErrorCode::ValueUnstorable,
+            format!("the result of job `{job}` holds a NUL character (\\u0000) in a string or a map key, which cannot be stored"),
+        )
+        .with_fix("remove NUL characters from the output; Postgres' jsonb cannot hold them"));
+    }
+    let bytes = json_len(&result);
+    if bytes > MAX_RESULT_BYTES {
+        return Err(JobError::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "the result of job `{job}` is {bytes} bytes of JSON, over the limit of {MAX_RESULT_BYTES} bytes (jobs::limits::MAX_RESULT_BYTES)"
+            ),
+        )
+        .with_fix("keep a summary of the work as the result (counts, ids, the address of what the job wrote), not its data"));
+    }
+    Ok(result)
+}
+
+/// The length of `value`'s compact JSON text, counted without building it.
+fn json_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a `Value` to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
 /// Checks an event's name and key (a publish, or a wait before it is recorded).
 pub(crate) fn check_event_address(name: &str, key: &str) -> Result<(), JobError> {
     check_text(EVENT_NAME, "an event", name)?;
@@ -435,6 +499,24 @@ pub(crate) fn holds_nul(value: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_result_is_bounded_by_its_json_length_and_never_echoed() {
+        let at_limit = Value::String("r".repeat(MAX_RESULT_BYTES - 2));
+        assert_eq!(json_len(&at_limit), MAX_RESULT_BYTES);
+        assert!(check_result("j", Ok(at_limit)).is_ok());
+        let over = Value::String("r".repeat(MAX_RESULT_BYTES - 1));
+        let e = check_result("j", Ok(over)).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::LimitExceeded));
+        assert_eq!(e.class(), crate::ErrorClass::Terminal);
+        assert!(e.message().contains("1048577 bytes"), "{e}");
+        assert!(!e.message().contains("rrr"), "{e}");
+        let e = check_result("j", Ok(json!({ "k": "a\0b" }))).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::ValueUnstorable));
+        let unserialisable = serde_json::to_value(std::collections::BTreeMap::from([((1, 2), 3)]));
+        let e = check_result("j", unserialisable).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::ValueUnstorable));
+    }
 
     #[test]
     fn a_value_over_its_limit_is_refused_by_length_never_echoed() {

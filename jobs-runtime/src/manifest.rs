@@ -114,6 +114,11 @@ fn describe(d: &JobDescriptor) -> Value {
         // Step names are chosen at run time, so the manifest lists none by design.
         "steps": [],
         "input": { "type": d.input_type, "schema": (d.input_schema)() },
+        // `keep_result`: the output type and its schema; null when the output is not kept.
+        "result": d.result.map(|kept| json!({
+            "type": kept.output_type,
+            "schema": (kept.output_schema)(),
+        })),
     })
 }
 

@@ -5,7 +5,7 @@
 //! | `manifest.read` | the manifest, as committed |
 //! | `jobs.inspect` | job definitions: queue, retry policy, timeouts, concurrency, rate limit, tenant |
 //! | `queue.depth` | per-queue counts, the oldest ready age, and whether the queue is paused |
-//! | `job.show` | one job: state, attempt, last error, progress, its steps, its history (who did what); the input redacted |
+//! | `job.show` | one job: state, attempt, last error, progress, its steps, its history (who did what); the input and any kept result redacted |
 //! | `jobs.dead` | dead letters, newest first, a page at a time (the introspection API) |
 //!
 //! Every tool is read-only; the tool definitions are the ones [`crate::codegen::mcp_tools()`] writes into
@@ -212,6 +212,9 @@ impl JobsMcp {
                 "progress": row.progress,
                 "traceparent": row.traceparent,
                 "input": "[redacted]",
+                // A kept result (`keep_result`) is a payload as the input is: whether there is
+                // one, never what it holds.
+                "result": row.result.as_ref().map(|_| "[redacted]"),
             },
             "steps": steps,
             "history": history,

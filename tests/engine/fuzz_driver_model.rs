@@ -239,7 +239,12 @@ async fn run(
                 let Some((job_id, by)) = pick_claim(&claims, *pick) else {
                     continue;
                 };
-                let params = AckParams { job_id, by, now };
+                let params = AckParams {
+                    job_id,
+                    by,
+                    result: None,
+                    now,
+                };
                 let m = pair.memory.job_ack(&params).await;
                 let p = pair.postgres.job_ack(&params).await;
                 prop_assert_eq!(ok(m), ok(p), "{}", at);

@@ -552,6 +552,7 @@ async fn settles_are_fenced_on_the_claim() {
     let ack = |by| AckParams {
         job_id: queued.id,
         by,
+        result: None,
         now,
     };
     assert!(!driver.job_ack(&ack(old.by.clone())).await.unwrap());

@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use jobs::driver::{JobDriver, PostgresDriver};
+use jobs::driver::PostgresDriver;
 use jobs::prelude::*;
 use jobs::sqlx::{self, AssertSqlSafe};
 use support::sqlite::{driver_in, TempDir};

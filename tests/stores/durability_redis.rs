@@ -60,6 +60,7 @@ async fn acknowledged_work(
         .map(|j| AckParams {
             job_id: j.id,
             by: j.by.clone(),
+            result: None,
             now,
         })
         .collect();

@@ -272,6 +272,7 @@ async fn the_batched_ack_reads_its_rows_by_id_not_the_running_rows_index() {
     let ack = |job: &jobs::driver::ClaimedJob| jobs::driver::AckParams {
         job_id: job.id,
         by: job.by.clone(),
+        result: None,
         now: chrono::Utc::now(),
     };
     // 900 jobs run and end one by one, then the statistics are read: few rows run.
@@ -414,6 +415,7 @@ async fn the_fenced_single_row_statements_find_their_row_by_id() {
         let ack = jobs::driver::AckParams {
             job_id: job.id,
             by: job.by.clone(),
+            result: None,
             now,
         };
         assert!(driver.job_ack(&ack).await.expect("ack"));

@@ -52,6 +52,7 @@ async fn a_purged_job_leaves_no_key_and_no_index_entry() {
         .map(|j| AckParams {
             job_id: j.id,
             by: j.by.clone(),
+            result: None,
             now,
         })
         .collect();

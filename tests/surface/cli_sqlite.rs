@@ -214,6 +214,79 @@ async fn show_names_a_declared_debounce_unique_period_and_expiry() {
     );
 }
 
+/// What [`tally_crm`] keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+struct Tally {
+    orders: u64,
+    note: String,
+}
+
+/// Keeps its result (`keep_result`).
+#[job(
+    name = "cli_sqlite.crm.tally",
+    key = "tally:{account_id}",
+    tenant = none,
+    queue = "crm-tally",
+    keep_result
+)]
+async fn tally_crm(_run: Run, input: Account) -> Result<Tally, JobError> {
+    Ok(Tally {
+        orders: input.account_id * 7,
+        note: "secret-note".into(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_prints_a_kept_result_redacted_as_the_input_is() {
+    let dir = TempDir::new("cli_sqlite_result");
+    let url = dir.url();
+    let (code, _, err) = jobs_cli_on(&url, &["migrate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let jobs = Jobs::open(&url).await.expect("open");
+    let tally = TallyCrm::enqueue(&jobs, Account { account_id: 6 })
+        .await
+        .expect("enqueue");
+    let (_, out, _) = jobs_cli_on(&url, &["show", &tally.id.to_string()]).await;
+    assert!(
+        !out.contains("\nresult "),
+        "nothing kept before it ran: {out}"
+    );
+
+    let worker = jobs.worker().queues(["crm-tally"]).build().expect("worker");
+    assert_eq!(worker.tick().await.expect("tick").len(), 1);
+    assert_eq!(
+        TallyCrm::result(&jobs, tally.id).await.expect("read"),
+        Some(Tally {
+            orders: 42,
+            note: "secret-note".into()
+        })
+    );
+
+    let (code, out, _) = jobs_cli_on(&url, &["show", &tally.id.to_string()]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("state        done\n"), "{out}");
+    let result = out
+        .lines()
+        .find_map(|line| line.strip_prefix("result       "))
+        .unwrap_or_else(|| panic!("a result line: {out}"));
+    assert!(
+        result.contains("\"orders\":\"<number>\"") && result.contains("\"note\":\"<string>\""),
+        "the result keeps its shape, its values redacted: {result}"
+    );
+    assert!(
+        !out.contains("secret-note") && !result.contains("42"),
+        "{out}"
+    );
+
+    let (code, out, _) = jobs_cli_on(&url, &["show", &tally.id.to_string(), "--json"]).await;
+    assert_eq!(code, 0, "{out}");
+    let shown: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        shown["job"]["result"],
+        serde_json::json!({ "orders": "<number>", "note": "<string>" })
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn show_names_dependencies_both_ways() {
     let dir = TempDir::new("cli_sqlite_dependencies");

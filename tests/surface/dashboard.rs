@@ -41,6 +41,22 @@ async fn dash_welcome(run: Run, input: Welcome) -> Result<(), JobError> {
     Ok(())
 }
 
+/// What [`dash_tally`] keeps.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Tally {
+    orders: u64,
+    token: String,
+}
+
+/// Keeps its result (`keep_result`), which holds a secret.
+#[job(key = "dash-tally:{user_id}", tenant = org, queue = "dash-tally", keep_result)]
+async fn dash_tally(_run: Run, input: Welcome) -> Result<Tally, JobError> {
+    Ok(Tally {
+        orders: input.user_id,
+        token: "tok-kept-result-77".into(),
+    })
+}
+
 #[task(cron = "0 9 * * 1-5", tz = "Europe/Paris")]
 fn dash_digest(_at: Occurrence) -> Vec<Entry> {
     vec![Entry::of::<DashWelcome>(Welcome {
@@ -743,6 +759,43 @@ async fn a_reader_is_refused_every_change_and_a_stranger_everything() {
     assert!(
         page.contains("hunter2-card-4242"),
         "a manager who asks sees the input"
+    );
+}
+
+/// A kept result (`keep_result`) shows on the job page once the job is done, redacted as the
+/// input is; a manager who reveals the input sees it too, a reader may not.
+#[tokio::test]
+async fn the_job_page_shows_a_kept_result_redacted_until_revealed() {
+    let dash = Dash::start(Jobs::memory(), DashboardOptions::default()).await;
+    let queued = DashTally::enqueue(&dash.jobs, acme(31)).await.unwrap();
+    let path = format!("/admin/jobs/{}", queued.id);
+    let (status, page) = dash.get(&path, "read").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        !page.contains("<h2>Result"),
+        "nothing kept before it ran: {page}"
+    );
+
+    dash.tick().await;
+    let row = dash.jobs.job(queued.id).await.unwrap().unwrap();
+    assert_eq!(row.state, JobState::Done);
+    let (status, page) = dash.get(&path, "read").await;
+    assert_eq!(status, 200, "{page}");
+    let result = &page[page.find("<h2>Result").expect("a Result section")..];
+    assert!(
+        result.contains("&lt;number&gt;") && result.contains("&lt;string&gt;"),
+        "its shape, redacted: {result}"
+    );
+    assert!(!page.contains("tok-kept-result-77"), "{page}");
+
+    let (status, _) = dash.get(&format!("{path}?reveal=1"), "read").await;
+    assert_eq!(status, 403);
+    let (status, page) = dash.get(&format!("{path}?reveal=1"), "manage").await;
+    assert_eq!(status, 200, "{page}");
+    let result = &page[page.find("<h2>Result").expect("a Result section")..];
+    assert!(
+        result.contains("tok-kept-result-77"),
+        "a manager who asks sees the result: {result}"
     );
 }
 

@@ -12,6 +12,8 @@ pub mod job_dependency_failure;
 pub mod job_expression_key_full_options;
 #[path = "job/pass/input_attribute.rs"]
 pub mod job_input_attribute;
+#[path = "job/pass/keep_result.rs"]
+pub mod job_keep_result;
 #[path = "job/pass/name_queue_handle_overrides.rs"]
 pub mod job_name_queue_handle_overrides;
 #[path = "job/pass/prelude_derives.rs"]

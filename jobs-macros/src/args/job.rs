@@ -13,7 +13,7 @@ use crate::value::duration::{DurationValue, UniquePeriod};
 use crate::value::key::KeySource;
 use crate::value::priority::Priority;
 use crate::value::tenant::Tenant;
-use crate::value::text::{Flag, FnPath, TypeName};
+use crate::value::text::{Flag, FnPath, Switch, TypeName};
 use crate::value::when_busy::WhenBusy;
 use crate::value::Arg;
 
@@ -45,6 +45,8 @@ pub struct JobArgs {
     pub rate: Option<RateArgs>,
     /// `on_settled = path::to::hook`
     pub on_settled: Option<Arg<FnPath>>,
+    /// `keep_result`: store the body's `Ok` value with the job
+    pub keep_result: Option<Arg<Switch>>,
     /// `handle = SendWelcome`
     pub handle: Option<Arg<TypeName>>,
     /// `priority = 2`: -5..=5, default 0; higher is claimed first within a tenant's turn
@@ -75,6 +77,7 @@ impl ArgNames for JobArgs {
         "priority",
         "on_dependency_failure",
         "on_settled",
+        "keep_result",
         "handle",
         "crate",
     ];

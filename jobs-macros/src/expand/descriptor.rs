@@ -47,6 +47,8 @@ pub struct JobShape<'a> {
     pub priority: Option<i64>,
     /// `on_dependency_failure = ..`.
     pub on_dependency_failure: Option<DependencyFailure>,
+    /// `keep_result`: the `KeptResult` expression of the output type.
+    pub result: Option<TokenStream>,
 }
 
 impl<'a> JobShape<'a> {
@@ -76,6 +78,7 @@ impl<'a> JobShape<'a> {
             on_settled: false,
             priority: None,
             on_dependency_failure: None,
+            result: None,
         }
     }
 }
@@ -111,6 +114,7 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
         on_settled,
         priority,
         on_dependency_failure,
+        result,
     } = shape;
     let mut set = Vec::new();
     if let Some(queue) = queue {
@@ -201,6 +205,9 @@ pub fn job_descriptor(p: &TokenStream, shape: JobShape<'_>) -> TokenStream {
     if let Some(policy) = on_dependency_failure {
         let variant = format_ident!("{}", policy.variant());
         set.push(quote!(d.on_dependency_failure = #p::DependencyFailure::#variant;));
+    }
+    if let Some(result) = result {
+        set.push(quote!(d.result = ::std::option::Option::Some(#result);));
     }
     let binding = if set.is_empty() {
         quote!(d)

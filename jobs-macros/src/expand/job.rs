@@ -121,6 +121,16 @@ fn stand_in(decl: &JobDecl<'_>) -> TokenStream {
 fn untyped_methods(decl: &JobDecl<'_>, p: &TokenStream) -> TokenStream {
     let vis = &decl.item.vis;
     let handle = &decl.handle;
+    let result = decl.keep_result.then(|| {
+        quote! {
+            #vis async fn result<O>(
+                _jobs: &#p::Jobs,
+                _id: #p::JobId,
+            ) -> ::std::result::Result<::std::option::Option<O>, #p::JobError> {
+                ::std::unreachable!()
+            }
+        }
+    });
     quote! {
         impl #handle {
             #vis async fn enqueue<I>(
@@ -160,6 +170,7 @@ fn untyped_methods(decl: &JobDecl<'_>, p: &TokenStream) -> TokenStream {
             #vis fn descriptor() -> #p::JobDescriptor {
                 ::std::unreachable!()
             }
+            #result
         }
     }
 }
@@ -311,6 +322,27 @@ fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> Token
          tenant)."
     );
     let enqueue_many_doc = format!("Enqueues one run of the `{name}` job per input.");
+    let result = decl.keep_result.then(|| {
+        let result_doc = format!(
+            "The result the `{name}` job `id` kept (`keep_result`): `None` until it is done; \
+             `X_JOB_NOT_FOUND` for an unknown id or another job's."
+        );
+        // Generic over the output, bound in its where clause: an output that cannot be kept is
+        // refused once, at the return type (`KeptResult::of`), not again here.
+        quote! {
+            #[doc = #result_doc]
+            #vis async fn result<O>(
+                jobs: &#p::Jobs,
+                id: #p::JobId,
+            ) -> ::std::result::Result<::std::option::Option<O>, #p::JobError>
+            where
+                Self: #p::Job<Output = O>,
+                O: #p::JobOutput,
+            {
+                jobs.job_result::<Self>(id).await
+            }
+        }
+    });
 
     quote! {
         impl #handle {
@@ -366,6 +398,8 @@ fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> Token
             #vis const fn descriptor() -> #p::JobDescriptor {
                 <Self as #p::Job>::DESCRIPTOR
             }
+
+            #result
         }
     }
 }
@@ -418,7 +452,37 @@ fn descriptor(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> TokenStre
     shape.on_settled = decl.on_settled.is_some();
     shape.priority = decl.priority;
     shape.on_dependency_failure = decl.on_dependency_failure;
+    shape.result = kept_result(decl, p);
     job_descriptor(p, shape)
+}
+
+/// `KeptResult::of::<Output>("Output")` for a job declared `keep_result`, spanned at the return
+/// type: an output that cannot be kept is refused there, with `JobOutput`'s message.
+fn kept_result(decl: &JobDecl<'_>, p: &TokenStream) -> Option<TokenStream> {
+    let output_ty = decl.output_ty().filter(|_| decl.keep_result)?;
+    let output_name = ok_type(output_ty).map_or_else(|| type_text(output_ty), type_text);
+    Some(quote_spanned! {output_ty.span()=>
+        #p::KeptResult::of::<<#output_ty as #p::JobReturn>::Output>(#output_name)
+    })
+}
+
+/// The `T` of a return type written `Result<T, E>` (any path ending in `Result`), for the
+/// manifest; `None` for a return type written otherwise (an alias), shown whole.
+fn ok_type(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    if last.ident != "Result" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|arg| match arg {
+        syn::GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    })
 }
 
 /// The body of a key fn (`idempotency_key`, `concurrency_key`, `rate_key`) over `input: &Input`.
@@ -584,6 +648,38 @@ mod tests {
         ] {
             assert!(out.contains(expected), "missing `{expected}` in {out}");
         }
+    }
+
+    #[test]
+    fn keep_result_lands_in_the_descriptor_with_a_typed_read() {
+        let out = expand_str(r#"key = "k", tenant = none, keep_result"#, WELCOME).unwrap();
+        for expected in [
+            "d . result = :: std :: option :: Option :: Some (:: jobs :: __private :: KeptResult :: of ::",
+            "Result < Receipt , JobError > as :: jobs :: __private :: JobReturn > :: Output > (\"Receipt\"))",
+            "async fn result < O > (jobs : & :: jobs :: __private :: Jobs , id : :: jobs :: __private :: JobId",
+            "jobs . job_result :: < Self > (id) . await",
+        ] {
+            assert!(out.contains(expected), "missing `{expected}` in {out}");
+        }
+        // Off unless asked, or when switched off by name.
+        for args in [
+            r#"key = "k", tenant = none"#,
+            r#"key = "k", tenant = none, keep_result = false"#,
+        ] {
+            let out = expand_str(args, WELCOME).unwrap();
+            assert!(!out.contains("KeptResult"), "{out}");
+            assert!(!out.contains("async fn result"), "{out}");
+        }
+        let err = expand_str(r#"key = "k", tenant = none, keep_result(yes)"#, WELCOME).unwrap_err();
+        assert!(
+            err.contains("keep_result") && err.ends_with("(X_JOB_DECLARATION_INVALID)"),
+            "{err}"
+        );
+        let err = expand_str(r#"key = "k", tenant = none, keep_result = 1"#, WELCOME).unwrap_err();
+        assert!(
+            err.contains("`keep_result` takes `true` or `false`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -29,6 +29,12 @@ pub trait Value: Sized {
     /// Reads `expr`, the value given to the argument `arg` (`timeout`, `attempts`), or refuses
     /// it at the user's tokens with the rule it breaks and its code.
     fn parse(expr: &Expr, arg: &str) -> syn::Result<Self>;
+
+    /// The value of the argument written as a bare word (`keep_result`), for a value that has
+    /// one; `None`: the bare word is a wrong shape.
+    fn word() -> Option<Self> {
+        None
+    }
 }
 
 /// One `arg = value` as darling read it: the value's tokens, and the typed value or its
@@ -63,6 +69,16 @@ impl<T> Arg<T> {
 
 impl<T: Value> FromMeta for Arg<T> {
     fn from_meta(item: &Meta) -> darling::Result<Self> {
+        if let (Meta::Path(path), Some(value)) = (item, T::word()) {
+            return Ok(Arg {
+                tokens: Expr::Path(syn::ExprPath {
+                    attrs: Vec::new(),
+                    qself: None,
+                    path: path.clone(),
+                }),
+                value: Ok(value),
+            });
+        }
         let Meta::NameValue(nv) = item else {
             // `timeout` or `timeout(..)`: a wrong shape, which darling words itself.
             let format = if matches!(item, Meta::Path(_)) {

@@ -64,6 +64,21 @@ impl Value for Flag {
     }
 }
 
+/// An argument that is on when written: a bare word (`keep_result`), or `keep_result = true` /
+/// `keep_result = false` for a declaration that computes it in a macro of its own.
+#[derive(Debug, Clone, Copy)]
+pub struct Switch(pub bool);
+
+impl Value for Switch {
+    fn parse(expr: &Expr, arg: &str) -> syn::Result<Self> {
+        flag(expr, arg).map(Switch)
+    }
+
+    fn word() -> Option<Self> {
+        Some(Switch(true))
+    }
+}
+
 /// The path of a fn (`on_settled`, `source`).
 #[derive(Debug, Clone)]
 pub struct FnPath(pub Path);

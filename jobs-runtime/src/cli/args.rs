@@ -69,7 +69,8 @@ pub(super) struct DashboardArgs {
 pub(super) enum QueueVerb {
     /// Queue depth per queue, then one page of jobs (newest first). A bare `jobs` is `ls`.
     Ls(LsArgs),
-    /// One job: state, attempts, last error, progress, every step (input redacted).
+    /// One job: state, attempts, last error, progress, every step (input and kept result
+    /// redacted).
     Show { id: Uuid },
     /// Re-queue a finished job (done, failed, dead or cancelled).
     Retry {

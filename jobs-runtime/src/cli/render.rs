@@ -240,6 +240,11 @@ pub(super) fn show(
     for id in &links.dependents {
         field("dependent", id.to_string());
     }
+    // Redacted as the input is (`Operator::inspect_job`); only a job that keeps its result
+    // (`keep_result`) and completed has one.
+    if let Some(result) = &j.result {
+        field("result", serde_json::to_string(result).unwrap_or_default());
+    }
     text.push_str("\nsteps\n");
     let rows: Vec<Vec<String>> = detail
         .steps

@@ -64,7 +64,7 @@ pub fn read_tools() -> Vec<Value> {
         tool(
             JOB_SHOW,
             "Show one job",
-            "One job by id: state, attempt, run time, last error and its code, progress, and every step of its run (status, attempts, error). The input is redacted.",
+            "One job by id: state, attempt, run time, last error and its code, progress, and every step of its run (status, attempts, error). The input is redacted, and so is the result a job that keeps one (`keep_result`) stored.",
             json!({
                 "type": "object",
                 "properties": {

@@ -617,6 +617,7 @@ pub async fn job_ack_clears_an_earlier_attempts_error(driver: Arc<dyn JobDriver>
         .job_ack_many(&[AckParams {
             job_id: batched,
             by: by(batched),
+            result: None,
             now: at(3),
         }])
         .await

@@ -3,7 +3,8 @@
 //! Postgres driver (River's `riverdrivertest`), and a third-party driver's own tests.
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
-//! area ([`job_enqueue`], [`job_unique`], [`job_dependencies`], [`job_claim`], [`job_settle`], [`job_purge`], [`step`], [`event`], [`event_purge`],
+//! area ([`job_enqueue`], [`job_unique`], [`job_dependencies`], [`job_claim`], [`job_settle`],
+//! [`job_result`], [`job_purge`], [`step`], [`event`], [`event_purge`],
 //! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`webhook_ledger`],
 //! [`introspect`], [`job_history`], [`limits`], [`rate`], [`next_due`],
 //! [`worker`]), named method then behaviour (`job_claim_never_hands_one_row_to_two_claimers`,
@@ -37,6 +38,7 @@ pub mod job_dependencies;
 pub mod job_enqueue;
 pub mod job_history;
 pub mod job_purge;
+pub mod job_result;
 pub mod job_settle;
 pub mod job_unique;
 pub mod lease;
@@ -157,6 +159,12 @@ macro_rules! __conformance_cases {
             job_settle::job_cancel_refuses_finished_and_unknown_jobs,
             job_settle::job_get_answers_none_for_an_unknown_id,
             job_settle::queue_stats_counts_each_queue_per_state,
+            job_result::job_ack_keeps_the_result_it_carries,
+            job_result::job_ack_many_keeps_each_result_and_none_for_a_stale_claim,
+            job_result::job_ack_under_a_lapsed_claim_keeps_no_result,
+            job_result::job_requeue_clears_the_kept_result,
+            job_result::job_purge_takes_the_result_with_the_row,
+            job_result::worker_keeps_a_declared_result_and_refuses_one_over_the_limit,
             step::step_put_then_list_round_trips,
             step::step_put_overwrites_by_name,
             step::step_put_is_fenced_on_the_claim,
@@ -378,6 +386,7 @@ pub(crate) async fn ack(
         .job_ack(&AckParams {
             job_id: job,
             by: by.clone(),
+            result: None,
             now,
         })
         .await

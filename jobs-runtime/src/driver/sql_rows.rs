@@ -4,7 +4,8 @@
 //!
 //! A column read as a wider integer than the field (`attempt` is an `int` column and a `u32`
 //! field) is converted with `TryFrom`, and a value out of range is a decode error of that column,
-//! never a wrapped number. A JSON column that may be null (`progress`) reads as an `Option`.
+//! never a wrapped number. A JSON column that may be null (`progress`, `result`) reads as an
+//! `Option`.
 
 use sqlx::error::BoxDynError;
 use sqlx::{ColumnIndex, Decode, Row, Type};
@@ -67,7 +68,7 @@ macro_rules! records_from {
                 id, run_id, name, queue, input, idempotency_key, tenant_id, state,
                 attempt as i32, max_attempts as i32, run_at, priority, created_at, updated_at,
                 last_error, last_error_code, claimed_by, claims, visible_at, progress as json,
-                traceparent, actor, unique_until,
+                traceparent, actor, unique_until, result as json,
             }
             StepRecord {
                 run_id, name, status, output, error, attempts as i32, wake_at, wait, updated_at,

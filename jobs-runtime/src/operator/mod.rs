@@ -30,11 +30,12 @@ use crate::driver::{JobId, JobRecord, StepListParams, StepRecord};
 use crate::error::{ErrorCode, JobError};
 use crate::limits::checked_operator_actor as checked_actor;
 
-/// One job as `jobs show` prints it: the row with its input redacted, its step trace and its
-/// history.
+/// One job as `jobs show` prints it: the row with its input and kept result redacted, its
+/// step trace and its history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobDetail {
-    /// The row; `input` keeps its shape with every value redacted.
+    /// The row; `input` keeps its shape with every value redacted, and so does `result` (the
+    /// output a job declared `keep_result` stored).
     pub job: JobRecord,
     /// Every step of the run, oldest write first; outputs redacted the same way.
     pub steps: Vec<StepRecord>,
@@ -227,11 +228,12 @@ impl Operator<'_> {
         Ok(())
     }
 
-    /// One job with its step trace, its input and step outputs redacted; `X_JOB_NOT_FOUND`
-    /// for an unknown id.
+    /// One job with its step trace, its input, kept result and step outputs redacted;
+    /// `X_JOB_NOT_FOUND` for an unknown id.
     pub async fn inspect_job(&self, id: JobId) -> Result<JobDetail, JobError> {
         let mut job = self.jobs.job(id).await?.ok_or_else(|| not_found(id))?;
         job.input = redact(&job.input);
+        job.result = job.result.as_ref().map(redact);
         let mut steps = self
             .jobs
             .driver()

@@ -72,20 +72,22 @@ async fn complete(driver: Arc<dyn JobDriver>, mut queue: mpsc::UnboundedReceiver
                 Err(_) => break,
             }
         }
-        let params: Vec<AckParams> = batch.iter().map(|p| p.params.clone()).collect();
+        // Moved, not copied: an ack may carry a kept result of up to a megabyte.
+        let (params, replies): (Vec<AckParams>, Vec<_>) =
+            batch.into_iter().map(|p| (p.params, p.reply)).unzip();
         match driver.job_ack_many(&params).await {
             Ok(landed) => {
-                for (pending, landed) in batch.into_iter().zip(landed) {
-                    let _ = pending.reply.send(Ok(landed));
+                for (reply, landed) in replies.into_iter().zip(landed) {
+                    let _ = reply.send(Ok(landed));
                 }
             }
             Err(error) => {
-                for pending in batch {
+                for reply in replies {
                     let each = JobError::new(
                         error.code().unwrap_or(crate::error::ErrorCode::Driver),
                         error.message().to_string(),
                     );
-                    let _ = pending.reply.send(Err(each));
+                    let _ = reply.send(Err(each));
                 }
             }
         }

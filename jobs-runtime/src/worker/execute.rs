@@ -12,9 +12,11 @@ use super::claim::Claimed;
 use super::keeper;
 use super::WorkerShared;
 use crate::clock::Timestamp;
+use crate::descriptor::JobDescriptor;
 use crate::driver::lease::HeldLease;
 use crate::driver::{ClaimedJob, StepFence};
 use crate::error::{ErrorCode, JobError};
+use crate::limits::check_result;
 use crate::registry::{ErasedBody, ErasedOutput, JobEntry};
 use crate::run::claim_window::{ClaimWindow, StopReason};
 use crate::run::{Run, RunSeed};
@@ -33,8 +35,8 @@ pub(crate) struct Executed {
 
 /// What the attempt came to, before anything is written.
 pub(crate) enum Verdict {
-    /// The body returned its output.
-    Completed(ErasedOutput),
+    /// The body returned its output, with the result the job keeps (`None`: it keeps none).
+    Completed(ErasedOutput, Option<serde_json::Value>),
     /// A sleep or an event wait parks the run until then.
     Suspended(Timestamp),
     /// The body, its timeout, or the run's load failed.
@@ -204,9 +206,36 @@ async fn run_body(
         (None, _) if run.suspended_until().is_some() => {
             Verdict::Suspended(run.suspended_until().unwrap_or_else(|| clock.now()))
         }
-        (None, Some(Ok(output))) => Verdict::Completed(output),
+        (None, Some(Ok(output))) => match kept_result(&descriptor, &output) {
+            Ok(result) => Verdict::Completed(output, result),
+            // A result the job cannot keep fails the attempt, terminally (`jobs::limits`).
+            Err(error) => Verdict::Failed(error),
+        },
         (None, Some(Err(error))) => Verdict::Failed(error),
         (None, None) => Verdict::LeaseLost,
     };
     verdict
+}
+
+/// The result a job keeps (`keep_result`), serialised and checked as `jobs::limits` says;
+/// `None` for a job that keeps none.
+fn kept_result(
+    descriptor: &JobDescriptor,
+    output: &ErasedOutput,
+) -> Result<Option<serde_json::Value>, JobError> {
+    let Some(kept) = descriptor.result else {
+        return Ok(None);
+    };
+    match kept.json_of(&**output) {
+        Some(serialised) => check_result(descriptor.name, serialised).map(Some),
+        // Only a hand-written `Job` can name one output type and return another.
+        None => Err(JobError::new(
+            ErrorCode::Invariant,
+            format!(
+                "job `{}` declares it keeps a result of type `{}`, and its body returned another type",
+                descriptor.name, kept.output_type
+            ),
+        )
+        .with_fix("declare the result with `KeptResult::of::<Output>()` of the job's own output type")),
+    }
 }

@@ -163,10 +163,11 @@ fn plan(shared: &WorkerShared, job: &ClaimedJob, decided: Decided, now: Timestam
         Decided::Verdict(_, Verdict::LeaseLost) => {
             no_hook(None, execution(ExecutionOutcome::LeaseLost))
         }
-        Decided::Verdict(_, Verdict::Completed(output)) => Plan {
+        Decided::Verdict(_, Verdict::Completed(output, result)) => Plan {
             write: Some(Write::Ack(AckParams {
                 job_id: job.id,
                 by: job.by.clone(),
+                result,
                 now,
             })),
             execution: execution(ExecutionOutcome::Completed),

@@ -40,6 +40,7 @@ pub async fn a_settle_from_a_process_that_did_not_claim_is_caught(store: &Store)
         .job_ack(&AckParams {
             job_id: claimed[0].id,
             by: claimed[0].by.clone(),
+            result: None,
             now,
         })
         .await

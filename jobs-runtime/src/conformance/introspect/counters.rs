@@ -109,6 +109,7 @@ pub async fn counters_count_a_batched_ack_and_a_burial(driver: Arc<dyn JobDriver
         .map(|j| AckParams {
             job_id: j.id,
             by: j.by.clone(),
+            result: None,
             now: later + chrono::Duration::seconds(10),
         })
         .collect();

@@ -1,5 +1,6 @@
-//! One job: its state, attempts, timings, progress, step timeline, last error, input (redacted
-//! as the CLI shows it, revealed only to a manager who asks), keys, and its actions.
+//! One job: its state, attempts, timings, progress, step timeline, last error, input and kept
+//! result (redacted as the CLI shows them, revealed only to a manager who asks), keys, and its
+//! actions.
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -28,7 +29,7 @@ fn job_id(text: &str) -> Result<Uuid, Refusal> {
     Uuid::parse_str(text).map_err(|_| bad_parameter("the job id", "open a job from the jobs list"))
 }
 
-/// `GET /jobs/{id}`; `?reveal=1` shows the stored input (manage role only).
+/// `GET /jobs/{id}`; `?reveal=1` shows the stored input and kept result (manage role only).
 pub(super) async fn show(
     State(dash): State<Shared>,
     Extension(ctx): Extension<Ctx>,
@@ -82,12 +83,14 @@ pub(super) async fn show(
         (Some(row), Some(entry)) => entry.rate_key(&row.input),
         _ => None,
     };
-    let input = match (&stored, reveal) {
+    // The kept result (`keep_result`) is a payload as the input is: redacted the same way,
+    // revealed by the same act.
+    let (input, result) = match (&stored, reveal) {
         (Some(row), true) => {
             audit(&ctx, "reveal", &id.to_string());
-            row.input.clone()
+            (row.input.clone(), row.result.clone())
         }
-        _ => detail.job.input.clone(),
+        _ => (detail.job.input.clone(), detail.job.result.clone()),
     };
     let state = detail.job.state;
     // Only a job with links has a workflow to draw.
@@ -129,6 +132,8 @@ pub(super) async fn show(
             "steps": steps,
             "history": history,
             "input": input,
+            "result": result,
+            "has_result": result.is_some(),
             "revealed": reveal,
             "concurrency_key": concurrency_key,
             "rate": rate,

@@ -119,6 +119,7 @@ impl MemoryState {
             traceparent: None,
             actor: request.actor.clone(),
             unique_until: request.unique_until(now),
+            result: None,
         };
         self.seq += 1;
         let job = StoredJob {

@@ -409,6 +409,7 @@ mod tests {
                     let params = AckParams {
                         job_id: job.id,
                         by: job.by,
+                        result: None,
                         now,
                     };
                     driver.job_ack(&params).await

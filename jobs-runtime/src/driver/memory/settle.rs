@@ -19,6 +19,7 @@ impl MemoryDriver {
             r.visible_at = None;
             r.last_error = None;
             r.last_error_code = None;
+            r.result = params.result.clone();
             r.updated_at = params.now;
         });
         self.dues.released(&mut state, params.now);

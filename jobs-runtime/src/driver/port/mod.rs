@@ -168,12 +168,13 @@ pub trait JobDriver: Send + Sync + 'static {
     async fn job_claim(&self, params: &ClaimParams) -> Result<ClaimResult, JobError>;
 
     /// Settles a running job `done`, clearing `last_error` and `last_error_code` (an earlier
-    /// attempt's failure is no error of a completed job). Fenced: `false` when the claim no
-    /// longer holds the row.
+    /// attempt's failure is no error of a completed job) and storing
+    /// [`AckParams::result`] as [`JobRecord::result`] in the same write. Fenced: `false` when
+    /// the claim no longer holds the row, and then no result is stored either.
     async fn job_ack(&self, params: &AckParams) -> Result<bool, JobError>;
 
-    /// Settles many running jobs `done` at once, each fenced on its own claim; answers, in
-    /// order, whether each landed. The worker's completer batches its acks through it.
+    /// Settles many running jobs `done` at once, each fenced on its own claim and storing its
+    /// own result as [`JobDriver::job_ack`] does; answers, in order, whether each landed. The worker's completer batches its acks through it.
     async fn job_ack_many(&self, params: &[AckParams]) -> Result<Vec<bool>, JobError> {
         let mut landed = Vec::with_capacity(params.len());
         for p in params {

@@ -63,6 +63,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     27 => "0027_outbox_unique_for.sql",
     28 => "0028_worker_settings.sql",
     29 => "0029_dependencies.sql",
+    30 => "0030_job_result.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

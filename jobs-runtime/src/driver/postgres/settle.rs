@@ -18,7 +18,8 @@ impl PostgresDriver {
             .bind(params.job_id)
             .bind(&params.by.worker_id)
             .bind(params.by.claim)
-            .bind(params.now);
+            .bind(params.now)
+            .bind(result_text(params));
         self.settle_fenced(Op::JobAck, query, params.now).await
     }
 
@@ -62,6 +63,7 @@ impl PostgresDriver {
             )
             .bind(params.iter().map(|p| p.by.claim).collect::<Vec<_>>())
             .bind(now)
+            .bind(params.iter().map(result_text).collect::<Vec<_>>())
             .fetch_all(&mut *conn)
             .await
             .map_err(|e| classify(Op::JobAckMany, e))?;
@@ -209,4 +211,10 @@ impl PostgresDriver {
             .map_err(|e| classify(operation, e))?;
         Ok(done.rows_affected() == 1)
     }
+}
+
+/// An ack's kept result as the JSON text its statement casts to jsonb (`None`: no result). Text,
+/// not a jsonb parameter, so the batch binds one plain `text[]` with nulls.
+fn result_text(params: &AckParams) -> Option<String> {
+    params.result.as_ref().map(serde_json::Value::to_string)
 }

@@ -34,6 +34,7 @@ const JOB_COLUMNS: &[&str] = &[
     "traceparent",
     "actor",
     "unique_until",
+    "result",
 ];
 
 /// The columns an operator list row carries (never the input).

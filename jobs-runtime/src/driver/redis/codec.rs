@@ -100,6 +100,10 @@ pub(super) fn job(f: &Fields) -> Result<JobRecord, JobError> {
         actor: f.get("actor").cloned(),
         // Kept while the row lives: a reader judges it against now (`holds_key`).
         unique_until: f.get("uq").map(|v| time(v)).transpose()?,
+        result: f
+            .get("res")
+            .map(|r| serde_json::from_str(r).map_err(|_| bad("a result")))
+            .transpose()?,
     })
 }
 

@@ -40,10 +40,13 @@ pub(super) async fn ack_many(
         invocation.arg("ack").arg(&now);
         for &i in members {
             let p = &params[i];
+            // The script reads '' as no result: no JSON text is empty.
+            let result = p.result.as_ref().map(|r| r.to_string()).unwrap_or_default();
             invocation
                 .arg(p.job_id.to_string())
                 .arg(&*p.by.worker_id)
-                .arg(p.by.claim);
+                .arg(p.by.claim)
+                .arg(result);
         }
         async move { driver.conn().script::<Vec<i64>>(op, &invocation).await }
     });

@@ -81,6 +81,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0012_dependencies.sql",
         sql: include_str!("../../../migrations/sqlite/0012_dependencies.sql"),
     },
+    SqliteMigration {
+        version: 13,
+        name: "0013_job_result.sql",
+        sql: include_str!("../../../migrations/sqlite/0013_job_result.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.

@@ -72,7 +72,7 @@ macro_rules! job_columns {
     () => {
         "id, run_id, name, queue, input, idempotency_key, tenant_id, state, attempt, \
          max_attempts, run_at, priority, created_at, updated_at, last_error, last_error_code, \
-         claimed_by, claims, visible_at, progress, traceparent, actor, unique_until"
+         claimed_by, claims, visible_at, progress, traceparent, actor, unique_until, result"
     };
 }
 pub(crate) use job_columns;

@@ -16,9 +16,11 @@ use crate::driver::introspect::JobVerb;
 use crate::driver::records::*;
 use crate::error::{ErrorCode, JobError};
 
+/// ?5: the result the job keeps (`keep_result`) as JSON text, null for none, written by the
+/// fenced statement itself, so an ack that does not land keeps nothing.
 const ACK: &str = "update x_jobs
     set state = 'done', visible_at = null, updated_at = ?4,
-        last_error = null, last_error_code = null
+        last_error = null, last_error_code = null, result = ?5
     where id = ?1 and state = 'running' and claimed_by = ?2 and claims = ?3
     returning has_dependents";
 
@@ -28,6 +30,7 @@ pub(crate) async fn ack(writer: &Writer, p: &AckParams) -> Result<bool, JobError
         .bind(&p.by.worker_id)
         .bind(p.by.claim)
         .bind(ts(p.now))
+        .bind(p.result.as_ref().map(serde_json::Value::to_string))
         .fetch_optional(&mut *writer.acquire(Op::JobAck).await?)
         .await
         .map_err(|e| classify(Op::JobAck, e))?;
@@ -48,13 +51,14 @@ async fn settled(
 }
 
 /// Many acks in one statement (one commit, one round trip to the connection's thread), each
-/// fenced on its own claim: the batch travels as a JSON array of `[id hex, worker, claim]`.
-const ACK_MANY: &str = "with acks(id, worker, claims) as (
-        select unhex(value ->> 0), value ->> 1, value ->> 2 from json_each(?1)
+/// fenced on its own claim: the batch travels as a JSON array of `[id hex, worker, claim,
+/// result]`, the result the JSON text the job keeps (null: none).
+const ACK_MANY: &str = "with acks(id, worker, claims, result) as (
+        select unhex(value ->> 0), value ->> 1, value ->> 2, value ->> 3 from json_each(?1)
     )
     update x_jobs
     set state = 'done', visible_at = null, updated_at = ?2,
-        last_error = null, last_error_code = null
+        last_error = null, last_error_code = null, result = acks.result
     from acks
     where x_jobs.id = acks.id and x_jobs.state = 'running'
       and x_jobs.claimed_by = acks.worker and x_jobs.claims = acks.claims
@@ -68,7 +72,17 @@ pub(crate) async fn ack_many(writer: &Writer, params: &[AckParams]) -> Result<Ve
     };
     let batch: Vec<serde_json::Value> = params
         .iter()
-        .map(|p| serde_json::json!([p.job_id.simple().to_string(), p.by.worker_id, p.by.claim]))
+        .map(|p| {
+            // The result as its JSON text, a string inside the batch: `->>` hands it back as
+            // the text itself.
+            let result = p.result.as_ref().map(serde_json::Value::to_string);
+            serde_json::json!([
+                p.job_id.simple().to_string(),
+                p.by.worker_id,
+                p.by.claim,
+                result
+            ])
+        })
         .collect();
     let batch = serde_json::Value::Array(batch).to_string();
     let landed: Vec<(JobId, bool)> = sqlx::query_as(ACK_MANY)

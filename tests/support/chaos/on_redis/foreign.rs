@@ -47,6 +47,7 @@ pub async fn a_write_from_a_process_that_did_not_claim_is_caught() {
         .job_ack(&AckParams {
             job_id: claimed[0].id,
             by: claimed[0].by.clone(),
+            result: None,
             now,
         })
         .await

@@ -26,6 +26,8 @@ impl MemoryState {
             r.visible_at = None;
             r.claimed_by = None;
             r.progress = None;
+            // The finished run's result goes with it: the next run keeps its own.
+            r.result = None;
             r.updated_at = now;
         });
         let jobs = &self.jobs;

@@ -155,6 +155,12 @@ pub struct JobRecord {
     /// (a lapsed one may also still show here; it holds nothing, see [`holds_key`](super::holds_key)).
     #[serde(default)]
     pub unique_until: Option<Timestamp>,
+    /// The result a job declared `keep_result` was acked with (its body's `Ok` value as JSON),
+    /// kept while the row is; `None` for every other job, and until the job is `done`. A
+    /// requeue clears it with the rest of the finished run's state. `Some(Value::Null)` is a
+    /// kept `null` (a body returning `()` or `None`).
+    #[serde(default)]
+    pub result: Option<serde_json::Value>,
 }
 
 /// Deletes finished rows past their retention window, in one bounded batch.

@@ -14,6 +14,12 @@ pub struct AckParams {
     pub job_id: JobId,
     /// The claim it must still be under.
     pub by: ClaimIdentity,
+    /// The result to keep with the job ([`JobRecord::result`](super::JobRecord::result)), for
+    /// a job declared `keep_result`; `None` keeps none. Written by the same fenced statement,
+    /// transaction or script as the settle, so an ack that does not land stores nothing.
+    /// Checked before it gets here (`jobs::limits`); `Some(Value::Null)` is a result (a body
+    /// that returned `()` or `None`), kept as JSON `null`.
+    pub result: Option<serde_json::Value>,
     /// The clock's now.
     pub now: Timestamp,
 }

@@ -1,5 +1,5 @@
 -- introspect_job_requeue: puts ONE finished job ($1) back in its queue, due at $3, attempts
--- from zero, on the same run: its stored steps replay, except step $2 and every step written
+-- from zero, on the same run, its progress and kept result cleared: its stored steps replay, except step $2 and every step written
 -- after it, which are forgotten so they run again. A live job, an unknown one, or a step the
 -- run does not have: no row. Another job holding the key (a live one, or a finished one inside
 -- its unique period): the unique live-key index refuses (sqlstate 23505), and nothing changes;
@@ -32,6 +32,7 @@ requeued as (
         visible_at = null,
         claimed_by = null,
         progress = null,
+        result = null,
         updated_at = $3
     from target t
     where j.id = t.id

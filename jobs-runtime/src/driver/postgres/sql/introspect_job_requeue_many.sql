@@ -39,6 +39,7 @@ moved as (
         visible_at = null,
         claimed_by = null,
         progress = null,
+        result = null,
         updated_at = $5
     from picked p
     where j.id = p.id and j.state = $1

@@ -315,7 +315,7 @@ select 'head' as kind,
        null::integer, null::integer, h.head_at, -h.head_rank, null::timestamptz,
        null::timestamptz, null::text,
        null::text, null::text, null::bigint, null::timestamptz, null::jsonb, null::text,
-       null::text, null::timestamptz, false
+       null::text, null::timestamptz, null::jsonb, false
 from (
     select queue, tenant, head_rank, head_at, head_id from known_heads
     union all
@@ -335,5 +335,5 @@ select 'lapse' as kind,
                select e.visible_at from exhausted e where e.queue = d.queue
            ) f
        ),
-       null::jsonb, null::text, null::text, null::timestamptz, false
+       null::jsonb, null::text, null::text, null::timestamptz, null::jsonb, false
 from demand d

@@ -42,7 +42,7 @@ local function move(id)
   if verb == 'requeue' then
     change(j, {
       state = 'ready', attempt = '0', run_at = now, vis = false, by = false, prog = false,
-      wk = false, updated = now, sq = tostring(redis.call('INCR', SEQ)),
+      res = false, wk = false, updated = now, sq = tostring(redis.call('INCR', SEQ)),
     }, now)
     redis.call('HSET', LIVE, live_key(j), j.id)
     history(j, 'requeue', now, actor, 'bulk')

@@ -1,6 +1,6 @@
 -- One queue's share of a job list page: the jobs of a lex range of the queue's `ALL` index (or
 -- of one state's index) that pass the filters, from one end of the range, each as its fields
--- with the input left out (a page never carries payloads).
+-- with the input and the kept result left out (a page never carries payloads).
 -- ARGV: state ('' any), min, max (ZRANGEBYLEX bounds, built by the driver from the cursor and
 -- the creation window), order ('desc' newest first, 'asc' oldest first), limit, budget (index
 -- entries to look at before answering), then filter pairs: ('name', v), ('tenant', v),
@@ -79,6 +79,7 @@ while #rows < limit and seen < budget do
       local j = load(id)
       if j and wanted(j) then
         j.input = 'null'
+        j.res = nil
         rows[#rows + 1] = flat(j)
         if #rows >= limit then return { rows, last } end
       end

@@ -76,7 +76,7 @@ elseif verb == 'requeue' then
   -- A fresh insertion order: among rows due at once it queues behind those already waiting.
   change(j, {
     state = 'ready', attempt = '0', run_at = now, vis = false, by = false, prog = false,
-    wk = false, updated = now, sq = tostring(redis.call('INCR', SEQ)),
+    res = false, wk = false, updated = now, sq = tostring(redis.call('INCR', SEQ)),
   }, now)
   redis.call('HSET', LIVE, live_key(j), j.id)
   if step then

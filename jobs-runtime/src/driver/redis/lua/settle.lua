@@ -1,7 +1,9 @@
 -- The fenced settling writes of one queue, each landing only while its claim still holds the
 -- row. ARGV[1] is the verb, ARGV[2] now; then:
---   ack: (id, worker, claim) repeated; answers one 1 or 0 per job (2: landed, and the job has
---        dependents to judge, as a nack that ends one answers).
+--   ack: (id, worker, claim, result) repeated, the result the JSON text a job keeps ('' none:
+--        no JSON text is empty); answers one 1 or 0 per job (2: landed, and the job has
+--        dependents to judge, as a nack that ends one answers). The result lands only with the
+--        settle, in the job's hash (`res`).
 --   nack: id, worker, claim, state, run_at, counts ('1'/'0'), has_error ('1'/'0'), error, code,
 --         wake channel, due payload ('' none: announced when the row is due later, a retry
 --         after its backoff or a park, so an idle worker starts it when due).
@@ -15,11 +17,13 @@ if verb == 'ack' then
   local fields = { 'state', 'by', 'claims', 'attempt', 'name', 'tenant', 'key', 'created',
     'started', 'err', 'errc', 'uq', 'hd' }
   local out = {}
-  for i = 3, #ARGV, 3 do
+  for i = 3, #ARGV, 4 do
     local j = load_some(ARGV[i], fields)
     if held(j, ARGV[i + 1], ARGV[i + 2]) then
       -- `vis` stays: the codec reads it of running rows only.
-      change(j, { state = 'done', err = false, errc = false, updated = now }, now)
+      local set = { state = 'done', err = false, errc = false, updated = now }
+      if ARGV[i + 3] ~= '' then set.res = ARGV[i + 3] end
+      change(j, set, now)
       -- 2: landed, and the job has dependents to judge.
       if j.hd then out[#out + 1] = 2 else out[#out + 1] = 1 end
     else

@@ -88,7 +88,7 @@ const REQUEUE: &str = concat!(
     movable!(),
     "update x_jobs
      set state = 'ready', attempt = 0, run_at = ?5, visible_at = null, claimed_by = null,
-         progress = null, updated_at = ?5
+         progress = null, result = null, updated_at = ?5
      where id in (select id from movable order by created_at, id limit ?6 + 0)"
 );
 

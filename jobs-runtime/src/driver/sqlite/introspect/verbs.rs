@@ -155,7 +155,7 @@ pub(super) async fn requeue(
     let requeued = sqlx::query(concat!(
         "update x_jobs
          set state = 'ready', attempt = 0, run_at = ?2, visible_at = null, claimed_by = null,
-             progress = null, updated_at = ?2
+             progress = null, result = null, updated_at = ?2
          where id = ?1
          returning ",
         job_columns!()
