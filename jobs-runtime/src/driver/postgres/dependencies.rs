@@ -15,6 +15,7 @@ use sqlx::Connection;
 use sqlx::Row;
 
 use super::classify::{classify, Op};
+use super::enqueue::bind_job;
 use super::{floors, PostgresDriver};
 use crate::clock::Timestamp;
 use crate::driver::records::*;
@@ -64,15 +65,7 @@ impl PostgresDriver {
                 .collect();
             // Refused, the transaction is dropped and rolls back: nothing was written.
             let start = dependencies.start_among(&found, request.run_at)?;
-            let inserted = sqlx::query(self.sql.job_enqueue_dependent.clone())
-                .bind(request.id)
-                .bind(request.run_id)
-                .bind(&request.name)
-                .bind(&request.queue)
-                .bind(&request.input)
-                .bind(&request.idempotency_key)
-                .bind(&request.tenant_id)
-                .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
+            let inserted = bind_job(sqlx::query(self.sql.job_enqueue_dependent.clone()), request)
                 .bind(start.run_at)
                 .bind(now)
                 .bind(&*self.wake_channel)
@@ -131,27 +124,22 @@ impl PostgresDriver {
             .lease(&self.pool, !self.pool_sets_nodelay)
             .await
             .map_err(failed)?;
-        let row = sqlx::query(self.sql.job_enqueue_dependent_one.clone())
-            .bind(request.id)
-            .bind(request.run_id)
-            .bind(&request.name)
-            .bind(&request.queue)
-            .bind(&request.input)
-            .bind(&request.idempotency_key)
-            .bind(&request.tenant_id)
-            .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
-            .bind(blocked_until())
-            .bind(now)
-            .bind(&*self.wake_channel)
-            .bind(&request.traceparent)
-            .bind(&request.actor)
-            .bind(request.priority)
-            .bind(request.unique_until(now))
-            .bind(dependencies.on_failure.as_str())
-            .bind(&dependencies.on)
-            .fetch_one(lease.conn())
-            .await
-            .map_err(failed);
+        let row = bind_job(
+            sqlx::query(self.sql.job_enqueue_dependent_one.clone()),
+            request,
+        )
+        .bind(blocked_until())
+        .bind(now)
+        .bind(&*self.wake_channel)
+        .bind(&request.traceparent)
+        .bind(&request.actor)
+        .bind(request.priority)
+        .bind(request.unique_until(now))
+        .bind(dependencies.on_failure.as_str())
+        .bind(&dependencies.on)
+        .fetch_one(lease.conn())
+        .await
+        .map_err(failed);
         lease.end(&row);
         let row = row?;
         let inserted: Option<JobId> = row.try_get("id").map_err(failed)?;

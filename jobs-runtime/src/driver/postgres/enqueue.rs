@@ -15,6 +15,24 @@ use crate::error::{ErrorCode, JobError};
 /// The SQLSTATE of a unique violation.
 const UNIQUE_VIOLATION: &str = "23505";
 
+/// Binds a request's first eight columns as every enqueue statement numbers them (and the
+/// outbox's stage): $1 id, $2 run id, $3 name, $4 queue, $5 input, $6 key, $7 tenant, $8 max
+/// attempts.
+pub(super) fn bind_job<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    request: &'q EnqueueRequest,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(request.id)
+        .bind(request.run_id)
+        .bind(&request.name)
+        .bind(&request.queue)
+        .bind(&request.input)
+        .bind(&request.idempotency_key)
+        .bind(&request.tenant_id)
+        .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
+}
+
 /// The row that holds an enqueue's job: its own id, or the holder of its key.
 pub(super) struct Holder {
     pub id: JobId,
@@ -96,15 +114,7 @@ impl PostgresDriver {
             Transaction::Callers => &self.sql.job_enqueue_in,
         };
         for _ in 0..ENQUEUE_ROUNDS {
-            let inserted = sqlx::query(statement.clone())
-                .bind(request.id)
-                .bind(request.run_id)
-                .bind(&request.name)
-                .bind(&request.queue)
-                .bind(&request.input)
-                .bind(&request.idempotency_key)
-                .bind(&request.tenant_id)
-                .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
+            let inserted = bind_job(sqlx::query(statement.clone()), request)
                 .bind(request.run_at)
                 .bind(now)
                 .bind(&*self.wake_channel)

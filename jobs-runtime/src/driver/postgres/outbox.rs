@@ -9,6 +9,7 @@ use sqlx::postgres::{PgConnection, PgPool};
 use sqlx::{Row, SqlStr};
 
 use super::classify::{classify, Op};
+use super::enqueue::bind_job;
 use super::sql::{check_schema, render, safe};
 use super::wake;
 use crate::clock::Timestamp;
@@ -146,15 +147,7 @@ impl OutboxStore for PostgresOutbox {
         let conn = conn
             .downcast_mut::<PgConnection>()
             .ok_or_else(|| foreign_connection("postgres outbox", "PgConnection"))?;
-        sqlx::query(self.sql.stage.clone())
-            .bind(request.id)
-            .bind(request.run_id)
-            .bind(&request.name)
-            .bind(&request.queue)
-            .bind(&request.input)
-            .bind(&request.idempotency_key)
-            .bind(&request.tenant_id)
-            .bind(request.max_attempts as i32)
+        bind_job(sqlx::query(self.sql.stage.clone()), request)
             .bind(request.run_at)
             .bind(request.on_conflict.as_str())
             .bind(&request.traceparent)
