@@ -287,9 +287,18 @@ impl Jobs {
         if requests.is_empty() {
             return Ok(Vec::new());
         }
-        let trace = EnqueueTrace::start(&mut requests);
+        self.enqueue_requests(&mut requests).await
+    }
+
+    /// Sends requests built before (a batch, an invoke's children) in one call, traced, then
+    /// the local wake.
+    pub(crate) async fn enqueue_requests(
+        &self,
+        requests: &mut [EnqueueRequest],
+    ) -> Result<Vec<Enqueued>, JobError> {
+        let trace = EnqueueTrace::start(requests);
         let results = trace
-            .send_many(self.inner.driver.job_enqueue_many(&requests))
+            .send_many(self.inner.driver.job_enqueue_many(requests))
             .await?;
         self.inner.local_wake.notify_waiters();
         Ok(results)

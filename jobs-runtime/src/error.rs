@@ -155,6 +155,15 @@ error_codes! {
     /// (`DependencyFailure::Cancel`, the default) cancelled it; the message names the dependency.
     JobDependencyFailed = "X_JOB_DEPENDENCY_FAILED", T,
         "requeue the dependency and enqueue the dependent again, or enqueue dependents with `on_dependency_failure(DependencyFailure::RunAnyway)`";
+    /// A job was cancelled: by an operator, by its parent's cancel, by a dependency's
+    /// failure, or past an invoke's first `n`. A parent awaiting it (`run.invoke`) resumes
+    /// with this code.
+    JobCancelled = "X_JOB_CANCELLED", T,
+        "requeue the job to run it again; a parent that must go on without it matches this code";
+    /// An invoked child ended without completing and its error carried no code of its own (or
+    /// its row was removed before the parent read it).
+    JobChildFailed = "X_JOB_CHILD_FAILED", T,
+        "read the child's `last_error` (`jobs show <id>`), fix the cause, then requeue the parent";
     /// A job declares `concurrency` and the driver has no lease store.
     JobConcurrencyUnenforceable = "X_JOB_CONCURRENCY_UNENFORCEABLE", T,
         "run the worker on a driver with a lease store (memory, postgres or sqlite)";

@@ -109,7 +109,7 @@ pub use maintenance::Retention;
 pub use manifest::{manifest, Manifest};
 pub use operator::{redact, JobDetail, Operator};
 pub use registry::{JobEntry, Registry};
-pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
+pub use run::{Invocable, Invoke, InvokeAll, InvokeFirst, Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{
     check_schedule, fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle,
     SchedulerStats, Tasks, DEFAULT_LEADER_TTL, DEFAULT_TICK_INTERVAL, LEASE_RENEWALS_PER_TTL,
@@ -224,7 +224,7 @@ pub mod __private {
         LedgerBook, LedgerDescriptor, LedgerTenant, Money, Posting, PostingEntry, PostingReceipt,
     };
     pub use crate::registry::JobEntry;
-    pub use crate::run::Run;
+    pub use crate::run::{Invocable, Run};
     pub use crate::scheduler::{fire_now, next_run};
     pub use crate::settled::{Settled, SettledHookArg};
     pub use crate::task::{

@@ -343,6 +343,10 @@ fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> Token
             }
         }
     });
+    // A job that keeps its result may be invoked by a parent (`run.invoke`).
+    let invocable = decl
+        .keep_result
+        .then(|| quote!(impl #p::Invocable for #handle {}));
 
     quote! {
         impl #handle {
@@ -401,6 +405,8 @@ fn handle_methods(decl: &JobDecl<'_>, p: &TokenStream, input_ty: &Type) -> Token
 
             #result
         }
+
+        #invocable
     }
 }
 

@@ -14,8 +14,10 @@ use crate::descriptor::JobDescriptor;
 use crate::driver::{JobDriver, JobId, Progress, RunId, StepFence, StepListParams, StepRecord};
 use crate::error::{ErrorCode, JobError};
 use claim_window::ClaimWindow;
+pub use invoke::{Invocable, Invoke, InvokeAll, InvokeFirst};
 
 pub(crate) mod claim_window;
+mod invoke;
 mod progress;
 mod steps;
 mod waits;
@@ -66,6 +68,8 @@ struct RunState {
     derived: HashMap<String, u32>,
     /// Set by a sleep or a wait: the run parks until then.
     suspend_until: Option<Timestamp>,
+    /// Set by an invoke that parks: the group of children it awaits.
+    awaiting: Option<crate::driver::GroupId>,
     trace: VecDeque<String>,
     progress: Option<Progress>,
     progress_dirty: bool,
@@ -92,6 +96,8 @@ pub(crate) struct RunSeed {
     pub descriptor: JobDescriptor,
     pub driver: Arc<dyn JobDriver>,
     pub clock: SharedClock,
+    /// The worker's client: an invoke enqueues its children through it.
+    pub jobs: crate::client::Jobs,
     pub fence: StepFence,
     pub cancel: CancellationToken,
     /// The attempt's claim window: no step starts once it has passed.

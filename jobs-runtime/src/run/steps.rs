@@ -120,7 +120,7 @@ impl Run {
 
     /// A step does not start once the claim's window has passed by this attempt's clock (a
     /// paused process wakes with its renewals overdue): another worker may be running it.
-    fn refuse_if_claim_lapsed(&self, name: &str) -> Result<(), JobError> {
+    pub(super) fn refuse_if_claim_lapsed(&self, name: &str) -> Result<(), JobError> {
         if self.inner.seed.claim_window.holds(self.now()) {
             return Ok(());
         }
@@ -134,7 +134,7 @@ impl Run {
         ))
     }
 
-    fn refuse_if_cancelled(&self) -> Result<(), JobError> {
+    pub(super) fn refuse_if_cancelled(&self) -> Result<(), JobError> {
         if self.is_cancelled() {
             return Err(JobError::new(
                 ErrorCode::Aborted,

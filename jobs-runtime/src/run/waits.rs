@@ -137,7 +137,12 @@ impl Run {
         self.state().suspend_until
     }
 
-    fn derived_name(&self, base: &str) -> String {
+    /// The group of children a parked invoke awaits.
+    pub(crate) fn awaiting(&self) -> Option<crate::driver::GroupId> {
+        self.state().awaiting
+    }
+
+    pub(super) fn derived_name(&self, base: &str) -> String {
         let mut state = self.state();
         let count = state.derived.entry(base.to_string()).or_insert(0);
         *count += 1;
@@ -147,7 +152,7 @@ impl Run {
         }
     }
 
-    fn suspend(&self, until: Timestamp) -> JobError {
+    pub(super) fn suspend(&self, until: Timestamp) -> JobError {
         self.state().suspend_until = Some(until);
         suspension_error(until)
     }

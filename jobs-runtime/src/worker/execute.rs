@@ -14,7 +14,7 @@ use super::WorkerShared;
 use crate::clock::Timestamp;
 use crate::descriptor::JobDescriptor;
 use crate::driver::lease::HeldLease;
-use crate::driver::{ClaimedJob, StepFence};
+use crate::driver::{ClaimedJob, GroupId, StepFence};
 use crate::error::{ErrorCode, JobError};
 use crate::limits::check_result;
 use crate::registry::{ErasedBody, ErasedOutput, JobEntry};
@@ -37,8 +37,9 @@ pub(crate) struct Executed {
 pub(crate) enum Verdict {
     /// The body returned its output, with the result the job keeps (`None`: it keeps none).
     Completed(ErasedOutput, Option<serde_json::Value>),
-    /// A sleep or an event wait parks the run until then.
-    Suspended(Timestamp),
+    /// A sleep, an event wait or an invoke parks the run until then; an invoke names the
+    /// group of children it awaits, whose wake is asked once the park is written.
+    Suspended(Timestamp, Option<GroupId>),
     /// The body, its timeout, or the run's load failed.
     Failed(JobError),
     /// Cut by a drain.
@@ -112,6 +113,7 @@ async fn run_body(
         descriptor,
         driver: shared.jobs.driver().clone(),
         clock: shared.jobs.clock().clone(),
+        jobs: shared.jobs.clone(),
         fence: StepFence {
             job_id: job.id,
             by: job.by.clone(),
@@ -204,7 +206,10 @@ async fn run_body(
             ),
         )),
         (None, _) if run.suspended_until().is_some() => {
-            Verdict::Suspended(run.suspended_until().unwrap_or_else(|| clock.now()))
+            Verdict::Suspended(
+                run.suspended_until().unwrap_or_else(|| clock.now()),
+                run.awaiting(),
+            )
         }
         (None, Some(Ok(output))) => match kept_result(&descriptor, &output) {
             Ok(result) => Verdict::Completed(output, result),

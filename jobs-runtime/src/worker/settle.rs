@@ -14,7 +14,7 @@ use super::limiter::shed_until;
 use super::WorkerShared;
 use crate::clock::{add, Timestamp};
 use crate::descriptor::RetryPolicy;
-use crate::driver::{AckParams, ClaimedJob, NackParams, NackTarget};
+use crate::driver::{AckParams, ClaimedJob, GroupId, GroupWakeParams, NackParams, NackTarget};
 use crate::error::{ErrorClass, ErrorCode, JobError};
 use crate::execution::{ExecutionOutcome, JobExecution};
 use crate::registry::JobEntry;
@@ -44,6 +44,9 @@ struct Plan {
     hook: Option<HookEnding>,
     /// `false` for a deferral: the hand-back is best effort, the row's lease lapses anyway.
     must_land: bool,
+    /// The group of children a parked invoke awaits: once the park is written, the store is
+    /// asked to wake the run if the group finished meanwhile (`GroupWakeParams`).
+    then_wake: Option<GroupId>,
 }
 
 /// Settles one claim: frees its slot, writes its ending, tells its hook, frees what admission
@@ -98,6 +101,8 @@ pub(crate) fn settle(
                 plan.execution.outcome = ExecutionOutcome::LeaseLost;
                 plan.execution.resume_at = None;
                 plan.hook = None;
+            } else if let Some(group) = plan.then_wake {
+                wake_parked(shared, job.id, group).await;
             }
         }
         if let (Some(ending), Some(declared)) = (plan.hook, declared) {
@@ -118,6 +123,23 @@ pub(crate) fn settle(
             shared.limiter.leave(&shared.limits, &job);
         }
         plan.execution
+    }
+}
+
+/// Asks the store to wake a run parked on `group` if the group finished while the run was still
+/// running. A failure is logged: the park's own run time (the invoke's poll) wakes it anyway.
+async fn wake_parked(shared: &WorkerShared, job_id: crate::driver::JobId, group: GroupId) {
+    let params = GroupWakeParams {
+        group,
+        now: shared.jobs.now(),
+    };
+    if let Err(error) = shared.jobs.driver().job_group_wake(&params).await {
+        tracing::warn!(
+            target: "jobs.invoke.wake-unasked",
+            job_id = %job_id,
+            code = error.code().map(|c| c.as_str()),
+            "a parked invoke could not ask for its wake; it resumes at its next poll"
+        );
     }
 }
 
@@ -158,6 +180,7 @@ fn plan(shared: &WorkerShared, job: &ClaimedJob, decided: Decided, now: Timestam
         execution,
         hook: None,
         must_land: true,
+        then_wake: None,
     };
     match decided {
         Decided::Verdict(_, Verdict::LeaseLost) => {
@@ -178,12 +201,16 @@ fn plan(shared: &WorkerShared, job: &ClaimedJob, decided: Decided, now: Timestam
                 code: None,
             }),
             must_land: true,
+            then_wake: None,
         },
-        Decided::Verdict(_, Verdict::Suspended(until)) => {
+        Decided::Verdict(_, Verdict::Suspended(until, awaiting)) => {
             let mut report = execution(ExecutionOutcome::Suspended);
             report.resume_at = Some(until);
             let write = nack(job, now, NackTarget::Park, until, false, None);
-            no_hook(Some(write), report)
+            Plan {
+                then_wake: awaiting,
+                ..no_hook(Some(write), report)
+            }
         }
         Decided::Verdict(_, Verdict::Interrupted) => {
             let drained = JobError::new(
@@ -262,6 +289,7 @@ fn plan(shared: &WorkerShared, job: &ClaimedJob, decided: Decided, now: Timestam
                     code: error.code(),
                 }),
                 must_land: true,
+                then_wake: None,
             }
         }
     }
@@ -295,6 +323,7 @@ fn failed(job: &ClaimedJob, policy: Policy, error: JobError, now: Timestamp) -> 
             execution: report,
             hook: None,
             must_land: true,
+            then_wake: None,
         };
     }
     let (target, outcome, execution_outcome) = if policy.dead_letter {
@@ -344,6 +373,7 @@ fn failed(job: &ClaimedJob, policy: Policy, error: JobError, now: Timestamp) -> 
             code: error.code(),
         }),
         must_land: true,
+        then_wake: None,
     }
 }
 

@@ -140,10 +140,13 @@ impl MemoryState {
             .get(&id)
             .map(|list| list.iter().take(MAX_DEPENDENCIES).copied().collect())
             .unwrap_or_default();
-        JobLinks {
+        let mut links = JobLinks {
             depends_on,
             dependents,
             on_dependency_failure: policy,
-        }
+            ..JobLinks::default()
+        };
+        self.group_links(id, &mut links);
+        links
     }
 }

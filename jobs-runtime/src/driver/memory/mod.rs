@@ -12,6 +12,7 @@ mod claim;
 mod dependencies;
 mod enqueue;
 mod events;
+mod groups;
 mod introspect;
 mod lease;
 mod ledger_book;
@@ -290,6 +291,34 @@ impl JobDriver for MemoryDriver {
 
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError> {
         self.cancel(params).await
+    }
+
+    async fn job_group_join(&self, params: &GroupJoinParams<'_>) -> Result<GroupRecord, JobError> {
+        let mut state = self.lock();
+        let group = state.group_join(params);
+        self.dues.released(&mut state, params.now);
+        Ok(group)
+    }
+
+    async fn job_group_get(&self, group: GroupId) -> Result<Option<GroupRecord>, JobError> {
+        Ok(self.lock().groups.get(group))
+    }
+
+    async fn job_group_members(
+        &self,
+        params: &GroupMembersParams,
+    ) -> Result<Vec<GroupMember>, JobError> {
+        Ok(self.lock().group_members(params))
+    }
+
+    async fn job_group_wake(
+        &self,
+        params: &GroupWakeParams,
+    ) -> Result<Option<GroupRecord>, JobError> {
+        let mut state = self.lock();
+        let group = state.group_wake(params);
+        self.dues.released(&mut state, params.now);
+        Ok(group)
     }
 
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {

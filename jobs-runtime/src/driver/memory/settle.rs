@@ -109,6 +109,22 @@ impl MemoryDriver {
         let cancelled = state.jobs[&id].row();
         let done = introspect::act(JobVerb::Cancel, None, &params.actor, now);
         state.operator.record(&cancelled, done);
+        // The jobs it invoked go with it, and theirs.
+        let mut children = state.groups.children_of(id);
+        while let Some(child) = children.pop() {
+            if !state.jobs.get(&child).is_some_and(|j| j.record.state.is_live()) {
+                continue;
+            }
+            state.update(child, |r| {
+                r.state = JobState::Cancelled;
+                r.visible_at = None;
+                r.updated_at = now;
+            });
+            let row = state.jobs[&child].row();
+            let done = introspect::act(JobVerb::Cancel, None, &params.actor, now);
+            state.operator.record(&row, done);
+            children.extend(state.groups.children_of(child));
+        }
         self.dues.released(&mut state, now);
         Ok(cancelled)
     }

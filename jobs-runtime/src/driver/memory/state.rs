@@ -34,7 +34,10 @@ pub(super) struct MemoryState {
     pub(super) names: names::Names,
     /// Which jobs depend on which.
     pub(super) edges: super::dependencies::DependencyEdges,
-    /// The queues of dependents released since the driver last took them, for its wake.
+    /// The groups (invoked children, batches) and the links they make.
+    pub(super) groups: super::groups::Groups,
+    /// The queues of dependents released (and of group waiters woken) since the driver last
+    /// took them, for its wake.
     pub(super) released: Vec<String>,
 }
 
@@ -105,7 +108,8 @@ impl MemoryState {
     }
 
     /// [`MemoryState::update`] without the dependents' settle (which uses it itself); answers
-    /// when the job stopped being live, if this change ended it.
+    /// when the job stopped being live, if this change ended it. The groups counting it count
+    /// it here (`groups.rs`).
     pub(super) fn set_state(
         &mut self,
         id: JobId,
@@ -125,6 +129,11 @@ impl MemoryState {
             self.live_keys.release(job.live_hash, id);
         }
         self.index(id);
+        if let Some(at) = ended_at {
+            if self.groups.watches(id) {
+                self.settle_groups(id, at);
+            }
+        }
         ended_at
     }
 

@@ -235,10 +235,35 @@ pub trait JobDriver: Send + Sync + 'static {
     /// depending on it, and its policy ([`JobLinks`]). An unknown job has none.
     async fn job_links(&self, id: JobId) -> Result<JobLinks, JobError>;
 
-    /// Cancels a live job: a queued one at once, a running one at its next heartbeat. The
-    /// same transaction appends `cancel` (with [`JobCancelParams::actor`]) to the job's history
-    /// ([`introspect::JobIntrospection::job_history`]). `X_JOB_NOT_CANCELLABLE` for a finished
-    /// or unknown job.
+    /// Adds members to a group ([`GroupJoinParams`]), creating it on its first join: members
+    /// already settled count at once, the rest when they stop being live; once `settled`
+    /// reaches `need` the group is done and its waiter, if `suspended`, is made `ready` and due
+    /// at `now` (once). Idempotent for members already in. Answers the group after the join.
+    async fn job_group_join(&self, params: &GroupJoinParams<'_>) -> Result<GroupRecord, JobError>;
+
+    /// Reads a group.
+    async fn job_group_get(&self, group: GroupId) -> Result<Option<GroupRecord>, JobError>;
+
+    /// A page of a group's members in join order, each with its state, result and last error.
+    async fn job_group_members(
+        &self,
+        params: &GroupMembersParams,
+    ) -> Result<Vec<GroupMember>, JobError>;
+
+    /// If the group is done and its waiter is `suspended`, makes the waiter `ready`, due at
+    /// `now`; answers the group. A parent calls it right after it parks on the group, so a
+    /// group done while the parent was still running wakes it all the same; it is atomic with
+    /// the counting (a member's settle either sees the parent parked or is seen by this).
+    async fn job_group_wake(
+        &self,
+        params: &GroupWakeParams,
+    ) -> Result<Option<GroupRecord>, JobError>;
+
+    /// Cancels a live job: a queued one at once, a running one at its next heartbeat; its live
+    /// children (the jobs it invoked, [`GroupJoinParams::parent`]) are cancelled with it, and
+    /// theirs. The same transaction appends `cancel` (with [`JobCancelParams::actor`]) to the
+    /// job's history ([`introspect::JobIntrospection::job_history`]). `X_JOB_NOT_CANCELLABLE`
+    /// for a finished or unknown job.
     async fn job_cancel(&self, params: &JobCancelParams) -> Result<JobRecord, JobError>;
 
     /// Counts per queue.

@@ -335,6 +335,32 @@ impl JobDriver for RedisDriver {
         settle::cancel(self, params).await
     }
 
+    async fn job_group_join(&self, params: &GroupJoinParams<'_>) -> Result<GroupRecord, JobError> {
+        let _ = params;
+        Err(groups_pending(self.name()))
+    }
+
+    async fn job_group_get(&self, group: GroupId) -> Result<Option<GroupRecord>, JobError> {
+        let _ = group;
+        Err(groups_pending(self.name()))
+    }
+
+    async fn job_group_members(
+        &self,
+        params: &GroupMembersParams,
+    ) -> Result<Vec<GroupMember>, JobError> {
+        let _ = params;
+        Err(groups_pending(self.name()))
+    }
+
+    async fn job_group_wake(
+        &self,
+        params: &GroupWakeParams,
+    ) -> Result<Option<GroupRecord>, JobError> {
+        let _ = params;
+        Err(groups_pending(self.name()))
+    }
+
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
         reads::queue_stats(self, params.now).await
     }

@@ -73,6 +73,9 @@ impl MemoryState {
             if self.edges.has_dependents(id) {
                 self.settle_dependents(id, at);
             }
+            if self.groups.watches(id) {
+                self.settle_groups(id, at);
+            }
         }
     }
 }

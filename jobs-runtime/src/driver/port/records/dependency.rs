@@ -272,21 +272,36 @@ pub struct JobLinks {
     pub dependents: Vec<JobId>,
     /// Its policy when a dependency fails (`None`: it depends on nothing).
     pub on_dependency_failure: Option<DependencyFailure>,
+    /// The job that invoked it (`Run::invoke`), if one did.
+    #[serde(default)]
+    pub parent: Option<JobId>,
+    /// The jobs it invoked, each with its state (the first [`MAX_DEPENDENCIES`]).
+    #[serde(default)]
+    pub children: DependencyStates,
+    /// The batch it is a member of, or whose callback it is.
+    #[serde(default)]
+    pub batch: Option<super::GroupId>,
 }
 
 impl JobLinks {
     /// The links from a store's rows, each `(kind, id, state, policy)`: `on` a job it depends
-    /// on (with that job's state, and its own policy), `by` a job depending on it.
+    /// on (with that job's state, and its own policy), `by` a job depending on it, `parent`
+    /// the job that invoked it, `child` a job it invoked (with its state), `batch` its batch.
     pub fn from_rows(
         rows: impl IntoIterator<Item = (String, JobId, Option<JobState>, Option<String>)>,
     ) -> JobLinks {
         let mut links = JobLinks::default();
         for (kind, id, state, policy) in rows {
-            if kind == "on" {
-                links.depends_on.push((id, state));
-                links.on_dependency_failure = policy.as_deref().map(DependencyFailure::from_stored);
-            } else {
-                links.dependents.push(id);
+            match kind.as_str() {
+                "on" => {
+                    links.depends_on.push((id, state));
+                    links.on_dependency_failure =
+                        policy.as_deref().map(DependencyFailure::from_stored);
+                }
+                "parent" => links.parent = Some(id),
+                "child" => links.children.push((id, state)),
+                "batch" => links.batch = Some(id),
+                _ => links.dependents.push(id),
             }
         }
         links
