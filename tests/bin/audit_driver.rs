@@ -310,6 +310,28 @@ impl JobDriver for AuditDriver {
         self.inner.job_cancel(params).await
     }
 
+    async fn job_group_join(&self, params: &GroupJoinParams<'_>) -> Result<GroupRecord, JobError> {
+        self.inner.job_group_join(params).await
+    }
+
+    async fn job_group_get(&self, group: GroupId) -> Result<Option<GroupRecord>, JobError> {
+        self.inner.job_group_get(group).await
+    }
+
+    async fn job_group_members(
+        &self,
+        params: &GroupMembersParams,
+    ) -> Result<Vec<GroupMember>, JobError> {
+        self.inner.job_group_members(params).await
+    }
+
+    async fn job_group_wake(
+        &self,
+        params: &GroupWakeParams,
+    ) -> Result<Option<GroupRecord>, JobError> {
+        self.inner.job_group_wake(params).await
+    }
+
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
         self.inner.queue_stats(params).await
     }

@@ -3,7 +3,7 @@
 //! Postgres driver (River's `riverdrivertest`), and a third-party driver's own tests.
 //!
 //! Each case is an `async fn case(driver: Arc<dyn JobDriver>)` that asserts, in one file per
-//! area ([`job_enqueue`], [`job_unique`], [`job_dependencies`], [`job_claim`], [`job_settle`],
+//! area ([`job_enqueue`], [`job_unique`], [`job_dependencies`], [`job_groups`], [`job_claim`], [`job_settle`],
 //! [`job_result`], [`job_purge`], [`step`], [`event`], [`event_purge`],
 //! [`lease`], [`scheduler`], [`backfill_store`], [`ledger_book`], [`webhook_ledger`],
 //! [`introspect`], [`job_history`], [`limits`], [`rate`], [`next_due`],
@@ -36,6 +36,7 @@ pub mod introspect;
 pub mod job_claim;
 pub mod job_dependencies;
 pub mod job_enqueue;
+pub mod job_groups;
 pub mod job_history;
 pub mod job_purge;
 pub mod job_result;
@@ -121,6 +122,12 @@ macro_rules! __conformance_cases {
             job_dependencies::job_dependencies_follow_a_cancelled_dependency,
             job_dependencies::job_dependencies_are_checked_at_enqueue,
             job_dependencies::job_dependencies_span_queues,
+            job_groups::job_group_counts_each_settle_and_wakes_the_parked_waiter_once,
+            job_groups::job_group_join_counts_settled_members_and_the_wake_after_a_park,
+            job_groups::job_group_batch_stays_open_until_closed_and_pages_in_order,
+            job_groups::job_cancel_takes_the_children_of_a_parent_with_it,
+            job_groups::worker_invoke_resumes_the_parent_once_with_every_outcome,
+            job_groups::worker_invoke_first_timeout_and_cancel_both_ways,
             job_unique::job_unique_period_answers_a_finished_holder,
             job_unique::job_unique_period_ends_at_creation_plus_the_period,
             job_unique::job_unique_lapsed_marks_block_nothing_and_batches_keep_the_rule,

@@ -318,7 +318,12 @@ impl ChildOutcome {
 
     fn timed_out(job: &str, id: JobId, timeout: Option<Duration>) -> ChildOutcome {
         let within = timeout
-            .map(|t| format!(" within the invoke's timeout of {}", humantime::format_duration(t)))
+            .map(|t| {
+                format!(
+                    " within the invoke's timeout of {}",
+                    humantime::format_duration(t)
+                )
+            })
             .unwrap_or_default();
         ChildOutcome::Err {
             code: Some(ErrorCode::JobTimeout.as_str().to_string()),
@@ -604,7 +609,9 @@ impl Run {
                     live.push(member.id);
                 }
                 outcomes.push(match outcome {
-                    None if past_deadline => Some(ChildOutcome::timed_out(child, member.id, timeout)),
+                    None if past_deadline => {
+                        Some(ChildOutcome::timed_out(child, member.id, timeout))
+                    }
                     other => other,
                 });
             }
@@ -631,7 +638,10 @@ fn child_id(group: GroupId, position: usize) -> JobId {
     Uuid::new_v5(&group, position.to_string().as_bytes())
 }
 
-fn decode_outcomes(name: &str, output: Option<Value>) -> Result<Vec<Option<ChildOutcome>>, JobError> {
+fn decode_outcomes(
+    name: &str,
+    output: Option<Value>,
+) -> Result<Vec<Option<ChildOutcome>>, JobError> {
     serde_json::from_value(output.unwrap_or(Value::Null)).map_err(|e| {
         JobError::new(
             ErrorCode::StepRecordInvalid,

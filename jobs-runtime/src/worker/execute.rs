@@ -205,12 +205,10 @@ async fn run_body(
                 humantime::format_duration(descriptor.timeout.unwrap_or_default())
             ),
         )),
-        (None, _) if run.suspended_until().is_some() => {
-            Verdict::Suspended(
-                run.suspended_until().unwrap_or_else(|| clock.now()),
-                run.awaiting(),
-            )
-        }
+        (None, _) if run.suspended_until().is_some() => Verdict::Suspended(
+            run.suspended_until().unwrap_or_else(|| clock.now()),
+            run.awaiting(),
+        ),
         (None, Some(Ok(output))) => match kept_result(&descriptor, &output) {
             Ok(result) => Verdict::Completed(output, result),
             // A result the job cannot keep fails the attempt, terminally (`jobs::limits`).

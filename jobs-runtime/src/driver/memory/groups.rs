@@ -75,7 +75,8 @@ impl MemoryState {
                 joined.push(*member);
             }
         }
-        stored.record.need = GroupRecord::need_after(stored.record.need, params.need, stored.record.size);
+        stored.record.need =
+            GroupRecord::need_after(stored.record.need, params.need, stored.record.size);
         if parent.is_none() {
             self.groups.batches.insert(params.waiter, group);
         }
@@ -90,7 +91,10 @@ impl MemoryState {
                     self.groups.batches.insert(member, group);
                 }
             }
-            let live = self.jobs.get(&member).is_some_and(|j| j.record.state.is_live());
+            let live = self
+                .jobs
+                .get(&member)
+                .is_some_and(|j| j.record.state.is_live());
             if live {
                 self.groups.watching.entry(member).or_default().push(group);
             } else if let Some(g) = self.groups.groups.get_mut(&group) {

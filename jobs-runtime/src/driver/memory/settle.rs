@@ -112,7 +112,11 @@ impl MemoryDriver {
         // The jobs it invoked go with it, and theirs.
         let mut children = state.groups.children_of(id);
         while let Some(child) = children.pop() {
-            if !state.jobs.get(&child).is_some_and(|j| j.record.state.is_live()) {
+            if !state
+                .jobs
+                .get(&child)
+                .is_some_and(|j| j.record.state.is_live())
+            {
                 continue;
             }
             state.update(child, |r| {
