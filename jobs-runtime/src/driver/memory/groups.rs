@@ -132,12 +132,12 @@ impl MemoryState {
         self.group_wake_waiter(waiter, now);
     }
 
-    /// Makes a parked waiter `ready`, due at `now`.
+    /// Makes a waiting waiter (a parked parent, a batch's callback) `ready`, due at `now`.
     fn group_wake_waiter(&mut self, waiter: JobId, now: Timestamp) {
         let Some(job) = self.jobs.get(&waiter) else {
             return;
         };
-        if job.record.state != JobState::Suspended {
+        if !matches!(job.record.state, JobState::Suspended | JobState::Delayed) {
             return;
         }
         self.released.push(job.queue.to_string());

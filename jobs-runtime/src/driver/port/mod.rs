@@ -237,8 +237,9 @@ pub trait JobDriver: Send + Sync + 'static {
 
     /// Adds members to a group ([`GroupJoinParams`]), creating it on its first join: members
     /// already settled count at once, the rest when they stop being live; once `settled`
-    /// reaches `need` the group is done and its waiter, if `suspended`, is made `ready` and due
-    /// at `now` (once). Idempotent for members already in. Answers the group after the join.
+    /// reaches `need` the group is done and its waiter, if `suspended` or `delayed`, is made
+    /// `ready` and due at `now` (once). Idempotent for members already in. Answers the group
+    /// after the join.
     async fn job_group_join(&self, params: &GroupJoinParams<'_>) -> Result<GroupRecord, JobError>;
 
     /// Reads a group.
@@ -250,7 +251,7 @@ pub trait JobDriver: Send + Sync + 'static {
         params: &GroupMembersParams,
     ) -> Result<Vec<GroupMember>, JobError>;
 
-    /// If the group is done and its waiter is `suspended`, makes the waiter `ready`, due at
+    /// If the group is done and its waiter is `suspended` or `delayed`, makes it `ready`, due at
     /// `now`; answers the group. A parent calls it right after it parks on the group, so a
     /// group done while the parent was still running wakes it all the same; it is atomic with
     /// the counting (a member's settle either sees the parent parked or is seen by this).

@@ -5,7 +5,9 @@
 //!
 //! Every driver keeps a group the same way: members in the order they joined, each counted once
 //! when it stops being live (or at its join, when it already had); `settled` reaching `need`
-//! marks the group done and makes the waiter due if it is `suspended` (a parent still running
+//! marks the group done and makes the waiter due if it is waiting: `suspended` (a parked
+//! parent) or `delayed` (a batch's callback, enqueued due at
+//! [`blocked_until`](super::blocked_until)). A parent still running
 //! is made due by its own park: [`JobDriver::job_group_wake`](crate::driver::JobDriver::job_group_wake)).
 //! So a parent with 10,000 children is woken once, by a counter, and reads its children back
 //! in pages of [`GROUP_PAGE`].
