@@ -42,6 +42,7 @@
 extern crate self as jobs;
 
 pub mod backfill;
+mod batch;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod client;
@@ -92,6 +93,7 @@ pub use jobs_macros::{backfill, input, job, ledger, posting, purge, task};
 pub use sqlx;
 
 pub use backfill::Backfills;
+pub use batch::{Batch, BatchReport};
 pub use client::{Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
 pub use descriptor::{
     Backoff, Concurrency, Jitter, JobDescriptor, JobOutput, KeptResult, RateLimit, RetryPolicy,

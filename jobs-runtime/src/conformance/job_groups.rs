@@ -538,7 +538,46 @@ impl Job for Parent {
     }
 }
 
-/// A worker over [`Parent`] and [`Child`] on [`QUEUE`], on a frozen clock.
+/// A batch's callback: keeps `size:done:failed:cancelled` of its batch as [`Run::batch`]
+/// reads it.
+#[derive(Debug)]
+pub struct Tally;
+
+impl Job for Tally {
+    type Input = Subject;
+    type Output = String;
+    const DESCRIPTOR: JobDescriptor = {
+        let mut d = descriptor("conformance.tally");
+        d.result = Some(KeptResult::of::<String>("String"));
+        d
+    };
+
+    fn idempotency_key(input: &Subject) -> String {
+        format!("tally:{}", input.key)
+    }
+
+    fn tenant(_: &Subject) -> Option<String> {
+        None
+    }
+
+    fn run(run: Run, _input: Subject) -> BoxFuture<'static, Result<String, JobError>> {
+        Box::pin(async move {
+            let batch = run
+                .batch()
+                .await?
+                .ok_or_else(|| JobError::new(ErrorCode::Invariant, "the callback has no batch"))?;
+            Ok(format!(
+                "{}:{}:{}:{}",
+                batch.size,
+                batch.done,
+                batch.failed.len(),
+                batch.cancelled.len()
+            ))
+        })
+    }
+}
+
+/// A worker over [`Parent`], [`Child`] and [`Tally`] on [`QUEUE`], on a frozen clock.
 fn rig(driver: Arc<dyn JobDriver>) -> (Jobs, TestClock, Worker) {
     let clock = TestClock::at(t0());
     let jobs = Jobs::with_clock(driver, Arc::new(clock.clone()));
@@ -546,6 +585,7 @@ fn rig(driver: Arc<dyn JobDriver>) -> (Jobs, TestClock, Worker) {
     registry
         .register::<Parent>()
         .and_then(|r| r.register::<Child>())
+        .and_then(|r| r.register::<Tally>())
         .expect("distinct names");
     let worker = jobs
         .worker()
@@ -719,4 +759,52 @@ pub async fn worker_invoke_first_timeout_and_cancel_both_ways(driver: Arc<dyn Jo
     d.job_cancel(&cancel(parent)).await.unwrap();
     assert_eq!(get(d, child).await.state, JobState::Cancelled);
     assert!(tick(&worker).await.is_empty(), "nothing left to run");
+}
+
+/// A batch's callback waits while the batch is open, however many members settled; once it
+/// is closed and every member has settled it runs once and reads the counts and the failed
+/// members; members and callback link to the batch.
+pub async fn worker_batch_callback_runs_once_after_the_closed_batch_settled(
+    driver: Arc<dyn JobDriver>,
+) {
+    let d = &*driver;
+    let (jobs, _clock, worker) = rig(driver.clone());
+    let batch = jobs.batch::<Tally>(subject("month")).await.unwrap();
+    let callback = batch.callback();
+    let first = batch
+        .add::<Child, _>(["b1", "fail", "b3"].map(subject))
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 3);
+    tick(&worker).await;
+    tick(&worker).await;
+    let report = batch.report().await.unwrap();
+    assert_eq!((report.size, report.settled, report.closed), (3, 3, false));
+    assert_eq!(report.failed, vec![first[1].id]);
+    assert_eq!(
+        get(d, callback).await.state,
+        JobState::Delayed,
+        "open: it waits"
+    );
+    assert!(runs_of(&tick(&worker).await, callback).is_empty());
+
+    let later = jobs.open_batch(batch.id()).await.unwrap();
+    let added = later.add::<Child, _>([subject("b4")]).await.unwrap();
+    let closed = later.close().await.unwrap();
+    assert_eq!((closed.size, closed.closed), (4, true));
+    let refused = batch.add::<Child, _>([subject("b5")]).await.unwrap_err();
+    assert_eq!(refused.code(), Some(ErrorCode::Invariant));
+    assert_eq!(
+        d.job_links(added[0].id).await.unwrap().batch,
+        Some(batch.id())
+    );
+    assert_eq!(d.job_links(callback).await.unwrap().batch, Some(batch.id()));
+
+    let seen = run_until_done(d, &worker, callback, 4).await;
+    assert_eq!(runs_of(&seen, callback), vec![ExecutionOutcome::Completed]);
+    assert_eq!(kept(d, callback).await, json!("4:3:1:0"));
+    let report = jobs.batch_report(batch.id()).await.unwrap();
+    assert_eq!((report.size, report.settled, report.done), (4, 4, 3));
+    assert_eq!(report.states.get("done"), Some(&3));
+    assert_eq!(report.states.get("dead"), Some(&1));
 }

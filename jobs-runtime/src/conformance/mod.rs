@@ -128,6 +128,7 @@ macro_rules! __conformance_cases {
             job_groups::job_cancel_takes_the_children_of_a_parent_with_it,
             job_groups::worker_invoke_resumes_the_parent_once_with_every_outcome,
             job_groups::worker_invoke_first_timeout_and_cancel_both_ways,
+            job_groups::worker_batch_callback_runs_once_after_the_closed_batch_settled,
             job_unique::job_unique_period_answers_a_finished_holder,
             job_unique::job_unique_period_ends_at_creation_plus_the_period,
             job_unique::job_unique_lapsed_marks_block_nothing_and_batches_keep_the_rule,
