@@ -16,6 +16,7 @@ mod enqueue;
 mod events;
 mod fuzz_driver_model;
 mod fuzz_parsers;
+mod invoke;
 mod ledger;
 mod lock;
 mod manifest;

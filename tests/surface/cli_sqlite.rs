@@ -322,3 +322,66 @@ async fn show_names_dependencies_both_ways() {
         "{out}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_names_parent_children_and_batch() {
+    let dir = TempDir::new("cli_sqlite_groups");
+    let url = dir.url();
+    let (code, _, err) = jobs_cli_on(&url, &["migrate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let jobs = Jobs::open(&url).await.expect("open");
+    let parent = SyncCrm::enqueue(&jobs, Account { account_id: 20 })
+        .await
+        .expect("enqueue");
+    let child = PushCrm::enqueue(&jobs, Account { account_id: 21 })
+        .await
+        .expect("enqueue");
+    jobs.driver()
+        .job_group_join(&jobs::driver::GroupJoinParams {
+            group: uuid::Uuid::now_v7(),
+            waiter: parent.id,
+            parent: Some(parent.id),
+            members: &[child.id],
+            need: jobs::driver::GroupNeed::Count(1),
+            now: jobs.now(),
+        })
+        .await
+        .expect("join");
+    let (code, out, _) = jobs_cli_on(&url, &["show", &parent.id.to_string()]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!("child        {} (ready)\n", child.id)),
+        "{out}"
+    );
+    let (_, out, _) = jobs_cli_on(&url, &["show", &child.id.to_string()]).await;
+    assert!(
+        out.contains(&format!("parent       {}\n", parent.id)),
+        "{out}"
+    );
+
+    let batch = jobs
+        .batch::<SyncCrm>(Account { account_id: 22 })
+        .await
+        .expect("a batch");
+    let members = batch
+        .add::<PushCrm, _>([Account { account_id: 23 }])
+        .await
+        .expect("add");
+    let (_, out, _) = jobs_cli_on(&url, &["show", &members[0].id.to_string()]).await;
+    assert!(
+        out.contains(&format!(
+            "batch        member of {} (open: 0 of 1 settled, 0 done, 0 failed, 0 cancelled)\n",
+            batch.id()
+        )),
+        "{out}"
+    );
+    batch.close().await.expect("close");
+    let (_, out, _) = jobs_cli_on(&url, &["show", &batch.callback().to_string()]).await;
+    assert!(
+        out.contains(&format!(
+            "batch        callback of {} (closed: 0 of 1",
+            batch.id()
+        )),
+        "{out}"
+    );
+}

@@ -993,6 +993,68 @@ async fn the_job_page_shows_dependencies_both_ways() {
 }
 
 #[tokio::test]
+async fn the_job_page_shows_parent_children_and_batch() {
+    let jobs = Jobs::memory();
+    let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;
+    let parent = DashFlaky::enqueue(&jobs, flaky("parent", "acme"))
+        .await
+        .unwrap();
+    let child = DashFlaky::enqueue(&jobs, flaky("child", "acme"))
+        .await
+        .unwrap();
+    jobs.driver()
+        .job_group_join(&jobs::driver::GroupJoinParams {
+            group: uuid::Uuid::now_v7(),
+            waiter: parent.id,
+            parent: Some(parent.id),
+            members: &[child.id],
+            need: jobs::driver::GroupNeed::Count(1),
+            now: jobs.now(),
+        })
+        .await
+        .unwrap();
+    let (status, page) = dash
+        .get(&format!("/admin/jobs/{}", parent.id), "read")
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains(&format!(
+            "<dt>Children</dt><dd><a href=\"&#x2f;admin/jobs/{id}\"><code>{id}</code></a> <span class=\"badge ready\">ready</span>",
+            id = child.id
+        )),
+        "{page}"
+    );
+    let graph = &page[page.find("<h2>Workflow</h2>").expect("a workflow card")..];
+    assert_eq!(graph.matches("<line x1=").count(), 1, "{graph}");
+    let (_, page) = dash.get(&format!("/admin/jobs/{}", child.id), "read").await;
+    assert!(
+        page.contains(&format!(
+            "<dt>Parent</dt><dd><a href=\"&#x2f;admin/jobs/{id}\"><code>{id}</code></a>",
+            id = parent.id
+        )),
+        "{page}"
+    );
+
+    let batch = jobs
+        .batch::<DashFlaky>(flaky("report", "acme"))
+        .await
+        .unwrap();
+    let members = batch
+        .add::<DashFlaky, _>([flaky("m1", "acme"), flaky("m2", "acme")])
+        .await
+        .unwrap();
+    let (_, page) = dash
+        .get(&format!("/admin/jobs/{}", members[1].id), "read")
+        .await;
+    assert!(page.contains("<dt>Batch</dt>"), "{page}");
+    assert!(
+        page.contains("<progress max=\"2\" value=\"0\"></progress> 0 of 2 settled"),
+        "{page}"
+    );
+    assert!(page.contains("a member, open"), "{page}");
+}
+
+#[tokio::test]
 async fn the_enqueue_form_follows_the_schema_and_records_the_viewer() {
     let jobs = Jobs::memory();
     let dash = Dash::start(jobs.clone(), DashboardOptions::default()).await;

@@ -240,6 +240,33 @@ pub(super) fn show(
     for id in &links.dependents {
         field("dependent", id.to_string());
     }
+    if let Some(parent) = links.parent {
+        field("parent", parent.to_string());
+    }
+    for (id, state) in &links.children {
+        let state = state.map_or("gone", |s| s.as_str());
+        field("child", format!("{id} ({state})"));
+    }
+    if let Some(batch) = &detail.batch {
+        let role = if batch.callback == j.id {
+            "callback of"
+        } else {
+            "member of"
+        };
+        let open = if batch.closed { "closed" } else { "open" };
+        field(
+            "batch",
+            format!(
+                "{role} {} ({open}: {} of {} settled, {} done, {} failed, {} cancelled)",
+                batch.id,
+                batch.settled,
+                batch.size,
+                batch.done,
+                batch.failed.len(),
+                batch.cancelled.len()
+            ),
+        );
+    }
     // Redacted as the input is (`Operator::inspect_job`); only a job that keeps its result
     // (`keep_result`) and completed has one.
     if let Some(result) = &j.result {

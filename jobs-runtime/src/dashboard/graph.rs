@@ -1,7 +1,8 @@
-//! The job page's workflow graph: the jobs a job depends on and the jobs depending on it, a few
-//! steps each way, as the geometry of an SVG the template draws (dependencies to the left,
-//! dependents to the right, an arrow from each dependency to its dependent). Read through the
-//! client's `links` and `job`, so a scoped client's graph stops at its tenant's jobs.
+//! The job page's workflow graph: the jobs a job depends on and the jobs depending on it, the
+//! parent that invoked it and the children it invoked, a few steps each way, as the geometry of
+//! an SVG the template draws (dependencies and parents to the left, dependents and children to
+//! the right, an arrow from each to the next). Read through the client's `links` and `job`, so
+//! a scoped client's graph stops at its tenant's jobs.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -63,8 +64,12 @@ pub(crate) async fn around(jobs: &Jobs, id: JobId) -> Result<Option<Graph>, JobE
     let mut truncated = false;
     while let Some((at, depth)) = queue.pop_front() {
         let links = jobs.links(at).await?;
+        // A job's dependencies and the parent that invoked it come before it; its dependents
+        // and the children it invoked after.
         let before = links.depends_on.iter().map(|(d, _)| (*d, -1));
+        let before = before.chain(links.parent.map(|p| (p, -1)));
         let after = links.dependents.iter().map(|d| (*d, 1));
+        let after = after.chain(links.children.iter().map(|(c, _)| (*c, 1)));
         for (other, step) in before.chain(after) {
             // Only away from the job: a dependency's other dependents are not this workflow.
             if depth != 0 && depth.signum() != step {
@@ -213,6 +218,41 @@ mod tests {
         assert!(graph.nodes.iter().any(|n| n.current && n.id == ids["a"]));
         let lone = driver_job(&jobs).await;
         assert!(around(&jobs, lone).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_parent_draws_before_the_children_it_invoked() {
+        let driver = crate::driver::MemoryDriver::new();
+        let parent = driver
+            .job_enqueue(&request("parent", &[]))
+            .await
+            .unwrap()
+            .id;
+        let mut children = Vec::new();
+        for key in ["c1", "c2"] {
+            children.push(driver.job_enqueue(&request(key, &[])).await.unwrap().id);
+        }
+        driver
+            .job_group_join(&crate::driver::GroupJoinParams {
+                group: uuid::Uuid::now_v7(),
+                waiter: parent,
+                parent: Some(parent),
+                members: &children,
+                need: crate::driver::GroupNeed::Count(2),
+                now: chrono::Utc::now(),
+            })
+            .await
+            .unwrap();
+        let jobs = Jobs::new(driver);
+        let graph = around(&jobs, children[0]).await.unwrap().expect("links");
+        // From a child: its parent before it; the parent's other child is not on its path.
+        assert_eq!(graph.nodes.len(), 2);
+        let graph = around(&jobs, parent).await.unwrap().expect("links");
+        assert_eq!((graph.nodes.len(), graph.edges.len()), (3, 2));
+        for child in &children {
+            let node = graph.nodes.iter().find(|n| n.id == *child).unwrap();
+            assert_eq!(node.x, COLUMN + 10, "one step to the right");
+        }
     }
 
     async fn driver_job(jobs: &Jobs) -> JobId {

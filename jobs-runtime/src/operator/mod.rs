@@ -43,9 +43,13 @@ pub struct JobDetail {
     /// without an operator surface.
     #[serde(default)]
     pub history: Vec<JobHistoryEntry>,
-    /// The jobs it depends on and the jobs depending on it ([`Jobs::links`]).
+    /// The jobs it depends on and the jobs depending on it, the job that invoked it, the jobs
+    /// it invoked, and its batch ([`Jobs::links`]).
     #[serde(default)]
     pub links: crate::driver::JobLinks,
+    /// How its batch stands, when it is a batch's member or callback.
+    #[serde(default)]
+    pub batch: Option<crate::batch::BatchReport>,
 }
 
 /// A payload's shape without its values: every string, number and boolean becomes the name of
@@ -249,11 +253,16 @@ impl Operator<'_> {
             Err(e) => return Err(e),
         };
         let links = self.jobs.links(id).await?;
+        let batch = match links.batch {
+            Some(batch) => Some(self.jobs.batch_report(batch).await?),
+            None => None,
+        };
         Ok(JobDetail {
             job,
             steps,
             history,
             links,
+            batch,
         })
     }
 

@@ -94,7 +94,12 @@ pub(super) async fn show(
     };
     let state = detail.job.state;
     // Only a job with links has a workflow to draw.
-    let graph = if detail.links.depends_on.is_empty() && detail.links.dependents.is_empty() {
+    let links = &detail.links;
+    let graph = if links.depends_on.is_empty()
+        && links.dependents.is_empty()
+        && links.parent.is_none()
+        && links.children.is_empty()
+    {
         None
     } else {
         crate::dashboard::graph::around(&dash.jobs, id)
@@ -145,6 +150,7 @@ pub(super) async fn show(
             "unique_holds": unique_holds,
             "blocked": crate::driver::is_blocked(state, detail.job.run_at),
             "links": detail.links,
+            "batch": detail.batch,
             "graph": graph,
             "can": {
                 "retry": !state.is_live(),
