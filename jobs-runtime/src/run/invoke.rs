@@ -32,7 +32,7 @@ use crate::job::Job;
 /// A job a parent may invoke: one whose result is kept (`#[job(.., keep_result)]`), so the
 /// parent can read it back. `#[job]` implements it for such jobs.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be invoked: it does not keep its result",
+    message = "`{Self}` cannot be invoked: it does not keep its result (X_JOB_DECLARATION_INVALID)",
     label = "not a `#[job(.., keep_result)]` handle",
     note = "add `keep_result` to the child's `#[job(..)]`: an invoke resumes its parent with the child's stored result"
 )]
