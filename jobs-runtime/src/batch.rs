@@ -44,7 +44,7 @@ use crate::run::Run;
 ///
 /// # async fn demo(jobs: Jobs) -> Result<(), JobError> {
 /// let batch = jobs.batch::<Report>(Month { month: "2026-11".into() }).await?;
-/// batch.add::<Invoice>((1..=3).map(|id| Customer { id })).await?;
+/// batch.add::<Invoice, _>((1..=3).map(|id| Customer { id })).await?;
 /// batch.close().await?;
 /// # Ok(()) }
 /// ```
