@@ -15,7 +15,9 @@
 //! idle minute per worker), `claim` (latency with 10 vs 1,000,000 ready rows), `memory` (the
 //! memory driver's end-to-end throughput), `retention` (end-to-end after 1,000,000 done rows),
 //! `ontime` (how late an idle worker starts a delayed job, a retry after its backoff and a
-//! parked sleep, written by another client with its own pool, and its claims meanwhile).
+//! parked sleep, written by another client with its own pool, and its claims meanwhile),
+//! `spans` (a parent fanning out to 1,000 children and in again, and a batch of 10,000 with its
+//! callback, each beside the same jobs enqueued in bulk and drained plain).
 //! `BENCH_RUNS` sets the runs per figure (3).
 
 use std::time::{Duration, Instant};
@@ -27,6 +29,8 @@ use jobs::sqlx::{self, AssertSqlSafe, Connection, PgPool};
 
 #[path = "../bench_on_time.rs"]
 mod bench_on_time;
+#[path = "../bench_spans.rs"]
+mod spans;
 use bench_on_time::{KIND_PARK, KIND_RETRY, ON_TIME_JOBS};
 
 /// Runs per figure (each figure is their median): `BENCH_RUNS`, 3 by default.
@@ -58,6 +62,44 @@ async fn three_steps(run: Run, input: Item) -> Result<(), JobError> {
         .await?;
     run.step("c", async move { Ok::<_, JobError>(b + 1) })
         .await?;
+    Ok(())
+}
+
+/// A child that keeps its result, for the fan-out and the batch: records when its body ended.
+#[job(key = "leaf:{bench}:{n}", tenant = none, keep_result)]
+async fn leaf(_run: Run, input: Item) -> Result<u64, JobError> {
+    spans::child_ended();
+    Ok(input.n)
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Spread {
+    bench: String,
+    n: u64,
+    children: u64,
+}
+
+/// Invokes `children` leaves and awaits them all: records when it resumed.
+#[job(key = "fan:{bench}:{n}", tenant = none)]
+async fn fan(run: Run, input: Spread) -> Result<(), JobError> {
+    let bench = format!("{}-{}", input.bench, input.n);
+    let leaves = (0..input.children).map(|n| Item {
+        bench: bench.clone(),
+        n,
+    });
+    let outcomes = run.invoke_all(Leaf, leaves).await?;
+    spans::parent_resumed();
+    let settled = outcomes.iter().filter(|o| o.is_ok()).count() as u64;
+    if settled != input.children {
+        return Err(JobError::terminal("a leaf failed"));
+    }
+    Ok(())
+}
+
+/// A batch's callback: records when it ran.
+#[job(key = "tally:{bench}:{n}", tenant = none)]
+async fn batch_tally(_run: Run, _input: Item) -> Result<(), JobError> {
+    spans::parent_resumed();
     Ok(())
 }
 
@@ -917,6 +959,10 @@ async fn main() -> Result<(), JobError> {
     }
     if wants("chain") {
         dependency_chain(&mut table).await?;
+    }
+    if wants("spans") {
+        spans::fan_out_fan_in(&mut table).await?;
+        spans::batch(&mut table).await?;
     }
     if wants("claim") {
         claims(&mut table).await?;
