@@ -49,7 +49,7 @@ struct JobsInner {
     driver: Arc<dyn JobDriver>,
     clock: SharedClock,
     /// Wakes this process's idle workers when it enqueues or publishes.
-    local_wake: Notify,
+    local_wake: Arc<Notify>,
     /// Outcomes, lost leases and queue gauges, for Prometheus.
     metrics: Metrics,
 }
@@ -77,7 +77,7 @@ impl Jobs {
             inner: Arc::new(JobsInner {
                 driver,
                 clock,
-                local_wake: Notify::new(),
+                local_wake: Arc::new(Notify::new()),
                 metrics: Metrics::new(),
             }),
             tenant: None,
@@ -208,7 +208,7 @@ impl Jobs {
         &self.inner.metrics
     }
 
-    pub(crate) fn local_wake(&self) -> &Notify {
+    pub(crate) fn local_wake(&self) -> &Arc<Notify> {
         &self.inner.local_wake
     }
 
@@ -296,12 +296,7 @@ impl Jobs {
         &self,
         requests: &mut [EnqueueRequest],
     ) -> Result<Vec<Enqueued>, JobError> {
-        let trace = EnqueueTrace::start(requests);
-        let results = trace
-            .send_many(self.inner.driver.job_enqueue_many(requests))
-            .await?;
-        self.inner.local_wake.notify_waiters();
-        Ok(results)
+        crate::enqueue::send_many(&*self.inner.driver, &self.inner.local_wake, requests).await
     }
 
     /// Enqueues job `J` on the caller's connection or transaction: the job exists if and only

@@ -408,6 +408,19 @@ fn parse_run_id(text: &str) -> Result<Uuid, JobError> {
     Uuid::parse_str(text).map_err(|_| invalid())
 }
 
+/// Sends requests built before (a batch, an invoke's children) in one driver call, traced,
+/// then wakes the idle workers of this process.
+pub(crate) async fn send_many(
+    driver: &dyn crate::driver::JobDriver,
+    local_wake: &tokio::sync::Notify,
+    requests: &mut [EnqueueRequest],
+) -> Result<Vec<crate::driver::EnqueueResult>, JobError> {
+    let trace = crate::telemetry::EnqueueTrace::start(requests);
+    let results = trace.send_many(driver.job_enqueue_many(requests)).await?;
+    local_wake.notify_waiters();
+    Ok(results)
+}
+
 /// Whether an enqueue outside a transaction is allowed once the outbox is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutboxMode {

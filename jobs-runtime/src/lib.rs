@@ -59,6 +59,7 @@ pub mod duration;
 mod enqueue;
 mod error;
 mod execution;
+mod invoke;
 mod job;
 pub mod ledger;
 pub mod limits;
@@ -105,13 +106,14 @@ pub use driver::{
 pub use enqueue::EnqueueOptions;
 pub use error::{ErrorClass, ErrorCode, JobError, StdJobError};
 pub use execution::{ExecutionOutcome, JobExecution};
+pub use invoke::{Invocable, Invoke, InvokeAll, InvokeFirst};
 pub use job::{Job, JobInput, JobReturn};
 pub use lock::{LockGuard, LockOptions};
 pub use maintenance::Retention;
 pub use manifest::{manifest, Manifest};
 pub use operator::{redact, JobDetail, Operator};
 pub use registry::{JobEntry, Registry};
-pub use run::{Invocable, Invoke, InvokeAll, InvokeFirst, Run, StepObserver, MAX_TRACE_NAMES};
+pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{
     check_schedule, fire_now, next_run, Round, Scheduler, SchedulerBuilder, SchedulerHandle,
     SchedulerStats, Tasks, DEFAULT_LEADER_TTL, DEFAULT_TICK_INTERVAL, LEASE_RENEWALS_PER_TTL,
@@ -220,13 +222,14 @@ pub mod __private {
     pub use crate::driver::JobId;
     pub use crate::enqueue::EnqueueOptions;
     pub use crate::error::JobError;
+    pub use crate::invoke::Invocable;
     pub use crate::job::{Job, JobInput, JobReturn};
     pub use crate::ledger::{
         assert_balanced_posting, driver_book, posting_job_key, run_ledger, DeclaredLedger, Ledger,
         LedgerBook, LedgerDescriptor, LedgerTenant, Money, Posting, PostingEntry, PostingReceipt,
     };
     pub use crate::registry::JobEntry;
-    pub use crate::run::{Invocable, Run};
+    pub use crate::run::Run;
     pub use crate::scheduler::{fire_now, next_run};
     pub use crate::settled::{Settled, SettledHookArg};
     pub use crate::task::{

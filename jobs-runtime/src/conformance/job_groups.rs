@@ -19,9 +19,10 @@ use crate::descriptor::{JobDescriptor, KeptResult};
 use crate::driver::{
     GroupJoinParams, GroupMembersParams, GroupNeed, GroupRecord, GroupWakeParams, JobCancelParams,
 };
+use crate::invoke::Invocable;
 use crate::job::Job;
 use crate::registry::Registry;
-use crate::run::{Invocable, Run};
+use crate::run::Run;
 use crate::worker::{ExecutionOutcome, JobExecution, Worker};
 
 async fn join(

@@ -14,10 +14,8 @@ use crate::descriptor::JobDescriptor;
 use crate::driver::{JobDriver, JobId, Progress, RunId, StepFence, StepListParams, StepRecord};
 use crate::error::{ErrorCode, JobError};
 use claim_window::ClaimWindow;
-pub use invoke::{Invocable, Invoke, InvokeAll, InvokeFirst};
 
 pub(crate) mod claim_window;
-mod invoke;
 mod progress;
 mod steps;
 mod waits;
@@ -96,8 +94,9 @@ pub(crate) struct RunSeed {
     pub descriptor: JobDescriptor,
     pub driver: Arc<dyn JobDriver>,
     pub clock: SharedClock,
-    /// The worker's client: an invoke enqueues its children through it.
-    pub jobs: crate::client::Jobs,
+    /// The worker's client's local wake: an invoke that enqueues children rings it, so this
+    /// process' idle workers take them at once.
+    pub local_wake: Arc<tokio::sync::Notify>,
     pub fence: StepFence,
     pub cancel: CancellationToken,
     /// The attempt's claim window: no step starts once it has passed.
@@ -186,6 +185,16 @@ impl Run {
     /// The attempt's cancellation (a backfill's pacer unwinds on it).
     pub(crate) fn cancel_token(&self) -> &CancellationToken {
         &self.inner.seed.cancel
+    }
+
+    /// How long a parked wait (or invoke) waits between polls (`event_poll`).
+    pub(crate) fn event_poll(&self) -> std::time::Duration {
+        self.inner.seed.descriptor.event_poll
+    }
+
+    /// The local wake of the worker's client (an invoke rings it after enqueueing children).
+    pub(crate) fn local_wake(&self) -> &tokio::sync::Notify {
+        &self.inner.seed.local_wake
     }
 
     /// The worker's clock (a backfill's pacer waits on it).

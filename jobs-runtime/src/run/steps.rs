@@ -94,7 +94,7 @@ impl Run {
     }
 
     /// Claims `name` for this attempt and answers its stored record, if any.
-    pub(super) fn enter(&self, name: &str) -> Result<Option<StepRecord>, JobError> {
+    pub(crate) fn enter(&self, name: &str) -> Result<Option<StepRecord>, JobError> {
         let job = self.inner.seed.descriptor.name;
         crate::limits::check_text(crate::limits::STEP_NAME, &format!("job `{job}`"), name)?;
         let mut state = self.state();
@@ -120,7 +120,7 @@ impl Run {
 
     /// A step does not start once the claim's window has passed by this attempt's clock (a
     /// paused process wakes with its renewals overdue): another worker may be running it.
-    pub(super) fn refuse_if_claim_lapsed(&self, name: &str) -> Result<(), JobError> {
+    pub(crate) fn refuse_if_claim_lapsed(&self, name: &str) -> Result<(), JobError> {
         if self.inner.seed.claim_window.holds(self.now()) {
             return Ok(());
         }
@@ -134,7 +134,7 @@ impl Run {
         ))
     }
 
-    pub(super) fn refuse_if_cancelled(&self) -> Result<(), JobError> {
+    pub(crate) fn refuse_if_cancelled(&self) -> Result<(), JobError> {
         if self.is_cancelled() {
             return Err(JobError::new(
                 ErrorCode::Aborted,
@@ -148,7 +148,7 @@ impl Run {
     }
 
     /// Writes one step record, fenced on the claim.
-    pub(super) async fn write(
+    pub(crate) async fn write(
         &self,
         name: &str,
         attempts: u32,

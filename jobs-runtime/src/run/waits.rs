@@ -142,7 +142,7 @@ impl Run {
         self.state().awaiting
     }
 
-    pub(super) fn derived_name(&self, base: &str) -> String {
+    pub(crate) fn derived_name(&self, base: &str) -> String {
         let mut state = self.state();
         let count = state.derived.entry(base.to_string()).or_insert(0);
         *count += 1;
@@ -155,6 +155,13 @@ impl Run {
     pub(super) fn suspend(&self, until: Timestamp) -> JobError {
         self.state().suspend_until = Some(until);
         suspension_error(until)
+    }
+
+    /// Parks the run until `until` on a group of children it awaits (an invoke): the worker
+    /// asks the store to wake it once the park is written, should the group be done by then.
+    pub(crate) fn park_on(&self, group: crate::driver::GroupId, until: Timestamp) -> JobError {
+        self.state().awaiting = Some(group);
+        self.suspend(until)
     }
 }
 

@@ -113,7 +113,7 @@ async fn run_body(
         descriptor,
         driver: shared.jobs.driver().clone(),
         clock: shared.jobs.clock().clone(),
-        jobs: shared.jobs.clone(),
+        local_wake: shared.jobs.local_wake().clone(),
         fence: StepFence {
             job_id: job.id,
             by: job.by.clone(),

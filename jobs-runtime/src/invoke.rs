@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::Run;
 use crate::clock::{add, Timestamp};
 use crate::descriptor::JobOutput;
 use crate::driver::{
@@ -28,6 +27,7 @@ use crate::duration::IntoDuration;
 use crate::enqueue::{EnqueueOptions, Prepared};
 use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
+use crate::run::Run;
 
 /// A job a parent may invoke: one whose result is kept (`#[job(.., keep_result)]`), so the
 /// parent can read it back. `#[job]` implements it for such jobs.
@@ -491,10 +491,9 @@ impl Run {
         let now = self.now();
         let timed_out = awaiting.deadline.is_some_and(|d| now >= d);
         if !group.is_done() && !timed_out {
-            let poll = add(now, self.inner.seed.descriptor.event_poll);
+            let poll = add(now, self.event_poll());
             let until = awaiting.deadline.map_or(poll, |d| d.min(poll));
-            self.state().awaiting = Some(group.id);
-            return Err(self.suspend(until));
+            return Err(self.park_on(group.id, until));
         }
         let outcomes = self.collect(child, &group, &awaiting).await?;
         let stored = serde_json::to_value(&outcomes).map_err(|e| {
@@ -545,15 +544,12 @@ impl Run {
             }
             requests.push(prepared.into_request(&call, now)?);
         }
-        let members: Vec<JobId> = self
-            .inner
-            .seed
-            .jobs
-            .enqueue_requests(&mut requests)
-            .await?
-            .into_iter()
-            .map(|e| e.id)
-            .collect();
+        let members: Vec<JobId> =
+            crate::enqueue::send_many(&**self.driver(), self.local_wake(), &mut requests)
+                .await?
+                .into_iter()
+                .map(|e| e.id)
+                .collect();
         let group_record = self
             .driver()
             .job_group_join(&GroupJoinParams {
