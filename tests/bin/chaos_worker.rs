@@ -18,6 +18,9 @@
 //!   records one side-effect row in `<schema>.side_effects` (no unique constraint: a duplicate
 //!   is counted, not refused) carrying a fresh token, the token of the step before it, and that
 //!   answer. The step's output is its token.
+//! - `chaos_parent` invokes five `chaos_child` jobs (two such steps each, keeping the second's
+//!   token as their result) between two steps of its own (`p1`, `p2`); `p2` records the
+//!   results it resumed with, so the test can check a parent resumed once with every result.
 //! - `drain_work`: records `start`, works `ms` milliseconds, records `end`: the SIGTERM test's
 //!   load (a short job finishes within the shutdown deadline, a long one is handed back).
 //!
@@ -48,6 +51,16 @@ const SQLITE_AUDIT: &str = include_str!("../support/chaos/audit_sqlite_session.s
 struct Chaos {
     n: u64,
 }
+
+/// One child of a `chaos_parent`.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Kid {
+    n: u64,
+    i: u64,
+}
+
+/// How many children each `chaos_parent` invokes.
+const KIDS: u64 = 5;
 
 #[derive(Serialize, Deserialize, JsonSchema)]
 struct Drain {
@@ -161,6 +174,42 @@ async fn chaos_steps(run: Run, _input: Chaos) -> Result<(), JobError> {
         .await?;
     let _third: String = run
         .step("s3", side.execute(&run, "s3", Some(&second)))
+        .await?;
+    Ok(())
+}
+
+/// A child: two durable steps recording their side effects as `chaos_steps`' do (`s1`, `s2`);
+/// its result is its second step's token.
+#[job(
+    key = "chaos-child:{n}:{i}",
+    tenant = none,
+    keep_result,
+    retry(attempts = 50, backoff = fixed, delay = "100ms", jitter = none)
+)]
+async fn chaos_child(run: Run, _input: Kid) -> Result<String, JobError> {
+    let side = run.context::<Side>()?;
+    let first: String = run.step("s1", side.execute(&run, "s1", None)).await?;
+    let second: String = run
+        .step("s2", side.execute(&run, "s2", Some(&first)))
+        .await?;
+    Ok(second)
+}
+
+/// A parent: a step (`p1`), then [`KIDS`] children invoked and awaited, then a step (`p2`)
+/// recording what it resumed with: the children's results joined by commas.
+#[job(
+    key = "chaos-parent:{n}",
+    tenant = none,
+    retry(attempts = 50, backoff = fixed, delay = "100ms", jitter = none)
+)]
+async fn chaos_parent(run: Run, input: Chaos) -> Result<(), JobError> {
+    let side = run.context::<Side>()?;
+    run.step("p1", side.execute(&run, "p1", None)).await?;
+    let kids = (0..KIDS).map(|i| Kid { n: input.n, i });
+    let results = run.invoke_all(ChaosChild, kids).await?;
+    let results = results.into_iter().collect::<Result<Vec<String>, _>>()?;
+    let joined = results.join(",");
+    run.step("p2", side.execute(&run, "p2", Some(&joined)))
         .await?;
     Ok(())
 }

@@ -59,3 +59,12 @@ async fn a_worker_thawed_after_losing_its_claims_writes_nothing_that_lands() {
     let store = Store::sqlite("chaos_frozen").await;
     chaos::frozen::a_thawed_worker_s_late_writes_land_nowhere(&store).await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Parents awaiting children (`run.invoke_all`) under kills.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parents_awaiting_children_under_kills_resume_once_with_every_result() {
+    let store = Store::sqlite("chaos_spans").await;
+    chaos::spans::parents_resume_once_with_every_result(&store, 80, Duration::from_secs(120)).await;
+}
