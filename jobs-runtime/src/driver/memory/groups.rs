@@ -19,6 +19,8 @@ pub(super) struct Groups {
     children: HashMap<JobId, Vec<JobId>>,
     /// A batch member or callback -> its batch.
     batches: HashMap<JobId, GroupId>,
+    /// A waiter -> the groups it waits on.
+    waiters: HashMap<JobId, Vec<GroupId>>,
 }
 
 #[derive(Debug)]
@@ -41,6 +43,35 @@ impl Groups {
 
     pub(super) fn get(&self, group: GroupId) -> Option<GroupRecord> {
         self.groups.get(&group).map(|g| g.record.clone())
+    }
+
+    /// Forgets a removed job's links (retention, `jobs rm`), and the groups it waited on: a
+    /// group lives as long as its waiter. Its place in other groups stays, read back as gone.
+    pub(super) fn forget(&mut self, id: JobId) {
+        self.watching.remove(&id);
+        self.batches.remove(&id);
+        self.children.remove(&id);
+        if let Some(parent) = self.parents.remove(&id) {
+            if let Some(list) = self.children.get_mut(&parent) {
+                list.retain(|c| *c != id);
+            }
+        }
+        for group in self.waiters.remove(&id).unwrap_or_default() {
+            let Some(gone) = self.groups.remove(&group) else {
+                continue;
+            };
+            for member in gone.members {
+                if let Some(list) = self.watching.get_mut(&member) {
+                    list.retain(|g| *g != group);
+                    if list.is_empty() {
+                        self.watching.remove(&member);
+                    }
+                }
+                if self.batches.get(&member) == Some(&group) {
+                    self.batches.remove(&member);
+                }
+            }
+        }
     }
 }
 
@@ -66,7 +97,8 @@ impl MemoryState {
                 members: Vec::new(),
                 joined: HashSet::default(),
             });
-        let (parent, group) = (stored.record.parent, stored.record.id);
+        let (parent, group, waiter) =
+            (stored.record.parent, stored.record.id, stored.record.waiter);
         let mut joined = Vec::new();
         for member in params.members {
             if stored.joined.insert(*member) {
@@ -77,8 +109,12 @@ impl MemoryState {
         }
         stored.record.need =
             GroupRecord::need_after(stored.record.need, params.need, stored.record.size);
+        let waits = self.groups.waiters.entry(waiter).or_default();
+        if !waits.contains(&group) {
+            waits.push(group);
+        }
         if parent.is_none() {
-            self.groups.batches.insert(params.waiter, group);
+            self.groups.batches.insert(waiter, group);
         }
         for member in joined {
             match parent {

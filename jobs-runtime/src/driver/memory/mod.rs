@@ -382,6 +382,57 @@ mod tests {
         }
     }
 
+    /// A group lives as long as its waiter: removing the waiter forgets the group and what it
+    /// watched; removing a member leaves its place, read back as gone.
+    #[tokio::test]
+    async fn a_group_goes_with_its_waiter() {
+        let driver = MemoryDriver::new();
+        let now = chrono::Utc::now();
+        let mut ids = Vec::new();
+        for key in ["waiter", "m1", "m2"] {
+            let request = EnqueueRequest {
+                idempotency_key: key.to_string(),
+                ..request(now)
+            };
+            ids.push(driver.job_enqueue(&request).await.unwrap().id);
+        }
+        let group = uuid::Uuid::now_v7();
+        let join = GroupJoinParams {
+            group,
+            waiter: ids[0],
+            parent: Some(ids[0]),
+            members: &ids[1..],
+            need: GroupNeed::Count(2),
+            now,
+        };
+        driver.job_group_join(&join).await.unwrap();
+        let remove = |id| crate::driver::introspect::JobRemoveParams {
+            id,
+            actor: None,
+            now,
+        };
+        let operator = driver.introspect().unwrap();
+        operator.job_remove(&remove(ids[1])).await.unwrap();
+        let members = driver
+            .job_group_members(&GroupMembersParams {
+                group,
+                after: None,
+                limit: 10,
+            })
+            .await
+            .unwrap();
+        assert_eq!(members.len(), 2);
+        assert_eq!(members[0].state, None, "its place stays, gone");
+        assert_eq!(
+            driver.job_group_get(group).await.unwrap().unwrap().settled,
+            1
+        );
+        operator.job_remove(&remove(ids[0])).await.unwrap();
+        assert_eq!(driver.job_group_get(group).await.unwrap(), None);
+        assert!(!driver.lock().groups.watches(ids[2]));
+        assert_eq!(driver.job_links(ids[2]).await.unwrap().parent, Some(ids[0]));
+    }
+
     /// An ack that finds the state held by another thread gives its runtime thread to other
     /// tasks while it waits, instead of parking the thread on the lock: on a runtime of one
     /// thread, a task spawned after the ack runs before the state is let go.

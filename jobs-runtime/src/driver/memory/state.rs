@@ -208,6 +208,7 @@ impl MemoryState {
         };
         self.live_keys.release(job.live_hash, id);
         self.edges.forget(id);
+        self.groups.forget(id);
     }
 
     /// The job other than `except` that holds `key` (of hash `hash`) at `now`: a live one, or one

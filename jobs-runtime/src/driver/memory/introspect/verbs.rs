@@ -68,13 +68,16 @@ impl MemoryState {
             .get(&id)
             .filter(|j| j.record.state.is_live())
             .map(|j| j.record.updated_at);
+        // Counted by its groups before the row goes (removing it forgets what watched it).
+        if let Some(at) = live_since {
+            if self.groups.watches(id) {
+                self.settle_groups(id, at);
+            }
+        }
         self.remove(id);
         if let Some(at) = live_since {
             if self.edges.has_dependents(id) {
                 self.settle_dependents(id, at);
-            }
-            if self.groups.watches(id) {
-                self.settle_groups(id, at);
             }
         }
     }
