@@ -121,12 +121,19 @@ impl Jobs {
         report(&**self.driver(), &group).await
     }
 
+    /// The batch `id`; on a client scoped to a tenant, only a batch whose callback it sees.
     async fn group(&self, id: GroupId) -> Result<GroupRecord, JobError> {
-        self.driver()
+        let missing = || JobError::new(ErrorCode::JobNotFound, format!("no batch with id {id}"));
+        let group = self
+            .driver()
             .job_group_get(id)
             .await?
             .filter(|g| g.parent.is_none())
-            .ok_or_else(|| JobError::new(ErrorCode::JobNotFound, format!("no batch with id {id}")))
+            .ok_or_else(missing)?;
+        if self.job(group.waiter).await?.is_none() {
+            return Err(missing());
+        }
+        Ok(group)
     }
 }
 

@@ -384,4 +384,16 @@ async fn show_names_parent_children_and_batch() {
         )),
         "{out}"
     );
+    let (code, out, _) = jobs_cli_on(&url, &["batch", &batch.id().to_string()]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("state        closed\n"), "{out}");
+    assert!(
+        out.contains("members      1 (0 settled: 0 done, 0 failed, 0 cancelled)\n"),
+        "{out}"
+    );
+    assert!(out.contains("by state     ready 1\n"), "{out}");
+    let missing = uuid::Uuid::now_v7().to_string();
+    let (code, _, err) = jobs_cli_on(&url, &["batch", &missing]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("X_JOB_NOT_FOUND"), "{err}");
 }

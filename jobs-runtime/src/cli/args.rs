@@ -72,6 +72,9 @@ pub(super) enum QueueVerb {
     /// One job: state, attempts, last error, progress, every step (input and kept result
     /// redacted).
     Show { id: Uuid },
+    /// One batch: its callback, whether it is closed, its counts, the members that failed or
+    /// were cancelled.
+    Batch { id: Uuid },
     /// Re-queue a finished job (done, failed, dead or cancelled).
     Retry {
         id: Uuid,

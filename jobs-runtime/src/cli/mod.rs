@@ -154,6 +154,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
     let text = match verb {
         QueueVerb::Ls(args) => verbs::list::ls(&jobs, args, json).await?,
         QueueVerb::Show { id } => verbs::show::show(&jobs, id, json).await?,
+        QueueVerb::Batch { id } => verbs::show::batch(&jobs, id, json).await?,
         QueueVerb::Retry { id, from_step } => {
             verbs::mutate::retry(&jobs, id, from_step, json).await?
         }

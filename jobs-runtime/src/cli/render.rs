@@ -126,6 +126,42 @@ pub(super) fn jobs(jobs: &[JobSummary], now: Timestamp) -> String {
     )
 }
 
+/// `jobs batch <id>`.
+pub(super) fn batch(report: &crate::batch::BatchReport) -> String {
+    let mut text = String::new();
+    let mut field = |k: &str, v: String| text.push_str(&format!("{k:<13}{v}\n"));
+    field("batch", report.id.to_string());
+    field("callback", report.callback.to_string());
+    field(
+        "state",
+        if report.closed { "closed" } else { "open" }.to_string(),
+    );
+    field(
+        "members",
+        format!(
+            "{} ({} settled: {} done, {} failed, {} cancelled)",
+            report.size,
+            report.settled,
+            report.done,
+            report.failed.len(),
+            report.cancelled.len()
+        ),
+    );
+    let states: Vec<String> = report
+        .states
+        .iter()
+        .map(|(state, n)| format!("{state} {n}"))
+        .collect();
+    field("by state", states.join(", "));
+    for id in &report.failed {
+        field("failed", id.to_string());
+    }
+    for id in &report.cancelled {
+        field("cancelled", id.to_string());
+    }
+    text
+}
+
 pub(super) fn show(
     detail: &JobDetail,
     declared: Option<crate::descriptor::JobDescriptor>,

@@ -1,4 +1,6 @@
-//! `jobs show <id>`: one job in full (state, attempts, last error, progress, every step).
+//! `jobs show <id>`: one job in full (state, attempts, last error, progress, every step);
+//! `jobs batch <id>`: one batch (its callback, whether it is closed, its counts, the members
+//! that did not complete).
 
 use uuid::Uuid;
 
@@ -20,5 +22,14 @@ pub(in crate::cli) async fn show(jobs: &Jobs, id: Uuid, json: bool) -> Result<St
             .and_then(|r| r.get(&detail.job.name))
             .map(|entry| *entry.descriptor());
         render::show(&detail, declared, jobs.now())
+    })
+}
+
+pub(in crate::cli) async fn batch(jobs: &Jobs, id: Uuid, json: bool) -> Result<String, JobError> {
+    let report = jobs.batch_report(id).await?;
+    Ok(if json {
+        to_json(&report)
+    } else {
+        render::batch(&report)
     })
 }
