@@ -544,6 +544,7 @@ impl Run {
             }
             requests.push(prepared.into_request(&call, now)?);
         }
+        refuse_shared_keys(J::DESCRIPTOR.name, &requests)?;
         let members: Vec<JobId> =
             crate::enqueue::send_many(&**self.driver(), self.local_wake(), &mut requests)
                 .await?
@@ -627,6 +628,28 @@ impl Run {
         }
         Ok(outcomes)
     }
+}
+
+/// Two children of one invoke deriving one key would be one job in two places: refused before
+/// anything is enqueued, naming the positions, never the key.
+fn refuse_shared_keys(
+    child: &str,
+    requests: &[crate::driver::EnqueueRequest],
+) -> Result<(), JobError> {
+    let mut seen = std::collections::HashMap::with_capacity(requests.len());
+    for (position, request) in requests.iter().enumerate() {
+        let key = (&request.tenant_id, &request.idempotency_key);
+        if let Some(first) = seen.insert(key, position) {
+            return Err(JobError::new(
+                ErrorCode::Invariant,
+                format!(
+                    "children {first} and {position} of one invoke of job `{child}` derive the same idempotency key; nothing was enqueued"
+                ),
+            )
+            .with_fix("give each child of one invoke an input that derives its own key"));
+        }
+    }
+    Ok(())
 }
 
 /// The id of an invoke's child at `position`, derived from its group.

@@ -156,3 +156,24 @@ async fn a_batch_callback_runs_once_every_member_settled() {
     let said = InvokeReport::result(jobs, batch.callback()).await.unwrap();
     assert_eq!(said.as_deref(), Some("2 of 3 done"));
 }
+
+#[tokio::test]
+async fn children_of_one_invoke_sharing_a_key_are_refused_before_any_is_enqueued() {
+    let kit = TestKit::new();
+    let cart = Cart {
+        id: 3,
+        org: "acme".into(),
+        skus: vec!["tea".into(), "tea".into()],
+        foreign_org: None,
+    };
+    let queued = InvokeCheckout::enqueue(kit.jobs(), cart).await.unwrap();
+    kit.run_to_completion().await;
+    let row = kit.job(queued.id).await;
+    assert_eq!(row.state, JobState::Dead);
+    assert_eq!(row.last_error_code.as_deref(), Some("X_INVARIANT"));
+    let error = row.last_error.unwrap_or_default();
+    assert!(error.contains("children 0 and 1"), "{error}");
+    assert!(!error.contains("tea"), "never the key: {error}");
+    // Only the first invoke's child exists.
+    assert_eq!(kit.jobs().links(queued.id).await.unwrap().children.len(), 1);
+}

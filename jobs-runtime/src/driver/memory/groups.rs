@@ -119,7 +119,12 @@ impl MemoryState {
         for member in joined {
             match parent {
                 Some(parent) => {
-                    if self.groups.parents.insert(member, parent).is_none() {
+                    // A job has one parent: the first to invoke it (an invoke whose key met a
+                    // live job awaits that job, which stays its first parent's child).
+                    if let std::collections::hash_map::Entry::Vacant(slot) =
+                        self.groups.parents.entry(member)
+                    {
+                        slot.insert(parent);
                         self.groups.children.entry(parent).or_default().push(member);
                     }
                 }
