@@ -190,6 +190,11 @@ impl JobsMcp {
             Err(e) if e.is(crate::ErrorCode::NotImplemented) => Vec::new(),
             Err(e) => return Err(e.into()),
         };
+        let links = self.jobs.links(id).await?;
+        let batch = match links.batch {
+            Some(batch) => Some(self.jobs.batch_report(batch).await?),
+            None => None,
+        };
         Ok(json!({
             "job": {
                 "id": row.id,
@@ -218,8 +223,10 @@ impl JobsMcp {
             },
             "steps": steps,
             "history": history,
-            // The jobs it depends on (with their states) and the jobs depending on it.
-            "links": self.jobs.links(id).await?,
+            // The jobs it depends on (with their states) and the jobs depending on it, the job
+            // that invoked it, the jobs it invoked, and its batch with the batch's progress.
+            "links": links,
+            "batch": batch,
         }))
     }
 

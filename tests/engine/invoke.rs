@@ -155,6 +155,15 @@ async fn a_batch_callback_runs_once_every_member_settled() {
     kit.run_to_completion().await;
     let said = InvokeReport::result(jobs, batch.callback()).await.unwrap();
     assert_eq!(said.as_deref(), Some("2 of 3 done"));
+    // The MCP server's job.show carries the batch and its progress.
+    let mcp = jobs::mcp::JobsMcp::new(jobs::manifest().unwrap(), jobs.clone());
+    let mut args = serde_json::Map::new();
+    args.insert("id".into(), batch.callback().to_string().into());
+    let shown = mcp.call("job.show", &args).await.unwrap();
+    assert_eq!(shown["links"]["batch"], batch.id().to_string());
+    assert_eq!(shown["batch"]["size"], 3);
+    assert_eq!(shown["batch"]["done"], 2);
+    assert_eq!(shown["batch"]["failed"].as_array().map(Vec::len), Some(1));
 }
 
 #[tokio::test]
