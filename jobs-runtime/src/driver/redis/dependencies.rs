@@ -47,7 +47,7 @@ async fn call<T: redis::FromRedisValue>(
 }
 
 /// The states of `ids`, all of `queue` (`None`: gone).
-async fn states(
+pub(super) async fn states(
     driver: &RedisDriver,
     op: Op,
     queue: &str,
@@ -279,6 +279,8 @@ pub(super) async fn release_pending(
         if !taken.is_empty() {
             let _: i64 = call(driver, op, &queue, "done", &taken).await?;
         }
+        // The members that ended here are counted in their groups.
+        super::groups::count_pending(driver, &queue, now).await?;
     }
     Ok(())
 }
@@ -318,5 +320,6 @@ pub(super) async fn links(driver: &RedisDriver, id: JobId) -> Result<JobLinks, J
     }
     links.dependents.sort();
     links.dependents.truncate(MAX_DEPENDENCIES);
+    super::groups::links(driver, &queue, id, &mut links).await?;
     Ok(links)
 }
