@@ -150,8 +150,17 @@ pub(super) async fn join(
         None => false,
     };
     // On one server the join script files the group in the id index; a cluster keeps the index
-    // in other slots, so it is written first, apart.
-    let index = if driver.is_cluster() {
+    // in other slots, so it is written first, apart (once per process: a group this process
+    // joined before is filed).
+    let filed = driver
+        .inner
+        .queue_of
+        .lock()
+        .expect("queue map poisoned")
+        .contains_key(&params.group);
+    let index = if filed {
+        String::new()
+    } else if driver.is_cluster() {
         let mut cmd = redis::cmd("HSET");
         cmd.arg(driver.keys().id_index(&params.group))
             .arg(params.group.to_string())
@@ -303,7 +312,7 @@ pub(super) async fn members(
         queue.to_string(),
     ];
     let answer: Vec<Option<String>> = call(driver, op, &queue, "members", &args).await?;
-    if answer.len() % 6 != 0 {
+    if !answer.len().is_multiple_of(6) {
         return Err(malformed());
     }
     let mut page = Vec::with_capacity(answer.len() / 6);
@@ -352,7 +361,7 @@ pub(super) async fn links(
     let optional_id = |text: &str| (!text.is_empty()).then(|| parse_id(text)).transpose();
     links.parent = optional_id(parent)?;
     links.batch = optional_id(batch)?;
-    if children.len() % 3 != 0 {
+    if !children.len().is_multiple_of(3) {
         return Err(malformed());
     }
     let mut elsewhere: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
