@@ -10,7 +10,8 @@
 --     it), whether the parent's children live here ('1'/'0'), then (member id, member queue
 --     ('' no such job)) per member: files the group on its first join and the members not in
 --     it yet, sets the need, marks or counts each member still to count that lives here, and
---     answers {group fields as pairs, (id, queue) of the members to mark in other queues}.
+--     answers {group fields as pairs, (id, queue) of the members to mark in other queues};
+--     X_JOB_NOT_FOUND when the waiter is gone.
 --   mark: group, queue of the group, parent ('' none), then member ids: links each member that
 --     exists to its parent or batch and files the group with each live one; answers per id
 --     '1' (live: the group counts its end) or '0' (ended or gone: count it now).
@@ -127,6 +128,10 @@ if verb == 'join' then
   local need, n, queue, index = ARGV[6], ARGV[7], ARGV[8], ARGV[10]
   local children_here = ARGV[11] == '1'
   channel = ARGV[9]
+  -- The waiter's hash takes the group's marks: never one of a job that is gone.
+  if redis.call('EXISTS', jk(waiter)) == 0 then
+    return redis.error_reply('X_JOB_NOT_FOUND no job with id ' .. waiter)
+  end
   local key, marks = group_key(group), group_marks_key(group)
   if redis.call('EXISTS', key) == 0 then
     local record = { 'waiter', waiter, 'size', '0', 'settled', '0', 'created', now }
