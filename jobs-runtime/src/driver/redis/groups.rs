@@ -304,7 +304,7 @@ pub(super) async fn members(
     let Some(queue) = driver.queue_of(op, &params.group).await? else {
         return Ok(Vec::new());
     };
-    let first = params.after.map_or(0, |p| p + 1);
+    let first = params.after.map_or(0, |p| p.saturating_add(1));
     let args = [
         params.group.to_string(),
         first.to_string(),
