@@ -47,7 +47,7 @@ async fn call<T: redis::FromRedisValue>(
 }
 
 /// The states of `ids`, all of `queue` (`None`: gone).
-async fn states(
+pub(super) async fn states(
     driver: &RedisDriver,
     op: Op,
     queue: &str,
@@ -228,20 +228,22 @@ async fn judge(
     Ok((landed == 1).then_some(verdict))
 }
 
-/// The release pass after a settle that ended a job with dependents in `queues` (or a verb
-/// that may have): a failure is logged, never the settle's; what it left stays noted.
+/// The release pass after a settle that ended a job with dependents or groups counting it in
+/// `queues` (or a verb that may have): a failure is logged, never the settle's; what it left
+/// stays noted.
 pub(super) async fn release_after(driver: &RedisDriver, queues: Vec<Arc<str>>, now: Timestamp) {
     if let Err(error) = release_pending(driver, queues, now).await {
         tracing::warn!(
             code = error.code().map(|c| c.as_str()),
-            "judging the dependents of settled jobs failed; they are judged at the next pass: {}",
+            "judging the dependents of settled jobs or counting them in their groups failed; the next pass does it: {}",
             error.summary()
         );
     }
 }
 
 /// Judges the dependents of every job noted on `queues`, following cancels into the queues of
-/// the dependents they end.
+/// the dependents they end, and counts the group members noted on each queue it visits
+/// (`groups.rs`).
 pub(super) async fn release_pending(
     driver: &RedisDriver,
     mut queues: Vec<Arc<str>>,
@@ -279,6 +281,8 @@ pub(super) async fn release_pending(
         if !taken.is_empty() {
             let _: i64 = call(driver, op, &queue, "done", &taken).await?;
         }
+        // The members that ended here are counted in their groups.
+        super::groups::count_pending(driver, &queue, now).await?;
     }
     Ok(())
 }
@@ -318,5 +322,6 @@ pub(super) async fn links(driver: &RedisDriver, id: JobId) -> Result<JobLinks, J
     }
     links.dependents.sort();
     links.dependents.truncate(MAX_DEPENDENCIES);
+    super::groups::links(driver, &queue, id, &mut links).await?;
     Ok(links)
 }

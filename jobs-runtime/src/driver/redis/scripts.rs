@@ -30,6 +30,7 @@ queue_script!(CLAIM, "claim.lua");
 queue_script!(SETTLE, "settle.lua");
 queue_script!(JOB, "job.lua");
 queue_script!(DEPENDENCIES, "dependencies.lua");
+queue_script!(GROUPS, "groups.lua");
 queue_script!(STATS, "stats.lua");
 queue_script!(NEXT_DUE, "next_due.lua");
 queue_script!(PURGE, "purge.lua");

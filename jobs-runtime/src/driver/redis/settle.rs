@@ -192,9 +192,16 @@ pub(super) async fn cancel(
         .arg(params.id.to_string())
         .arg(micros(params.now))
         .arg(params.actor.as_deref().unwrap_or(""));
-    let row: Vec<String> = driver.conn().script(Op::JobCancel, &invocation).await?;
-    let cancelled = job(&fields(row))?;
-    // Its dependents, if any, follow it (a cancel is rare: no flag is read first).
-    super::dependencies::release_after(driver, vec![queue], params.now).await;
+    let row = fields(driver.conn().script(Op::JobCancel, &invocation).await?);
+    let cancelled = job(&row)?;
+    // The jobs it invoked go with it, and theirs (`hc`: it has children).
+    let queues = if row.contains_key("hc") {
+        super::groups::cancel_children(driver, params, cancelled.id, queue).await?
+    } else {
+        vec![queue]
+    };
+    // Its dependents, if any, follow it, and the groups counting it count it (a cancel is
+    // rare: no flag is read first).
+    super::dependencies::release_after(driver, queues, params.now).await;
     Ok(cancelled)
 }

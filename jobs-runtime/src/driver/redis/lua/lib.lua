@@ -28,6 +28,28 @@ local COUNTED = Q .. ':cn'        -- set: job names with a counters hash here (`
 -- set: ids of jobs others depend on (`hd`) that stopped being live, their dependents still to
 -- be judged (`dependencies.lua`'s `pending`)
 local REL = Q .. ':rel'
+-- Groups of jobs awaited together (`groups.lua` and `driver/redis/groups.rs` keep them). A group
+-- lives in its waiter's queue: its record (`group_key`: waiter, parent, size, settled, need,
+-- done, created), its members in join order (`group_list_key`, '<id>\0<queue>') and each
+-- member's mark (`group_marks_key`: id -> '0' still to count, '1' counted). A waiter keeps the
+-- groups it waits on (`waits_key`, and `hw` = '1'); a parent its children (`children_key`,
+-- '<id>\0<queue>' by join order, and `hc` = '1'); a child its parent (`par`), a batch's member
+-- and callback the batch (`bt`). A live member keeps the groups still to count it
+-- (`counting_key`, members '<group>\0<queue of the group>', and `gr` = '1'); when it stops
+-- being live `member_ended` moves them to `ended_key` and notes it in GP, which the groups'
+-- pass takes (`groups.lua`'s `take`): a settle costs the same few calls however many members
+-- its groups have.
+local GP = Q .. ':gp'
+local function group_key(group) return Q .. ':g:' .. group end
+local function group_list_key(group) return Q .. ':gl:' .. group end
+local function group_marks_key(group) return Q .. ':gm:' .. group end
+local function waits_key(id) return Q .. ':wg:' .. id end
+local function children_key(id) return Q .. ':ch:' .. id end
+local function counting_key(id) return Q .. ':mg:' .. id end
+local function ended_key(id) return Q .. ':me:' .. id end
+-- How many jobs this script noted for a pass after it (REL or GP): a settle answers 2 when it
+-- noted one, so the driver runs the passes on its queue.
+local noted = 0
 local function jk(id) return Q .. ':j:' .. id end
 local function due_key(lane) return Q .. ':due:' .. lane end
 -- A row's lane: its tenant, and its priority when it is not the default (a tenant holds no
@@ -290,6 +312,19 @@ local function observe(before_state, before_attempt, j, now)
   count(key, field .. 'duration_ms', elapsed)
 end
 
+-- A member its groups still count stopped being live (or was deleted live): the groups counting
+-- it move to its ended set, which the groups' pass counts, and it is noted for that pass. The
+-- groups it joins later (requeued) count its next end, not this one.
+local function member_ended(j)
+  local counting, ended = counting_key(j.id), ended_key(j.id)
+  redis.call('SUNIONSTORE', ended, ended, counting)
+  redis.call('DEL', counting)
+  redis.call('HDEL', jk(j.id), 'gr')
+  j.gr = nil
+  redis.call('SADD', GP, j.id)
+  noted = noted + 1
+end
+
 -- Applies `set` (field -> text, or false to clear) to job `j`, moving its indexes, freeing its
 -- live key when it stops being live (unless it has a unique period: `uq`, which `j` must hold
 -- when the job has it), and counting a settle. The one place a stored job changes.
@@ -313,7 +348,12 @@ local function change(j, set, now)
   if LIVE_STATES[before_state] and not LIVE_STATES[j.state] then
     if j.uq == nil then free_live_key(j) end
     -- A job others depend on ended: its dependents are to be judged.
-    if j.hd then redis.call('SADD', REL, j.id) end
+    if j.hd then
+      redis.call('SADD', REL, j.id)
+      noted = noted + 1
+    end
+    -- A member of groups still counting it ended: the groups' pass counts it.
+    if j.gr then member_ended(j) end
   end
   index(j)
   observe(before_state, before_attempt, j, now)
@@ -327,10 +367,16 @@ local function delete(j, now)
     -- dependents were judged when it ended.
     if LIVE_STATES[j.state] then
       redis.call('SADD', REL, j.id)
+      noted = noted + 1
     else
       redis.call('DEL', Q .. ':dn:' .. j.id)
     end
   end
+  -- A live member removed counts for its groups as one that ended (a finished one was noted
+  -- when it ended); the children it invoked are its own. Groups it waits on stay: their
+  -- members may still count for them (the purge drops them, `purge.lua`).
+  if j.gr then member_ended(j) end
+  if j.hc then redis.call('DEL', children_key(j.id)) end
   -- A live job's key, or a finished one's it still holds for its unique period.
   if redis.call('HGET', LIVE, live_key(j)) == j.id then
     redis.call('HDEL', LIVE, live_key(j))
@@ -338,6 +384,15 @@ local function delete(j, now)
   redis.call('DEL', jk(j.id), steps_key(j.run))
   redis.call('ZREM', ALL, created_member(j))
   if redis.call('EXISTS', hist_key(j.id)) == 1 then redis.call('ZADD', GONE, now, j.id) end
+end
+
+-- Group ids this script dropped, which the driver takes out of the id index.
+local dropped_groups = {}
+
+-- Drops a group: its record, members and marks.
+local function drop_group(group)
+  redis.call('DEL', group_key(group), group_list_key(group), group_marks_key(group))
+  dropped_groups[#dropped_groups + 1] = group
 end
 
 -- Appends an operator's act to a job's history (at most 200 rows, the oldest go first).

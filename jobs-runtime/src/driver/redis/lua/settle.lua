@@ -2,8 +2,8 @@
 -- row. ARGV[1] is the verb, ARGV[2] now; then:
 --   ack: (id, worker, claim, result) repeated, the result the JSON text a job keeps ('' none:
 --        no JSON text is empty); answers one 1 or 0 per job (2: landed, and the job has
---        dependents to judge, as a nack that ends one answers). The result lands only with the
---        settle, in the job's hash (`res`).
+--        dependents to judge or groups to count it, as a nack that ends one answers). The
+--        result lands only with the settle, in the job's hash (`res`).
 --   nack: id, worker, claim, state, run_at, counts ('1'/'0'), has_error ('1'/'0'), error, code,
 --         wake channel, due payload ('' none: announced when the row is due later, a retry
 --         after its backoff or a park, so an idle worker starts it when due).
@@ -12,10 +12,10 @@ local verb, now = ARGV[1], ARGV[2]
 if verb == 'ack' then
   -- Each job of the batch is acked once: its index edits and counts go in one batch.
   batch_begin()
-  -- What the fence, the indexes, the live key (with the unique mark `uq`, which keeps it) and
-  -- the counters read of a running job.
+  -- What the fence, the indexes, the live key (with the unique mark `uq`, which keeps it),
+  -- the counters and the notes for the passes after (`hd`, `gr`) read of a running job.
   local fields = { 'state', 'by', 'claims', 'attempt', 'name', 'tenant', 'key', 'created',
-    'started', 'err', 'errc', 'uq', 'hd' }
+    'started', 'err', 'errc', 'uq', 'hd', 'gr' }
   local out = {}
   for i = 3, #ARGV, 4 do
     local j = load_some(ARGV[i], fields)
@@ -23,9 +23,10 @@ if verb == 'ack' then
       -- `vis` stays: the codec reads it of running rows only.
       local set = { state = 'done', err = false, errc = false, updated = now }
       if ARGV[i + 3] ~= '' then set.res = ARGV[i + 3] end
+      local before = noted
       change(j, set, now)
-      -- 2: landed, and the job has dependents to judge.
-      if j.hd then out[#out + 1] = 2 else out[#out + 1] = 1 end
+      -- 2: landed, and the job has dependents to judge or groups to count it.
+      if noted > before then out[#out + 1] = 2 else out[#out + 1] = 1 end
     else
       out[#out + 1] = 0
     end
@@ -53,7 +54,8 @@ if verb == 'nack' then
   if ARGV[13] and ARGV[13] ~= '' and tonumber(set.run_at) > tonumber(now) then
     redis.call('PUBLISH', ARGV[12], ARGV[13])
   end
-  if j.hd and not LIVE_STATES[j.state] then return 2 end
+  -- 2: it ended, with dependents to judge or groups to count it.
+  if noted > 0 then return 2 end
 elseif verb == 'heartbeat' then
   change(j, { vis = ARGV[6], updated = now }, now)
 elseif verb == 'progress' then
