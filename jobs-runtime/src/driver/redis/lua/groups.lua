@@ -50,10 +50,11 @@ local function answer_group(group)
   return redis.call('HGETALL', group_key(group))
 end
 
--- Makes a parked waiter ready, due now, and announces its queue.
+-- Makes a waiting waiter (a parked parent, a batch's callback due at 9999-12-31) ready, due
+-- now, and announces its queue.
 local function wake_waiter(waiter, now)
   local w = load_some(waiter, { 'state', 'tenant', 'prio', 'sq', 'created', 'queue', 'run_at' })
-  if w == nil or w.state ~= 'suspended' then return end
+  if w == nil or (w.state ~= 'suspended' and w.state ~= 'delayed') then return end
   change(w, { state = 'ready', run_at = now, updated = now }, now)
   if channel ~= '' then redis.call('PUBLISH', channel, w.queue) end
 end
