@@ -28,6 +28,8 @@ struct StoredGroup {
     record: GroupRecord,
     members: Vec<JobId>,
     joined: HashSet<JobId>,
+    /// Its waiter is gone: it goes once its last member is counted.
+    orphaned: bool,
 }
 
 impl Groups {
@@ -45,31 +47,35 @@ impl Groups {
         self.groups.get(&group).map(|g| g.record.clone())
     }
 
-    /// Forgets a removed job's links (retention, `jobs rm`), and the groups it waited on: a
-    /// group lives as long as its waiter. Its place in other groups stays, read back as gone.
+    /// Forgets a removed job's own links (retention, `jobs rm`); its place among its parent's
+    /// children and in its groups stays, read back as gone. The groups it waited on go once
+    /// every member is counted (at once, or at the last member's settle).
     pub(super) fn forget(&mut self, id: JobId) {
         self.watching.remove(&id);
         self.batches.remove(&id);
         self.children.remove(&id);
-        if let Some(parent) = self.parents.remove(&id) {
-            if let Some(list) = self.children.get_mut(&parent) {
-                list.retain(|c| *c != id);
+        self.parents.remove(&id);
+        for group in self.waiters.remove(&id).unwrap_or_default() {
+            let counted = self
+                .groups
+                .get(&group)
+                .is_some_and(|g| g.record.settled >= g.record.size);
+            match self.groups.get_mut(&group) {
+                Some(_) if counted => self.drop_group(group),
+                Some(g) => g.orphaned = true,
+                None => {}
             }
         }
-        for group in self.waiters.remove(&id).unwrap_or_default() {
-            let Some(gone) = self.groups.remove(&group) else {
-                continue;
-            };
-            for member in gone.members {
-                if let Some(list) = self.watching.get_mut(&member) {
-                    list.retain(|g| *g != group);
-                    if list.is_empty() {
-                        self.watching.remove(&member);
-                    }
-                }
-                if self.batches.get(&member) == Some(&group) {
-                    self.batches.remove(&member);
-                }
+    }
+
+    /// Drops a group whose waiter is gone and whose members are all counted.
+    fn drop_group(&mut self, group: GroupId) {
+        let Some(gone) = self.groups.remove(&group) else {
+            return;
+        };
+        for member in gone.members {
+            if self.batches.get(&member) == Some(&group) {
+                self.batches.remove(&member);
             }
         }
     }
@@ -96,6 +102,7 @@ impl MemoryState {
                 },
                 members: Vec::new(),
                 joined: HashSet::default(),
+                orphaned: false,
             });
         let (parent, group, waiter) =
             (stored.record.parent, stored.record.id, stored.record.waiter);
@@ -153,8 +160,13 @@ impl MemoryState {
             return;
         };
         for group in groups {
-            if let Some(g) = self.groups.groups.get_mut(&group) {
-                g.record.settled += 1;
+            let Some(g) = self.groups.groups.get_mut(&group) else {
+                continue;
+            };
+            g.record.settled += 1;
+            if g.orphaned && g.record.settled >= g.record.size {
+                self.groups.drop_group(group);
+                continue;
             }
             self.group_check(group, now);
         }

@@ -104,7 +104,7 @@ pub(super) fn remove_many(
     let take = total.min(u64::from(MAX_BULK_ROWS));
     for id in oldest_first(&state, ids).into_iter().take(take as usize) {
         let removed = state.jobs[&id].row();
-        state.remove_with_steps(id);
+        state.remove_with_steps(id, params.now);
         let done = act(
             JobVerb::Remove,
             Some(BULK_DETAIL),

@@ -50,7 +50,7 @@ impl MemoryState {
         steps.retain(|_, s| s.updated_at < from);
     }
 
-    pub(super) fn remove_with_steps(&mut self, id: JobId) {
+    pub(super) fn remove_with_steps(&mut self, id: JobId, now: Timestamp) {
         if let Some(job) = self.jobs.get(&id) {
             let run_id = job.record.run_id;
             let shared_run = self
@@ -68,11 +68,10 @@ impl MemoryState {
             .get(&id)
             .filter(|j| j.record.state.is_live())
             .map(|j| j.record.updated_at);
-        // Counted by its groups before the row goes (removing it forgets what watched it).
-        if let Some(at) = live_since {
-            if self.groups.watches(id) {
-                self.settle_groups(id, at);
-            }
+        // Counted by its groups, at the removal, before the row goes (removing it forgets
+        // what watched it).
+        if live_since.is_some() && self.groups.watches(id) {
+            self.settle_groups(id, now);
         }
         self.remove(id);
         if let Some(at) = live_since {
@@ -93,7 +92,7 @@ pub(super) fn remove(
     let row = state.jobs.get(&id).map(|j| j.row());
     match &row {
         Some(r) if r.state != JobState::Running => {
-            state.remove_with_steps(id);
+            state.remove_with_steps(id, params.now);
             state
                 .operator
                 .record(r, act(JobVerb::Remove, None, &params.actor, params.now));
