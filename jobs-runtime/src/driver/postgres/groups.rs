@@ -65,7 +65,13 @@ impl PostgresDriver {
         let states = self.mark_members(&mut tx, &members).await?;
         let ended: Vec<bool> = members
             .iter()
-            .map(|id| !states.get(id).copied().flatten().is_some_and(JobState::is_live))
+            .map(|id| {
+                !states
+                    .get(id)
+                    .copied()
+                    .flatten()
+                    .is_some_and(JobState::is_live)
+            })
             .collect();
         let opened = sqlx::query(self.sql.group_open.clone())
             .bind(params.group)
@@ -265,9 +271,7 @@ impl PostgresDriver {
         if waiters.is_empty() {
             return Ok(());
         }
-        let woken = self
-            .wake_waiters(tx, &waiters, now, Op::JobRelease)
-            .await?;
+        let woken = self.wake_waiters(tx, &waiters, now, Op::JobRelease).await?;
         // Due now: this driver's claims seek from below them (the pass commits right after).
         self.lower_floors(&woken, now);
         Ok(())
@@ -335,7 +339,11 @@ impl PostgresDriver {
 /// The members in order, each once (a join names each member once; a repeat is dropped).
 fn distinct(members: &[JobId]) -> Vec<JobId> {
     let mut seen = HashSet::with_capacity(members.len());
-    members.iter().copied().filter(|id| seen.insert(*id)).collect()
+    members
+        .iter()
+        .copied()
+        .filter(|id| seen.insert(*id))
+        .collect()
 }
 
 /// A group row (`id, waiter, parent_id, size, settled, need, done_at, created_at`).

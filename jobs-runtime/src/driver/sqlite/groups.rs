@@ -74,7 +74,11 @@ const COUNT: &str = concat!(
     group_columns!()
 );
 
-const GET: &str = concat!("select ", group_columns!(), " from x_job_groups where id = ?1");
+const GET: &str = concat!(
+    "select ",
+    group_columns!(),
+    " from x_job_groups where id = ?1"
+);
 
 /// Up to ?3 members of group ?1 after position ?2, in join order, each with its job's state,
 /// result and last error (nulls: the row is gone).
@@ -141,7 +145,8 @@ const CANCEL: &str = "update x_jobs set state = 'cancelled', visible_at = null, 
     returning id";
 
 /// The `cancel` rows (at ?2, by ?3) of the jobs ?1 (a JSON array of hex ids) just cancelled.
-const CANCEL_HISTORY: &str = "insert into x_job_history (job_id, tenant_id, at, actor, verb, detail)
+const CANCEL_HISTORY: &str =
+    "insert into x_job_history (job_id, tenant_id, at, actor, verb, detail)
     select id, tenant_id, ?2, ?3, 'cancel', null from x_jobs
     where id in (select unhex(value) from json_each(?1))";
 
@@ -234,7 +239,10 @@ pub(crate) async fn join(
 }
 
 /// [`JobDriver::job_group_get`](crate::driver::JobDriver::job_group_get).
-pub(crate) async fn get(reader: &SqlitePool, group: GroupId) -> Result<Option<GroupRecord>, JobError> {
+pub(crate) async fn get(
+    reader: &SqlitePool,
+    group: GroupId,
+) -> Result<Option<GroupRecord>, JobError> {
     let row = sqlx::query(GET)
         .bind(group)
         .fetch_optional(reader)
