@@ -3,19 +3,23 @@
 -- waiter, the job made due once `need` of its members have settled.
 --
 -- How each member is counted once, crash-safe, without a hot row (driver/postgres/groups.rs):
--- the join marks every member row `has_dependents` (0029) under its row lock, so a settle that
--- follows notes the member in `x_job_releases` by 0029's triggers in the settling
--- transaction itself (ack, nack, cancel, a burial, a dependency's cancel, a removal alike),
--- and a member already settled is counted by the join. The release pass that runs right after
--- such a settle (and every worker's sweep, once a minute, for a note a dead process left) then
--- folds the noted members: it sets each member row's `settled` flag (once: a requeued and
--- settled-again member is not counted twice), adds the count to the group row, marks the
--- group done and makes its waiter due. A settle itself never touches the group row: concurrent
--- children settle in parallel, and the group row is updated once per pass.
+-- a join first marks every member `has_dependents` (0029), each mark committed on its own, so a
+-- settle that follows (an ack, a nack to dead or failed, a cancel, a dependency's cancel, a
+-- burial, a removal alike) notes the member in `x_job_releases` by 0029's triggers in the
+-- settling transaction itself. The join then files the members and notes the group itself in
+-- `x_job_releases` (a noted id is a settled job's or a group's), in one transaction. The
+-- release pass that takes the notes (run right after the join and after such settles, and by
+-- every worker's sweep once a minute for what a dead process left) folds them: a noted job is
+-- counted in the groups it belongs to, and a noted group has the members its joins filed
+-- checked once (`checked`: positions below it were), each one that ended counted. A member's
+-- `settled` flag makes each count happen once, whichever way reaches it first; a requeued and
+-- settled-again member is not counted twice. A settle itself never touches the group row: its
+-- children settle in parallel, and a group's row is updated once per pass.
 
 -- A group. `size` and `settled` count members; `need` is null while it is open (a batch being
--- added to); `done_at` is when `settled` first reached `need`. The parent index finds a job's
--- children (the cancel cascade, the links); the waiter index a batch callback's batch.
+-- added to); `done_at` is when `settled` first reached `need`; `checked` is how many of its
+-- members (by position) the release pass has checked since their join. The parent index finds
+-- a job's children (the cancel cascade, the links); the waiter index a batch callback's batch.
 create table if not exists {schema}.x_job_groups (
     id         uuid        primary key,
     waiter     uuid        not null,
@@ -24,6 +28,7 @@ create table if not exists {schema}.x_job_groups (
     settled    integer     not null default 0,
     need       integer,
     done_at    timestamptz,
+    checked    integer     not null default 0,
     created_at timestamptz not null
 );
 create index if not exists x_job_groups_parent_idx

@@ -2,28 +2,40 @@
 //! the reads, the wake a parent asks for after it parks, the fold of members' settles that the
 //! release pass runs, and the cancel of a parent's children.
 //!
-//! Counting rides on the dependencies' machinery (`dependencies.rs`). The join marks each member
-//! `has_dependents` under its row lock (`group_join_mark.sql`), so from then on a member's
-//! settle, whichever path ends it (an ack, a nack to dead or failed, a cancel, a dependency's
-//! cancel, a burial, a removal), notes it in `x_job_releases` in the settle's own transaction;
-//! a member that ended before is seen ended by the join and counted there. The release pass
-//! that follows such a settle (and the once-a-minute sweep, for what a dead process left) folds
-//! what it took into the groups (`group_fold.sql`): each member row is marked settled once, so
-//! a member is counted once however often it ends. A settle never writes the group's row:
-//! 10,000 children settling at once update it once per pass, in a short statement at the end
-//! of the pass's transaction.
+//! Counting rides on the dependencies' machinery (`dependencies.rs`; migration 0031 says it
+//! whole). The join first marks each member `has_dependents`, each mark committed on its own
+//! (`group_join_mark.sql`), so from then on a member's settle, whichever path ends it (an ack,
+//! a nack to dead or failed, a cancel, a dependency's cancel, a burial, a removal), notes it in
+//! `x_job_releases` in the settle's own transaction. The join then files the members and notes
+//! the group itself, in one short transaction, and runs the release pass: its fold
+//! (`group_fold.sql`) counts each noted member that ended in its groups, and checks the members
+//! a noted group's joins filed, counting the ones that ended before they were marked or while
+//! the join ran. Each member row's `settled` flag makes every count happen once. A note a dead
+//! process left (a settle's or a join's) is folded by the next pass, the once-a-minute sweep at
+//! the latest. A settle never writes the group's row: 10,000 children settling at once update
+//! it once per pass, in a short statement at the end of the pass's transaction.
 //!
-//! Costs: a join is one transaction of four statements (mark, open, join; a fifth wakes the
-//! waiter when the join completes the group; a member held by a settle in flight costs a round
-//! more). A member's settle costs nothing more than the release pass it triggers: one fold
-//! statement in the pass's transaction, and one more when the fold completes a group. The wake
-//! a parent asks for is one statement.
+//! Locks: the join never holds a member's lock while it waits for another (a batched ack
+//! holding two siblings in another order would deadlock with it): its marks skip the members a
+//! settle in flight holds, commit, and ask again, then wait for each left alone. The join's
+//! transaction holds only the group's row, and waits on nothing but it; every fold locks member
+//! rows in (group, position) order, then groups in id order, then the waiters.
+//!
+//! Costs: a join marks its members in one statement (a member held by a settle in flight costs
+//! a round more: a 2 ms pause, a check of which are left, a mark), files them in a transaction
+//! of three statements (note, open, file), then runs the release pass (its fold counts the ones
+//! already ended) and reads the group back. A member's settle is its own statement, unchanged
+//! (the trigger adds the note); membership makes it run the release pass after it, as a
+//! dependency does, where the groups add one fold statement per round, and one more when the
+//! fold completes a group. The wake a parent asks for is one statement.
 //!
 //! The wake is atomic with the counting: the fold and `group_wake.sql` both lock the group's
-//! row, and each reads the waiter in a statement that starts after that lock is granted, so
-//! either the fold sees the parent parked and wakes it, or the parent's wake sees the group done.
+//! row, so they take turns. The fold reads the waiter in a statement of its own, begun once it
+//! holds the lock, so it sees a park that committed before; the wake's one statement begins
+//! after the park committed and reads the group as the fold left it. Either the fold sees the
+//! parent parked and wakes it, or the parent's wake sees the group done.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnection, PgRow};
@@ -33,10 +45,10 @@ use super::classify::{classify, Op};
 use super::{floors, PostgresDriver};
 use crate::clock::Timestamp;
 use crate::driver::records::*;
-use crate::error::{ErrorCode, JobError};
+use crate::error::JobError;
 
 /// Rounds a join marks its members skipping the ones a transaction holds (a settle in flight)
-/// before it waits for them.
+/// before it waits for each alone.
 const MARK_ROUNDS: usize = 8;
 
 /// The pause between two of those rounds: about a settle's length.
@@ -51,28 +63,26 @@ struct Woken {
 }
 
 impl PostgresDriver {
-    /// [`JobDriver::job_group_join`](crate::driver::JobDriver::job_group_join), in one
-    /// transaction: mark the members (their settles are noted from here on) and read how each
-    /// stands, lock the group (creating it), append the new members and count the ended ones,
-    /// and wake the waiter if this join completed the group.
+    /// [`JobDriver::job_group_join`](crate::driver::JobDriver::job_group_join): mark the
+    /// members (their settles are noted from here on), then in one transaction note the group,
+    /// lock it (creating it) and file the new members after its last, then run the release pass,
+    /// which counts the members that ended, marks the group done and wakes its waiter. Answers
+    /// the group as the pass left it (a pass another process runs at that moment may count some
+    /// members a moment later: the parent's wake after its park then finds the group done).
     pub(super) async fn group_join(
         &self,
         params: &GroupJoinParams<'_>,
     ) -> Result<GroupRecord, JobError> {
         let failed = |e| classify(Op::JobEnqueue, e);
         let members = distinct(params.members);
+        self.mark_members(&members).await?;
         let mut tx = self.pool.begin().await.map_err(failed)?;
-        let states = self.mark_members(&mut tx, &members).await?;
-        let ended: Vec<bool> = members
-            .iter()
-            .map(|id| {
-                !states
-                    .get(id)
-                    .copied()
-                    .flatten()
-                    .is_some_and(JobState::is_live)
-            })
-            .collect();
+        sqlx::query(self.sql.group_note.clone())
+            .bind(params.group)
+            .bind(params.now)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
         let opened = sqlx::query(self.sql.group_open.clone())
             .bind(params.group)
             .bind(params.waiter)
@@ -91,86 +101,55 @@ impl PostgresDriver {
             .bind(params.group)
             .bind(&members)
             .bind(i32::try_from(before.size).unwrap_or(i32::MAX))
-            .bind(&ended)
             .bind(kind)
             .bind(count)
-            .bind(params.now)
             .fetch_one(&mut *tx)
             .await
             .map_err(failed)?;
-        let after = group_record(&joined, Op::JobEnqueue)?;
-        let woken = if before.done_at.is_none() && after.done_at.is_some() {
-            self.wake_waiters(&mut tx, &[after.waiter], params.now, Op::JobEnqueue)
-                .await?
-        } else {
-            Vec::new()
-        };
+        let filed = group_record(&joined, Op::JobEnqueue)?;
         tx.commit().await.map_err(failed)?;
-        self.lower_floors(&woken, params.now);
-        Ok(after)
+        self.release_after(params.now).await;
+        Ok(self.group_get(params.group).await?.unwrap_or(filed))
     }
 
-    /// Marks the members `has_dependents` and answers each one's state as of its lock (`None`:
-    /// the row is gone). Members a settle in flight holds are skipped and asked again after a
-    /// pause, then waited for: the join never waits on one member while holding another in
-    /// its first rounds (`group_join_mark.sql` says why).
-    async fn mark_members(
-        &self,
-        tx: &mut PgConnection,
-        members: &[JobId],
-    ) -> Result<HashMap<JobId, Option<JobState>>, JobError> {
+    /// Marks the members `has_dependents`, each mark committed before the join files them.
+    /// Members a settle in flight holds are skipped and asked for again after a pause, then
+    /// waited for one at a time: no statement here waits on a member while holding another.
+    async fn mark_members(&self, members: &[JobId]) -> Result<(), JobError> {
         let failed = |e| classify(Op::JobEnqueue, e);
-        let mut states: HashMap<JobId, Option<JobState>> = HashMap::with_capacity(members.len());
-        let mut remaining = members.to_vec();
-        // The waiting rounds after MARK_ROUNDS: one takes every lock; a member removed under it
-        // is found gone by the next.
-        for round in 0..MARK_ROUNDS + 2 {
-            let statement = if round < MARK_ROUNDS {
-                self.sql.group_join_mark.clone()
-            } else {
-                self.sql.group_join_mark_wait.clone()
-            };
-            let marked: Vec<(JobId, JobState)> = sqlx::query_as(statement)
-                .bind(&remaining)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(failed)?;
-            for (id, state) in marked {
-                states.insert(id, Some(state));
+        let mut left = members.to_vec();
+        for round in 0..MARK_ROUNDS {
+            if round > 0 {
+                tokio::time::sleep(MARK_PAUSE).await;
             }
-            remaining.retain(|id| !states.contains_key(id));
-            if remaining.is_empty() {
-                return Ok(states);
-            }
-            let present: HashSet<JobId> = sqlx::query_scalar(self.sql.group_join_present.clone())
-                .bind(&remaining)
-                .fetch_all(&mut *tx)
+            let marked: HashSet<JobId> = sqlx::query_scalar(self.sql.group_join_mark.clone())
+                .bind(&left)
+                .fetch_all(&self.pool)
                 .await
                 .map_err(failed)?
                 .into_iter()
                 .collect();
-            remaining.retain(|id| {
-                let gone = !present.contains(id);
-                if gone {
-                    states.insert(*id, None);
-                }
-                !gone
-            });
-            if remaining.is_empty() {
-                return Ok(states);
+            if marked.len() == left.len() {
+                return Ok(());
             }
-            if round < MARK_ROUNDS {
-                tokio::time::sleep(MARK_PAUSE).await;
+            // Already marked, gone, or held: ask which still need it.
+            left = sqlx::query_scalar(self.sql.group_join_unmarked.clone())
+                .bind(&left)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(failed)?;
+            if left.is_empty() {
+                return Ok(());
             }
         }
-        Err(JobError::new(
-            ErrorCode::Driver,
-            format!(
-                "postgres `{}` failed: {} members of a group join could not be marked; nothing was joined",
-                Op::JobEnqueue.name(),
-                remaining.len()
-            ),
-        ))
+        for id in left {
+            sqlx::query(self.sql.group_join_mark_one.clone())
+                .bind(id)
+                .execute(&self.pool)
+                .await
+                .map_err(failed)?;
+        }
+        Ok(())
     }
 
     /// [`JobDriver::job_group_get`](crate::driver::JobDriver::job_group_get).
@@ -271,7 +250,7 @@ impl PostgresDriver {
         if waiters.is_empty() {
             return Ok(());
         }
-        let woken = self.wake_waiters(tx, &waiters, now, Op::JobRelease).await?;
+        let woken = self.wake_waiters(tx, &waiters, now).await?;
         // Due now: this driver's claims seek from below them (the pass commits right after).
         self.lower_floors(&woken, now);
         Ok(())
@@ -284,9 +263,8 @@ impl PostgresDriver {
         tx: &mut PgConnection,
         waiters: &[JobId],
         now: Timestamp,
-        operation: Op,
     ) -> Result<Vec<Woken>, JobError> {
-        let failed = |e| classify(operation, e);
+        let failed = |e| classify(Op::JobRelease, e);
         let rows = sqlx::query(self.sql.group_wake_waiters.clone())
             .bind(waiters)
             .bind(now)

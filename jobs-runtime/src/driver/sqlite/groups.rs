@@ -10,15 +10,16 @@
 //! member is noted for the release pass that follows every removal, which counts it here
 //! ([`count_removed`]). Each member row's `settled` flag makes every count happen once.
 //!
-//! The join, the wake and each settle are write transactions on the one writer, so a parent's
-//! wake after its park and a member's settle never interleave: either the settle sees the
-//! parent parked and wakes it, or the wake sees the group done.
+//! The counting is atomic with the parent's wake after its park: a member's settle and its
+//! count are one write, so the group the wake reads either is done already (the wake makes the
+//! parked parent due) or is completed by a later settle, whose trigger finds the parent parked
+//! (the park was written before the wake was asked) and makes it due itself.
 //!
 //! Costs: a join is one transaction of five statements (open the group, read how the members
 //! stand, file the new ones, mark the live ones, write the group's counts), two more when it
 //! completes the group (wake the waiter, hint it); a member's settle runs the trigger's five
-//! statements inside its own, each an index probe; the wake is a read and, for a done group,
-//! the same two.
+//! statements inside its own, each an index probe; the wake is a read, and for a done group
+//! the same two in a write transaction.
 
 use std::collections::HashSet;
 
@@ -282,28 +283,26 @@ pub(crate) async fn members(
         .collect()
 }
 
-/// [`JobDriver::job_group_wake`](crate::driver::JobDriver::job_group_wake): under the write
-/// lock, a done group's waiter, if `suspended`, becomes ready, due at `now`.
+/// [`JobDriver::job_group_wake`](crate::driver::JobDriver::job_group_wake): a read, and for a
+/// done group a write transaction that makes its waiter, if `suspended`, ready and due at `now`.
+/// A group read not done needs no write: the park was written before this call, so the settle
+/// that completes the group later finds the waiter parked and wakes it itself.
 pub(crate) async fn wake(
     writer: &Writer,
+    reader: &SqlitePool,
     params: &GroupWakeParams,
 ) -> Result<Option<GroupRecord>, JobError> {
     let failed = |e| classify(Op::JobRelease, e);
-    let mut conn = writer.acquire(Op::JobRelease).await?;
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-    let row = sqlx::query(GET)
-        .bind(params.group)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(failed)?;
-    let group = row
-        .map(|row| group_record(&row, Op::JobRelease))
-        .transpose()?;
-    if let Some(group) = group.as_ref().filter(|g| g.done_at.is_some()) {
-        wake_waiter(&mut tx, group.waiter, params.now, Op::JobRelease).await?;
+    match get(reader, params.group).await? {
+        Some(group) if group.done_at.is_some() => {
+            let mut conn = writer.acquire(Op::JobRelease).await?;
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+            wake_waiter(&mut tx, group.waiter, params.now, Op::JobRelease).await?;
+            tx.commit().await.map_err(failed)?;
+            Ok(Some(group))
+        }
+        other => Ok(other),
     }
-    tx.commit().await.map_err(failed)?;
-    Ok(group)
 }
 
 /// The release pass's part for groups, in its transaction: the members among the settled jobs

@@ -305,7 +305,7 @@ impl JobDriver for SqliteDriver {
         &self,
         params: &GroupWakeParams,
     ) -> Result<Option<GroupRecord>, JobError> {
-        groups::wake(&self.writer, params).await
+        groups::wake(&self.writer, &self.reader, params).await
     }
 
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {
