@@ -227,8 +227,10 @@ impl PostgresDriver {
         Ok(Some(group))
     }
 
-    /// The release pass's part for groups, in its transaction: counts the settled jobs `taken`
-    /// in the groups still counting them, and wakes the waiters of the groups that completes.
+    /// The release pass's part for groups, in its transaction (`group_fold.sql`): counts the
+    /// settled jobs among `taken` in the groups still counting them, checks the members filed
+    /// by the joins of the groups among `taken`, and wakes the waiters of the groups this
+    /// completes.
     pub(super) async fn fold_groups(
         &self,
         tx: &mut PgConnection,
@@ -251,7 +253,7 @@ impl PostgresDriver {
             return Ok(());
         }
         let woken = self.wake_waiters(tx, &waiters, now).await?;
-        // Due now: this driver's claims seek from below them (the pass commits right after).
+        // Lowered before the pass commits: a floor is a lower bound, never a reservation.
         self.lower_floors(&woken, now);
         Ok(())
     }
@@ -303,6 +305,7 @@ impl PostgresDriver {
         Ok(())
     }
 
+    /// Woken jobs are due now: this driver's claims seek from below them.
     fn lower_floors(&self, woken: &[Woken], now: Timestamp) {
         self.floors.lower_all(woken.iter().map(|w| {
             (
