@@ -7,7 +7,8 @@
 //! (migration 0029's trigger), so nothing is lost if the process dies before judging; the
 //! settling call answers `has_dependents` and the driver runs the pass right after it. A pass
 //! takes what is noted (its own and any a dead process left), judges each blocked dependent
-//! under its row lock, and repeats while a cancel notes more.
+//! under its row lock, folds the noted group members into their groups (`groups.rs`), and
+//! repeats while a cancel notes more.
 
 use std::collections::BTreeMap;
 
@@ -248,6 +249,8 @@ impl PostgresDriver {
                 .execute(&mut *tx)
                 .await
                 .map_err(failed)?;
+            // The taken jobs that are group members count in their groups (groups.rs).
+            self.fold_groups(&mut tx, &taken, now).await?;
             tx.commit().await.map_err(failed)?;
         }
         Ok(())

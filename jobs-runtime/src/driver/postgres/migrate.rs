@@ -64,6 +64,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     28 => "0028_worker_settings.sql",
     29 => "0029_dependencies.sql",
     30 => "0030_job_result.sql",
+    31 => "0031_groups.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

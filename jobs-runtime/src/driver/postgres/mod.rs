@@ -24,6 +24,7 @@ mod dependencies;
 mod enqueue;
 mod events;
 mod floors;
+mod groups;
 mod introspect;
 mod lease;
 mod ledger_book;
@@ -383,29 +384,25 @@ impl JobDriver for PostgresDriver {
     }
 
     async fn job_group_join(&self, params: &GroupJoinParams<'_>) -> Result<GroupRecord, JobError> {
-        let _ = params;
-        Err(groups_pending(self.name()))
+        self.located(self.group_join(params).await)
     }
 
     async fn job_group_get(&self, group: GroupId) -> Result<Option<GroupRecord>, JobError> {
-        let _ = group;
-        Err(groups_pending(self.name()))
+        self.located(self.group_get(group).await)
     }
 
     async fn job_group_members(
         &self,
         params: &GroupMembersParams,
     ) -> Result<Vec<GroupMember>, JobError> {
-        let _ = params;
-        Err(groups_pending(self.name()))
+        self.located(self.group_members(params).await)
     }
 
     async fn job_group_wake(
         &self,
         params: &GroupWakeParams,
     ) -> Result<Option<GroupRecord>, JobError> {
-        let _ = params;
-        Err(groups_pending(self.name()))
+        self.located(self.group_wake(params).await)
     }
 
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {

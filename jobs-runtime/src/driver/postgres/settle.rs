@@ -1,6 +1,7 @@
 //! The settling writes, each fenced on the claim (worker id + claim ordinal): ack (one, or a
 //! batch on the pinned settle connection), nack, heartbeat, progress; and the cancel, which
-//! commits with its history row.
+//! commits with its history row and with the cancel of its live children, and theirs
+//! (`groups.rs`).
 
 use sqlx::postgres::PgConnection;
 
@@ -139,8 +140,12 @@ impl PostgresDriver {
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| classify(Op::HistoryAppend, e))?;
+            // The jobs it invoked go with it, and theirs (groups.rs).
+            self.cancel_children(&mut tx, id, now, params.actor.as_deref())
+                .await?;
             tx.commit().await.map_err(cancel)?;
-            // Its dependents, if any, follow it (a cancel is rare: no flag is read first).
+            // Its dependents, if any, follow it, and its cancelled children are counted in
+            // their groups (a cancel is rare: no flag is read first).
             self.release_after(now).await;
             return Ok(cancelled);
         }

@@ -2,7 +2,7 @@
 //! the dependent's enqueue judges where it starts in its own transaction; a settle of a job
 //! with dependents notes it in `x_job_releases` (migration 0012's trigger) and answers
 //! `has_dependents`, and the release pass then judges the blocked dependents, round by round
-//! while a cancel notes more. SQLite runs one writer at a time, so each pass is one
+//! while a cancel notes more (and counts the group members a removal noted, `groups.rs`). SQLite runs one writer at a time, so each pass is one
 //! transaction on the write connection, and no judging races another.
 
 use std::collections::BTreeMap;
@@ -62,7 +62,9 @@ const CANCEL: &str = "update x_jobs
     where id = ?1 and state = 'suspended'";
 
 /// A job's links: the jobs it depends on with their states and its policy, then (`by`) the
-/// first ?2 jobs depending on it.
+/// first ?2 jobs depending on it; then its groups' (migration 0014): the job that invoked it
+/// (`parent`), the first ?2 it invoked in join order with their states (`child`), and its batch
+/// (`batch`: one it is a member of, or whose callback it is).
 const LINKS: &str = "select * from (
         select 'on' as kind, e.depends_on as id, x.state, j.on_dependency_failure as policy
         from x_job_dependencies e
@@ -78,12 +80,48 @@ const LINKS: &str = "select * from (
         where e.depends_on = ?1
         order by e.job_id
         limit ?2
+    )
+    union all
+    select * from (
+        select 'parent', g.parent_id, null, null
+        from x_job_group_members m
+        join x_job_groups g on g.id = m.group_id
+        where m.job_id = ?1 and g.parent_id is not null
+        order by g.created_at, g.id
+        limit 1
+    )
+    union all
+    select * from (
+        select 'child', m.job_id, x.state, null
+        from x_job_groups g
+        join x_job_group_members m on m.group_id = g.id
+        left join x_jobs x on x.id = m.job_id
+        where g.parent_id = ?1
+        order by g.created_at, g.id, m.position
+        limit ?2
+    )
+    union all
+    select * from (
+        select 'batch', b.id, null, null
+        from (
+            select g.id, g.created_at
+            from x_job_group_members m
+            join x_job_groups g on g.id = m.group_id
+            where m.job_id = ?1 and g.parent_id is null
+            union all
+            select g.id, g.created_at
+            from x_job_groups g
+            where g.waiter = ?1 and g.parent_id is null
+        ) b
+        order by b.created_at, b.id
+        limit 1
     )";
 
 /// Rounds one pass runs at most (each a cancel's cascade one level deeper).
 const RELEASE_ROUNDS: usize = 64;
 
-fn hex_ids(ids: &[JobId]) -> String {
+/// Ids as SQLite's statements take a list: a JSON array of hex ids, read with `json_each`.
+pub(super) fn hex_ids(ids: &[JobId]) -> String {
     serde_json::Value::Array(
         ids.iter()
             .map(|id| serde_json::Value::String(id.simple().to_string()))
@@ -198,6 +236,8 @@ async fn judge_round(conn: &mut SqliteConnection, now: Timestamp) -> Result<bool
             .1
             .push((dependency, state));
     }
+    // The taken jobs that were group members removed while live count now (groups.rs).
+    super::groups::count_removed(&mut *conn, &taken, now).await?;
     for (id, (policy, dependencies)) in judged {
         match Verdict::of(policy, dependencies) {
             Verdict::Blocked => {}

@@ -86,6 +86,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0013_job_result.sql",
         sql: include_str!("../../../migrations/sqlite/0013_job_result.sql"),
     },
+    SqliteMigration {
+        version: 14,
+        name: "0014_groups.sql",
+        sql: include_str!("../../../migrations/sqlite/0014_groups.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.

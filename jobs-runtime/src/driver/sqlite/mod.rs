@@ -34,6 +34,7 @@ mod connect;
 mod dependencies;
 mod enqueue;
 mod events;
+mod groups;
 mod introspect;
 mod lease;
 mod ledger_book;
@@ -286,29 +287,25 @@ impl JobDriver for SqliteDriver {
     }
 
     async fn job_group_join(&self, params: &GroupJoinParams<'_>) -> Result<GroupRecord, JobError> {
-        let _ = params;
-        Err(groups_pending(self.name()))
+        groups::join(&self.writer, params).await
     }
 
     async fn job_group_get(&self, group: GroupId) -> Result<Option<GroupRecord>, JobError> {
-        let _ = group;
-        Err(groups_pending(self.name()))
+        groups::get(&self.reader, group).await
     }
 
     async fn job_group_members(
         &self,
         params: &GroupMembersParams,
     ) -> Result<Vec<GroupMember>, JobError> {
-        let _ = params;
-        Err(groups_pending(self.name()))
+        groups::members(&self.reader, params).await
     }
 
     async fn job_group_wake(
         &self,
         params: &GroupWakeParams,
     ) -> Result<Option<GroupRecord>, JobError> {
-        let _ = params;
-        Err(groups_pending(self.name()))
+        groups::wake(&self.writer, &self.reader, params).await
     }
 
     async fn queue_stats(&self, params: &QueueStatsParams) -> Result<Vec<QueueStats>, JobError> {

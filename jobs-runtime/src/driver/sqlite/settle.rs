@@ -1,7 +1,8 @@
 //! Settling writes (ack, nack, heartbeat, progress), each fenced on the claim: the row must
 //! still be `running` under the same worker and claim ordinal, otherwise the write lands
 //! nowhere and answers `false`. The operator counters move in the same statement, through the
-//! `x_job_counters_count` trigger. And the cancel, which commits with its history row.
+//! `x_job_counters_count` trigger. And the cancel, which commits with its history row and with
+//! the cancel of its live children, and theirs (`groups.rs`).
 
 use super::writer::Writer;
 
@@ -188,6 +189,8 @@ pub(crate) async fn cancel(writer: &Writer, p: &JobCancelParams) -> Result<JobRe
             Op::JobCancel,
         )
         .await?;
+        // The jobs it invoked go with it, and theirs (groups.rs).
+        super::groups::cancel_children(&mut tx, p.id, p.now, actor).await?;
         tx.commit().await.map_err(failed)?;
         return Ok(cancelled);
     }
