@@ -54,14 +54,14 @@ begin
     update x_job_group_members set settled = 1 where job_id = new.id and settled = 0;
     insert into x_job_due_hints (queue, at)
     select w.queue, new.updated_at from x_jobs w
-    where w.state = 'suspended'
+    where w.state in ('suspended', 'delayed')
       and w.id in (
           select g.waiter from x_job_groups g
           where g.id in (select group_id from x_job_group_members where job_id = new.id)
             and g.done_at is null and g.need is not null and g.settled >= g.need
       );
     update x_jobs set state = 'ready', run_at = new.updated_at, updated_at = new.updated_at
-    where state = 'suspended'
+    where state in ('suspended', 'delayed')
       and id in (
           select g.waiter from x_job_groups g
           where g.id in (select group_id from x_job_group_members where job_id = new.id)

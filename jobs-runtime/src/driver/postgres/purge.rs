@@ -1,5 +1,5 @@
-//! `job_purge`: finished jobs past their cutoffs, then the history of the jobs gone, in one
-//! transaction.
+//! `job_purge`: finished jobs past their cutoffs, then the history of the jobs gone and the
+//! groups of waiters gone (once every member was counted), in one transaction.
 
 use super::classify::{classify, Op};
 use super::PostgresDriver;
@@ -25,6 +25,12 @@ impl PostgresDriver {
             .execute(&mut *tx)
             .await
             .map_err(|e| classify(Op::HistoryPurge, e))?;
+        // The groups of waiters gone, once every member of theirs was counted.
+        sqlx::query(self.sql.group_purge.clone())
+            .bind(i64::from(params.limit))
+            .execute(&mut *tx)
+            .await
+            .map_err(purge)?;
         tx.commit().await.map_err(purge)?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }

@@ -174,6 +174,7 @@ statements!(
     introspect_worker_list,
     history_append,
     history_purge,
+    group_purge,
     backfill_lock,
     backfill_begin,
     backfill_progress,

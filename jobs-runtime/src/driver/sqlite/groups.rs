@@ -91,9 +91,10 @@ const MEMBERS: &str = "select m.position, m.job_id, j.state, j.result, j.last_er
     order by m.position
     limit ?3 + 0";
 
-/// A waiter ?1, if `suspended`, becomes ready, due at ?2; answers its queue.
+/// A waiter ?1, if waiting (`suspended`, or a batch's callback `delayed`), becomes ready, due
+/// at ?2; answers its queue.
 const WAKE: &str = "update x_jobs set state = 'ready', run_at = ?2, updated_at = ?2
-    where id = ?1 and state = 'suspended'
+    where id = ?1 and state in ('suspended', 'delayed')
     returning queue";
 
 /// The due hint that announces a woken waiter's queue to the other processes' wake (0009).

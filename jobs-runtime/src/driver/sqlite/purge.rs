@@ -1,5 +1,6 @@
 //! `job_purge`: one bounded batch of finished rows past their windows, the steps of runs no
-//! other row shares, and the history of jobs no longer stored, in one transaction.
+//! other row shares, the history of jobs no longer stored, and the groups of waiters no longer
+//! stored once every member of theirs was counted, in one transaction.
 
 use sqlx::Connection;
 
@@ -81,6 +82,32 @@ pub(crate) async fn purge(writer: &Writer, p: &JobPurgeParams) -> Result<u64, Jo
         .map_err(failed)?;
     let before = p.done_before.max(p.finished_before);
     history::purge(&mut tx, before, p.limit).await?;
+    // The groups of waiters gone, once every member of theirs was counted, with their members.
+    sqlx::query("create temp table if not exists x_groups_doomed (id blob primary key)")
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
+    sqlx::query(
+        "insert or ignore into temp.x_groups_doomed (id)
+         select g.id from x_job_groups g
+         where g.settled >= g.size
+           and not exists (select 1 from x_jobs j where j.id = g.waiter)
+         limit ?1 + 0",
+    )
+    .bind(i64::from(p.limit))
+    .execute(&mut *tx)
+    .await
+    .map_err(failed)?;
+    for purge_groups in [
+        "delete from x_job_group_members where group_id in (select id from temp.x_groups_doomed)",
+        "delete from x_job_groups where id in (select id from temp.x_groups_doomed)",
+        "delete from temp.x_groups_doomed",
+    ] {
+        sqlx::query(purge_groups)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+    }
     tx.commit().await.map_err(failed)?;
     Ok(gone)
 }

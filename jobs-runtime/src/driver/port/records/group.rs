@@ -129,11 +129,3 @@ pub struct GroupWakeParams {
     /// Now: the waiter's new run time.
     pub now: Timestamp,
 }
-
-/// TEMPORARY while the SQL and Redis drivers gain groups: the refusal they answer.
-pub fn groups_pending(driver: &str) -> crate::error::JobError {
-    crate::error::JobError::new(
-        crate::error::ErrorCode::NotImplemented,
-        format!("the {driver} driver does not keep groups of jobs yet"),
-    )
-}

@@ -1,8 +1,8 @@
 -- group_wake: a parent that just parked on group $1 asks for its wake: the group is read under
 -- its row lock, which the fold of its members' settles takes too (group_fold.sql), so either
 -- that fold ran first and this sees the group done, or it runs after and sees the parent
--- parked. A done group's waiter, if `suspended`, becomes ready, due at $2, and its queue is
--- announced on the wake channel $3. The park committed before this statement began, so its
+-- parked. A done group's waiter, if waiting (`suspended`, or a batch's callback `delayed`),
+-- becomes ready, due at $2, and its queue is announced on the wake channel $3. The park committed before this statement began, so its
 -- snapshot sees it; a fold that woke the waiter meanwhile leaves it not suspended, and this
 -- changes nothing.
 with g as (
@@ -15,7 +15,7 @@ woke as (
     update {schema}.x_jobs j
     set state = 'ready', run_at = $2, updated_at = $2
     from g
-    where j.id = g.waiter and g.done_at is not null and j.state = 'suspended'
+    where j.id = g.waiter and g.done_at is not null and j.state in ('suspended', 'delayed')
     returning j.id as woken, j.queue, j.tenant_id, j.priority
 )
 select g.id, g.waiter, g.parent_id, g.size, g.settled, g.need, g.done_at, g.created_at,
