@@ -1,6 +1,6 @@
-//! `bench spans`: work that spans jobs on Postgres. A parent fanning out to 1,000 no-op
-//! children with `run.invoke_all` and in again (jobs/s, and how long after its last child's
-//! body ended the parent resumed), and a batch of 10,000 members with its callback; each beside
+//! `bench spans`: work that spans jobs on Postgres. Ten parents fanning out to 1,000 no-op
+//! children each with `run.invoke_all` and in again, side by side (jobs/s), then one at a time
+//! (how long after its last child's body ended each parent resumed), and a batch of 10,000 members with its callback; each beside
 //! the same number of no-op jobs enqueued in bulk and drained plain in the same run, the per-job
 //! reference.
 
@@ -77,11 +77,29 @@ pub async fn fan_out_fan_in(table: &mut Table) -> Result<(), JobError> {
     for _ in 0..runs() {
         let jobs = Jobs::new(fresh("bench_spans").await?);
         plains.push(plain(&jobs, (CHILDREN + 1) * PARENTS).await?);
+        // Throughput: the parents enqueued together, their children drained side by side.
         let jobs = Jobs::new(fresh("bench_spans").await?);
         let worker = jobs.worker().concurrency(SLOTS).build()?;
         let running = worker.start();
         let bench = bench_id();
         let started = Instant::now();
+        for n in 0..PARENTS {
+            let spread = Spread {
+                bench: bench.clone(),
+                n,
+                children: CHILDREN,
+            };
+            jobs.enqueue::<Fan>(spread).await?;
+        }
+        until(|| worker.stats().completed >= (CHILDREN + 1) * PARENTS).await;
+        let took = started.elapsed();
+        running.shutdown().await;
+        fanned.push(rate(worker.stats().completed as usize, took));
+        // The resume latency: one parent at a time, so its last child is its own.
+        let jobs = Jobs::new(fresh("bench_spans").await?);
+        let worker = jobs.worker().concurrency(SLOTS).build()?;
+        let running = worker.start();
+        let bench = bench_id();
         for n in 0..PARENTS {
             let before = worker.stats().completed;
             let spread = Spread {
@@ -97,13 +115,11 @@ pub async fn fan_out_fan_in(table: &mut Table) -> Result<(), JobError> {
             );
             latencies.push(resumed.saturating_sub(last) as f64 / 1e6);
         }
-        let took = started.elapsed();
         running.shutdown().await;
-        fanned.push(rate(worker.stats().completed as usize, took));
     }
     let (fanned, plain) = (median(fanned), median(plains));
     table.add(
-        "fan-out/fan-in, 1,000 children a parent, jobs/s",
+        "fan-out/fan-in, 10 parents of 1,000 children each, jobs/s",
         format!(
             "{fanned:.0} ({:.2}x the cost a job of the same jobs enqueued in bulk and drained plain, {plain:.0}/s, in the same run)",
             plain / fanned

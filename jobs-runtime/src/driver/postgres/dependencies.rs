@@ -238,20 +238,29 @@ impl PostgresDriver {
                     }
                 }
             }
-            sqlx::query(self.sql.dependency_release_apply.clone())
-                .bind(now)
-                .bind(&released)
-                .bind(&queues)
-                .bind(&*self.wake_channel)
-                .bind(&cancelled)
-                .bind(&errors)
-                .bind(&codes)
-                .execute(&mut *tx)
-                .await
-                .map_err(failed)?;
+            // Most rounds judge nothing (the taken jobs are group members, or their dependents
+            // still wait on others): nothing to apply.
+            if !released.is_empty() || !cancelled.is_empty() {
+                sqlx::query(self.sql.dependency_release_apply.clone())
+                    .bind(now)
+                    .bind(&released)
+                    .bind(&queues)
+                    .bind(&*self.wake_channel)
+                    .bind(&cancelled)
+                    .bind(&errors)
+                    .bind(&codes)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(failed)?;
+            }
             // The taken jobs that are group members count in their groups (groups.rs).
             self.fold_groups(&mut tx, &taken, now).await?;
             tx.commit().await.map_err(failed)?;
+            // A short round left nothing noted before it, and only a cancel notes more: no
+            // round to find nothing (a note written meanwhile is its settle's own pass's).
+            if taken.len() < RELEASE_BATCH as usize && cancelled.is_empty() {
+                return Ok(());
+            }
         }
         Ok(())
     }
