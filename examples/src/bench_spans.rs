@@ -108,7 +108,7 @@ pub async fn fan_out_fan_in(table: &mut Table) -> Result<(), JobError> {
                 children: CHILDREN,
             };
             jobs.enqueue::<Fan>(spread).await?;
-            until(|| worker.stats().completed >= before + CHILDREN + 1).await;
+            until(|| worker.stats().completed > before + CHILDREN).await;
             let (last, resumed) = (
                 LAST_CHILD.load(Ordering::SeqCst),
                 RESUMED.load(Ordering::SeqCst),
