@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::client::{Enqueued, Jobs};
 use crate::driver::{
-    blocked_until, GroupId, GroupJoinParams, GroupMembersParams, GroupNeed, GroupRecord, JobDriver,
-    JobId, JobState, GROUP_PAGE, MAX_GROUP_JOIN,
+    blocked_until, every_member, GroupId, GroupJoinParams, GroupNeed, GroupRecord, JobDriver,
+    JobId, JobState, MAX_GROUP_JOIN,
 };
 use crate::enqueue::EnqueueOptions;
 use crate::error::{ErrorCode, JobError};
@@ -214,7 +214,7 @@ impl Batch {
     }
 }
 
-/// Reads every member back, page by page, into the counts.
+/// Reads every member back into the counts.
 async fn report(driver: &dyn JobDriver, group: &GroupRecord) -> Result<BatchReport, JobError> {
     let mut report = BatchReport {
         id: group.id,
@@ -227,28 +227,14 @@ async fn report(driver: &dyn JobDriver, group: &GroupRecord) -> Result<BatchRepo
         cancelled: Vec::new(),
         states: BTreeMap::new(),
     };
-    let mut after = None;
-    loop {
-        let page = driver
-            .job_group_members(&GroupMembersParams {
-                group: group.id,
-                after,
-                limit: GROUP_PAGE,
-            })
-            .await?;
-        for member in &page {
-            let state = member.state.map_or("gone", |s| s.as_str());
-            *report.states.entry(state.to_string()).or_default() += 1;
-            match member.state {
-                Some(JobState::Done) => report.done += 1,
-                Some(JobState::Cancelled) => report.cancelled.push(member.id),
-                Some(JobState::Failed | JobState::Dead) | None => report.failed.push(member.id),
-                Some(_) => {}
-            }
-        }
-        match page.last() {
-            Some(last) if page.len() as u32 == GROUP_PAGE => after = Some(last.position),
-            _ => break,
+    for member in every_member(driver, group.id).await? {
+        let state = member.state.map_or("gone", |s| s.as_str());
+        *report.states.entry(state.to_string()).or_default() += 1;
+        match member.state {
+            Some(JobState::Done) => report.done += 1,
+            Some(JobState::Cancelled) => report.cancelled.push(member.id),
+            Some(JobState::Failed | JobState::Dead) | None => report.failed.push(member.id),
+            Some(_) => {}
         }
     }
     Ok(report)

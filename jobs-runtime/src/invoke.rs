@@ -20,8 +20,8 @@ use uuid::Uuid;
 use crate::clock::{add, Timestamp};
 use crate::descriptor::JobOutput;
 use crate::driver::{
-    GroupId, GroupJoinParams, GroupMember, GroupMembersParams, GroupNeed, GroupRecord,
-    JobCancelParams, JobId, JobState, StepStatus, GROUP_PAGE, MAX_GROUP_JOIN,
+    every_member, GroupId, GroupJoinParams, GroupMember, GroupNeed, GroupRecord, JobCancelParams,
+    JobId, JobState, StepStatus, MAX_GROUP_JOIN,
 };
 use crate::duration::IntoDuration;
 use crate::enqueue::{EnqueueOptions, Prepared};
@@ -576,7 +576,7 @@ impl Run {
         Ok((awaiting, group_record))
     }
 
-    /// Reads every member back, page by page, and cancels the ones still live (past the
+    /// Reads every member back and cancels the ones still live (past the
     /// timeout, or beyond the first `n`).
     async fn collect(
         &self,
@@ -590,32 +590,15 @@ impl Run {
         let cancel_live = past_deadline || group.need.is_some_and(|need| need < group.size);
         let mut outcomes = Vec::with_capacity(group.size as usize);
         let mut live = Vec::new();
-        let mut after = None;
-        loop {
-            let page = self
-                .driver()
-                .job_group_members(&GroupMembersParams {
-                    group: group.id,
-                    after,
-                    limit: GROUP_PAGE,
-                })
-                .await?;
-            for member in &page {
-                let outcome = ChildOutcome::of(child, member);
-                if outcome.is_none() {
-                    live.push(member.id);
-                }
-                outcomes.push(match outcome {
-                    None if past_deadline => {
-                        Some(ChildOutcome::timed_out(child, member.id, timeout))
-                    }
-                    other => other,
-                });
+        for member in every_member(&**self.driver(), group.id).await? {
+            let outcome = ChildOutcome::of(child, &member);
+            if outcome.is_none() {
+                live.push(member.id);
             }
-            match page.last() {
-                Some(last) if page.len() as u32 == GROUP_PAGE => after = Some(last.position),
-                _ => break,
-            }
+            outcomes.push(match outcome {
+                None if past_deadline => Some(ChildOutcome::timed_out(child, member.id, timeout)),
+                other => other,
+            });
         }
         for id in live.into_iter().filter(|_| cancel_live) {
             let cancel = JobCancelParams {

@@ -116,25 +116,26 @@ async fn join(
     .unwrap()
 }
 
+/// `n` children on `queue`, due at 1 s, enqueued a thousand a call.
+async fn enqueue_kids(d: &dyn JobDriver, queue: &str, n: usize) -> Vec<JobId> {
+    let mut kids = Vec::with_capacity(n);
+    for chunk in 0..n.div_ceil(1000) {
+        let reqs: Vec<_> = (chunk * 1000..((chunk + 1) * 1000).min(n))
+            .map(|i| req(queue, &format!("kid-{i}"), at(1)))
+            .collect();
+        let enqueued = d.job_enqueue_many(&reqs).await.unwrap();
+        kids.extend(enqueued.into_iter().map(|r| r.id));
+    }
+    kids
+}
+
 async fn scale(d: Arc<dyn JobDriver>) {
     let d = &*d;
     let n = 10_000usize;
     let parent = enq(d, "qa", "parent", t0()).await;
     let p = claim(d, "qa", 1, t0()).await.remove(0);
     park(d, &p, at(100_000), t0()).await;
-    let mut kids = Vec::with_capacity(n);
-    for chunk in 0..(n / 1000) {
-        let reqs: Vec<_> = (0..1000)
-            .map(|i| req("qa", &format!("kid-{}", chunk * 1000 + i), at(1)))
-            .collect();
-        kids.extend(
-            d.job_enqueue_many(&reqs)
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|r| r.id),
-        );
-    }
+    let kids = enqueue_kids(d, "qa", n).await;
     let g = Uuid::now_v7();
     let joined = join(d, g, parent, Some(parent), &kids, GroupNeed::All, at(1)).await;
     assert_eq!(
@@ -203,19 +204,7 @@ async fn scale_cancel(d: Arc<dyn JobDriver>) {
     let parent = enq(d, "qc", "parent", t0()).await;
     let p = claim(d, "qc", 1, t0()).await.remove(0);
     park(d, &p, at(100_000), t0()).await;
-    let mut kids = Vec::with_capacity(n);
-    for chunk in 0..(n / 1000) {
-        let reqs: Vec<_> = (0..1000)
-            .map(|i| req("qc", &format!("kid-{}", chunk * 1000 + i), at(1)))
-            .collect();
-        kids.extend(
-            d.job_enqueue_many(&reqs)
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|r| r.id),
-        );
-    }
+    let kids = enqueue_kids(d, "qc", n).await;
     let g = Uuid::now_v7();
     join(d, g, parent, Some(parent), &kids, GroupNeed::All, at(1)).await;
     d.job_cancel(&JobCancelParams {

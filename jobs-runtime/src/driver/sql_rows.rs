@@ -12,7 +12,7 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use super::introspect::{BulkResult, JobHistoryEntry, JobSummary};
 use super::lease::HeldLease;
-use super::records::{JobEvent, JobRecord, StepRecord};
+use super::records::{GroupMember, GroupRecord, JobEvent, JobRecord, StepRecord};
 
 /// Reads `column` as `S` and converts it to the field's type.
 fn narrowed<'r, S, T, R>(row: &'r R, column: &'static str) -> Result<T, sqlx::Error>
@@ -31,8 +31,8 @@ where
 }
 
 /// `impl FromRow<$row>` for each record, field by field: `field` reads the column of its name,
-/// `field as i32` reads an `i32` and narrows it, `field as json` reads a nullable JSON column,
-/// `field = "column"` reads another column.
+/// `field as i32` reads an `i32` and narrows it, `field as nullable_i32` a nullable one,
+/// `field as json` reads a nullable JSON column, `field = "column"` reads another column.
 macro_rules! from_rows {
     ($row:ty; $($record:ident { $($field:ident $(as $how:ident)? $(= $column:literal)?),* $(,)? })*) => {
         $(
@@ -50,6 +50,16 @@ macro_rules! from_rows {
     };
     (@read $row:ident, $field:ident = $column:literal) => {
         $row.try_get($column)?
+    };
+    (@read $row:ident, $field:ident as nullable_i32) => {
+        $row.try_get::<Option<i32>, _>(stringify!($field))?
+            .map(|stored| {
+                u32::try_from(stored).map_err(|e| sqlx::Error::ColumnDecode {
+                    index: stringify!($field).to_string(),
+                    source: e.into(),
+                })
+            })
+            .transpose()?
     };
     (@read $row:ident, $field:ident as json) => {
         $row.try_get::<Option<sqlx::types::Json<_>>, _>(stringify!($field))?
@@ -82,6 +92,14 @@ macro_rules! records_from {
             BulkResult { affected as i64, remaining as i64 }
             JobHistoryEntry { job_id, at, actor, verb, detail }
             HeldLease { key = "lease_key", slot as i32, holder, fence, expires_at }
+            GroupMember {
+                position as i32, id = "job_id", state, result as json, last_error,
+                last_error_code,
+            }
+            GroupRecord {
+                id, waiter, parent = "parent_id", size as i32, settled as i32,
+                need as nullable_i32, done_at, created_at,
+            }
         }
     };
 }

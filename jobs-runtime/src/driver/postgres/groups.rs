@@ -39,6 +39,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnection, PgRow};
+use sqlx::FromRow;
 use sqlx::Row;
 
 use super::classify::{classify, Op};
@@ -172,28 +173,13 @@ impl PostgresDriver {
         let after = params
             .after
             .map_or(-1, |p| i32::try_from(p).unwrap_or(i32::MAX));
-        let rows = sqlx::query(self.sql.group_members.clone())
+        sqlx::query_as(self.sql.group_members.clone())
             .bind(params.group)
             .bind(after)
             .bind(i64::from(params.limit.min(GROUP_PAGE)))
             .fetch_all(&self.pool)
             .await
-            .map_err(failed)?;
-        rows.iter()
-            .map(|row| {
-                let position: i32 = row.try_get("position").map_err(failed)?;
-                let result: Option<sqlx::types::Json<serde_json::Value>> =
-                    row.try_get("result").map_err(failed)?;
-                Ok(GroupMember {
-                    position: u32::try_from(position).unwrap_or(0),
-                    id: row.try_get("job_id").map_err(failed)?,
-                    state: row.try_get("state").map_err(failed)?,
-                    result: result.map(|json| json.0),
-                    last_error: row.try_get("last_error").map_err(failed)?,
-                    last_error_code: row.try_get("last_error_code").map_err(failed)?,
-                })
-            })
-            .collect()
+            .map_err(failed)
     }
 
     /// [`JobDriver::job_group_wake`](crate::driver::JobDriver::job_group_wake): one statement,
@@ -329,20 +315,5 @@ fn distinct(members: &[JobId]) -> Vec<JobId> {
 
 /// A group row (`id, waiter, parent_id, size, settled, need, done_at, created_at`).
 fn group_record(row: &PgRow, operation: Op) -> Result<GroupRecord, JobError> {
-    let failed = |e| classify(operation, e);
-    let count = |column: &'static str| -> Result<u32, JobError> {
-        let stored: i32 = row.try_get(column).map_err(failed)?;
-        Ok(u32::try_from(stored).unwrap_or(0))
-    };
-    let need: Option<i32> = row.try_get("need").map_err(failed)?;
-    Ok(GroupRecord {
-        id: row.try_get("id").map_err(failed)?,
-        waiter: row.try_get("waiter").map_err(failed)?,
-        parent: row.try_get("parent_id").map_err(failed)?,
-        size: count("size")?,
-        settled: count("settled")?,
-        need: need.map(|n| u32::try_from(n).unwrap_or(0)),
-        done_at: row.try_get("done_at").map_err(failed)?,
-        created_at: row.try_get("created_at").map_err(failed)?,
-    })
+    GroupRecord::from_row(row).map_err(|e| classify(operation, e))
 }

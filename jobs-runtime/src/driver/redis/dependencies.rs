@@ -38,12 +38,7 @@ async fn call<T: redis::FromRedisValue>(
     verb: &str,
     args: &[String],
 ) -> Result<T, JobError> {
-    let mut invocation = scripts::on_queue(&scripts::DEPENDENCIES, driver.keys(), queue);
-    invocation.arg(verb);
-    for arg in args {
-        invocation.arg(arg);
-    }
-    driver.conn().script(op, &invocation).await
+    scripts::verb_on_queue(driver, &scripts::DEPENDENCIES, op, queue, verb, args).await
 }
 
 /// The states of `ids`, all of `queue` (`None`: gone).

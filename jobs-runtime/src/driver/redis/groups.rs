@@ -45,12 +45,7 @@ async fn call<T: redis::FromRedisValue>(
     verb: &str,
     args: &[String],
 ) -> Result<T, JobError> {
-    let mut invocation = scripts::on_queue(&scripts::GROUPS, driver.keys(), queue);
-    invocation.arg(verb);
-    for arg in args {
-        invocation.arg(arg);
-    }
-    driver.conn().script(op, &invocation).await
+    scripts::verb_on_queue(driver, &scripts::GROUPS, op, queue, verb, args).await
 }
 
 /// A group's stored fields as its record; `None` when there are none (no such group).

@@ -63,3 +63,21 @@ pub(super) fn on_queue<'a>(
     invocation.key(format!("{tag}:route"));
     invocation
 }
+
+/// Runs `verb` of a script whose first argument names what to do (`lua/dependencies.lua`,
+/// `lua/groups.lua`) on `queue`, with `args` after it.
+pub(super) async fn verb_on_queue<T: redis::FromRedisValue>(
+    driver: &super::RedisDriver,
+    script: &redis::Script,
+    op: crate::driver::Operation,
+    queue: &str,
+    verb: &str,
+    args: &[String],
+) -> Result<T, crate::error::JobError> {
+    let mut invocation = on_queue(script, driver.keys(), queue);
+    invocation.arg(verb);
+    for arg in args {
+        invocation.arg(arg);
+    }
+    driver.conn().script(op, &invocation).await
+}

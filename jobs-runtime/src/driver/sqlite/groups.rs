@@ -24,6 +24,7 @@
 use std::collections::HashSet;
 
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqliteRow};
+use sqlx::FromRow;
 use sqlx::{Connection, Row};
 
 use super::classify::{classify, Op};
@@ -260,28 +261,13 @@ pub(crate) async fn members(
     params: &GroupMembersParams,
 ) -> Result<Vec<GroupMember>, JobError> {
     let failed = |e| classify(Op::JobGet, e);
-    let rows = sqlx::query(MEMBERS)
+    sqlx::query_as(MEMBERS)
         .bind(params.group)
         .bind(params.after.map_or(-1, i64::from))
         .bind(i64::from(params.limit.min(GROUP_PAGE)))
         .fetch_all(reader)
         .await
-        .map_err(failed)?;
-    rows.iter()
-        .map(|row| {
-            let position: i64 = row.try_get("position").map_err(failed)?;
-            let result: Option<sqlx::types::Json<serde_json::Value>> =
-                row.try_get("result").map_err(failed)?;
-            Ok(GroupMember {
-                position: u32::try_from(position).unwrap_or(0),
-                id: row.try_get("job_id").map_err(failed)?,
-                state: row.try_get("state").map_err(failed)?,
-                result: result.map(|json| json.0),
-                last_error: row.try_get("last_error").map_err(failed)?,
-                last_error_code: row.try_get("last_error_code").map_err(failed)?,
-            })
-        })
-        .collect()
+        .map_err(failed)
 }
 
 /// [`JobDriver::job_group_wake`](crate::driver::JobDriver::job_group_wake): a read, and for a
@@ -414,20 +400,5 @@ async fn wake_waiter(
 
 /// A group row ([`group_columns!`]).
 fn group_record(row: &SqliteRow, operation: Op) -> Result<GroupRecord, JobError> {
-    let failed = |e| classify(operation, e);
-    let count = |column: &'static str| -> Result<u32, JobError> {
-        let stored: i64 = row.try_get(column).map_err(failed)?;
-        Ok(u32::try_from(stored).unwrap_or(0))
-    };
-    let need: Option<i64> = row.try_get("need").map_err(failed)?;
-    Ok(GroupRecord {
-        id: row.try_get("id").map_err(failed)?,
-        waiter: row.try_get("waiter").map_err(failed)?,
-        parent: row.try_get("parent_id").map_err(failed)?,
-        size: count("size")?,
-        settled: count("settled")?,
-        need: need.map(|n| u32::try_from(n).unwrap_or(0)),
-        done_at: row.try_get("done_at").map_err(failed)?,
-        created_at: row.try_get("created_at").map_err(failed)?,
-    })
+    GroupRecord::from_row(row).map_err(|e| classify(operation, e))
 }

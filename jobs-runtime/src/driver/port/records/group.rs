@@ -129,3 +129,28 @@ pub struct GroupWakeParams {
     /// Now: the waiter's new run time.
     pub now: Timestamp,
 }
+
+/// Every member of `group` in join order, read a page of [`GROUP_PAGE`] at a time: what a
+/// resuming parent and a batch's report read.
+pub async fn every_member(
+    driver: &dyn crate::driver::JobDriver,
+    group: GroupId,
+) -> Result<Vec<GroupMember>, crate::error::JobError> {
+    let mut members = Vec::new();
+    let mut after = None;
+    loop {
+        let page = driver
+            .job_group_members(&GroupMembersParams {
+                group,
+                after,
+                limit: GROUP_PAGE,
+            })
+            .await?;
+        let full = page.len() as u32 == GROUP_PAGE;
+        after = page.last().map(|last| last.position);
+        members.extend(page);
+        if !full {
+            return Ok(members);
+        }
+    }
+}
