@@ -3,7 +3,8 @@
 //! bulk removal, a lapsed claim buried), each counted once; a requeued member not counted
 //! again; a parent's cancel following its children across queues with a history row each; a
 //! purged waiter's groups dropped; 10,000 children joined, acked in batches, paged back and
-//! cancelled. Each case runs on memory, SQLite, Postgres, Redis and a Redis Cluster.
+//! cancelled; the last settle racing the parent's park and wake; children settled side by side
+//! while their join runs. Each case runs on memory, SQLite, Postgres, Redis and a Redis Cluster.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -693,3 +694,138 @@ async fn dependency_and_bulk(d: Arc<dyn JobDriver>) {
 }
 
 every_store!(groups_dependency_and_bulk, dependency_and_bulk);
+
+/// Now on the wall clock: the racing cases below run real tasks side by side.
+fn wall() -> Ts {
+    chrono::Utc::now()
+}
+
+/// The last child's settle races its parent's park and wake after it, a hundred times: the
+/// parent always ends due (either the count sees it parked, or its wake sees the group done).
+async fn wake_race(d: Arc<dyn JobDriver>) {
+    for i in 0..100 {
+        let (pq, cq) = (format!("race-p{i}"), format!("race-c{i}"));
+        let parent = enq(&*d, &pq, &format!("parent-{i}"), wall()).await;
+        let parent_claim = claim(&*d, &pq, 1, wall()).await.remove(0);
+        let child = enq(&*d, &cq, &format!("child-{i}"), wall()).await;
+        let g = Uuid::now_v7();
+        join(
+            &*d,
+            g,
+            parent,
+            Some(parent),
+            &[child],
+            GroupNeed::All,
+            wall(),
+        )
+        .await;
+        let child_claim = claim(&*d, &cq, 1, wall()).await.remove(0);
+        let settler = d.clone();
+        let settle = tokio::spawn(async move {
+            let ack = AckParams {
+                job_id: child,
+                by: child_claim.by,
+                result: None,
+                now: wall(),
+            };
+            settler.job_ack_many(&[ack]).await.unwrap()
+        });
+        let parker = d.clone();
+        let park_then_wake = tokio::spawn(async move {
+            park(
+                &*parker,
+                &parent_claim,
+                wall() + chrono::Duration::hours(1),
+                wall(),
+            )
+            .await;
+            let wake = GroupWakeParams {
+                group: g,
+                now: wall(),
+            };
+            parker.job_group_wake(&wake).await.unwrap()
+        });
+        settle.await.unwrap();
+        park_then_wake.await.unwrap();
+        assert_eq!(state(&*d, parent).await, Some(JobState::Ready), "round {i}");
+    }
+}
+
+every_store!(groups_wake_race, wake_race);
+
+/// 2,000 children settled by four claimers side by side, in batches acked in reverse order,
+/// while the join runs: each counted once, the parent woken, no deadlock.
+async fn settled_while_joining(d: Arc<dyn JobDriver>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let n = 2_000;
+    let parent = enq(&*d, "side-p", "parent", wall()).await;
+    let parent_claim = claim(&*d, "side-p", 1, wall()).await.remove(0);
+    park(
+        &*d,
+        &parent_claim,
+        wall() + chrono::Duration::hours(1),
+        wall(),
+    )
+    .await;
+    let mut children = Vec::with_capacity(n);
+    for chunk in 0..n / 1000 {
+        let reqs: Vec<_> = (chunk * 1000..(chunk + 1) * 1000)
+            .map(|i| req("side-c", &format!("c{i}"), wall()))
+            .collect();
+        let enqueued = d.job_enqueue_many(&reqs).await.unwrap();
+        children.extend(enqueued.into_iter().map(|r| r.id));
+    }
+    let acked = Arc::new(AtomicUsize::new(0));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut claimers = Vec::new();
+    for _ in 0..4 {
+        let (d, acked) = (d.clone(), acked.clone());
+        claimers.push(tokio::spawn(async move {
+            while acked.load(Ordering::SeqCst) < n && std::time::Instant::now() < deadline {
+                let batch = claim(&*d, "side-c", 50, wall()).await;
+                if batch.is_empty() {
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                let mut acks: Vec<_> = batch
+                    .iter()
+                    .map(|j| AckParams {
+                        job_id: j.id,
+                        by: j.by.clone(),
+                        result: Some(serde_json::json!(1)),
+                        now: wall(),
+                    })
+                    .collect();
+                acks.reverse();
+                let landed = d.job_ack_many(&acks).await.unwrap();
+                acked.fetch_add(landed.iter().filter(|l| **l).count(), Ordering::SeqCst);
+            }
+        }));
+    }
+    let g = Uuid::now_v7();
+    join(
+        &*d,
+        g,
+        parent,
+        Some(parent),
+        &children,
+        GroupNeed::All,
+        wall(),
+    )
+    .await;
+    for claimer in claimers {
+        claimer.await.unwrap();
+    }
+    assert_eq!(
+        acked.load(Ordering::SeqCst),
+        n,
+        "every child acked within a minute"
+    );
+    d.job_release_pending(wall()).await.unwrap();
+    let done = group(&*d, g).await;
+    assert_eq!((done.size, done.settled), (n as u32, n as u32));
+    assert!(done.done_at.is_some());
+    assert_eq!(state(&*d, parent).await, Some(JobState::Ready));
+}
+
+every_store!(groups_settled_while_joining, settled_while_joining);
