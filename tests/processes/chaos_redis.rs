@@ -71,3 +71,13 @@ async fn chaos_redis_client_kills_during_claims_and_acks_lose_nothing() {
 async fn chaos_redis_the_audit_catches_a_write_from_a_process_that_did_not_claim() {
     chaos::on_redis::foreign::a_write_from_a_process_that_did_not_claim_is_caught().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_redis_parents_awaiting_children_under_kills_resume_once_with_every_result() {
+    chaos::on_redis::spans::parents_resume_once_with_every_result(
+        "chaos_redis_spans",
+        60,
+        Duration::from_secs(120),
+    )
+    .await;
+}

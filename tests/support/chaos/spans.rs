@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use jobs::driver::JobId;
 use jobs::prelude::*;
 
 use super::fleet::{Fleet, Worker};
@@ -18,7 +19,7 @@ use super::{Chaos, ChaosParent};
 use crate::support::store::Store;
 
 /// Children each parent invokes (the worker's `KIDS`).
-const KIDS: usize = 5;
+pub const KIDS: usize = 5;
 
 /// One run: `parents` parents under kills, within `bound`.
 pub async fn parents_resume_once_with_every_result(store: &Store, parents: u64, bound: Duration) {
@@ -89,16 +90,8 @@ pub async fn parents_resume_once_with_every_result(store: &Store, parents: u64, 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     drop(workers);
-    // The children were enqueued by their parents: each parent's links name them, and they
-    // join the ledger, so "exactly the jobs enqueued" counts them.
-    for (n, answer) in (0..parents).zip(&answers) {
-        let links = jobs.links(answer.id).await.expect("links");
-        for (i, (child, _)) in links.children.iter().enumerate() {
-            ledger
-                .ids
-                .insert(*child, parents + n * KIDS as u64 + i as u64);
-        }
-    }
+    let parent_ids: Vec<JobId> = answers.iter().map(|a| a.id).collect();
+    note_children(&jobs, &parent_ids, &mut ledger).await;
     let counts = invariants::check(store, &ledger, "spans").await;
     assert_eq!(
         counts.dead + counts.other_final,
@@ -107,9 +100,43 @@ pub async fn parents_resume_once_with_every_result(store: &Store, parents: u64, 
     );
     assert_eq!(counts.done, total as i64, "every parent and child done");
 
-    let mut p2_runs = 0;
-    for answer in &answers {
-        let parent = answer.id;
+    let p2_runs = parents_resumed_with_every_result(&jobs, &parent_ids, async |parent, saw| {
+        let job = store.uuid_literal(parent);
+        let saw = saw.map_or(String::new(), |saw| format!(" and saw = '{saw}'"));
+        store
+            .count(&format!(
+                "select count(*) from {s}.side_effects where step = 'p2' and job_id = {job}{saw}"
+            ))
+            .await
+    })
+    .await;
+    assert!(kills > 0, "the chaos killed something");
+    assert!(
+        while_waiting > 0 && while_children_ran > 0,
+        "kills landed while parents waited ({while_waiting}) and children ran ({while_children_ran})"
+    );
+    println!(
+        "spans: {parents} parents x {KIDS} children; {kills} SIGKILLs ({while_waiting} while a \
+         parent waited, {while_children_ran} while a child ran); {} step executions, {} \
+         interrupted step re-runs, {} completed step re-runs; parents' last step ran {p2_runs} \
+         times for {parents} parents; {:.1} s",
+        counts.step_executions,
+        counts.interrupted_step_reruns,
+        counts.completed_step_reruns,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Every parent has exactly its [`KIDS`] children, each done and naming it, and each execution of
+/// its last step (`p2`) saw every child's result in order; answers how many times `p2` ran.
+/// `p2_runs(parent, saw)` counts the parent's `p2` executions (those that saw `saw`, if given).
+pub async fn parents_resumed_with_every_result(
+    jobs: &Jobs,
+    parents: &[JobId],
+    p2_runs: impl AsyncFn(JobId, Option<&str>) -> i64,
+) -> i64 {
+    let mut runs = 0;
+    for &parent in parents {
         let links = jobs.links(parent).await.expect("links");
         assert_eq!(
             links.children.len(),
@@ -130,38 +157,27 @@ pub async fn parents_resume_once_with_every_result(store: &Store, parents: u64, 
             results.push(result.as_str().expect("a token").to_string());
         }
         let expected = results.join(",");
-        let job = store.uuid_literal(parent);
-        let ran = store
-            .count(&format!(
-                "select count(*) from {s}.side_effects where step = 'p2' and job_id = {job}"
-            ))
-            .await;
-        let saw_all = store
-            .count(&format!(
-                "select count(*) from {s}.side_effects where step = 'p2' and job_id = {job} \
-                 and saw = '{expected}'"
-            ))
-            .await;
+        let ran = p2_runs(parent, None).await;
+        let saw_all = p2_runs(parent, Some(&expected)).await;
         assert!(ran >= 1, "parent {parent} resumed");
         assert_eq!(
             saw_all, ran,
             "parent {parent} resumed with every child's result, in order, each time"
         );
-        p2_runs += ran;
+        runs += ran;
     }
-    assert!(kills > 0, "the chaos killed something");
-    assert!(
-        while_waiting > 0 && while_children_ran > 0,
-        "kills landed while parents waited ({while_waiting}) and children ran ({while_children_ran})"
-    );
-    println!(
-        "spans: {parents} parents x {KIDS} children; {kills} SIGKILLs ({while_waiting} while a \
-         parent waited, {while_children_ran} while a child ran); {} step executions, {} \
-         interrupted step re-runs, {} completed step re-runs; parents' last step ran {p2_runs} \
-         times for {parents} parents; {:.1} s",
-        counts.step_executions,
-        counts.interrupted_step_reruns,
-        counts.completed_step_reruns,
-        started.elapsed().as_secs_f64()
-    );
+    runs
+}
+
+/// The children the parents enqueued, into the ledger (keyed after the parents' keys), so
+/// "exactly the jobs enqueued" counts them.
+pub async fn note_children(jobs: &Jobs, parents: &[JobId], ledger: &mut Ledger) {
+    let first = parents.len() as u64;
+    for (n, parent) in parents.iter().enumerate() {
+        let links = jobs.links(*parent).await.expect("links");
+        for (i, (child, _)) in links.children.iter().enumerate() {
+            let key = first + n as u64 * KIDS as u64 + i as u64;
+            ledger.ids.insert(*child, key);
+        }
+    }
 }
