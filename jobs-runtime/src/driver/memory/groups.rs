@@ -126,13 +126,21 @@ impl MemoryState {
         for member in joined {
             match parent {
                 Some(parent) => {
-                    // A job has one parent: the first to invoke it (an invoke whose key met a
-                    // live job awaits that job, which stays its first parent's child).
-                    if let std::collections::hash_map::Entry::Vacant(slot) =
-                        self.groups.parents.entry(member)
-                    {
-                        slot.insert(parent);
-                        self.groups.children.entry(parent).or_default().push(member);
+                    // A job names one parent, the first to invoke it; an invoke whose key met
+                    // a live job awaits that job, which is listed among its children too (as
+                    // the other stores list it).
+                    let children = self.groups.children.entry(parent).or_default();
+                    let unlisted = match self.groups.parents.entry(member) {
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(parent);
+                            true
+                        }
+                        std::collections::hash_map::Entry::Occupied(first) => {
+                            *first.get() != parent && !children.contains(&member)
+                        }
+                    };
+                    if unlisted {
+                        children.push(member);
                     }
                 }
                 None => {
