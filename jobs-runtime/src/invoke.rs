@@ -58,6 +58,34 @@ impl InvokeOptions {
     }
 }
 
+/// The options both invoke builders take, on `$builder` (whose call `$call` names a timeout that
+/// does not parse).
+macro_rules! invoke_options {
+    ($builder:ident, $call:literal) => {
+        impl<J: Job> $builder<'_, J> {
+            /// The children's tenant (default: the parent's). A tenant other than the one a
+            /// child's input derives is refused as an enqueue's is (`X_JOB_TENANT_MISMATCH`).
+            pub fn tenant(mut self, tenant: Option<String>) -> Self {
+                self.options.tenant = Some(tenant);
+                self
+            }
+
+            /// The children's queue (default: their declared one).
+            pub fn queue(mut self, queue: impl Into<String>) -> Self {
+                self.options.queue = Some(queue.into());
+                self
+            }
+
+            /// How long the parent waits: past it the children still live are cancelled and
+            /// answer `X_JOB_TIMEOUT`. Default: no limit.
+            pub fn timeout(mut self, timeout: impl IntoDuration) -> Self {
+                self.options.timeout(timeout, $call);
+                self
+            }
+        }
+    };
+}
+
 /// One child, awaited: [`Run::invoke`]. Await it for the child's output, or the child's error
 /// (its code and retry class, [`JobError::code`] and [`JobError::class`]) when it ended
 /// `failed`, `dead` or `cancelled` (`X_JOB_CANCELLED`), or did not settle within the timeout
@@ -77,27 +105,9 @@ impl<J: Job> Invoke<'_, J> {
         self.options.key = Some(key.into());
         self
     }
-
-    /// The child's tenant (default: the parent's). A tenant other than the one its input
-    /// derives is refused as an enqueue's is (`X_JOB_TENANT_MISMATCH`).
-    pub fn tenant(mut self, tenant: Option<String>) -> Self {
-        self.options.tenant = Some(tenant);
-        self
-    }
-
-    /// The child's queue (default: its declared one).
-    pub fn queue(mut self, queue: impl Into<String>) -> Self {
-        self.options.queue = Some(queue.into());
-        self
-    }
-
-    /// How long the parent waits: past it the child is cancelled and the invoke answers
-    /// `X_JOB_TIMEOUT`. Default: no limit.
-    pub fn timeout(mut self, timeout: impl IntoDuration) -> Self {
-        self.options.timeout(timeout, "run.invoke");
-        self
-    }
 }
+
+invoke_options!(Invoke, "run.invoke");
 
 impl<'r, J> IntoFuture for Invoke<'r, J>
 where
@@ -136,26 +146,9 @@ pub struct InvokeAll<'r, J: Job> {
     _job: PhantomData<fn() -> J>,
 }
 
+invoke_options!(InvokeAll, "run.invoke_all");
+
 impl<'r, J: Job> InvokeAll<'r, J> {
-    /// The children's tenant (default: the parent's).
-    pub fn tenant(mut self, tenant: Option<String>) -> Self {
-        self.options.tenant = Some(tenant);
-        self
-    }
-
-    /// The children's queue (default: their declared one).
-    pub fn queue(mut self, queue: impl Into<String>) -> Self {
-        self.options.queue = Some(queue.into());
-        self
-    }
-
-    /// How long the parent waits: past it the children still live are cancelled and answer
-    /// `X_JOB_TIMEOUT`. Default: no limit.
-    pub fn timeout(mut self, timeout: impl IntoDuration) -> Self {
-        self.options.timeout(timeout, "run.invoke_all");
-        self
-    }
-
     /// Resumes the parent once `n` children have settled (however each ended): the answer has
     /// one place per input, `None` where a child had not settled, and those children are
     /// cancelled. `n` above the number of inputs waits for all of them.

@@ -108,15 +108,7 @@ pub(crate) async fn enqueue_started(
         } else {
             INSERT
         };
-        let mut insert = sqlx::query(statement)
-            .bind(request.id)
-            .bind(request.run_id)
-            .bind(&request.name)
-            .bind(&request.queue)
-            .bind(&request.input)
-            .bind(&request.idempotency_key)
-            .bind(&request.tenant_id)
-            .bind(i64::from(request.max_attempts))
+        let mut insert = bind_job(sqlx::query(statement), request)
             .bind(ts(start.map_or(request.run_at, |s| s.run_at)))
             .bind(ts(now))
             .bind(&request.traceparent)
@@ -264,4 +256,22 @@ pub(crate) async fn enqueue_many(
     }
     tx.commit().await.map_err(failed)?;
     Ok(out)
+}
+
+/// Binds a job's first eight columns (`id, run_id, name, queue, input, idempotency_key,
+/// tenant_id, max_attempts`), in that order, as every statement that writes a job row takes
+/// them: the enqueue, the outbox's stage and a task's fire.
+pub(super) fn bind_job<'q>(
+    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    request: &'q EnqueueRequest,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    query
+        .bind(request.id)
+        .bind(request.run_id)
+        .bind(&request.name)
+        .bind(&request.queue)
+        .bind(&request.input)
+        .bind(&request.idempotency_key)
+        .bind(&request.tenant_id)
+        .bind(i64::from(request.max_attempts))
 }

@@ -182,15 +182,7 @@ impl OutboxStore for SqliteOutbox {
         let conn = conn
             .downcast_mut::<SqliteConnection>()
             .ok_or_else(|| foreign_connection("sqlite outbox", "SqliteConnection"))?;
-        sqlx::query(STAGE)
-            .bind(request.id)
-            .bind(request.run_id)
-            .bind(&request.name)
-            .bind(&request.queue)
-            .bind(&request.input)
-            .bind(&request.idempotency_key)
-            .bind(&request.tenant_id)
-            .bind(i64::from(request.max_attempts))
+        super::enqueue::bind_job(sqlx::query(STAGE), request)
             .bind(ts(request.run_at))
             .bind(request.on_conflict.as_str())
             .bind(&request.traceparent)

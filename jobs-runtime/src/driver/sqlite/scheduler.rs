@@ -226,15 +226,7 @@ async fn fire_job(
 ) -> Result<EnqueueResult, JobError> {
     let failed = |e| classify(Op::TaskFire, e);
     super::enqueue::lapse(tx, request, now, Op::TaskFire).await?;
-    let inserted = sqlx::query(INSERT_JOB)
-        .bind(request.id)
-        .bind(request.run_id)
-        .bind(&request.name)
-        .bind(&request.queue)
-        .bind(&request.input)
-        .bind(&request.idempotency_key)
-        .bind(&request.tenant_id)
-        .bind(i64::from(request.max_attempts))
+    let inserted = super::enqueue::bind_job(sqlx::query(INSERT_JOB), request)
         .bind(ts(now))
         .bind(request.priority)
         .bind(ts(request.unique_until(now)))
