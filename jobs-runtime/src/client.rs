@@ -43,7 +43,12 @@ pub struct Jobs {
     actor: Option<Arc<str>>,
     /// The outbox its `enqueue_in` stages through ([`Jobs::with_outbox`]), if installed.
     outbox: Option<crate::enqueue::OutboxInstalled>,
+    /// The deployment environment it runs in ([`Jobs::in_environment`]), if named.
+    environment: Option<Arc<str>>,
 }
+
+/// The variable [`Jobs::environment`] reads when no environment was named in code.
+pub const ENVIRONMENT_VAR: &str = "JOBS_ENVIRONMENT";
 
 struct JobsInner {
     driver: Arc<dyn JobDriver>,
@@ -83,6 +88,7 @@ impl Jobs {
             tenant: None,
             actor: None,
             outbox: None,
+            environment: None,
         }
     }
 
@@ -142,6 +148,30 @@ impl Jobs {
         Jobs {
             outbox: Some(crate::enqueue::OutboxInstalled { store, mode }),
             ..self.clone()
+        }
+    }
+
+    /// This client, running in the deployment environment `environment` (`production`,
+    /// `staging`): a backfill declaring `environments = [..]` runs, and is enqueued by the
+    /// operator's gate, only where one of them is named. Without it,
+    /// [`Jobs::environment`] reads [`ENVIRONMENT_VAR`]. A worker built from this client
+    /// runs in the same environment.
+    pub fn in_environment(&self, environment: impl Into<String>) -> Jobs {
+        Jobs {
+            environment: Some(Arc::from(environment.into())),
+            ..self.clone()
+        }
+    }
+
+    /// The deployment environment: the one named by [`Jobs::in_environment`], else the
+    /// non-blank value of `JOBS_ENVIRONMENT`, else none.
+    pub fn environment(&self) -> Option<String> {
+        match &self.environment {
+            Some(named) => Some(named.to_string()),
+            None => std::env::var(ENVIRONMENT_VAR)
+                .ok()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty()),
         }
     }
 

@@ -95,7 +95,7 @@ pub use sqlx;
 
 pub use backfill::Backfills;
 pub use batch::{Batch, BatchReport};
-pub use client::{Enqueued, Jobs, MAX_CONCURRENCY_KEY_LENGTH};
+pub use client::{Enqueued, Jobs, ENVIRONMENT_VAR, MAX_CONCURRENCY_KEY_LENGTH};
 pub use descriptor::{
     Backoff, Concurrency, Jitter, JobDescriptor, JobOutput, KeptResult, RateLimit, RetryPolicy,
     TenantMode, WhenBusy, DEFAULT_EVENT_POLL, DEFAULT_QUEUE,
@@ -210,8 +210,8 @@ mod schema_trait {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::backfill::{
-        join_page, run_backfill, Backfill, BackfillDescriptor, BackfillEntry, BackfillReport,
-        BackfillRequest, BackfillTenant, PageDone, Pass,
+        join_count, join_page, run_backfill, Backfill, BackfillDescriptor, BackfillEntry,
+        BackfillReport, BackfillRequest, BackfillTenant, PageDone, Pass,
     };
     pub use crate::client::{Enqueued, Jobs};
     pub use crate::clock::Timestamp;

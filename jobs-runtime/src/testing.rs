@@ -101,9 +101,31 @@ impl TestKit {
     /// # Panics
     /// When the worker configuration is refused.
     pub fn with_worker(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Self {
+        Self::build(None, configure)
+    }
+
+    /// A kit whose client and worker run in the deployment environment `environment`
+    /// ([`Jobs::in_environment`]), the worker configured by `configure`.
+    ///
+    /// # Panics
+    /// When the worker configuration is refused.
+    pub fn in_environment(
+        environment: &str,
+        configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder,
+    ) -> Self {
+        Self::build(Some(environment), configure)
+    }
+
+    fn build(
+        environment: Option<&str>,
+        configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder,
+    ) -> Self {
         let clock = TestClock::new();
         let driver = Arc::new(MemoryDriver::new());
-        let jobs = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
+        let mut jobs = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
+        if let Some(environment) = environment {
+            jobs = jobs.in_environment(environment);
+        }
         let steps = Arc::new(StepCounter::default());
         let worker = configure(jobs.worker().observer(steps.clone()))
             .build()

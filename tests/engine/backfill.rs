@@ -29,6 +29,10 @@ struct Table {
     /// Cancel the run's job from inside the handler on this page.
     cancel_on: Mutex<Option<u64>>,
     jobs: Mutex<Option<Jobs>>,
+    /// The skipping handler leaves even ids unfilled (a pass that cannot drain its count).
+    skip_even: std::sync::atomic::AtomicBool,
+    /// The count answers below zero.
+    negative_count: std::sync::atomic::AtomicBool,
 }
 
 impl Table {
@@ -139,6 +143,40 @@ async fn tenant_rows(
         .map(|id| Row { id })
         .collect();
     Ok(Page::keyed(rows, |row| row.id))
+}
+
+/// The rows still without a display name: the source's predicate, counted.
+async fn rows_left(pass: Pass) -> Result<i64, JobError> {
+    let table = pass.context::<Table>()?;
+    if table.negative_count.load(Ordering::SeqCst) {
+        return Ok(-1);
+    }
+    let total = table.rows.lock().unwrap().len() as i64;
+    Ok(total - table.filled() as i64)
+}
+
+#[backfill(name = "test.staging-only", tenant = none, source = rows_after, batch = 10,
+           environments = ["staging", "preview"])]
+async fn fill_in_staging(pass: Pass, rows: Vec<Row>) -> Result<(), JobError> {
+    fill(pass, rows).await
+}
+
+#[backfill(name = "test.after-migration", tenant = none, source = rows_after, batch = 10,
+           requires = "20261201093000_add_display_name")]
+async fn fill_after_migration(pass: Pass, rows: Vec<Row>) -> Result<(), JobError> {
+    fill(pass, rows).await
+}
+
+#[backfill(name = "test.counted", tenant = none, source = rows_after, batch = 10,
+           count = rows_left)]
+async fn fill_counted(pass: Pass, rows: Vec<Row>) -> Result<(), JobError> {
+    let table = pass.context::<Table>()?;
+    let keep: Vec<Row> = if table.skip_even.load(Ordering::SeqCst) {
+        rows.into_iter().filter(|r| r.id % 2 == 1).collect()
+    } else {
+        rows
+    };
+    fill(pass, keep).await
 }
 
 #[backfill(name = "test.per-tenant", tenant = per_tenant, source = tenant_rows, batch = 2)]
@@ -484,4 +522,176 @@ async fn an_operator_cancel_between_pages_stops_the_pass() {
         table.pages.load(Ordering::SeqCst) < 10,
         "the pass stopped early"
     );
+}
+
+#[tokio::test]
+async fn a_pass_runs_only_in_its_declared_environments() {
+    // Not in the declared environments: refused in the pass, nothing recorded, and the
+    // pending report shows it excluded, not pending.
+    let table = Table::with_rows(25);
+    let kit = TestKit::in_environment("production", |w| w.context(table.clone()));
+    assert_eq!(kit.jobs().environment().as_deref(), Some("production"));
+    let queued = FillInStaging::enqueue(kit.jobs()).await.unwrap();
+    kit.run_to_completion().await;
+    let job = kit.job(queued.id).await;
+    assert_eq!(job.state, JobState::Dead);
+    assert_eq!(
+        job.last_error_code.as_deref(),
+        Some("X_BACKFILL_ENVIRONMENT")
+    );
+    assert_eq!(table.filled(), 0);
+    assert!(passes(&kit, "test.staging-only").await.is_empty());
+    let gate = kit
+        .jobs()
+        .backfills()
+        .enqueue("test.staging-only", BackfillRequest::new())
+        .await
+        .unwrap_err();
+    assert!(gate.is(ErrorCode::BackfillEnvironment), "{gate}");
+    assert!(gate.message().contains("`production`"), "{gate}");
+    let report = kit.jobs().backfills().pending().await.unwrap();
+    assert_eq!(report.environment.as_deref(), Some("production"));
+    let row = report
+        .rows
+        .iter()
+        .find(|r| r.name == "test.staging-only")
+        .unwrap();
+    assert_eq!(row.state, jobs::backfill::BackfillState::Excluded);
+    assert!(!report.pending.iter().any(|p| p == "test.staging-only"));
+
+    // In one of them: the gate lets it through and the pass sweeps.
+    let table = Table::with_rows(25);
+    let kit = TestKit::in_environment("preview", |w| w.context(table.clone()));
+    let queued = kit
+        .jobs()
+        .backfills()
+        .enqueue("test.staging-only", BackfillRequest::new())
+        .await
+        .unwrap();
+    kit.run_to_completion().await;
+    assert_eq!(kit.job(queued.id).await.state, JobState::Done);
+    assert_eq!(table.filled(), 25);
+
+    // No environment named: a declaration that names some runs in none of them.
+    let table = Table::with_rows(5);
+    let kit = kit_without_environment(&table);
+    let refused = kit
+        .jobs()
+        .backfills()
+        .gate("test.staging-only", &BackfillRequest::new())
+        .await
+        .unwrap_err();
+    assert!(refused.is(ErrorCode::BackfillEnvironment), "{refused}");
+    assert!(refused.message().contains("no environment"), "{refused}");
+}
+
+/// The plain kit, unless JOBS_ENVIRONMENT is set where the tests run (then the case above
+/// names its own).
+fn kit_without_environment(table: &Arc<Table>) -> TestKit {
+    assert!(
+        std::env::var(jobs::ENVIRONMENT_VAR).is_err(),
+        "these tests expect JOBS_ENVIRONMENT unset"
+    );
+    kit(table)
+}
+
+#[tokio::test]
+async fn the_gate_waits_for_the_migration_a_backfill_requires() {
+    let table = Table::with_rows(15);
+    let kit = kit(&table);
+    let backfills = kit.jobs().backfills();
+    let pending = backfills
+        .enqueue("test.after-migration", BackfillRequest::new())
+        .await
+        .unwrap_err();
+    assert!(pending.is(ErrorCode::BackfillMigrationPending), "{pending}");
+    assert!(
+        pending
+            .message()
+            .contains("20261201093000_add_display_name"),
+        "{pending}"
+    );
+    assert!(pending.fix().unwrap_or_default().contains("20261201093000"));
+    let queued: u64 = kit
+        .jobs()
+        .stats()
+        .await
+        .unwrap()
+        .iter()
+        .map(|q| q.ready)
+        .sum();
+    assert_eq!(queued, 0, "nothing enqueued");
+
+    kit.driver().record_migration(20261201093000);
+    let queued = backfills
+        .enqueue("test.after-migration", BackfillRequest::new())
+        .await
+        .unwrap();
+    kit.run_to_completion().await;
+    assert_eq!(kit.job(queued.id).await.state, JobState::Done);
+    assert_eq!(table.filled(), 15);
+}
+
+#[tokio::test]
+async fn a_count_still_above_zero_after_the_last_page_stalls_the_pass() {
+    // Drained: the count reads zero and the pass completes.
+    let table = Table::with_rows(35);
+    let drained = kit(&table);
+    let queued = FillCounted::enqueue(drained.jobs()).await.unwrap();
+    drained.run_to_completion().await;
+    assert_eq!(drained.job(queued.id).await.state, JobState::Done);
+    assert_eq!(
+        passes(&drained, "test.counted").await[0].status,
+        PassStatus::Completed
+    );
+
+    // A handler that leaves rows behind: every page ran, the count still finds 17.
+    let table = Table::with_rows(35);
+    table.skip_even.store(true, Ordering::SeqCst);
+    let stalled = kit(&table);
+    let queued = FillCounted::enqueue(stalled.jobs()).await.unwrap();
+    stalled.run_to_completion().await;
+    let job = stalled.job(queued.id).await;
+    assert_eq!(job.state, JobState::Dead, "X_BACKFILL_STALLED is terminal");
+    assert_eq!(job.last_error_code.as_deref(), Some("X_BACKFILL_STALLED"));
+    assert!(job.last_error.unwrap_or_default().contains("17 row(s)"));
+    let ledger = passes(&stalled, "test.counted").await;
+    assert_eq!(ledger[0].status, PassStatus::Failed);
+    assert_eq!((ledger[0].batches, ledger[0].rows), (4, 35));
+
+    // A count below zero is the app's bug, not a stall.
+    let table = Table::with_rows(5);
+    table.negative_count.store(true, Ordering::SeqCst);
+    let negative = kit(&table);
+    let queued = FillCounted::enqueue(negative.jobs()).await.unwrap();
+    negative.run_to_completion().await;
+    let job = negative.job(queued.id).await;
+    assert_eq!(job.last_error_code.as_deref(), Some("X_INVARIANT"));
+}
+
+#[test]
+fn the_manifest_carries_the_rails() {
+    let manifest = jobs::manifest().unwrap();
+    let find = |name: &str| {
+        manifest
+            .jobs()
+            .iter()
+            .find(|j| j["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let staging = find("test.staging-only");
+    assert_eq!(
+        staging["backfill"]["environments"],
+        serde_json::json!(["staging", "preview"])
+    );
+    assert_eq!(staging["backfill"]["requires"], serde_json::Value::Null);
+    assert_eq!(staging["backfill"]["counts"], false);
+    let migration = find("test.after-migration");
+    assert_eq!(
+        migration["backfill"]["requires"],
+        "20261201093000_add_display_name"
+    );
+    assert_eq!(migration["backfill"]["environments"], serde_json::json!([]));
+    assert_eq!(find("test.counted")["backfill"]["counts"], true);
 }

@@ -7,6 +7,7 @@ use super::common::Delivery;
 use crate::value::book::Book;
 use crate::value::count::Count;
 use crate::value::duration::DurationValue;
+use crate::value::rails::{Environments, MigrationId};
 use crate::value::rate::Rate;
 use crate::value::scope::Scope;
 use crate::value::text::{FnPath, TypeName};
@@ -28,6 +29,12 @@ pub struct BackfillArgs {
     pub timeout: Option<Arg<DurationValue>>,
     /// `handle = FillDisplayName`
     pub handle: Option<Arg<TypeName>>,
+    /// `requires = "20261201093000_add_display_name"`
+    pub requires: Option<Arg<MigrationId>>,
+    /// `environments = ["staging", "production"]`
+    pub environments: Option<Arg<Environments>>,
+    /// `count = path::to::rows_left_fn`
+    pub count: Option<Arg<FnPath>>,
     /// `queue`, `retry(..)`, `name` (the durable key of the passes), `crate`.
     #[darling(flatten)]
     pub delivery: Delivery,
@@ -35,7 +42,19 @@ pub struct BackfillArgs {
 
 impl ArgNames for BackfillArgs {
     const NAMES: &'static [&'static str] = &[
-        "name", "tenant", "source", "batch", "rate", "queue", "retry", "timeout", "handle", "crate",
+        "name",
+        "tenant",
+        "source",
+        "batch",
+        "rate",
+        "queue",
+        "retry",
+        "timeout",
+        "handle",
+        "requires",
+        "environments",
+        "count",
+        "crate",
     ];
 }
 

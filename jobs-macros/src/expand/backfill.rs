@@ -134,6 +134,28 @@ fn quote_backfill(decl: &BackfillDecl<'_>) -> TokenStream {
     if let Some(rate) = decl.rate {
         set.push(quote!(d.rate = #rate;));
     }
+    if let Some(requires) = &decl.requires {
+        set.push(quote!(d.requires = ::std::option::Option::Some(#requires);));
+    }
+    if !decl.environments.is_empty() {
+        let envs = &decl.environments;
+        set.push(quote!(d.environments = &[#(#envs),*];));
+    }
+    if decl.count.is_some() {
+        set.push(quote!(d.counts = true;));
+    }
+    // A count fn of the wrong shape is reported at the count.
+    let count = decl.count.as_ref().map(|count| {
+        quote_spanned! {count.span()=>
+            fn count(
+                __pass: #p::Pass,
+            ) -> ::std::option::Option<
+                #p::BoxFuture<'static, ::std::result::Result<i64, #p::JobError>>,
+            > {
+                ::std::option::Option::Some(::std::boxed::Box::pin(#p::join_count(__pass, #count)))
+            }
+        }
+    });
     let binding = if set.is_empty() {
         quote!(d)
     } else {
@@ -252,6 +274,8 @@ fn quote_backfill(decl: &BackfillDecl<'_>) -> TokenStream {
                 ) -> #p::BoxFuture<'static, ::std::result::Result<#p::PageDone, #p::JobError>> {
                     ::std::boxed::Box::pin(#page)
                 }
+
+                #count
             }
 
             #[allow(dead_code)]

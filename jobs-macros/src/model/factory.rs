@@ -38,6 +38,12 @@ pub struct BackfillDecl<'a> {
     pub handle: Ident,
     /// The runtime crate.
     pub crate_path: Path,
+    /// `requires = ".."`, when declared and valid.
+    pub requires: Option<String>,
+    /// `environments = [..]`, when declared and valid.
+    pub environments: Vec<String>,
+    /// `count = path`, when declared and valid.
+    pub count: Option<Path>,
 }
 
 impl<'a> BackfillDecl<'a> {
@@ -57,6 +63,9 @@ impl<'a> BackfillDecl<'a> {
             timeout: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
             crate_path: syn::parse_quote!(::jobs),
+            requires: None,
+            environments: Vec::new(),
+            count: None,
         };
         let Some(args) = args else {
             return decl;
@@ -65,6 +74,12 @@ impl<'a> BackfillDecl<'a> {
         decl.name = errs.value(&delivery.common.name).map(|name| name.0);
         decl.tenant = errs.value(&args.tenant);
         decl.source = errs.value(&args.source).map(|path| path.0);
+        decl.requires = errs.value(&args.requires).map(|id| id.0);
+        decl.environments = errs
+            .value(&args.environments)
+            .map(|envs| envs.0)
+            .unwrap_or_default();
+        decl.count = errs.value(&args.count).map(|path| path.0);
         decl.batch = errs.value(&args.batch).map(|count| count.0);
         decl.rate = errs.value(&args.rate).map(|rate| rate.0);
         decl.queue = errs.value(&delivery.queue).map(|queue| queue.0);

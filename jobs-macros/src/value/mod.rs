@@ -14,6 +14,7 @@ pub mod key;
 pub mod key_template;
 pub mod posting;
 pub mod priority;
+pub mod rails;
 pub mod rate;
 pub mod scope;
 pub mod tenant;

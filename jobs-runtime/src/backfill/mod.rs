@@ -69,7 +69,7 @@ mod requests;
 pub use pacer::Pacer;
 pub use pass::run_backfill;
 pub use report::{pending_backfills, BackfillState, PendingBackfill, PendingReport};
-pub use requests::Backfills;
+pub use requests::{Backfills, PendingEnqueue};
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -123,6 +123,17 @@ pub struct BackfillDescriptor {
     pub row_type: &'static str,
     /// A hash of the declaration (handler tokens, source path, name); not of `batch` or `rate`.
     pub checksum: &'static str,
+    /// `requires = "<migration>"`: the app migration (its sqlx version, then an optional
+    /// `_description`) the operator's gate finds applied before it enqueues a pass
+    /// (`X_BACKFILL_MIGRATION_PENDING`).
+    pub requires: Option<&'static str>,
+    /// `environments = [..]`: the deployment environments a pass runs in; empty: every one.
+    /// Elsewhere the pass and the gate refuse with `X_BACKFILL_ENVIRONMENT`, and the pending
+    /// report shows it `excluded`.
+    pub environments: &'static [&'static str],
+    /// `count = <fn>` is declared: after the last page the pass counts the rows still to do,
+    /// and above zero fails with `X_BACKFILL_STALLED`.
+    pub counts: bool,
 }
 
 impl BackfillDescriptor {
@@ -142,7 +153,25 @@ impl BackfillDescriptor {
             source,
             row_type,
             checksum,
+            requires: None,
+            environments: &[],
+            counts: false,
         }
+    }
+
+    /// The version of the migration `requires` names: its leading digits (`"20261201093000"`
+    /// of `"20261201093000_add_display_name"`).
+    pub fn required_version(&self) -> Option<i64> {
+        let id = self.requires?;
+        let digits: &str = &id[..id.find(|c: char| !c.is_ascii_digit()).unwrap_or(id.len())];
+        digits.parse().ok()
+    }
+
+    /// Whether a pass runs in `environment` (every environment when none is declared; an
+    /// unnamed environment runs none of a declaration that names some).
+    pub fn runs_in(&self, environment: Option<&str>) -> bool {
+        self.environments.is_empty()
+            || environment.is_some_and(|env| self.environments.contains(&env))
     }
 }
 
@@ -158,6 +187,13 @@ pub trait Backfill: Job<Input = BackfillRequest, Output = BackfillReport> {
         after: Option<serde_json::Value>,
         limit: u32,
     ) -> BoxFuture<'static, Result<PageDone, JobError>>;
+
+    /// The rows still to do, by the declared `count` fn; `None` when none is declared.
+    /// Generated.
+    fn count(pass: Pass) -> Option<BoxFuture<'static, Result<i64, JobError>>> {
+        let _ = pass;
+        None
+    }
 }
 
 /// What a pass is enqueued with: its tenant (for `tenant = per_tenant`) and whether to run
@@ -368,6 +404,17 @@ where
     Ok(PageDone { rows, next })
 }
 
+/// Not public API: runs a declared `count` fn, its error made a [`JobError`].
+#[doc(hidden)]
+pub async fn join_count<F, Fut, E>(pass: Pass, count: F) -> Result<i64, JobError>
+where
+    F: FnOnce(Pass) -> Fut,
+    Fut: std::future::Future<Output = Result<i64, E>>,
+    E: Into<JobError>,
+{
+    count(pass).await.map_err(Into::into)
+}
+
 /// One declared backfill, for the registry, the manifest and the pending report.
 /// `#[backfill]` submits `BackfillEntry::of::<Handle>()`.
 #[derive(Clone, Copy)]
@@ -442,5 +489,8 @@ pub(crate) fn manifest_fields(name: &str) -> Option<serde_json::Value> {
         "source": d.source,
         "row": d.row_type,
         "checksum": d.checksum,
+        "requires": d.requires,
+        "environments": d.environments,
+        "counts": d.counts,
     }))
 }

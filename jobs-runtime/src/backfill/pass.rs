@@ -19,6 +19,7 @@ pub async fn run_backfill<B: Backfill>(
 ) -> Result<BackfillReport, JobError> {
     let d = B::BACKFILL;
     check_tenant(d.name, d.tenant, &request)?;
+    check_environment(&d, run.environment())?;
     let driver = run.driver().clone();
     let ledger = driver.backfill_store();
     if ledger.is_none() {
@@ -74,7 +75,14 @@ pub async fn run_backfill<B: Backfill>(
         }
     }
 
-    match pages::<B>(&run, ledger).await {
+    let swept = match pages::<B>(&run, ledger).await {
+        Ok(last) => match check_count::<B>(&run, last.batches).await {
+            Ok(()) => Ok(last),
+            Err(stalled) => Err((stalled, last)),
+        },
+        Err(failed) => Err(failed),
+    };
+    match swept {
         Ok(last) => {
             if let Some(ledger) = ledger {
                 ledger
@@ -183,6 +191,61 @@ async fn pages<B: Backfill>(
         }
     }
     Ok(last)
+}
+
+/// `environments = [..]`: a pass runs only in one of them (`X_BACKFILL_ENVIRONMENT`, before
+/// anything is recorded).
+pub(crate) fn check_environment(
+    d: &super::BackfillDescriptor,
+    environment: Option<&str>,
+) -> Result<(), JobError> {
+    if d.runs_in(environment) {
+        return Ok(());
+    }
+    let here = environment.map_or_else(|| "no environment".to_string(), |e| format!("`{e}`"));
+    Err(JobError::new(
+        ErrorCode::BackfillEnvironment,
+        format!(
+            "backfill `{}` runs only in {}; this process runs in {here}",
+            d.name,
+            d.environments.join(", ")
+        ),
+    )
+    .with_fix(
+        "run it where it is declared to run, name this process's environment          (`Jobs::in_environment` or JOBS_ENVIRONMENT), or add it to `environments`",
+    ))
+}
+
+/// `count = <fn>`: after the last page, the rows still to do must be none
+/// (`X_BACKFILL_STALLED`); a negative count is `X_INVARIANT`.
+/// The count's [`Pass`] names the page after the last one.
+async fn check_count<B: Backfill>(run: &Run, pages: u64) -> Result<(), JobError> {
+    let d = B::BACKFILL;
+    let Some(count) = B::count(Pass::new(run.clone(), d.name, pages)) else {
+        return Ok(());
+    };
+    match count.await? {
+        0 => Ok(()),
+        left if left < 0 => Err(JobError::new(
+            ErrorCode::Invariant,
+            format!(
+                "the `count` of backfill `{}` answered {left}, below zero",
+                d.name
+            ),
+        )
+        .with_fix("answer the number of rows still to do: zero or more")),
+        left => Err(JobError::new(
+            ErrorCode::BackfillStalled,
+            format!(
+                "backfill `{}` swept every page, yet its `count` still finds {left} row(s) to do",
+                d.name
+            ),
+        )
+        .with_fix(
+            "make the source read every row the count counts (the same predicate), or the \
+             handler change every row it is given; then enqueue the pass with `force`",
+        )),
+    }
 }
 
 fn check_tenant(

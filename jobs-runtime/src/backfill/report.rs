@@ -1,10 +1,10 @@
 //! Declared vs ran: which backfills are pending, and which ledger names no declaration carries.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{BackfillPass, PassStatus};
+use super::{BackfillDescriptor, BackfillPass, PassStatus};
 use crate::error::{ErrorCode, JobError};
 
 /// Where a declared backfill stands, from its newest pass.
@@ -19,6 +19,9 @@ pub enum BackfillState {
     Running,
     /// The newest pass completed: not pending.
     Completed,
+    /// Declared for other environments than this one (`environments = [..]`): not pending
+    /// here, whatever ran.
+    Excluded,
 }
 
 impl BackfillState {
@@ -42,6 +45,8 @@ pub struct PendingBackfill {
 /// Declared vs ran.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingReport {
+    /// The deployment environment the report was made for (`Jobs::environment`).
+    pub environment: Option<String>,
     /// Every declared backfill with its state, sorted by name.
     pub rows: Vec<PendingBackfill>,
     /// The names of the pending ones (never run, or last failed).
@@ -67,16 +72,25 @@ impl PendingReport {
     }
 }
 
-/// The report of `declared` names against the ledger's `passes` (any order). A name's newest
-/// pass (by start) decides its state.
+/// The report of the `declared` backfills against the ledger's `passes` (any order), in
+/// `environment`. A name's newest pass (by start) decides its state, unless the declaration
+/// does not run in `environment` (`excluded`).
 ///
 /// ```
-/// use jobs::backfill::{pending_backfills, BackfillState};
-/// let report = pending_backfills(&["users.email"], &[]);
+/// use jobs::backfill::{pending_backfills, BackfillDescriptor, BackfillState, BackfillTenant};
+/// let email = BackfillDescriptor::new("users.email", BackfillTenant::None, "src", "User", "sum");
+/// let mut seed = BackfillDescriptor::new("demo.seed", BackfillTenant::None, "src", "Row", "sum");
+/// seed.environments = &["staging"];
+/// let report = pending_backfills(&[email, seed], &[], Some("production"));
 /// assert_eq!(report.pending, ["users.email"]);
-/// assert_eq!(report.rows[0].state, BackfillState::Pending);
+/// assert_eq!(report.rows[0].state, BackfillState::Excluded); // demo.seed, sorted first
+/// assert_eq!(report.rows[1].state, BackfillState::Pending);
 /// ```
-pub fn pending_backfills(declared: &[&str], passes: &[BackfillPass]) -> PendingReport {
+pub fn pending_backfills(
+    declared: &[BackfillDescriptor],
+    passes: &[BackfillPass],
+    environment: Option<&str>,
+) -> PendingReport {
     let mut newest: BTreeMap<&str, &BackfillPass> = BTreeMap::new();
     for pass in passes {
         let slot = newest.entry(pass.name.as_str()).or_insert(pass);
@@ -84,12 +98,14 @@ pub fn pending_backfills(declared: &[&str], passes: &[BackfillPass]) -> PendingR
             *slot = pass;
         }
     }
-    let declared: BTreeSet<&str> = declared.iter().copied().collect();
+    let declared: BTreeMap<&str, &BackfillDescriptor> =
+        declared.iter().map(|d| (d.name, d)).collect();
     let rows: Vec<PendingBackfill> = declared
         .iter()
-        .map(|name| {
+        .map(|(name, d)| {
             let last = newest.get(name);
             let state = match last.map(|p| p.status) {
+                _ if !d.runs_in(environment) => BackfillState::Excluded,
                 None => BackfillState::Pending,
                 Some(PassStatus::Failed) => BackfillState::Failed,
                 Some(PassStatus::Running) => BackfillState::Running,
@@ -103,6 +119,7 @@ pub fn pending_backfills(declared: &[&str], passes: &[BackfillPass]) -> PendingR
         })
         .collect();
     PendingReport {
+        environment: environment.map(str::to_string),
         pending: rows
             .iter()
             .filter(|r| r.state.is_pending())
@@ -110,7 +127,7 @@ pub fn pending_backfills(declared: &[&str], passes: &[BackfillPass]) -> PendingR
             .collect(),
         orphaned: newest
             .keys()
-            .filter(|name| !declared.contains(*name))
+            .filter(|name| !declared.contains_key(*name))
             .map(|name| name.to_string())
             .collect(),
         rows,

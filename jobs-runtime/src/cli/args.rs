@@ -151,6 +151,13 @@ pub(super) struct BackfillsArgs {
     /// Declared vs run, for the backfills linked into this binary.
     #[arg(long)]
     pub(super) pending: bool,
+    /// Every pending backfill: what `--write` would enqueue, each through the gate.
+    #[arg(long)]
+    pub(super) all: bool,
+    /// With `--all`: enqueue a pass of each pending backfill (one refusal does not stop the
+    /// rest; the exit code says whether any was refused).
+    #[arg(long, requires = "all")]
+    pub(super) write: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -103,6 +103,8 @@ pub(crate) struct RunSeed {
     pub claim_window: Arc<ClaimWindow>,
     pub context: Option<Arc<dyn Any + Send + Sync>>,
     pub observer: Option<Arc<dyn StepObserver>>,
+    /// The deployment environment of the worker's client (`Jobs::environment`).
+    pub environment: Option<String>,
 }
 
 impl Run {
@@ -165,6 +167,12 @@ impl Run {
     /// `true` when a failure of this attempt will not be retried for want of attempts.
     pub fn final_attempt(&self) -> bool {
         self.inner.seed.attempt >= self.inner.seed.max_attempts
+    }
+
+    /// The deployment environment of the worker that runs it (its client's
+    /// `Jobs::in_environment`, or `JOBS_ENVIRONMENT`), if named.
+    pub fn environment(&self) -> Option<&str> {
+        self.inner.seed.environment.as_deref()
     }
 
     /// The run's tenant (`None` for `tenant = none`).

@@ -318,6 +318,7 @@ impl WorkerBuilder {
         let (in_flight_total, _) = watch::channel(0);
         Ok(Worker {
             shared: Arc::new(WorkerShared {
+                environment: self.jobs.environment(),
                 jobs: self.jobs,
                 registry,
                 id: self.id.unwrap_or_else(|| Uuid::now_v7().to_string()).into(),

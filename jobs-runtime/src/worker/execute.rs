@@ -122,6 +122,7 @@ async fn run_body(
         claim_window: window.clone(),
         context: shared.context.clone(),
         observer: shared.observer.clone(),
+        environment: shared.environment.clone(),
     };
     // A run with no step records (every first attempt) skips the read; the read's future is
     // boxed, so an attempt's future does not carry it.

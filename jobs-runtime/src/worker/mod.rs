@@ -70,6 +70,8 @@ pub struct Worker {
 
 pub(crate) struct WorkerShared {
     pub jobs: Jobs,
+    /// The client's deployment environment, read once at build (`Jobs::environment`).
+    pub environment: Option<String>,
     pub registry: Registry,
     pub id: Arc<str>,
     pub queues: Vec<String>,

@@ -15,6 +15,9 @@ pub(in crate::cli) async fn backfills(
     args: BackfillsArgs,
     json: bool,
 ) -> Result<String, JobError> {
+    if args.all {
+        return all(jobs, args.write, json).await;
+    }
     if args.pending {
         let report = jobs.backfills().pending().await?;
         let text = if json {
@@ -86,6 +89,64 @@ pub(in crate::cli) async fn backfills(
     ))
 }
 
+/// `--all`: every pending backfill through the gate; with `--write`, each enqueued.
+async fn all(jobs: &Jobs, write: bool, json: bool) -> Result<String, JobError> {
+    let backfills = jobs.backfills();
+    let mut rows = Vec::new();
+    let mut refused = 0usize;
+    if write {
+        for tried in backfills.enqueue_pending().await? {
+            let (outcome, code, job) = match &tried.outcome {
+                Ok(queued) => ("enqueued", None, Some(queued.id)),
+                Err(e) => ("refused", e.code().map(|c| c.as_str()), None),
+            };
+            refused += usize::from(tried.outcome.is_err());
+            rows.push(json!({ "name": tried.name, "outcome": outcome, "code": code, "job": job }));
+        }
+    } else {
+        for name in backfills.pending().await?.pending {
+            let gate = backfills
+                .gate(&name, &crate::backfill::BackfillRequest::new())
+                .await;
+            let code = gate
+                .as_ref()
+                .err()
+                .and_then(|e| e.code())
+                .map(|c| c.as_str());
+            let outcome = if gate.is_ok() {
+                "would enqueue"
+            } else {
+                "would refuse"
+            };
+            rows.push(json!({ "name": name, "outcome": outcome, "code": code, "job": null }));
+        }
+    }
+    let text = if json {
+        to_json(&rows)
+    } else {
+        let cells: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                let cell = |k: &str| r[k].as_str().map_or("-".to_string(), str::to_string);
+                vec![cell("name"), cell("outcome"), cell("code"), cell("job")]
+            })
+            .collect();
+        let mut text = table(&["BACKFILL", "OUTCOME", "CODE", "JOB"], &cells);
+        if !write {
+            text.push_str("dry run: pass --write to enqueue them\n");
+        }
+        text
+    };
+    if refused > 0 {
+        return Err(JobError::new(
+            ErrorCode::BackfillPending,
+            format!("{refused} pending backfill(s) were refused by the gate"),
+        )
+        .with_fix(text));
+    }
+    Ok(text)
+}
+
 pub(in crate::cli) async fn backfill(
     jobs: &Jobs,
     args: BackfillArgs,
@@ -111,13 +172,29 @@ pub(in crate::cli) async fn backfill(
             .first()
             .map(|p| p.status.as_str())
             .unwrap_or("never run");
+        // The gate, as --write would meet it: unknown, environment, migration, applied.
+        let gate = jobs.backfills().gate(&args.name, &request).await;
+        let refused = gate
+            .as_ref()
+            .err()
+            .and_then(|e| e.code())
+            .map(|c| c.as_str());
+        let verdict = match &gate {
+            Ok(_) => "pass --write to enqueue it".to_string(),
+            Err(e) => format!("--write would be refused: {e}"),
+        };
         let plan = format!(
-            "dry run: backfill `{}` (last pass: {last}); pass --write to enqueue it{}\n",
+            "dry run: backfill `{}` (last pass: {last}); {verdict}{}\n",
             args.name,
             if args.force { " (forced)" } else { "" }
         );
         return Ok(if json {
-            to_json(&json!({ "name": args.name, "dry_run": true, "last_pass": last }))
+            to_json(&json!({
+                "name": args.name,
+                "dry_run": true,
+                "last_pass": last,
+                "refused": refused,
+            }))
         } else {
             plan
         });

@@ -11,11 +11,20 @@ use crate::error::JobError;
 #[derive(Debug, Default)]
 pub(crate) struct MemoryBackfills {
     passes: Mutex<Vec<BackfillPass>>,
+    /// The app's applied migration versions (`MemoryDriver::record_migration`).
+    migrations: Mutex<std::collections::BTreeSet<i64>>,
 }
 
 impl MemoryBackfills {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<BackfillPass>> {
         self.passes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn record_migration(&self, version: i64) {
+        self.migrations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(version);
     }
 
     fn update(&self, run_id: crate::driver::RunId, change: impl FnOnce(&mut BackfillPass)) {
@@ -103,5 +112,13 @@ impl BackfillStore for MemoryBackfills {
             .take(limit)
             .cloned()
             .collect())
+    }
+
+    async fn backfill_migration_applied(&self, version: i64) -> Result<bool, JobError> {
+        Ok(self
+            .migrations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&version))
     }
 }

@@ -129,6 +129,13 @@ impl MemoryDriver {
         Self::default()
     }
 
+    /// Records the app's migration `version` as applied, as a SQL app's `_sqlx_migrations`
+    /// would: the gate of a backfill declaring `requires` reads it
+    /// ([`BackfillStore::backfill_migration_applied`](crate::driver::BackfillStore::backfill_migration_applied)).
+    pub fn record_migration(&self, version: i64) {
+        self.backfills.record_migration(version);
+    }
+
     /// A memory driver that offers no lease store, like a driver that cannot hold fleet-wide
     /// slots: a worker then refuses jobs that declare `concurrency`
     /// (`X_JOB_CONCURRENCY_UNENFORCEABLE`). For testing that refusal.

@@ -192,4 +192,16 @@ pub trait BackfillStore: Send + Sync {
         &self,
         params: &BackfillListParams,
     ) -> Result<Vec<BackfillPass>, JobError>;
+
+    /// Whether the app's migration `version` is applied, as the store's database records it:
+    /// a successful row of sqlx's `_sqlx_migrations` (found on the search path) on Postgres and
+    /// SQLite; [`APPLIED_MIGRATIONS_KEY`]'s set on Redis; what was recorded with
+    /// `MemoryDriver::record_migration` on memory. No such record: `false`. The gate of a
+    /// backfill declaring `requires` asks it (`X_BACKFILL_MIGRATION_PENDING`).
+    async fn backfill_migration_applied(&self, version: i64) -> Result<bool, JobError>;
 }
+
+/// The Redis set an app on Redis adds its applied migration versions to (`SADD
+/// {<prefix>:migrations} 20261201093000`, the driver's key prefix in the braces), for
+/// [`BackfillStore::backfill_migration_applied`].
+pub const APPLIED_MIGRATIONS_KEY: &str = "migrations";

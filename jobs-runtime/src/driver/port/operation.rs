@@ -41,6 +41,7 @@ operations! {
     BackfillBeginCommit => "backfill_begin commit",
     BackfillFinish => "backfill_finish",
     BackfillList => "backfill_list",
+    BackfillMigrationApplied => "backfill_migration_applied",
     BackfillLock => "backfill_lock",
     BackfillProgress => "backfill_progress",
     Connect => "connect",

@@ -124,4 +124,22 @@ impl BackfillStore for PostgresDriver {
             .map_err(|e| classify(Op::BackfillList, e))?;
         rows.iter().map(pass).collect()
     }
+
+    async fn backfill_migration_applied(&self, version: i64) -> Result<bool, JobError> {
+        let op = |e| classify(Op::BackfillMigrationApplied, e);
+        // sqlx's own table on the search path, when the app migrates with sqlx; none: nothing
+        // is applied. Two statements: the second names a table that may not exist.
+        let table: bool = sqlx::query_scalar(self.sql.backfill_migrations_table.clone())
+            .fetch_one(self.pool())
+            .await
+            .map_err(op)?;
+        if !table {
+            return Ok(false);
+        }
+        sqlx::query_scalar(self.sql.backfill_migration_applied.clone())
+            .bind(version)
+            .fetch_one(self.pool())
+            .await
+            .map_err(op)
+    }
 }

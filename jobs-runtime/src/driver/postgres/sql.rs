@@ -180,6 +180,8 @@ statements!(
     backfill_progress,
     backfill_finish,
     backfill_list,
+    backfill_migrations_table,
+    backfill_migration_applied,
     ledger_insert,
     ledger_lines,
     webhook_standing,

@@ -143,4 +143,16 @@ impl BackfillStore for RedisDriver {
         let rows: Vec<Vec<String>> = self.conn().script(Op::BackfillList, &invocation).await?;
         rows.into_iter().map(|row| pass(&fields(row))).collect()
     }
+
+    async fn backfill_migration_applied(&self, version: i64) -> Result<bool, JobError> {
+        let key = self.keys().area(APPLIED_MIGRATIONS_KEY);
+        let member: bool = self
+            .conn()
+            .query(
+                Op::BackfillMigrationApplied,
+                redis::cmd("SISMEMBER").arg(key).arg(version),
+            )
+            .await?;
+        Ok(member)
+    }
 }

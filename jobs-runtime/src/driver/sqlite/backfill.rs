@@ -170,4 +170,25 @@ impl BackfillStore for SqliteDriver {
         .map_err(|e| classify(Op::BackfillList, e))?;
         rows.iter().map(pass).collect()
     }
+
+    async fn backfill_migration_applied(&self, version: i64) -> Result<bool, JobError> {
+        let op = |e| classify(Op::BackfillMigrationApplied, e);
+        // sqlx's own table, when the app migrates with sqlx; none: nothing is applied.
+        let table: Option<String> = sqlx::query_scalar(
+            "select name from sqlite_master where type = 'table' and name = '_sqlx_migrations'",
+        )
+        .fetch_optional(&self.reader)
+        .await
+        .map_err(op)?;
+        if table.is_none() {
+            return Ok(false);
+        }
+        sqlx::query_scalar(
+            "select exists(select 1 from _sqlx_migrations where version = ?1 and success)",
+        )
+        .bind(version)
+        .fetch_one(&self.reader)
+        .await
+        .map_err(op)
+    }
 }
