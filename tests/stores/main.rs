@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod backfill_migrations;
 mod backfill_postgres;
 mod cluster_redis;
 mod concurrency_postgres;

@@ -33,9 +33,17 @@ pub async fn fill_display_name(pass: Pass, rows: Vec<User>) -> Result<(), JobErr
     retry(attempts = 10, backoff = fixed, delay = "5s"),
     timeout = "2h",
     handle = EmailBackfill,
+    requires = "20261201093000_add_email",
+    environments = ["staging", "production"],
+    count = emails_left,
 )]
 pub async fn fill_email(_pass: Pass, _rows: Vec<User>) -> Result<(), JobError> {
     Ok(())
+}
+
+/// The rows still to do: the source's predicate, counted.
+pub async fn emails_left(_pass: Pass) -> Result<i64, JobError> {
+    Ok(0)
 }
 
 #[test]
@@ -47,6 +55,12 @@ fn runs() {
     assert_eq!((e.batch, e.rate), (250, 0.5));
     assert_eq!(EmailBackfill::descriptor().queue, "backfills");
     assert_eq!(EmailBackfill::descriptor().retry.attempts, 10);
+    assert_eq!(d.requires, None);
+    assert!(d.environments.is_empty() && !d.counts);
+    assert_eq!(e.requires, Some("20261201093000_add_email"));
+    assert_eq!(e.required_version(), Some(20261201093000));
+    assert_eq!(e.environments, ["staging", "production"]);
+    assert!(e.counts);
 }
 
 pub async fn enqueue_them(jobs: &Jobs) -> Result<(), JobError> {
