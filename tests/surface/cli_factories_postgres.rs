@@ -68,10 +68,66 @@ async fn backfill_verbs_report_dry_run_enqueue_and_list_passes() {
         out.contains("cli.relabel") && out.contains("completed"),
         "{out}"
     );
+    // The pending report, still failing on the other declaration of this binary.
     let (code, out, _) = jobs_cli(&schema, &["backfills", "--pending", "--json"]).await;
-    assert_eq!(code, 0, "{out}");
-    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(report["pending"], serde_json::json!([]));
+    assert_eq!(code, 1, "{out}");
+    let error: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(error["error"]["fix"].as_str().unwrap()).unwrap();
+    assert_eq!(report["pending"], serde_json::json!(["cli.after-migration"]));
+    let relabel = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "cli.relabel")
+        .unwrap();
+    assert_eq!(relabel["state"], "completed");
+}
+
+#[backfill(name = "cli.after-migration", tenant = none, source = three_rows,
+           requires = "20261201093000_add_label")]
+async fn relabel_after_migration(_pass: Pass, rows: Vec<Row>) -> Result<(), JobError> {
+    let _ = rows.len();
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backfills_all_write_enqueues_every_pending_pass_through_the_gate() {
+    let (_pool, schema) = support::pg::schema("cli_backfills_all").await;
+
+    // Without --write: what would happen to each pending backfill, nothing enqueued.
+    let (code, out, err) = jobs_cli(&schema, &["backfills", "--all", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["name"] == name).cloned().unwrap();
+    assert_eq!(row("cli.relabel")["outcome"], "would enqueue");
+    assert_eq!(row("cli.after-migration")["outcome"], "would refuse");
+    assert_eq!(row("cli.after-migration")["code"], "X_BACKFILL_MIGRATION_PENDING");
+    let (_, out, _) = jobs_cli(&schema, &["backfill", "cli.after-migration"]).await;
+    assert!(
+        out.contains("--write would be refused") && out.contains("X_BACKFILL_MIGRATION_PENDING"),
+        "{out}"
+    );
+    let (_, out, _) = jobs_cli(&schema, &["ls", "--json"]).await;
+    assert!(!out.contains("cli.relabel"), "a dry run enqueues nothing: {out}");
+
+    // --write: each name on its own; the refused one does not stop the rest, and the exit
+    // code says one was refused.
+    let (code, _out, err) = jobs_cli(&schema, &["backfills", "--all", "--write"]).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("X_BACKFILL_PENDING"), "{err}");
+    assert!(
+        err.contains("cli.relabel") && err.contains("enqueued"),
+        "{err}"
+    );
+    assert!(err.contains("X_BACKFILL_MIGRATION_PENDING"), "{err}");
+    let (_, out, _) = jobs_cli(&schema, &["ls", "--json"]).await;
+    assert!(out.contains("cli.relabel"), "{out}");
+    assert!(!out.contains("cli.after-migration"), "{out}");
+
+    // A bare --write without --all is a usage error.
+    let (code, _, _) = jobs_cli(&schema, &["backfills", "--write"]).await;
+    assert_ne!(code, 0);
 }
 
 #[ledger(name = "cli.payments", tenant = per_tenant, book = driver)]
