@@ -39,7 +39,10 @@ async fn memory() {
 async fn sqlite() {
     let dir = support::sqlite::TempDir::new("backfill_migrations");
     let d: SqliteDriver = support::sqlite::driver_in(&dir).await;
-    assert!(!applied(&d, APPLIED).await, "no sqlx table: nothing applied");
+    assert!(
+        !applied(&d, APPLIED).await,
+        "no sqlx table: nothing applied"
+    );
     let app = sqlx::SqlitePool::connect(&dir.url()).await.unwrap();
     sqlx::query(SQLX_TABLE).execute(&app).await.unwrap();
     for (version, success) in [(APPLIED, true), (FAILED, false)] {
@@ -54,7 +57,10 @@ async fn sqlite() {
         .unwrap();
     }
     assert!(applied(&d, APPLIED).await);
-    assert!(!applied(&d, FAILED).await, "a failed migration is not applied");
+    assert!(
+        !applied(&d, FAILED).await,
+        "a failed migration is not applied"
+    );
     assert!(!applied(&d, NEVER).await);
 }
 
@@ -72,9 +78,15 @@ async fn postgres() {
         .await
         .unwrap();
     let d = PostgresDriver::new(pool.clone(), &schema).unwrap();
-    assert!(!applied(&d, APPLIED).await, "no sqlx table: nothing applied");
+    assert!(
+        !applied(&d, APPLIED).await,
+        "no sqlx table: nothing applied"
+    );
     let table = SQLX_TABLE.replace("blob", "bytea");
-    sqlx::query(AssertSqlSafe(table)).execute(&pool).await.unwrap();
+    sqlx::query(AssertSqlSafe(table))
+        .execute(&pool)
+        .await
+        .unwrap();
     for (version, success) in [(APPLIED, true), (FAILED, false)] {
         sqlx::query(
             "insert into _sqlx_migrations (version, description, success, checksum, \
@@ -87,7 +99,10 @@ async fn postgres() {
         .unwrap();
     }
     assert!(applied(&d, APPLIED).await);
-    assert!(!applied(&d, FAILED).await, "a failed migration is not applied");
+    assert!(
+        !applied(&d, FAILED).await,
+        "a failed migration is not applied"
+    );
     assert!(!applied(&d, NEVER).await);
 }
 

@@ -74,7 +74,10 @@ async fn backfill_verbs_report_dry_run_enqueue_and_list_passes() {
     let error: serde_json::Value = serde_json::from_str(&out).unwrap();
     let report: serde_json::Value =
         serde_json::from_str(error["error"]["fix"].as_str().unwrap()).unwrap();
-    assert_eq!(report["pending"], serde_json::json!(["cli.after-migration"]));
+    assert_eq!(
+        report["pending"],
+        serde_json::json!(["cli.after-migration"])
+    );
     let relabel = report["rows"]
         .as_array()
         .unwrap()
@@ -102,14 +105,20 @@ async fn backfills_all_write_enqueues_every_pending_pass_through_the_gate() {
     let row = |name: &str| rows.iter().find(|r| r["name"] == name).cloned().unwrap();
     assert_eq!(row("cli.relabel")["outcome"], "would enqueue");
     assert_eq!(row("cli.after-migration")["outcome"], "would refuse");
-    assert_eq!(row("cli.after-migration")["code"], "X_BACKFILL_MIGRATION_PENDING");
+    assert_eq!(
+        row("cli.after-migration")["code"],
+        "X_BACKFILL_MIGRATION_PENDING"
+    );
     let (_, out, _) = jobs_cli(&schema, &["backfill", "cli.after-migration"]).await;
     assert!(
         out.contains("--write would be refused") && out.contains("X_BACKFILL_MIGRATION_PENDING"),
         "{out}"
     );
     let (_, out, _) = jobs_cli(&schema, &["ls", "--json"]).await;
-    assert!(!out.contains("cli.relabel"), "a dry run enqueues nothing: {out}");
+    assert!(
+        !out.contains("cli.relabel"),
+        "a dry run enqueues nothing: {out}"
+    );
 
     // --write: each name on its own; the refused one does not stop the rest, and the exit
     // code says one was refused.

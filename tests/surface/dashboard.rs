@@ -663,6 +663,12 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
         let (status, body) = dash.get(path, "read").await;
         assert_eq!(status, 200, "{path}: {body}");
     }
+    // The declared backfills of this binary, with their rails (cli_factories_postgres.rs).
+    let (_, body) = dash.get("/admin/backfills", "read").await;
+    assert!(
+        body.contains("cli.after-migration") && body.contains("20261201093000_add_label"),
+        "{body}"
+    );
 
     // A tenant's dashboard: only that tenant's jobs, and another's id is unknown.
     let mine = DashFlaky::enqueue(&jobs, flaky(&format!("{label}-acme"), "acme"))

@@ -11,7 +11,8 @@ use crate::dashboard::Shared;
 use crate::driver::backfill_store::BackfillListParams;
 use crate::driver::ledger_book::PostingLinesParams;
 
-/// `GET /backfills`: the latest passes (a tenant's dashboard: that tenant's).
+/// `GET /backfills`: the declared backfills (their state in this environment, their rails)
+/// and the latest passes (a tenant's dashboard: that tenant's).
 pub(super) async fn backfills(State(dash): State<Shared>, Extension(ctx): Extension<Ctx>) -> Page {
     let passes = offered(
         dash.jobs
@@ -28,12 +29,35 @@ pub(super) async fn backfills(State(dash): State<Shared>, Extension(ctx): Extens
             .filter(|p| dash.options.tenant.is_none() || p.tenant == dash.options.tenant)
             .collect()
     });
+    let report = match passes {
+        Some(_) => Some(dash.jobs.backfills().pending().await?),
+        None => None,
+    };
+    let declared: Vec<_> = report
+        .iter()
+        .flat_map(|r| &r.rows)
+        .map(|row| {
+            let d = crate::backfill::registered_backfill(&row.name).map(|e| *e.descriptor());
+            json!({
+                "name": row.name,
+                "state": row.state,
+                "requires": d.and_then(|d| d.requires),
+                "environments": d.map(|d| d.environments.join(", ")),
+                "counts": d.is_some_and(|d| d.counts),
+            })
+        })
+        .collect();
     page(
         &dash,
         &ctx,
         "backfills.html",
         None,
-        json!({ "passes": passes, "store": passes.is_some() }),
+        json!({
+            "passes": passes,
+            "store": passes.is_some(),
+            "declared": declared,
+            "environment": report.and_then(|r| r.environment),
+        }),
     )
 }
 
