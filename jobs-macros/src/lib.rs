@@ -635,6 +635,32 @@ pub fn webhook(args: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Declares a partitions job: a job that keeps the app's range-partitioned Postgres tables
+/// ready (one durable step per table: the current period's partition and `ahead` more
+/// created, those past `retain` dropped, every DDL statement under a `lock_timeout`), and the
+/// cron task that fires it, by default at `17 3 * * *` in UTC.
+///
+/// ```ignore
+/// use jobs::prelude::*;
+/// use jobs::partitions::{PartitionedTable, Partitions};
+///
+/// #[partitions(name = "app.partitions")]      // task `app.partitions.schedule`, 03:17 UTC
+/// fn app_partitions(_run: &Run) -> Result<Partitions, JobError> {
+///     Ok(Partitions::new().table(PartitionedTable::daily("events").ahead(7).retain(90)))
+/// }
+/// ```
+///
+/// Arguments: `name` (required), `cron`, `tz` (default `"UTC"`), `task` (default
+/// `<name>.schedule`), `queue`, `timeout`, `handle` (the task's is `<handle>Schedule`). The fn
+/// may be `async`; it runs on every attempt. Enqueued with `PartitionsRequest::from(day)`, a
+/// run creates every partition back to that day and drops nothing.
+#[proc_macro_attribute]
+pub fn partitions(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::pipeline::run::<expand::partitions::Partitions>(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
+        .into()
+}
+
 /// Declares a purge: a job whose body is one `jobs::purge::Purge` pass over the targets its fn
 /// builds (one durable step per target), and the cron task that fires it, by default at
 /// `23 * * * *` in UTC.

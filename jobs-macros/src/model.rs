@@ -12,7 +12,7 @@ mod purge;
 mod webhook;
 
 pub use factory::{vec_item, BackfillDecl, LedgerDecl};
-pub use purge::PurgeDecl;
+pub use purge::{PartitionsDecl, PassDecl, PassKind, PurgeDecl, ScheduledPass};
 pub use webhook::WebhookDecl;
 
 use heck::ToUpperCamelCase;

@@ -177,6 +177,10 @@ error_codes! {
     /// connect timeout, or the session was lost), or no driver is installed.
     DriverUnavailable = "X_DRIVER_UNAVAILABLE", R,
         "check that the database is up and reachable from this host (for Postgres, at the host and port the message names); a worker retries its own operations with backoff, while a call of yours returns this error: retry it once the database answers";
+    /// A DDL statement of the partitions job waited past its `lock_timeout` for a table that
+    /// writers held; nothing was changed, and the next attempt tries again.
+    DbLockTimeout = "X_DB_LOCK_TIMEOUT", R,
+        "let the attempt retry (it will, with backoff); if it keeps timing out, run the partitions job at a quieter hour or give it a longer `lock_timeout`";
     /// The driver's configuration is wrong: the database URL does not parse, or the schema
     /// name is not one the driver accepts (a configuration error: never retried).
     DriverUrlInvalid = "X_DRIVER_URL_INVALID", T,

@@ -70,6 +70,7 @@ mod manifest;
 pub mod mcp;
 mod operator;
 pub mod outbox;
+pub mod partitions;
 pub mod purge;
 mod registry;
 pub mod retry;
@@ -87,7 +88,7 @@ mod worker;
 #[cfg(feature = "webhooks")]
 pub use jobs_macros::webhook;
 #[doc(inline)]
-pub use jobs_macros::{backfill, input, job, ledger, posting, purge, task};
+pub use jobs_macros::{backfill, input, job, ledger, partitions, posting, purge, task};
 
 /// The sqlx this crate is built with, so an app shares one version with it.
 #[cfg(feature = "postgres")]
@@ -186,9 +187,9 @@ pub mod prelude {
     #[cfg(feature = "webhooks")]
     pub use crate::webhook;
     pub use crate::{
-        backfill, input, job, ledger, posting, purge, task, DependencyFailure, EnqueueOptions,
-        Enqueued, Entry, ErrorCode, Job, JobError, JobState, Jobs, Occurrence, Outcome, Run,
-        Settled,
+        backfill, input, job, ledger, partitions, posting, purge, task, DependencyFailure,
+        EnqueueOptions, Enqueued, Entry, ErrorCode, Job, JobError, JobState, Jobs, Occurrence,
+        Outcome, Run, Settled,
     };
     // The traits from serde and schemars, the derives from `jobs-macros`: they derive through
     // `jobs`' own copies, so they work in a crate with no serde or schemars dependency.

@@ -56,3 +56,24 @@ pub fn purge_refused(arg: &str) -> Option<String> {
     };
     Some(reason.to_owned())
 }
+
+/// Why `#[partitions]` refuses the argument `arg`, if it does.
+pub fn partitions_refused(arg: &str) -> Option<String> {
+    let reason = match arg {
+        "key" => {
+            "a partitions job's idempotency key is fixed: one run at a time, whoever fires it \
+             (X_JOB_DECLARATION_INVALID)"
+        }
+        "tenant" => {
+            "a partitions job belongs to no tenant: it keeps the tables' partitions for every \
+             tenant's rows (X_JOB_DECLARATION_INVALID)"
+        }
+        "tables" | "ahead" | "retain" => {
+            "a partitions job's tables are values built per run by the fn under \
+             `#[partitions]` (`PartitionedTable::daily(\"events\").ahead(7).retain(90)`), not \
+             arguments (X_JOB_DECLARATION_INVALID)"
+        }
+        _ => return None,
+    };
+    Some(reason.to_owned())
+}

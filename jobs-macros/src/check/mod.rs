@@ -17,7 +17,7 @@ mod task;
 mod webhook;
 
 use crate::errors::Errors;
-use crate::model::{BackfillDecl, JobDecl, LedgerDecl, PurgeDecl, TaskDecl, WebhookDecl};
+use crate::model::{BackfillDecl, JobDecl, LedgerDecl, PassDecl, PassKind, TaskDecl, WebhookDecl};
 
 /// Every rule for a `#[job]`.
 pub fn job(errs: &mut Errors, decl: &JobDecl<'_>) {
@@ -81,9 +81,9 @@ pub fn webhook(errs: &mut Errors, decl: &WebhookDecl<'_>) {
     factory::factory_handle_is_free(errs, &decl.handle, decl.item, "Webhook");
 }
 
-/// Every rule for a `#[purge]`.
-pub fn purge(errs: &mut Errors, decl: &PurgeDecl<'_>) {
-    purge::purge_name_is_declared(errs, decl);
-    purge::targets_fn_takes_the_run(errs, decl);
-    factory::factory_handle_is_free(errs, &decl.handle, decl.item, "Purge");
+/// Every rule for a `#[purge]` or a `#[partitions]`.
+pub fn scheduled_pass<K: PassKind>(errs: &mut Errors, decl: &PassDecl<'_, K>) {
+    purge::pass_name_is_declared(errs, decl);
+    purge::pass_fn_takes_the_run(errs, decl);
+    factory::factory_handle_is_free(errs, &decl.handle, decl.item, decl.pass().suffix);
 }

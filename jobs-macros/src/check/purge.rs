@@ -1,31 +1,40 @@
-//! The `#[purge]` rules, one function each. The schedule, zone and timeout are read (and so
-//! checked) while parsing, in `crate::value`.
+//! The `#[purge]` and `#[partitions]` rules, one function each, worded for the attribute. The
+//! schedule, zone and timeout are read (and so checked) while parsing, in `crate::value`.
 
 use quote::quote;
 use syn::{FnArg, ReturnType};
 
 use crate::errors::Errors;
-use crate::model::PurgeDecl;
+use crate::model::{PassDecl, PassKind};
 
-/// A purge has a name: its job's durable name, and its task's name after it.
-pub fn purge_name_is_declared(errs: &mut Errors, decl: &PurgeDecl<'_>) {
+/// A scheduled pass has a name: its job's durable name, and its task's name after it.
+pub fn pass_name_is_declared<K: PassKind>(errs: &mut Errors, decl: &PassDecl<'_, K>) {
+    let pass = decl.pass();
     if decl.args.is_some_and(|args| args.common.name.is_none()) {
         errs.at(
             decl.attr_span(),
-            "`#[purge]` needs `name = \"..\"`: the purge job's durable name (its task is \
-             `<name>.schedule`), e.g. `name = \"app.purge\"` (X_JOB_DECLARATION_INVALID)",
+            format!(
+                "`#[{}]` needs `name = \"..\"`: the {} job's durable name (its task is \
+                 `<name>.schedule`), e.g. `name = \"{}\"` (X_JOB_DECLARATION_INVALID)",
+                pass.attr, pass.attr, pass.example
+            ),
         );
     }
 }
 
-/// The fn builds one pass's targets from the attempt's run.
-pub fn targets_fn_takes_the_run(errs: &mut Errors, decl: &PurgeDecl<'_>) {
+/// The fn builds what one pass runs over from the attempt's run.
+pub fn pass_fn_takes_the_run<K: PassKind>(errs: &mut Errors, decl: &PassDecl<'_, K>) {
+    let pass = decl.pass();
+    let (attr, builder) = (pass.attr, pass.builder);
     let sig = &decl.item.sig;
-    let shape = format!("`fn {}(run: &Run) -> Result<Purge, JobError>`", sig.ident);
+    let shape = format!(
+        "`fn {}(run: &Run) -> Result<{builder}, JobError>`",
+        sig.ident
+    );
     if let Some(FnArg::Receiver(receiver)) = sig.inputs.first() {
         errs.spanned(
             receiver,
-            format!("a `#[purge]` fn is a free fn: write {shape} (X_JOB_DECLARATION_INVALID)"),
+            format!("a `#[{attr}]` fn is a free fn: write {shape} (X_JOB_DECLARATION_INVALID)"),
         );
         return;
     }
@@ -38,16 +47,19 @@ pub fn targets_fn_takes_the_run(errs: &mut Errors, decl: &PurgeDecl<'_>) {
                 quote!(#inputs)
             },
             format!(
-                "a `#[purge]` fn builds one pass's targets from the attempt's run: write \
-                 {shape} (X_JOB_DECLARATION_INVALID)"
+                "a `#[{attr}]` fn builds {} from the attempt's run: write {shape} \
+                 (X_JOB_DECLARATION_INVALID)",
+                pass.builds
             ),
         );
     }
     if let ReturnType::Default = sig.output {
         errs.at(
             sig.paren_token.span.close(),
-            "a `#[purge]` fn returns `Result<Purge, JobError>`: add `-> Result<Purge, \
-             JobError>` after the parameters (X_JOB_DECLARATION_INVALID)",
+            format!(
+                "a `#[{attr}]` fn returns `Result<{builder}, JobError>`: add `-> \
+                 Result<{builder}, JobError>` after the parameters (X_JOB_DECLARATION_INVALID)"
+            ),
         );
     }
 }

@@ -7,6 +7,7 @@ mod descriptor;
 pub mod fallback;
 pub mod job;
 pub mod ledger;
+pub mod partitions;
 pub mod pipeline;
 pub mod posting;
 pub mod purge;

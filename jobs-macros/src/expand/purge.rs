@@ -1,7 +1,9 @@
 //! `#[purge]`: its part of the pipeline (`super::pipeline`), and what it emits: the targets fn
 //! unchanged, then a `#[job]` whose body is one `Purge` pass over the targets that fn builds,
 //! and a `#[task]` that fires it (by default `23 * * * *` in UTC). Both go through their own
-//! attributes, so the pair is checked like any job and task.
+//! attributes, so the pair is checked like any job and task. `#[partitions]`
+//! (`super::partitions`) is the same shape over other types: [`quote_pass`] and
+//! [`stand_in_pass`] emit either.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
@@ -10,7 +12,7 @@ use syn::ItemFn;
 use super::pipeline::impl_macro;
 use crate::args::purge::PurgeArgs;
 use crate::check;
-use crate::model::PurgeDecl;
+use crate::model::{PassDecl, PassKind, PurgeDecl, ScheduledPass};
 
 /// The purge task's default schedule; the runtime's `jobs::purge::DEFAULT_PURGE_CRON` is the
 /// same (a test holds them together).
@@ -18,6 +20,25 @@ const DEFAULT_PURGE_CRON: &str = "23 * * * *";
 
 /// `#[purge]`, for the expansion pipeline.
 pub struct Purge;
+
+/// What a purge is, as a kind of scheduled pass.
+pub struct PurgeKind;
+
+impl PassKind for PurgeKind {
+    const PASS: &'static ScheduledPass = &ScheduledPass {
+        attr: "purge",
+        module: "purge",
+        builder: "Purge",
+        input: "PurgePass",
+        report: "PurgeReport",
+        key: "purge",
+        default_cron: DEFAULT_PURGE_CRON,
+        takes_input: false,
+        builds: "one pass's targets",
+        example: "app.purge",
+        suffix: "Purge",
+    };
+}
 
 impl_macro! {
     impl Macro for Purge {
@@ -28,16 +49,16 @@ impl_macro! {
         args: PurgeArgs,
         decl: PurgeDecl,
         refused: crate::args::purge::purge_refused,
-        check: check::purge,
-        emit: quote_purge,
-        stand_in: stand_in,
+        check: check::scheduled_pass,
+        emit: quote_pass,
+        stand_in: stand_in_pass,
         rename: [handle, crate_path],
     }
 }
 
-/// What a refused `#[purge]` leaves for its call sites: the handle, with a `Job` impl whose
-/// body never runs. Nothing when the handle's name clashes with the fn.
-fn stand_in(decl: &PurgeDecl<'_>) -> TokenStream {
+/// What a refused `#[purge]` or `#[partitions]` leaves for its call sites: the handle, with
+/// a `Job` impl whose body never runs. Nothing when the handle's name clashes with the fn.
+pub fn stand_in_pass<K: PassKind>(decl: &PassDecl<'_, K>) -> TokenStream {
     let handle = &decl.handle;
     if *handle == decl.item.sig.ident {
         return TokenStream::new();
@@ -46,13 +67,19 @@ fn stand_in(decl: &PurgeDecl<'_>) -> TokenStream {
     let krate = &decl.crate_path;
     let p = quote!(#krate::__private);
     let name = decl.name.as_deref().unwrap_or("");
+    let pass = decl.pass();
+    let (module, input, report) = (
+        format_ident!("{}", pass.module),
+        format_ident!("{}", pass.input),
+        format_ident!("{}", pass.report),
+    );
     let stand_in_job = super::fallback::stand_in_job(
         &p,
         handle,
         name,
-        &quote!(#krate::purge::PurgePass),
-        "PurgePass",
-        &quote!(#krate::purge::PurgeReport),
+        &quote!(#krate::#module::#input),
+        pass.input,
+        &quote!(#krate::#module::#report),
     );
     quote! {
         #[derive(Debug, Clone, Copy, Default)]
@@ -65,7 +92,15 @@ fn stand_in(decl: &PurgeDecl<'_>) -> TokenStream {
     }
 }
 
-fn quote_purge(decl: &PurgeDecl<'_>) -> TokenStream {
+/// The fn unchanged, its `#[job]` (one pass over what the fn builds) and its `#[task]`.
+pub fn quote_pass<K: PassKind>(decl: &PassDecl<'_, K>) -> TokenStream {
+    let pass = decl.pass();
+    let (module, builder_input, report) = (
+        format_ident!("{}", pass.module),
+        format_ident!("{}", pass.input),
+        format_ident!("{}", pass.report),
+    );
+    let (attr, key, default_cron) = (pass.attr, pass.key, pass.default_cron);
     let item = decl.item;
     let vis = &item.vis;
     let fn_ident = &item.sig.ident;
@@ -73,22 +108,22 @@ fn quote_purge(decl: &PurgeDecl<'_>) -> TokenStream {
     let krate = &decl.crate_path;
     let krate_text = krate.to_token_stream().to_string().replace(' ', "");
     let Some(name) = &decl.name else {
-        unreachable!("checked by check::purge");
+        unreachable!("checked by check::scheduled_pass");
     };
     let task_name = decl
         .task
         .clone()
         .unwrap_or_else(|| format!("{name}.schedule"));
     let task_handle = format_ident!("{}Schedule", handle);
-    let job_fn = format_ident!("__jobs_purge_{}", fn_ident);
-    let task_fn = format_ident!("__jobs_purge_schedule_{}", fn_ident);
+    let job_fn = format_ident!("__jobs_{}_{}", attr, fn_ident);
+    let task_fn = format_ident!("__jobs_{}_schedule_{}", attr, fn_ident);
     let cron = decl
         .cron
-        .map_or_else(|| quote!(#DEFAULT_PURGE_CRON), |c| quote!(#c));
+        .map_or_else(|| quote!(#default_cron), |c| quote!(#c));
     let tz = decl.tz.map_or_else(|| quote!("UTC"), |t| quote!(#t));
     let mut job_args = vec![
         quote!(name = #name),
-        quote!(key = "purge"),
+        quote!(key = #key),
         quote!(tenant = none),
         quote!(handle = #handle),
         quote!(crate = #krate_text),
@@ -105,11 +140,17 @@ fn quote_purge(decl: &PurgeDecl<'_>) -> TokenStream {
         quote!(#fn_ident(&run)?)
     };
     let job_doc = format!(
-        " The `{name}` purge job: one pass over the targets `{fn_ident}` builds, declared \
-         with `#[purge]`."
+        " The `{name}` {attr} job: one pass over {} `{fn_ident}` builds, declared with \
+         `#[{attr}]`.",
+        pass.builds
     );
     let task_doc =
-        format!(" The task that fires the `{name}` purge job, declared with `#[purge]`.");
+        format!(" The task that fires the `{name}` {attr} job, declared with `#[{attr}]`.");
+    let (input, run_pass) = if pass.takes_input {
+        (quote!(input), quote!(#targets.run(&run, &input).await))
+    } else {
+        (quote!(_input), quote!(#targets.run(&run).await))
+    };
 
     quote! {
         #item
@@ -118,9 +159,9 @@ fn quote_purge(decl: &PurgeDecl<'_>) -> TokenStream {
         #[#krate::job(#(#job_args),*)]
         #vis async fn #job_fn(
             run: #krate::Run,
-            _pass: #krate::purge::PurgePass,
-        ) -> ::std::result::Result<#krate::purge::PurgeReport, #krate::JobError> {
-            #targets.run(&run).await
+            #input: #krate::#module::#builder_input,
+        ) -> ::std::result::Result<#krate::#module::#report, #krate::JobError> {
+            #run_pass
         }
 
         #[doc = #task_doc]
@@ -132,7 +173,7 @@ fn quote_purge(decl: &PurgeDecl<'_>) -> TokenStream {
             crate = #krate_text
         )]
         #vis fn #task_fn(_at: &#krate::Occurrence) -> ::std::vec::Vec<#krate::Entry> {
-            ::std::vec![#krate::Entry::of::<#handle>(#krate::purge::PurgePass::default())]
+            ::std::vec![#krate::Entry::of::<#handle>(#krate::#module::#builder_input::default())]
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The declaration `#[purge]` stands for: a purge job (one pass over the targets its fn builds)
-//! and the cron task that fires it, by default at minute 23 of every hour.
+//! The declaration `#[purge]` and `#[partitions]` stand for: a maintenance job (one pass over
+//! what its fn builds: a purge's targets, the tables whose partitions are kept) and the cron
+//! task that fires it. [`ScheduledPass`] is what differs between the two.
 
 use heck::ToUpperCamelCase;
 use proc_macro2::Span;
@@ -9,8 +10,47 @@ use syn::{Expr, Ident, ItemFn, Path};
 use crate::args::purge::PurgeArgs;
 use crate::errors::Errors;
 
-/// One `#[purge]` declaration: the fn building the pass's targets, and its arguments.
-pub struct PurgeDecl<'a> {
+/// What one kind of scheduled pass is: its attribute, the runtime types its job runs, its
+/// fixed key and default schedule.
+#[derive(Debug)]
+pub struct ScheduledPass {
+    /// The attribute (`purge`).
+    pub attr: &'static str,
+    /// The runtime module holding its types (`purge`).
+    pub module: &'static str,
+    /// The type its fn builds (`Purge`).
+    pub builder: &'static str,
+    /// The job's input (`PurgePass`).
+    pub input: &'static str,
+    /// The job's output (`PurgeReport`).
+    pub report: &'static str,
+    /// The job's fixed idempotency key: one pass at a time.
+    pub key: &'static str,
+    /// The task's schedule unless declared.
+    pub default_cron: &'static str,
+    /// Whether the builder's `run` takes the input (`run(&run, &input)`).
+    pub takes_input: bool,
+    /// What the fn builds, for messages (`one pass's targets`).
+    pub builds: &'static str,
+    /// A name to suggest (`app.purge`).
+    pub example: &'static str,
+    /// The handle's suffix suggested on a clash (`Purge`).
+    pub suffix: &'static str,
+}
+
+/// A kind of scheduled pass, as a type: its declaration is a [`PassDecl`] of it.
+pub trait PassKind {
+    /// What it is.
+    const PASS: &'static ScheduledPass;
+}
+
+/// One `#[purge]` declaration.
+pub type PurgeDecl<'a> = PassDecl<'a, crate::expand::purge::PurgeKind>;
+/// One `#[partitions]` declaration.
+pub type PartitionsDecl<'a> = PassDecl<'a, crate::expand::partitions::PartitionsKind>;
+
+/// One scheduled-pass declaration: the fn building what one pass runs over, and its arguments.
+pub struct PassDecl<'a, K> {
     /// The targets fn, emitted unchanged.
     pub item: &'a ItemFn,
     /// The arguments as written; `None` when their shape was wrong.
@@ -31,13 +71,20 @@ pub struct PurgeDecl<'a> {
     pub handle: Ident,
     /// The runtime crate.
     pub crate_path: Path,
+    /// Which kind of pass.
+    pub kind: std::marker::PhantomData<K>,
 }
 
-impl<'a> PurgeDecl<'a> {
+impl<'a, K: PassKind> PassDecl<'a, K> {
+    /// What kind of pass it is.
+    pub fn pass(&self) -> &'static ScheduledPass {
+        K::PASS
+    }
+
     /// Builds the model, recording every value that does not parse.
     pub fn from_ast(errs: &mut Errors, item: &'a ItemFn, args: Option<&'a PurgeArgs>) -> Self {
         let fn_name = item.sig.ident.unraw().to_string();
-        let mut decl = PurgeDecl {
+        let mut decl = PassDecl {
             item,
             args,
             name: None,
@@ -48,6 +95,7 @@ impl<'a> PurgeDecl<'a> {
             timeout: None,
             handle: Ident::new(&fn_name.to_upper_camel_case(), item.sig.ident.span()),
             crate_path: syn::parse_quote!(::jobs),
+            kind: std::marker::PhantomData,
         };
         let Some(args) = args else {
             return decl;

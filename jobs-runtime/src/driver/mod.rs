@@ -44,6 +44,6 @@ pub use memory::{
 pub(crate) use port::records;
 pub use port::*;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresBook, PostgresDriver};
+pub use postgres::{PgPartitions, PostgresBook, PostgresDriver};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteBook, SqliteDriver};

@@ -41,6 +41,7 @@ pub mod lease;
 pub mod ledger_book;
 mod operation;
 pub mod outbox;
+pub mod partition_store;
 pub(crate) mod records;
 pub mod scheduler_store;
 pub mod webhook_ledger;
@@ -122,6 +123,12 @@ pub trait JobDriver: Send + Sync + 'static {
     /// The webhook endpoint ledger (every delivery attempt, failure runs, disabled
     /// endpoints), when the driver has one: a `#[webhook]` job records its attempts here.
     fn webhook_ledger(&self) -> Option<&dyn WebhookLedger> {
+        None
+    }
+
+    /// The partitions of the app's range-partitioned tables in the store's own database,
+    /// when it has declarative partitions (Postgres): the partitions job keeps them ready.
+    fn partition_store(&self) -> Option<&dyn partition_store::PartitionStore> {
         None
     }
 

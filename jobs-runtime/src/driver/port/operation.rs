@@ -44,6 +44,9 @@ operations! {
     BackfillMigrationApplied => "backfill_migration_applied",
     BackfillLock => "backfill_lock",
     BackfillProgress => "backfill_progress",
+    PartitionsOf => "partitions_of",
+    PartitionCreate => "partition_create",
+    PartitionDrop => "partition_drop",
     Connect => "connect",
     DecodeBackfillRow => "decode backfill row",
     DecodeEventRow => "decode event row",
@@ -143,6 +146,15 @@ impl Operation {
             Operation::EventPublish => Some(ErrorCode::JobEventInvalid),
             _ => None,
         }
+    }
+
+    /// Whether it is a partitions job's DDL, whose lock waits are bounded by its
+    /// `lock_timeout` (`X_DB_LOCK_TIMEOUT`).
+    pub fn partitions(self) -> bool {
+        matches!(
+            self,
+            Operation::PartitionsOf | Operation::PartitionCreate | Operation::PartitionDrop
+        )
     }
 
     /// Whether it is part of applying the migrations (which create the tables themselves, so a

@@ -84,6 +84,8 @@ fn sqlstate_code(operation: Op, sqlstate: &str) -> Option<ErrorCode> {
         "54000" => Some(ErrorCode::LimitExceeded),
         // invalid byte sequence: a NUL in a text value (jsonb's is 22P05, below).
         "22021" => Some(ErrorCode::ValueUnstorable),
+        // lock_not_available: a partition's DDL waited past its `lock_timeout`.
+        "55P03" if operation.partitions() => Some(ErrorCode::DbLockTimeout),
         s if session_ended(s) => Some(ErrorCode::DriverUnavailable),
         _ => None,
     }

@@ -31,6 +31,7 @@ mod ledger_book;
 mod migrate;
 mod nodelay;
 mod outbox;
+mod partitions;
 mod pinned;
 mod purge;
 mod reads;
@@ -46,6 +47,7 @@ pub use connect::DEFAULT_CONNECT_TIMEOUT;
 pub use ledger_book::PostgresBook;
 pub use migrate::{Migration, MIGRATIONS};
 pub use outbox::PostgresOutbox;
+pub use partitions::PgPartitions;
 pub use pinned::REPLAN_EVERY;
 
 use std::sync::Arc;
@@ -92,6 +94,8 @@ pub struct PostgresDriver {
     /// Whether the pool sets `TCP_NODELAY` as it dials (the pool `connect` builds); a pool of
     /// the caller's own does not, so its connections get it when they are pinned.
     pool_sets_nodelay: bool,
+    /// The app tables' partitions in this database (`partition_store`).
+    partitions: PgPartitions,
 }
 
 /// One pinned connection per sequential caller of the hot path.
@@ -194,6 +198,7 @@ impl PostgresDriver {
     pub fn new(pool: PgPool, schema: &str) -> Result<Self, JobError> {
         sql::check_schema(schema)?;
         Ok(PostgresDriver {
+            partitions: PgPartitions::new(pool.clone()),
             pool,
             sql: Arc::new(Statements::new(schema)),
             schema: schema.into(),
@@ -310,6 +315,10 @@ impl JobDriver for PostgresDriver {
 
     fn backfill_store(&self) -> Option<&dyn super::BackfillStore> {
         Some(self)
+    }
+
+    fn partition_store(&self) -> Option<&dyn super::partition_store::PartitionStore> {
+        Some(&self.partitions)
     }
 
     fn ledger_book(&self) -> Option<&dyn super::LedgerBook> {
