@@ -29,6 +29,7 @@ mod outbox_memory;
 mod outbox_postgres;
 mod outbox_sqlite;
 mod outbox_targets;
+mod partitions_postgres;
 mod purge_postgres;
 mod purge_redis;
 mod redis_harness;

@@ -30,6 +30,8 @@ pub mod job_template_key_field_tenant;
 pub mod job_untyped_closures_and_tuple_input;
 #[path = "ledger/pass/postings.rs"]
 pub mod ledger_postings;
+#[path = "partitions/pass/declared.rs"]
+pub mod partitions_declared;
 #[path = "purge/pass/declared.rs"]
 pub mod purge_declared;
 #[path = "task/pass/catch_up_and_overrides.rs"]

@@ -15,6 +15,7 @@ fn ui() {
     t.compile_fail("ledger/fail/*.rs");
     t.compile_fail("webhook/fail/*.rs");
     t.compile_fail("purge/fail/*.rs");
+    t.compile_fail("partitions/fail/*.rs");
     t.compile_fail("input/fail/*.rs");
 }
 
@@ -25,7 +26,14 @@ fn ui() {
 fn every_macro_refusal_names_its_code() {
     let mut checked = 0;
     for kind in [
-        "job", "task", "backfill", "ledger", "webhook", "purge", "input",
+        "job",
+        "task",
+        "backfill",
+        "ledger",
+        "webhook",
+        "purge",
+        "partitions",
+        "input",
     ] {
         let dir = format!("{kind}/fail");
         for entry in std::fs::read_dir(&dir).unwrap() {

@@ -31,6 +31,7 @@ impl PassKind for PartitionsKind {
         key: "partitions",
         default_cron: DEFAULT_PARTITIONS_CRON,
         takes_input: true,
+        keeps_report: true,
         builds: "the tables one run keeps",
         example: "app.partitions",
         suffix: "Partitions",

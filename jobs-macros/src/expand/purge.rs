@@ -34,6 +34,7 @@ impl PassKind for PurgeKind {
         key: "purge",
         default_cron: DEFAULT_PURGE_CRON,
         takes_input: false,
+        keeps_report: false,
         builds: "one pass's targets",
         example: "app.purge",
         suffix: "Purge",
@@ -128,6 +129,9 @@ pub fn quote_pass<K: PassKind>(decl: &PassDecl<'_, K>) -> TokenStream {
         quote!(handle = #handle),
         quote!(crate = #krate_text),
     ];
+    if pass.keeps_report {
+        job_args.push(quote!(keep_result));
+    }
     if let Some(queue) = &decl.queue {
         job_args.push(quote!(queue = #queue));
     }

@@ -30,6 +30,8 @@ pub struct ScheduledPass {
     pub default_cron: &'static str,
     /// Whether the builder's `run` takes the input (`run(&run, &input)`).
     pub takes_input: bool,
+    /// Whether the job keeps its report (`keep_result`), for the operator to read.
+    pub keeps_report: bool,
     /// What the fn builds, for messages (`one pass's targets`).
     pub builds: &'static str,
     /// A name to suggest (`app.purge`).

@@ -87,8 +87,8 @@ impl PartitionsRequest {
     }
 }
 
-/// What one run did to each table, in declaration order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What one run did to each table, in declaration order (kept as the job's result).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PartitionsReport {
     /// The run's one clock reading.
     pub now: Timestamp,
@@ -97,7 +97,7 @@ pub struct PartitionsReport {
 }
 
 /// What one run did to one table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TableReport {
     /// The table.
     pub table: String,
