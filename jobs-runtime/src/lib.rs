@@ -151,6 +151,8 @@ mod guide_doctests {
     struct Concurrency;
     #[doc = include_str!("../../docs/backfills-and-ledgers.md")]
     struct BackfillsAndLedgers;
+    #[doc = include_str!("../../docs/partitions.md")]
+    struct Partitions;
     #[doc = include_str!("../../docs/tenants.md")]
     struct Tenants;
     #[doc = include_str!("../../docs/outbox.md")]
