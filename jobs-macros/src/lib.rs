@@ -485,6 +485,27 @@ pub fn backfill(args: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Declares a consumer: a durable reader of a cursor-based source (a vendor's cursor, a table
+/// by keyset, a stream), and the task that keeps exactly one lap of it running. The handler
+/// gets each page's rows as a backfill's does; the job reads `lap` pages a lap (default 100),
+/// each a durable step holding the cursor after it, sleeping `poll` (default `"5s"`) while the
+/// source has nothing new, and the next lap starts where the last stopped.
+///
+/// ```ignore
+/// #[consumer(name = "orders.feed", source = orders_after, batch = 100)]
+/// async fn feed_orders(pass: Pass, orders: Vec<Order>) -> Result<(), JobError> { .. }
+/// ```
+///
+/// Arguments: `name` (required: the job's name and key), `source` (required), `batch`, `lap`,
+/// `poll`, `cron` (the supervisor's, default every minute), `tz`, `queue`, `timeout`,
+/// `handle` (the supervisor task's is `<handle>Supervisor`).
+#[proc_macro_attribute]
+pub fn consumer(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::pipeline::run::<expand::consumer::Consumer>(args.into(), item.into())
+        .unwrap_or_else(expand::fallback::Refused::into_tokens)
+        .into()
+}
+
 /// Declares a double-entry ledger: a job whose input is a `Posting`, refused before a line is
 /// written unless balanced per currency and well formed, then written in one durable step
 /// through a `LedgerBook`.

@@ -7,11 +7,13 @@
 //! never hides another. Rules that need more than one argument, or the fn itself, are in
 //! `crate::check`.
 
+mod consumer;
 mod factory;
 mod purge;
 mod webhook;
 
-pub use factory::{vec_item, BackfillDecl, LedgerDecl};
+pub use consumer::ConsumerDecl;
+pub use factory::{vec_item, BackfillDecl, LedgerDecl, PagedDecl};
 pub use purge::{PartitionsDecl, PassDecl, PassKind, PurgeDecl, ScheduledPass};
 pub use webhook::WebhookDecl;
 

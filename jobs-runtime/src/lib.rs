@@ -51,6 +51,7 @@ pub mod clock;
 pub mod codegen;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod consumer;
 #[cfg(feature = "dashboard")]
 pub mod dashboard;
 mod descriptor;
@@ -88,7 +89,7 @@ mod worker;
 #[cfg(feature = "webhooks")]
 pub use jobs_macros::webhook;
 #[doc(inline)]
-pub use jobs_macros::{backfill, input, job, ledger, partitions, posting, purge, task};
+pub use jobs_macros::{backfill, consumer, input, job, ledger, partitions, posting, purge, task};
 
 /// The sqlx this crate is built with, so an app shares one version with it.
 #[cfg(feature = "postgres")]
@@ -189,9 +190,9 @@ pub mod prelude {
     #[cfg(feature = "webhooks")]
     pub use crate::webhook;
     pub use crate::{
-        backfill, input, job, ledger, partitions, posting, purge, task, DependencyFailure,
-        EnqueueOptions, Enqueued, Entry, ErrorCode, Job, JobError, JobState, Jobs, Occurrence,
-        Outcome, Run, Settled,
+        backfill, consumer, input, job, ledger, partitions, posting, purge, task,
+        DependencyFailure, EnqueueOptions, Enqueued, Entry, ErrorCode, Job, JobError, JobState,
+        Jobs, Occurrence, Outcome, Run, Settled,
     };
     // The traits from serde and schemars, the derives from `jobs-macros`: they derive through
     // `jobs`' own copies, so they work in a crate with no serde or schemars dependency.

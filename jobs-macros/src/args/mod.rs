@@ -10,6 +10,7 @@
 
 pub mod backfill;
 pub mod common;
+pub mod consumer;
 pub mod job;
 pub mod purge;
 pub mod task;

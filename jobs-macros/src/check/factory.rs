@@ -2,11 +2,12 @@
 //! seed-inventory.md §30 (items 21 to 27). Single-value rules (`batch = 0`, `rate = 0.0`) are
 //! decided while parsing, in `crate::value`.
 
+use proc_macro2::Span;
 use quote::quote;
 use syn::{Fields, FnArg, Ident, ItemFn, ReturnType, Type};
 
 use crate::errors::Errors;
-use crate::model::{vec_item, BackfillDecl, LedgerDecl};
+use crate::model::{vec_item, BackfillDecl, LedgerDecl, PagedDecl};
 
 /// §30 item 21: a backfill has a name; it is the durable key of its passes (the job's name,
 /// its idempotency key and the ledger's key), so it is never derived from the fn's name.
@@ -35,28 +36,32 @@ pub fn backfill_tenant_is_declared(errs: &mut Errors, decl: &BackfillDecl<'_>) {
     }
 }
 
-/// A backfill reads its pages from a keyset source.
-pub fn backfill_source_is_declared(errs: &mut Errors, decl: &BackfillDecl<'_>) {
-    if decl.args.is_some_and(|args| args.source.is_none()) {
+/// A backfill or a consumer reads its pages from a keyset source.
+pub fn source_is_declared<'a>(errs: &mut Errors, decl: &impl PagedDecl<'a>) {
+    if decl.source_missing() {
         errs.at(
-            decl.attr_span(),
-            "`#[backfill]` needs `source = <fn>`: an `async fn(pass: Pass, after: \
-             Option<Cursor>, limit: u32) -> Result<Page<Row, Cursor>, JobError>` reading the \
-             page after a cursor (keyset, never OFFSET) (X_JOB_DECLARATION_INVALID)",
+            Span::call_site(),
+            format!(
+                "`#[{}]` needs `source = <fn>`: an `async fn(pass: Pass, after: \
+                 Option<Cursor>, limit: u32) -> Result<Page<Row, Cursor>, JobError>` reading \
+                 the page after a cursor (keyset, never OFFSET) (X_JOB_DECLARATION_INVALID)",
+                decl.attr()
+            ),
         );
     }
 }
 
 /// The handler is awaited once per page.
-pub fn handler_is_async(errs: &mut Errors, decl: &BackfillDecl<'_>) {
-    let sig = &decl.item.sig;
+pub fn handler_is_async<'a>(errs: &mut Errors, decl: &impl PagedDecl<'a>) {
+    let attr = decl.attr();
+    let sig = &decl.item().sig;
     if sig.asyncness.is_none() {
         let fn_token = &sig.fn_token;
         let ident = &sig.ident;
         errs.spanned(
             quote!(#fn_token #ident),
             format!(
-                "a `#[backfill]` handler must be `async`: write `async fn {ident}` \
+                "a `#[{attr}]` handler must be `async`: write `async fn {ident}` \
                  (X_JOB_DECLARATION_INVALID)"
             ),
         );
@@ -64,8 +69,10 @@ pub fn handler_is_async(errs: &mut Errors, decl: &BackfillDecl<'_>) {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         errs.spanned(
             &sig.generics,
-            "a `#[backfill]` handler cannot be generic: its rows are the source's \
-             (X_JOB_DECLARATION_INVALID)",
+            format!(
+                "a `#[{attr}]` handler cannot be generic: its rows are the source's \
+                 (X_JOB_DECLARATION_INVALID)"
+            ),
         );
     }
 }
@@ -73,19 +80,20 @@ pub fn handler_is_async(errs: &mut Errors, decl: &BackfillDecl<'_>) {
 /// §30 item 24: the handler gets the pass (tenant, context, cancellation signal) and the
 /// page's rows, and no step API: a page already is one durable step, and a step minted inside
 /// it would collide with itself on the next page.
-pub fn handler_takes_pass_and_rows(errs: &mut Errors, decl: &BackfillDecl<'_>) {
-    let sig = &decl.item.sig;
+pub fn handler_takes_pass_and_rows<'a>(errs: &mut Errors, decl: &impl PagedDecl<'a>) {
+    let (attr, step) = (decl.attr(), decl.step());
+    let sig = &decl.item().sig;
     let shape = format!("`async fn {}(pass: Pass, rows: Vec<Row>)`", sig.ident);
     if let Some(FnArg::Receiver(receiver)) = sig.inputs.first() {
         errs.spanned(
             receiver,
             format!(
-                "a `#[backfill]` handler is a free fn: write {shape} (X_JOB_DECLARATION_INVALID)"
+                "a `#[{attr}]` handler is a free fn: write {shape} (X_JOB_DECLARATION_INVALID)"
             ),
         );
         return;
     }
-    let params: Vec<_> = decl.params().collect();
+    let params = decl.params();
     if params.len() != 2 {
         errs.spanned(
             if sig.inputs.is_empty() {
@@ -95,7 +103,7 @@ pub fn handler_takes_pass_and_rows(errs: &mut Errors, decl: &BackfillDecl<'_>) {
                 quote!(#inputs)
             },
             format!(
-                "a `#[backfill]` handler takes the pass and the page's rows: write {shape} \
+                "a `#[{attr}]` handler takes the pass and the page's rows: write {shape} \
                  (X_JOB_DECLARATION_INVALID)"
             ),
         );
@@ -105,8 +113,8 @@ pub fn handler_takes_pass_and_rows(errs: &mut Errors, decl: &BackfillDecl<'_>) {
         errs.spanned(
             &params[0].ty,
             format!(
-                "a backfill handler gets no step API: each page already runs as its own \
-                 durable step (`batch:N`), so take the pass instead, {shape}; it carries the \
+                "a {attr} handler gets no step API: each page already runs as its own \
+                 durable step (`{step}`), so take the pass instead, {shape}; it carries the \
                  tenant, the app context and the cancellation signal (X_JOB_DECLARATION_INVALID)"
             ),
         );
@@ -115,7 +123,7 @@ pub fn handler_takes_pass_and_rows(errs: &mut Errors, decl: &BackfillDecl<'_>) {
         errs.spanned(
             &params[1].ty,
             format!(
-                "a `#[backfill]` handler takes the page's rows as `Vec<Row>`, with `Row` the \
+                "a `#[{attr}]` handler takes the page's rows as `Vec<Row>`, with `Row` the \
                  source's row type: write {shape} (X_JOB_DECLARATION_INVALID)"
             ),
         );
@@ -131,13 +139,16 @@ fn names_run(ty: &Type) -> bool {
 }
 
 /// The handler answers `Result<(), E>`.
-pub fn handler_returns_a_result(errs: &mut Errors, decl: &BackfillDecl<'_>) {
-    let sig = &decl.item.sig;
+pub fn handler_returns_a_result<'a>(errs: &mut Errors, decl: &impl PagedDecl<'a>) {
+    let attr = decl.attr();
+    let sig = &decl.item().sig;
     if let ReturnType::Default = sig.output {
         errs.at(
             sig.paren_token.span.close(),
-            "a `#[backfill]` handler returns `Result<(), JobError>`: add `-> Result<(), \
-             JobError>` after the parameters (X_JOB_DECLARATION_INVALID)",
+            format!(
+                "a `#[{attr}]` handler returns `Result<(), JobError>`: add `-> Result<(), \
+                 JobError>` after the parameters (X_JOB_DECLARATION_INVALID)"
+            ),
         );
     }
 }

@@ -17,7 +17,9 @@ mod task;
 mod webhook;
 
 use crate::errors::Errors;
-use crate::model::{BackfillDecl, JobDecl, LedgerDecl, PassDecl, PassKind, TaskDecl, WebhookDecl};
+use crate::model::{
+    BackfillDecl, ConsumerDecl, JobDecl, LedgerDecl, PassDecl, PassKind, TaskDecl, WebhookDecl,
+};
 
 /// Every rule for a `#[job]`.
 pub fn job(errs: &mut Errors, decl: &JobDecl<'_>) {
@@ -54,11 +56,29 @@ pub fn task(errs: &mut Errors, decl: &TaskDecl<'_>) {
 pub fn backfill(errs: &mut Errors, decl: &BackfillDecl<'_>) {
     factory::backfill_name_is_declared(errs, decl);
     factory::backfill_tenant_is_declared(errs, decl);
-    factory::backfill_source_is_declared(errs, decl);
+    factory::source_is_declared(errs, decl);
     factory::handler_is_async(errs, decl);
     factory::handler_takes_pass_and_rows(errs, decl);
     factory::handler_returns_a_result(errs, decl);
     factory::factory_handle_is_free(errs, &decl.handle, decl.item, "Backfill");
+    steps::step_names_are_unique(errs, &decl.item.block);
+}
+
+/// Every rule for a `#[consumer]`.
+pub fn consumer(errs: &mut Errors, decl: &ConsumerDecl<'_>) {
+    if decl.args.is_some_and(|args| args.common.name.is_none()) {
+        errs.at(
+            proc_macro2::Span::call_site(),
+            "`#[consumer]` needs `name = \"..\"`: its job's name and key and the ledger's \
+             `consumer:<name>`, where its cursor is kept, e.g. `name = \"orders.feed\"` \
+             (X_JOB_DECLARATION_INVALID)",
+        );
+    }
+    factory::source_is_declared(errs, decl);
+    factory::handler_is_async(errs, decl);
+    factory::handler_takes_pass_and_rows(errs, decl);
+    factory::handler_returns_a_result(errs, decl);
+    factory::factory_handle_is_free(errs, &decl.handle, decl.item, "Consumer");
     steps::step_names_are_unique(errs, &decl.item.block);
 }
 

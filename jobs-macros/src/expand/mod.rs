@@ -3,6 +3,7 @@
 //! fallback used whenever a declaration has errors.
 
 pub mod backfill;
+pub mod consumer;
 mod descriptor;
 pub mod fallback;
 pub mod job;

@@ -96,17 +96,9 @@ impl<'a> BackfillDecl<'a> {
         decl
     }
 
-    /// The typed parameters, in order.
-    pub fn params(&self) -> impl Iterator<Item = &'a syn::PatType> {
-        self.item.sig.inputs.iter().filter_map(|arg| match arg {
-            FnArg::Typed(pat) => Some(pat),
-            FnArg::Receiver(_) => None,
-        })
-    }
-
     /// The row type: `R` in the second parameter's `Vec<R>`.
     pub fn row_ty(&self) -> Option<&'a Type> {
-        let rows = self.params().nth(1)?;
+        let rows = *PagedDecl::params(self).get(1)?;
         vec_item(&rows.ty)
     }
 
@@ -187,5 +179,46 @@ impl<'a> LedgerDecl<'a> {
     /// The attribute itself, for errors about what it lacks.
     pub fn attr_span(&self) -> Span {
         Span::call_site()
+    }
+}
+
+/// A declaration over a keyset source and a per-page handler (`#[backfill]`, `#[consumer]`):
+/// what the handler rules (`crate::check::factory`) read of it.
+pub trait PagedDecl<'a> {
+    /// The attribute's name (`backfill`).
+    fn attr(&self) -> &'static str;
+    /// The durable step a page runs in, as messages name it (`batch:N`).
+    fn step(&self) -> &'static str;
+    /// The handler.
+    fn item(&self) -> &'a ItemFn;
+    /// Whether `source = ..` is missing from well-formed arguments.
+    fn source_missing(&self) -> bool;
+
+    /// The handler's typed parameters, in order.
+    fn params(&self) -> Vec<&'a syn::PatType> {
+        self.item()
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|arg| match arg {
+                FnArg::Typed(pat) => Some(pat),
+                FnArg::Receiver(_) => None,
+            })
+            .collect()
+    }
+}
+
+impl<'a> PagedDecl<'a> for BackfillDecl<'a> {
+    fn attr(&self) -> &'static str {
+        "backfill"
+    }
+    fn step(&self) -> &'static str {
+        "batch:N"
+    }
+    fn item(&self) -> &'a ItemFn {
+        self.item
+    }
+    fn source_missing(&self) -> bool {
+        self.args.is_some_and(|args| args.source.is_none())
     }
 }

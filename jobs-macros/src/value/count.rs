@@ -32,6 +32,7 @@ fn when_zero(arg: &str) -> &'static str {
             "an endpoint disabled after 0 failures would never be sent to; leave \
              `disable_after` out for the default of 10"
         }
+        "lap" => "a lap of 0 pages would read nothing; leave `lap` out for 100 pages a lap",
         _ => "write a number of at least 1",
     }
 }

@@ -65,6 +65,7 @@ fn when_zero(arg: &str) -> &'static str {
         "delay" => "use `backoff = fixed` for evenly spaced retries",
         "max_delay" => "leave `max_delay` out for the 1h default",
         "per" => "a window of 0 would allow no start; give a window such as \"1s\" or \"1m\"",
+        "poll" => "a caught-up consumer would read without a pause; leave `poll` out to wait 5s",
         _ => "leave it out for the default",
     }
 }

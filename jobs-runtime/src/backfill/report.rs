@@ -51,7 +51,8 @@ pub struct PendingReport {
     pub rows: Vec<PendingBackfill>,
     /// The names of the pending ones (never run, or last failed).
     pub pending: Vec<String>,
-    /// Ledger names no declaration carries any more.
+    /// Ledger names no declaration carries any more (consumers' laps, `consumer:<name>`, are
+    /// not backfills and never listed).
     pub orphaned: Vec<String>,
 }
 
@@ -128,6 +129,7 @@ pub fn pending_backfills(
         orphaned: newest
             .keys()
             .filter(|name| !declared.contains_key(*name))
+            .filter(|name| !name.starts_with(crate::driver::backfill_store::CONSUMER_LEDGER_PREFIX))
             .map(|name| name.to_string())
             .collect(),
         rows,

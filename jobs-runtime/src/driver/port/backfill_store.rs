@@ -201,6 +201,10 @@ pub trait BackfillStore: Send + Sync {
     async fn backfill_migration_applied(&self, version: i64) -> Result<bool, JobError>;
 }
 
+/// The prefix of the ledger names under which consumers record their laps
+/// (`consumer:<name>`): the backfills' pending report leaves them out.
+pub const CONSUMER_LEDGER_PREFIX: &str = "consumer:";
+
 /// The Redis set an app on Redis adds its applied migration versions to (`SADD
 /// {<prefix>:migrations} 20261201093000`, the driver's key prefix in the braces), for
 /// [`BackfillStore::backfill_migration_applied`].
