@@ -10,6 +10,7 @@ mod support;
 mod backfill;
 mod concurrency;
 mod concurrency_refused;
+mod consumer;
 mod cron_grammar;
 mod dependencies;
 mod enqueue;
