@@ -13,6 +13,7 @@ mod cluster_redis;
 mod concurrency_postgres;
 mod connect_postgres;
 mod connect_redis;
+mod consumer_sources;
 mod dependencies_recovery;
 mod driver_memory;
 mod driver_postgres;

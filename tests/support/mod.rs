@@ -12,6 +12,7 @@
 pub mod apt;
 pub mod cli;
 pub mod hook_server;
+pub mod nats;
 pub mod outbox;
 pub mod pg;
 pub mod redis;
