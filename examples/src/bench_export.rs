@@ -329,7 +329,11 @@ pub async fn export_and_import(table: &mut Table) -> Result<(), JobError> {
         empty_destination(&pool).await;
         let mut whole = Vec::new();
         for part in 0u64.. {
-            let key = jobs::export::part_key(&format!("r{round}/b500/jfalse"), part, jobs::export::Format::Csv);
+            let key = jobs::export::part_key(
+                &format!("r{round}/b500/jfalse"),
+                part,
+                jobs::export::Format::Csv,
+            );
             let Ok(read) = jobs::export::object_store::ObjectStoreExt::get(
                 &*sink,
                 &jobs::export::object_store::path::Path::from(key),
@@ -355,12 +359,18 @@ pub async fn export_and_import(table: &mut Table) -> Result<(), JobError> {
     }
     let f = |v: Vec<f64>| format!("{:.0}", median(v));
     table.add("export: bare COPY TO STDOUT (csv) rows/s", f(copy));
-    table.add("export: bare keyset SELECT, pages of 500, rows/s", f(select));
+    table.add(
+        "export: bare keyset SELECT, pages of 500, rows/s",
+        f(select),
+    );
     table.add("export: CSV, pages of 500, rows/s", f(csv));
     table.add("export: CSV, pages of 5,000, rows/s", f(csv_big));
     table.add("export: JSON lines, pages of 500, rows/s", f(json));
     table.add("import: bare COPY FROM STDIN (csv) rows/s", f(copy_in));
-    table.add("import: bare unnest upsert, pages of 500, rows/s", f(bare_upsert));
+    table.add(
+        "import: bare unnest upsert, pages of 500, rows/s",
+        f(bare_upsert),
+    );
     table.add("import: CSV parts of 500, unnest upsert, rows/s", f(import));
     table.add(
         "export: CSV bytes for 200,000 rows",

@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 use futures::stream::BoxStream;
 use jobs::clock::Clock;
 use jobs::export::object_store::{
-    self, local::LocalFileSystem, memory::InMemory, path::Path, CopyOptions, GetOptions,
-    GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStoreExt, PutMultipartOptions,
-    PutOptions, PutPayload, PutResult,
+    self, local::LocalFileSystem, memory::InMemory, path::Path, CopyOptions, GetOptions, GetResult,
+    ListResult, MultipartUpload, ObjectMeta, ObjectStoreExt, PutMultipartOptions, PutOptions,
+    PutPayload, PutResult,
 };
 use jobs::export::{
     manifest_key, part_key, Cell, Export, ExportReport, Format, Import, ImportReport, Manifest,
@@ -168,7 +168,11 @@ async fn export_undeclared(run: Run, input: Target) -> Result<ExportReport, JobE
             app.sink.clone(),
             &input.prefix,
             orders_after,
-            |o: &Order| Row::new().set("id", o.id).set("card_number", "4111 1111 1111 1111"),
+            |o: &Order| {
+                Row::new()
+                    .set("id", o.id)
+                    .set("card_number", "4111 1111 1111 1111")
+            },
         )
         .await
 }
@@ -182,7 +186,11 @@ async fn export_nan(run: Run, input: Target) -> Result<ExportReport, JobError> {
             app.sink.clone(),
             &input.prefix,
             orders_after,
-            |o: &Order| Row::new().set("id", o.id).set("ratio", if o.id == 7 { f64::INFINITY } else { 0.5 }),
+            |o: &Order| {
+                Row::new()
+                    .set("id", o.id)
+                    .set("ratio", if o.id == 7 { f64::INFINITY } else { 0.5 })
+            },
         )
         .await
 }
@@ -372,7 +380,11 @@ async fn one_part_per_page_a_manifest_counting_them_and_the_header_in_part_0_onl
     // The steps: one per page holding the cursor and two counters, then the manifest.
     let steps = kit.steps(queued.run_id).await;
     let names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["manifest", "part:0", "part:1", "part:2"], "sorted by name");
+    assert_eq!(
+        names,
+        ["manifest", "part:0", "part:1", "part:2"],
+        "sorted by name"
+    );
     assert_eq!(
         steps[3].output.clone().unwrap(),
         serde_json::json!({ "cursor": 25, "rows": 25, "bytes": bytes, "done": true })
@@ -383,7 +395,9 @@ async fn one_part_per_page_a_manifest_counting_them_and_the_header_in_part_0_onl
 async fn an_empty_source_writes_a_header_only_part_and_a_full_last_page_no_empty_part() {
     let app = App::in_memory(0);
     let kit = kit(&app);
-    ExportCsv::enqueue(kit.jobs(), target("empty")).await.unwrap();
+    ExportCsv::enqueue(kit.jobs(), target("empty"))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
     assert_eq!(
         text_of(&app.sink, "empty/part-00000.csv").await,
@@ -393,7 +407,9 @@ async fn an_empty_source_writes_a_header_only_part_and_a_full_last_page_no_empty
 
     let app = App::in_memory(20);
     let kit = self::kit(&app);
-    ExportCsv::enqueue(kit.jobs(), target("even")).await.unwrap();
+    ExportCsv::enqueue(kit.jobs(), target("even"))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
     // Two full pages, then an empty read: no third part.
     assert_eq!(manifest_of(&app.sink, "even").await.part_rows, [10, 10]);
@@ -491,7 +507,9 @@ async fn a_run_that_failed_after_a_part_landed_resumes_on_that_page_and_rewrites
     });
     let app = App::new(45, flaky.clone());
     let kit = kit(&app);
-    let queued = ExportCsv::enqueue(kit.jobs(), target("resume")).await.unwrap();
+    let queued = ExportCsv::enqueue(kit.jobs(), target("resume"))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
 
     let job = kit.job(queued.id).await;
@@ -523,12 +541,18 @@ async fn a_run_that_failed_after_a_part_landed_resumes_on_that_page_and_rewrites
 async fn json_lines_one_object_a_line_no_header_every_column_present() {
     let app = App::in_memory(12);
     let kit = kit(&app);
-    ExportJson::enqueue(kit.jobs(), target("json")).await.unwrap();
+    ExportJson::enqueue(kit.jobs(), target("json"))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
 
     assert_eq!(
         keys(&app.sink, "json").await,
-        ["json/manifest.json", "json/part-00000.jsonl", "json/part-00001.jsonl"]
+        [
+            "json/manifest.json",
+            "json/part-00000.jsonl",
+            "json/part-00001.jsonl"
+        ]
     );
     let part0 = text_of(&app.sink, "json/part-00000.jsonl").await;
     let lines: Vec<&str> = part0.lines().collect();
@@ -540,18 +564,26 @@ async fn json_lines_one_object_a_line_no_header_every_column_present() {
     // JSON lines neutralise nothing: the text is a JSON string.
     let fifth: serde_json::Value = serde_json::from_str(lines[4]).unwrap();
     assert_eq!(fifth["name"], "=HYPERLINK(\"x\",\"5\")");
-    assert_eq!(manifest_of(&app.sink, "json").await.format, Format::JsonLines);
+    assert_eq!(
+        manifest_of(&app.sink, "json").await.format,
+        Format::JsonLines
+    );
 }
 
 #[tokio::test]
 async fn a_part_over_max_part_bytes_fails_terminally_with_export_part_too_large() {
     let app = App::in_memory(25);
     let kit = kit(&app);
-    let queued = ExportBounded::enqueue(kit.jobs(), target("big")).await.unwrap();
+    let queued = ExportBounded::enqueue(kit.jobs(), target("big"))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
     let error = dead_with(&kit, queued.id, ErrorCode::ExportPartTooLarge).await;
     assert!(error.contains("part 0") && error.contains("300"), "{error}");
-    assert!(keys(&app.sink, "big").await.is_empty(), "nothing was written");
+    assert!(
+        keys(&app.sink, "big").await.is_empty(),
+        "nothing was written"
+    );
 }
 
 #[tokio::test]
@@ -575,18 +607,26 @@ async fn a_number_that_is_not_finite_is_refused_naming_its_column() {
     let queued = ExportNan::enqueue(kit.jobs(), target("nan")).await.unwrap();
     kit.run_to_completion().await;
     let error = dead_with(&kit, queued.id, ErrorCode::ExportRowInvalid).await;
-    assert!(error.contains("`ratio`") && error.contains("not finite"), "{error}");
+    assert!(
+        error.contains("`ratio`") && error.contains("not finite"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
 async fn csv_cells_that_start_like_a_formula_are_neutralised() {
     let app = App::in_memory(10);
     let kit = kit(&app);
-    ExportCsv::enqueue(kit.jobs(), target("formulas")).await.unwrap();
+    ExportCsv::enqueue(kit.jobs(), target("formulas"))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
     let part = text_of(&app.sink, "formulas/part-00000.csv").await;
     // Order 5's name is a formula, order 3's starts with `-`: each gets a `'` in front.
-    assert!(part.contains("\"'=HYPERLINK(\"\"x\"\",\"\"5\"\")\""), "{part}");
+    assert!(
+        part.contains("\"'=HYPERLINK(\"\"x\"\",\"\"5\"\")\""),
+        "{part}"
+    );
     assert!(part.contains(",'-3,"), "{part}");
     // Numbers are never touched, nor text that starts otherwise.
     assert!(part.contains(",3.75,true,"), "{part}");
@@ -659,7 +699,9 @@ async fn the_rate_spends_the_run_clock_instead_of_sleeping() {
     let kit = kit(&app);
     let start = kit.clock().now();
     let wall = std::time::Instant::now();
-    ExportPaced::enqueue(kit.jobs(), target("paced")).await.unwrap();
+    ExportPaced::enqueue(kit.jobs(), target("paced"))
+        .await
+        .unwrap();
     kit.run_until_idle().await;
     // Four pages: the first at once, three more 200 ms apart on the test clock.
     assert_eq!(manifest_of(&app.sink, "paced").await.parts, 4);
@@ -670,7 +712,9 @@ async fn the_rate_spends_the_run_clock_instead_of_sleeping() {
     let app = App::in_memory(35);
     let kit = self::kit(&app);
     let start = kit.clock().now();
-    ExportCsv::enqueue(kit.jobs(), target("unpaced")).await.unwrap();
+    ExportCsv::enqueue(kit.jobs(), target("unpaced"))
+        .await
+        .unwrap();
     kit.run_until_idle().await;
     assert_eq!(manifest_of(&app.sink, "unpaced").await.parts, 4);
     assert_eq!(kit.clock().now(), start);
@@ -688,7 +732,10 @@ async fn builder_values_are_refused_when_built() {
         Export::csv(["id"]).unwrap().max_part_bytes(0).unwrap_err(),
         Export::csv(["id"]).unwrap().rate(0.0).unwrap_err(),
         Export::csv(["id"]).unwrap().rate(-1.0).unwrap_err(),
-        Export::csv(["id"]).unwrap().rate(f64::INFINITY).unwrap_err(),
+        Export::csv(["id"])
+            .unwrap()
+            .rate(f64::INFINITY)
+            .unwrap_err(),
         Import::new(["id", "id"]).unwrap_err(),
         Import::new(["id"]).unwrap().rate(f64::NAN).unwrap_err(),
         Import::new(["id"]).unwrap().max_part_bytes(0).unwrap_err(),
@@ -705,12 +752,19 @@ async fn builder_values_are_refused_when_built() {
 
 #[tokio::test]
 async fn export_then_import_gives_back_the_source_csv_and_json_lines() {
-    for (format, prefix) in [(Format::Csv, "round/csv"), (Format::JsonLines, "round/json")] {
+    for (format, prefix) in [
+        (Format::Csv, "round/csv"),
+        (Format::JsonLines, "round/json"),
+    ] {
         let app = App::in_memory(47);
         let kit = kit(&app);
         match format {
-            Format::Csv => ExportCsv::enqueue(kit.jobs(), target(prefix)).await.unwrap(),
-            Format::JsonLines => ExportJson::enqueue(kit.jobs(), target(prefix)).await.unwrap(),
+            Format::Csv => ExportCsv::enqueue(kit.jobs(), target(prefix))
+                .await
+                .unwrap(),
+            Format::JsonLines => ExportJson::enqueue(kit.jobs(), target(prefix))
+                .await
+                .unwrap(),
         };
         let queued = ImportOrders::enqueue(kit.jobs(), target(prefix))
             .await
@@ -721,10 +775,21 @@ async fn export_then_import_gives_back_the_source_csv_and_json_lines() {
         let names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
-            ["import:0", "import:1", "import:2", "import:3", "import:4", "import:manifest"],
+            [
+                "import:0",
+                "import:1",
+                "import:2",
+                "import:3",
+                "import:4",
+                "import:manifest"
+            ],
             "sorted by name"
         );
-        assert_eq!(*app.imported.lock().unwrap(), *app.orders.lock().unwrap(), "{format:?}");
+        assert_eq!(
+            *app.imported.lock().unwrap(),
+            *app.orders.lock().unwrap(),
+            "{format:?}"
+        );
     }
 }
 
@@ -733,7 +798,9 @@ async fn a_failed_import_resumes_on_its_part() {
     let app = App::in_memory(30);
     *app.fail_upsert_once_on.lock().unwrap() = Some(1);
     let kit = kit(&app);
-    ExportCsv::enqueue(kit.jobs(), target("again")).await.unwrap();
+    ExportCsv::enqueue(kit.jobs(), target("again"))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
     let queued = ImportOrders::enqueue(kit.jobs(), target("again"))
         .await
@@ -761,7 +828,9 @@ async fn a_failed_import_resumes_on_its_part() {
 async fn an_import_refuses_a_part_over_its_bound_and_a_column_it_does_not_take() {
     let app = App::in_memory(25);
     let kit = kit(&app);
-    ExportCsv::enqueue(kit.jobs(), target("wide")).await.unwrap();
+    ExportCsv::enqueue(kit.jobs(), target("wide"))
+        .await
+        .unwrap();
     kit.run_to_completion().await;
     let bounded = ImportBounded::enqueue(kit.jobs(), target("wide"))
         .await
@@ -780,7 +849,8 @@ async fn an_import_refuses_a_part_over_its_bound_and_a_column_it_does_not_take()
 #[tokio::test]
 async fn local_files_hold_the_parts_and_cat_of_them_is_one_csv_file() {
     let dir = TempDir::new("export-local");
-    let sink: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    let sink: Arc<dyn ObjectStore> =
+        Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
     let app = App::new(23, sink);
     let kit = kit(&app);
     ExportCsv::enqueue(kit.jobs(), target("exports/orders"))
@@ -799,7 +869,12 @@ async fn local_files_hold_the_parts_and_cat_of_them_is_one_csv_file() {
     files.sort();
     assert_eq!(
         files,
-        ["manifest.json", "part-00000.csv", "part-00001.csv", "part-00002.csv"]
+        [
+            "manifest.json",
+            "part-00000.csv",
+            "part-00001.csv",
+            "part-00002.csv"
+        ]
     );
     // `cat part-*`, in the shell's order.
     let cat: Vec<u8> = files
@@ -809,7 +884,13 @@ async fn local_files_hold_the_parts_and_cat_of_them_is_one_csv_file() {
         .collect();
     let whole = std::fs::read(dir.path().join("exports/whole/part-00000.csv")).unwrap();
     assert_eq!(cat, whole);
-    assert_eq!(String::from_utf8(cat).unwrap().matches("id,org,name").count(), 1);
+    assert_eq!(
+        String::from_utf8(cat)
+            .unwrap()
+            .matches("id,org,name")
+            .count(),
+        1
+    );
 
     // And read back from the files.
     let queued = ImportOrders::enqueue(kit.jobs(), target("exports/orders"))

@@ -28,12 +28,12 @@ use jobs::prelude::*;
 use jobs::sqlx::postgres::{PgConnection, PgListener};
 use jobs::sqlx::{self, AssertSqlSafe, Connection, PgPool};
 
+#[path = "../bench_export.rs"]
+mod bench_export;
 #[path = "../bench_on_time.rs"]
 mod bench_on_time;
 #[path = "../bench_spans.rs"]
 mod spans;
-#[path = "../bench_export.rs"]
-mod bench_export;
 use bench_on_time::{KIND_PARK, KIND_RETRY, ON_TIME_JOBS};
 
 /// Runs per figure (each figure is their median): `BENCH_RUNS`, 3 by default.

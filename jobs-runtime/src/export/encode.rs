@@ -85,7 +85,11 @@ pub(super) fn row_invalid(column: &str, what: &str) -> JobError {
 
 /// A column name as an error shows it: control characters escaped, at most 64 characters.
 fn printable(column: &str) -> String {
-    column.chars().take(64).flat_map(char::escape_debug).collect()
+    column
+        .chars()
+        .take(64)
+        .flat_map(char::escape_debug)
+        .collect()
 }
 
 fn csv_line(cells: &[Cell], out: &mut Vec<u8>) {
@@ -207,7 +211,10 @@ fn decode_csv(
             .collect();
         for name in &names {
             if !columns.contains(name) {
-                return Err(row_invalid(name, "of the part's header is not in its manifest"));
+                return Err(row_invalid(
+                    name,
+                    "of the part's header is not in its manifest",
+                ));
             }
         }
         if names != columns {
@@ -325,7 +332,10 @@ fn decode_json_lines(columns: &[String], text: &str, part: u64) -> Result<Vec<Ro
             let mut cells: Vec<Option<Cell>> = vec![None; columns.len()];
             for (key, value) in object {
                 let Some(at) = columns.iter().position(|c| *c == key) else {
-                    return Err(row_invalid(&key, "of a line is not in the export's manifest"));
+                    return Err(row_invalid(
+                        &key,
+                        "of a line is not in the export's manifest",
+                    ));
                 };
                 let cell = match value {
                     serde_json::Value::Null => Cell::Null,
@@ -335,12 +345,7 @@ fn decode_json_lines(columns: &[String], text: &str, part: u64) -> Result<Vec<Ro
                         Some(i) => Cell::Int(i),
                         None => Cell::Float(n.as_f64().unwrap_or(f64::NAN)),
                     },
-                    _ => {
-                        return Err(row_invalid(
-                            &key,
-                            "holds an array or an object, not a cell",
-                        ))
-                    }
+                    _ => return Err(row_invalid(&key, "holds an array or an object, not a cell")),
                 };
                 cells[at] = Some(cell);
             }
@@ -383,7 +388,10 @@ mod tests {
                 .set("name", "=SUM(A1:A9)")
                 .set("score", 1.5)
                 .set("ok", true),
-            Row::new().set("id", 2).set("name", "a, \"b\"\nc").set("score", -3),
+            Row::new()
+                .set("id", 2)
+                .set("name", "a, \"b\"\nc")
+                .set("score", -3),
             Row::new().set("id", 3).set("name", ""),
             Row::new().set("id", 4).set("name", "'quoted"),
         ];
@@ -466,6 +474,9 @@ mod tests {
         let rows = (0..100).map(|i| Row::new().set("id", i));
         let e = encode_page(Format::Csv, &cols(&["id"]), rows, true, 64, 2, &mut out).unwrap_err();
         assert!(e.is(ErrorCode::ExportPartTooLarge), "{e}");
-        assert!(out.len() <= 64 + 8, "stopped at the bound, not after the page");
+        assert!(
+            out.len() <= 64 + 8,
+            "stopped at the bound, not after the page"
+        );
     }
 }

@@ -155,13 +155,7 @@ impl Import {
                     .bytes()
                     .await
                     .map_err(|e| sink_error("reading", &key, e))?;
-                let rows = decode_part(
-                    manifest.format,
-                    &manifest.columns,
-                    &body,
-                    part == 0,
-                    part,
-                )?;
+                let rows = decode_part(manifest.format, &manifest.columns, &body, part == 0, part)?;
                 let count = rows.len() as u64;
                 if count != expected {
                     return Err(JobError::new(
@@ -196,8 +190,7 @@ impl Import {
     /// The manifest is one this import can read: its version, its parts counted, its columns
     /// all declared, and its tenant the run's.
     fn check_manifest(&self, run: &Run, manifest: &Manifest) -> Result<(), JobError> {
-        if manifest.version != MANIFEST_VERSION
-            || manifest.part_rows.len() as u64 != manifest.parts
+        if manifest.version != MANIFEST_VERSION || manifest.part_rows.len() as u64 != manifest.parts
         {
             return Err(JobError::new(
                 ErrorCode::JobInputInvalid,
@@ -210,11 +203,7 @@ impl Import {
                 ),
             ));
         }
-        if let Some(column) = manifest
-            .columns
-            .iter()
-            .find(|c| !self.columns.contains(c))
-        {
+        if let Some(column) = manifest.columns.iter().find(|c| !self.columns.contains(c)) {
             return Err(row_invalid(
                 column,
                 "of the export's manifest is not one of the import's columns",
