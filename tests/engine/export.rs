@@ -280,6 +280,15 @@ async fn import_bounded(run: Run, input: Target) -> Result<ImportReport, JobErro
         .await
 }
 
+#[job(key = "import-paced:{prefix}", tenant = none)]
+async fn import_paced(run: Run, input: Target) -> Result<ImportReport, JobError> {
+    let app = run.context::<App>()?;
+    Import::new(COLUMNS)?
+        .rate(4.0)?
+        .run(&run, app.sink.clone(), &input.prefix, upsert)
+        .await
+}
+
 fn target(prefix: &str) -> Target {
     Target {
         prefix: prefix.to_string(),
@@ -899,4 +908,22 @@ async fn local_files_hold_the_parts_and_cat_of_them_is_one_csv_file() {
     kit.run_to_completion().await;
     assert_eq!(kit.job(queued.id).await.state, JobState::Done);
     assert_eq!(*app.imported.lock().unwrap(), *app.orders.lock().unwrap());
+}
+
+#[tokio::test]
+async fn an_import_rate_spends_the_run_clock_too() {
+    let app = App::in_memory(25);
+    let kit = kit(&app);
+    ExportCsv::enqueue(kit.jobs(), target("slow-in"))
+        .await
+        .unwrap();
+    kit.run_until_idle().await;
+    let start = kit.clock().now();
+    ImportPaced::enqueue(kit.jobs(), target("slow-in"))
+        .await
+        .unwrap();
+    kit.run_until_idle().await;
+    // Three parts: the first at once, two more 250 ms apart on the test clock.
+    assert_eq!((kit.clock().now() - start).num_milliseconds(), 500);
+    assert_eq!(app.imported.lock().unwrap().len(), 25);
 }
