@@ -37,9 +37,10 @@ pub(super) fn encode_page(
     if out.len() > max_bytes {
         return Err(too_large(out.len()));
     }
+    let index = ColumnIndex::new(columns);
     let mut count = 0u64;
     for row in rows {
-        let cells = ordered(columns, row)?;
+        let cells = ordered(&index, row)?;
         match format {
             Format::Csv => csv_line(&cells, out),
             Format::JsonLines => json_line(columns, &cells, out),
@@ -52,12 +53,48 @@ pub(super) fn encode_page(
     Ok(count)
 }
 
+/// Where each column sits: a scan over a few columns, a map over many.
+enum ColumnIndex<'a> {
+    Few(&'a [String]),
+    Many(std::collections::HashMap<&'a str, usize>),
+}
+
+impl<'a> ColumnIndex<'a> {
+    fn new(columns: &'a [String]) -> Self {
+        if columns.len() <= 16 {
+            ColumnIndex::Few(columns)
+        } else {
+            ColumnIndex::Many(
+                columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.as_str(), i))
+                    .collect(),
+            )
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            ColumnIndex::Few(columns) => columns.len(),
+            ColumnIndex::Many(map) => map.len(),
+        }
+    }
+
+    fn position(&self, column: &str) -> Option<usize> {
+        match self {
+            ColumnIndex::Few(columns) => columns.iter().position(|c| c == column),
+            ColumnIndex::Many(map) => map.get(column).copied(),
+        }
+    }
+}
+
 /// The row's cells in column order (an absent column is null), or the refusal naming the
 /// first column that is not declared, given twice, or holds a number that is not finite.
-pub(super) fn ordered(columns: &[String], row: Row) -> Result<Vec<Cell>, JobError> {
+fn ordered(columns: &ColumnIndex<'_>, row: Row) -> Result<Vec<Cell>, JobError> {
     let mut cells: Vec<Option<Cell>> = vec![None; columns.len()];
     for (column, cell) in row.into_cells() {
-        let Some(at) = columns.iter().position(|c| *c == column) else {
+        let Some(at) = columns.position(&column) else {
             return Err(row_invalid(&column, "is not one of the export's columns"));
         };
         if cells[at].is_some() {
@@ -466,6 +503,27 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn a_wide_export_finds_its_columns_by_map() {
+        let columns: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
+        let row = Row::new().set("c39", 1).set("c0", "a");
+        let mut out = Vec::new();
+        encode_page(Format::Csv, &columns, [row], false, usize::MAX, 0, &mut out).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.starts_with("a,,") && line.ends_with(",1\n"), "{line}");
+        let e = encode_page(
+            Format::Csv,
+            &columns,
+            [Row::new().set("c40", 1)],
+            false,
+            usize::MAX,
+            0,
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`c40`"), "{e}");
     }
 
     #[test]
