@@ -362,13 +362,14 @@ fn csv_records(text: &str) -> Result<Vec<Vec<Field>>, &'static str> {
 }
 
 fn decode_json_lines(columns: &[String], text: &str, part: u64) -> Result<Vec<Row>, JobError> {
+    let index = ColumnIndex::new(columns);
     text.lines()
         .map(|line| {
             let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line)
                 .map_err(|_| part_invalid(part, "has a line that is not a JSON object"))?;
             let mut cells: Vec<Option<Cell>> = vec![None; columns.len()];
             for (key, value) in object {
-                let Some(at) = columns.iter().position(|c| *c == key) else {
+                let Some(at) = index.position(&key) else {
                     return Err(row_invalid(
                         &key,
                         "of a line is not in the export's manifest",
