@@ -262,6 +262,16 @@ error_codes! {
     /// No declaration carries this backfill name.
     BackfillUnknown = "X_BACKFILL_UNKNOWN", T,
         "name a declared `#[backfill]` (see the manifest's `backfill` rows)";
+    /// An export row (or an imported part's line) does not match the declared columns: a key
+    /// outside them, a key twice, a cell that is not text, a finite number, a boolean or null,
+    /// or a part whose lines do not match its manifest. The message names the column, never
+    /// the value.
+    ExportRowInvalid = "X_EXPORT_ROW_INVALID", T,
+        "make the row fn answer only the declared columns, each once, with text, finite numbers, booleans or null (map NaN and infinities to null or text); on import, declare every column the export's manifest lists";
+    /// One encoded page (one part) came out larger than `max_part_bytes` (8 MiB unless set):
+    /// the bound on what a part holds in memory.
+    ExportPartTooLarge = "X_EXPORT_PART_TOO_LARGE", T,
+        "lower the export's `batch` so a page encodes under the bound, or raise `max_part_bytes` (the part is held in memory while it is written or read)";
     /// A posting's entries do not sum to zero in some currency.
     LedgerUnbalanced = "X_LEDGER_UNBALANCED", T,
         "make every currency's entries sum to zero on their own (an FX posting balances in each currency)";

@@ -60,6 +60,8 @@ pub mod duration;
 mod enqueue;
 mod error;
 mod execution;
+#[cfg(feature = "export")]
+pub mod export;
 mod invoke;
 mod job;
 pub mod ledger;
@@ -178,6 +180,9 @@ mod guide_doctests {
     struct Sqlite;
     #[doc = include_str!("../../docs/writing-a-driver.md")]
     struct WritingADriver;
+    #[cfg(feature = "export")]
+    #[doc = include_str!("../../docs/export-and-import.md")]
+    struct ExportAndImport;
     #[cfg(feature = "redis")]
     #[doc = include_str!("../../docs/redis.md")]
     struct Redis;

@@ -1,8 +1,14 @@
-//! A worker process for the backfill kill test, on the schema named by `JOBS_SCHEMA`: one
-//! backfill over `<schema>.items`, which records every page its handler runs in
-//! `<schema>.page_runs`, so the test can SIGKILL it mid-pass and count what ran again.
+//! A worker process for the backfill and export kill tests, on the schema named by
+//! `JOBS_SCHEMA`: one backfill over `<schema>.items`, which records every page its handler runs
+//! in `<schema>.page_runs`, and one export of the same rows into the local folder named by
+//! `EXPORT_DIR` (when set), whose source records every page it reads in
+//! `<schema>.export_reads`, so a test can SIGKILL it mid-pass and count what ran again.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use jobs::export::object_store::{local::LocalFileSystem, memory::InMemory};
+use jobs::export::{Export, ExportReport, ObjectStore, Row as ExportRow};
 
 use jobs::driver::PostgresDriver;
 use jobs::prelude::*;
@@ -11,6 +17,7 @@ use jobs::sqlx::{self, AssertSqlSafe, Row};
 struct Db {
     pool: sqlx::PgPool,
     schema: String,
+    sink: Arc<dyn ObjectStore>,
 }
 
 #[derive(Debug)]
@@ -69,14 +76,59 @@ async fn label_items(pass: Pass, rows: Vec<Item>) -> Result<(), JobError> {
     Ok(())
 }
 
+/// The export's source: the same keyset read, each page's read recorded with the process id.
+async fn items_read(
+    pass: Pass,
+    after: Option<i64>,
+    limit: u32,
+) -> Result<Page<Item, i64>, JobError> {
+    let db = pass.context::<Db>()?;
+    let record = format!(
+        "insert into {}.export_reads (page, pid) values ($1, $2)",
+        db.schema
+    );
+    sqlx::query(AssertSqlSafe(record))
+        .bind(pass.page() as i64)
+        .bind(std::process::id() as i32)
+        .execute(&db.pool)
+        .await?;
+    items_after(pass, after, limit).await
+}
+
+#[input]
+struct ExportTarget {
+    prefix: String,
+}
+
+#[job(key = "items-export:{prefix}", tenant = none)]
+async fn export_items(run: Run, input: ExportTarget) -> Result<ExportReport, JobError> {
+    let db = run.context::<Db>()?;
+    Export::csv(["id"])?
+        .batch(100)?
+        .rate(20.0)?
+        .run(
+            &run,
+            db.sink.clone(),
+            &input.prefix,
+            items_read,
+            |item: &Item| ExportRow::new().set("id", item.id),
+        )
+        .await
+}
+
 #[tokio::main]
 async fn main() -> Result<(), JobError> {
     let url = std::env::var("DATABASE_URL").expect("DATABASE_URL");
     let schema = std::env::var("JOBS_SCHEMA").expect("JOBS_SCHEMA");
     let driver = PostgresDriver::connect(&url).await?.with_schema(&schema)?;
+    let sink: Arc<dyn ObjectStore> = match std::env::var("EXPORT_DIR") {
+        Ok(dir) => Arc::new(LocalFileSystem::new_with_prefix(dir).expect("the export folder")),
+        Err(_) => Arc::new(InMemory::new()),
+    };
     let db = Db {
         pool: driver.pool().clone(),
         schema,
+        sink,
     };
     let jobs = Jobs::new(driver);
     let worker = jobs
@@ -84,7 +136,7 @@ async fn main() -> Result<(), JobError> {
         .visibility_timeout(Duration::from_millis(1_000))
         .poll_interval(Duration::from_millis(50))
         .idle_poll_max(Duration::from_millis(200))
-        .context(std::sync::Arc::new(db))
+        .context(Arc::new(db))
         .build()?;
     let _running = worker.start();
     println!("ready");

@@ -15,6 +15,7 @@ mod cron_grammar;
 mod dependencies;
 mod enqueue;
 mod events;
+mod export;
 mod fuzz_driver_model;
 mod fuzz_parsers;
 mod invoke;

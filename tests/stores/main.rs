@@ -21,6 +21,7 @@ mod driver_redis;
 mod driver_redis_cluster;
 mod driver_sqlite;
 mod durability_redis;
+mod export_postgres;
 mod groups_across_queues;
 mod hot_path_postgres;
 mod known_claim_postgres;

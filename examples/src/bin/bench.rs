@@ -17,7 +17,8 @@
 //! `ontime` (how late an idle worker starts a delayed job, a retry after its backoff and a
 //! parked sleep, written by another client with its own pool, and its claims meanwhile),
 //! `spans` (a parent fanning out to 1,000 children and in again, and a batch of 10,000 with its
-//! callback, each beside the same jobs enqueued in bulk and drained plain).
+//! callback, each beside the same jobs enqueued in bulk and drained plain), `export` (export
+//! and import of 200,000 rows, rows/s, beside `COPY`, the keyset `SELECT` and the bare upsert).
 //! `BENCH_RUNS` sets the runs per figure (3).
 
 use std::time::{Duration, Instant};
@@ -27,6 +28,8 @@ use jobs::prelude::*;
 use jobs::sqlx::postgres::{PgConnection, PgListener};
 use jobs::sqlx::{self, AssertSqlSafe, Connection, PgPool};
 
+#[path = "../bench_export.rs"]
+mod bench_export;
 #[path = "../bench_on_time.rs"]
 mod bench_on_time;
 #[path = "../bench_spans.rs"]
@@ -979,6 +982,9 @@ async fn main() -> Result<(), JobError> {
     }
     if wants("ontime") {
         on_time_starts(&mut table).await?;
+    }
+    if wants("export") {
+        bench_export::export_and_import(&mut table).await?;
     }
     println!("\n| measure | value |\n|---|---|");
     for (what, value) in &table.rows {

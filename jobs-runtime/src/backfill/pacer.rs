@@ -76,7 +76,7 @@ impl Pacer {
 fn aborted() -> JobError {
     JobError::new(
         ErrorCode::Aborted,
-        "the backfill pass was cancelled while it waited for its next page",
+        "the pass (a backfill, an export or an import) was cancelled while it waited for its next page",
     )
 }
 
