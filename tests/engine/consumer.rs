@@ -84,37 +84,79 @@ fn report(job: &jobs::driver::JobRecord) -> ConsumerReport {
     serde_json::from_value(job.result.clone().expect("the lap's report")).unwrap()
 }
 
+/// Every lap of the consumer, oldest first.
+async fn laps(kit: &TestKit) -> Vec<jobs::driver::JobRecord> {
+    let page = kit
+        .jobs()
+        .operator()
+        .list_jobs(&jobs::driver::introspect::JobListParams {
+            name: Some("test.feed".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut all = Vec::new();
+    for row in page.jobs.iter().rev() {
+        all.push(kit.job(row.id).await);
+    }
+    all
+}
+
+fn live(state: JobState) -> bool {
+    matches!(
+        state,
+        JobState::Ready | JobState::Delayed | JobState::Running | JobState::Suspended
+    )
+}
+
 #[tokio::test]
-async fn a_lap_reads_pages_and_the_next_lap_starts_where_it_stopped() {
+async fn laps_read_on_from_the_last_cursor_and_each_enqueues_the_next() {
     let feed = Arc::new(Feed::default());
     feed.add(1..=35);
     let kit = kit(&feed);
-    let lap = kit.run::<FeedItems>(ConsumerLap::default()).await;
-    assert_eq!(lap.state, JobState::Done, "{:?}", lap.last_error);
-    // 10 + 10 + 10 + 5: four pages, the lap's limit.
-    let first = report(&lap);
-    assert_eq!((first.pages, first.rows), (4, 35));
-    assert_eq!(first.cursor, Some(serde_json::json!(35)));
-    let steps: Vec<String> = kit
-        .steps(lap.run_id)
+    let first = kit.enqueue::<FeedItems>(ConsumerLap::default()).await;
+    kit.run_until_idle().await;
+    let all = laps(&kit).await;
+    // Lap 1 stopped at its limit (10 + 10 + 10 + 5); lap 2, due at once, found nothing new
+    // and enqueued lap 3, due after `poll`.
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(all[0].id, first.id);
+    let one = report(&all[0]);
+    assert_eq!((one.pages, one.rows), (4, 35));
+    assert_eq!(one.cursor, Some(serde_json::json!(35)));
+    let mut steps: Vec<String> = kit
+        .steps(all[0].run_id)
         .await
         .into_iter()
         .map(|s| s.name)
         .collect();
+    steps.sort();
     assert_eq!(
         steps,
-        ["consumer:start", "page:0", "page:1", "page:2", "page:3"]
+        [
+            "consumer:next",
+            "consumer:start",
+            "page:0",
+            "page:1",
+            "page:2",
+            "page:3"
+        ]
     );
+    let two = report(&all[1]);
+    assert_eq!((two.pages, two.rows), (1, 0), "caught up at once");
+    assert_eq!(all[2].state, JobState::Delayed);
 
     feed.add(36..=50);
-    let next = kit.run::<FeedItems>(ConsumerLap::default()).await;
-    let second = report(&next);
-    assert_eq!(second.rows, 15, "only the rows after the last lap's cursor");
-    assert_eq!(second.cursor, Some(serde_json::json!(50)));
+    kit.advance(Duration::from_secs(5));
+    kit.run_until_idle().await;
+    let all = laps(&kit).await;
+    let three = report(&all[2]);
+    assert_eq!(three.rows, 15, "only the rows after the last lap's cursor");
+    assert_eq!(three.cursor, Some(serde_json::json!(50)));
     assert_eq!(feed.seen(), (50, 1), "every row once");
 
     // Each lap is in the ledger of passes, under `consumer:<name>`, newest first.
-    let laps = kit
+    let ledger = kit
         .jobs()
         .backfills()
         .list(BackfillListParams {
@@ -123,31 +165,11 @@ async fn a_lap_reads_pages_and_the_next_lap_starts_where_it_stopped() {
         })
         .await
         .unwrap();
-    assert_eq!(laps.len(), 2);
-    assert_eq!(laps[0].last_cursor, Some(serde_json::json!(50)));
+    assert_eq!(ledger.len(), 3);
+    assert_eq!(ledger[0].last_cursor, Some(serde_json::json!(50)));
     // And never an orphaned backfill.
     let pending = kit.jobs().backfills().pending().await.unwrap();
     assert!(pending.orphaned.is_empty(), "{pending:?}");
-}
-
-#[tokio::test]
-async fn a_caught_up_lap_sleeps_and_reads_what_arrives() {
-    let feed = Arc::new(Feed::default());
-    feed.add(1..=10);
-    let kit = kit(&feed);
-    let queued = kit.enqueue::<FeedItems>(ConsumerLap::default()).await;
-    kit.run_until_idle().await;
-    // Page 0 took ten rows, page 1 found nothing: the lap sleeps.
-    let job = kit.job(queued.id).await;
-    assert_eq!(job.state, JobState::Suspended);
-    feed.add(11..=12);
-    kit.advance(Duration::from_secs(5));
-    kit.run_until_idle().await;
-    assert_eq!(feed.seen(), (12, 1));
-    kit.run_to_completion().await;
-    let done = kit.job(queued.id).await;
-    assert_eq!(done.state, JobState::Done);
-    assert_eq!(report(&done).rows, 12);
 }
 
 #[tokio::test]
@@ -174,21 +196,49 @@ async fn the_supervisor_keeps_one_lap_live_and_restarts_a_dead_one() {
     );
     assert_eq!(again.id, first.id);
 
-    // The lap dies on its third page (rows 21..=25): terminal, dead-lettered.
-    kit.run_to_completion().await;
-    let dead = kit.job(first.id).await;
-    assert_eq!(dead.state, JobState::Dead);
+    // The lap dies on its third page (rows 21..=25): terminal, dead-lettered, no successor.
+    kit.run_until_idle().await;
+    assert_eq!(kit.job(first.id).await.state, JobState::Dead);
     assert_eq!(feed.seen(), (20, 1));
+    assert_eq!(laps(&kit).await.len(), 1);
 
     // The next fire starts a new lap from the dead lap's last recorded cursor.
-    let restarted = kit.run::<FeedItems>(ConsumerLap::default()).await;
-    assert_ne!(restarted.id, first.id);
-    assert_eq!(
-        restarted.state,
-        JobState::Done,
-        "{:?}",
-        restarted.last_error
-    );
-    assert_eq!(report(&restarted).rows, 5);
+    let restarted = kit.enqueue::<FeedItems>(ConsumerLap::default()).await;
+    assert!(!restarted.deduped);
+    kit.run_until_idle().await;
+    let lap = kit.job(restarted.id).await;
+    assert_eq!(lap.state, JobState::Done, "{:?}", lap.last_error);
+    assert_eq!(report(&lap).rows, 5);
     assert_eq!(feed.seen(), (25, 1), "no row handled twice, none skipped");
+}
+
+#[tokio::test]
+async fn a_supervisor_lap_and_a_chained_lap_merge_and_never_run_together() {
+    let feed = Arc::new(Feed::default());
+    feed.add(1..=5);
+    let kit = kit(&feed);
+    // Lap of turn 0 catches up; its successor (turn 1) waits `poll`.
+    kit.enqueue::<FeedItems>(ConsumerLap::default()).await;
+    kit.run_until_idle().await;
+    let waiting = laps(&kit).await;
+    assert_eq!(waiting.len(), 2);
+    assert!(live(waiting[1].state));
+    // The supervisor fires meanwhile: a turn-0 lap beside the waiting turn-1 one.
+    let supervised = kit.enqueue::<FeedItems>(ConsumerLap::default()).await;
+    assert!(!supervised.deduped);
+    feed.add(6..=30);
+    for _ in 0..10 {
+        kit.advance(Duration::from_secs(5));
+        kit.run_until_idle().await;
+        let running = laps(&kit)
+            .await
+            .iter()
+            .filter(|l| l.state == JobState::Running)
+            .count();
+        assert!(running <= 1, "never two laps running");
+    }
+    // Every row once, and the chains merged: one live lap, not two.
+    assert_eq!(feed.seen(), (30, 1));
+    let live_laps = laps(&kit).await.iter().filter(|l| live(l.state)).count();
+    assert_eq!(live_laps, 1, "the two chains became one");
 }

@@ -227,20 +227,21 @@ async fn a_nats_jetstream_stream_by_sequence() {
     });
     let kit = TestKit::with_worker(|w| w.context(events.clone()));
 
-    // A lap of three pages of 25: 60 messages and the first empty read ends it... on its
-    // third page; the next lap reads on from sequence 60.
-    let lap = kit.run::<RecordEvents>(ConsumerLap::default()).await;
-    assert_eq!(lap.state, JobState::Done, "{:?}", lap.last_error);
-    let first: ConsumerReport = serde_json::from_value(lap.result.unwrap()).unwrap();
+    // A lap of three pages (25, 25, 10) stops at its limit; the next, due at once, finds
+    // nothing new; the one after waits `poll`, then reads what was published meanwhile.
+    let lap = kit.enqueue::<RecordEvents>(ConsumerLap::default()).await;
+    kit.run_until_idle().await;
+    let first = kit.job(lap.id).await;
+    assert_eq!(first.state, JobState::Done, "{:?}", first.last_error);
+    let first: ConsumerReport = serde_json::from_value(first.result.unwrap()).unwrap();
     assert_eq!(
         (first.rows, first.cursor),
         (60, Some(serde_json::json!(60)))
     );
 
     publish(61, 80).await;
-    let next = kit.run::<RecordEvents>(ConsumerLap::default()).await;
-    let second: ConsumerReport = serde_json::from_value(next.result.unwrap()).unwrap();
-    assert_eq!(second.rows, 20);
+    kit.advance(Duration::from_secs(2));
+    kit.run_until_idle().await;
     let seen = events.seen.lock().unwrap().clone();
     let expected: Vec<String> = (1..=80).map(|n| format!("event-{n}")).collect();
     assert_eq!(seen, expected, "every message once, in order");

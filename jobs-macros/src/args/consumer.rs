@@ -20,7 +20,7 @@ pub struct ConsumerArgs {
     pub batch: Option<Arg<Count>>,
     /// `lap = 100`: pages per lap.
     pub lap: Option<Arg<Count>>,
-    /// `poll = "5s"`: a caught-up lap's sleep.
+    /// `poll = "5s"`: how long after a caught-up lap the next starts.
     pub poll: Option<Arg<DurationValue>>,
     /// `cron = "* * * * *"`: when the supervisor fires.
     pub cron: Option<Arg<CronValue>>,
@@ -48,8 +48,8 @@ impl ArgNames for ConsumerArgs {
 pub fn consumer_refused(arg: &str) -> Option<String> {
     let reason = match arg {
         "key" => {
-            "a consumer's idempotency key is its `name`: the supervisor's enqueue dedupes onto \
-             the live lap, so two never run at once (X_JOB_DECLARATION_INVALID)"
+            "a consumer's idempotency key is `<name>:<turn>`: the supervisor's enqueue dedupes \
+             onto the live lap, so two never run at once (X_JOB_DECLARATION_INVALID)"
         }
         "tenant" => {
             "a consumer belongs to no tenant: one lap at a time reads the whole source; keep a \

@@ -1,8 +1,8 @@
 //! `#[consumer]`: its part of the pipeline (`super::pipeline`), and what it emits: the handler
-//! unchanged, then a `#[job]` (key: the name, so one lap at a time) whose body reads the
-//! declared source in laps through `jobs::consumer::run_consumer`, and a `#[task]`,
-//! `<name>.supervisor`, that enqueues it every minute by default. Both go through their own
-//! attributes, so the pair is checked like any job and task.
+//! unchanged, then a `#[job]` (key `<name>:{turn}`, a fleet-wide cap of one: one lap at a
+//! time) whose body reads the declared source in laps through `jobs::consumer::run_consumer`,
+//! and a `#[task]`, `<name>.supervisor`, that enqueues it every minute by default. Both go
+//! through their own attributes, so the pair is checked like any job and task.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned, ToTokens};
@@ -91,10 +91,12 @@ fn quote_consumer(decl: &ConsumerDecl<'_>) -> TokenStream {
     let batch = decl.batch.unwrap_or(DEFAULT_BATCH);
     let lap = decl.lap.unwrap_or(DEFAULT_LAP);
     let poll = decl.poll_millis.unwrap_or(DEFAULT_POLL_MILLIS);
+    let key = format!("{name}:{{turn}}");
     let mut job_args = vec![
         quote!(name = #name),
-        quote!(key = #name),
+        quote!(key = #key),
         quote!(tenant = none),
+        quote!(concurrency = 1),
         quote!(keep_result),
         quote!(handle = #handle),
         quote!(crate = #krate_text),
@@ -126,10 +128,11 @@ fn quote_consumer(decl: &ConsumerDecl<'_>) -> TokenStream {
         #[#krate::job(#(#job_args),*)]
         #vis async fn #job_fn(
             run: #krate::Run,
-            _lap: #krate::consumer::ConsumerLap,
+            lap: #krate::consumer::ConsumerLap,
         ) -> ::std::result::Result<#krate::consumer::ConsumerReport, #krate::JobError> {
-            #krate::consumer::run_consumer(
+            #krate::consumer::run_consumer::<#handle, _, _>(
                 run,
+                lap,
                 #krate::consumer::ConsumerSpec {
                     name: #name,
                     batch: #batch,

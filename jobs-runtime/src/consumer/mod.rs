@@ -3,18 +3,24 @@
 //!
 //! A consumer is a keyset source and a per-page handler, as a backfill is
 //! ([`crate::backfill`]: the same `Pass`, `Page` and source shape), but it never ends: it reads
-//! on from where it stopped, forever. Its job runs in **laps**: a lap reads at most `lap` pages,
-//! each in its own durable step (`page:N`, whose output is the cursor after it), and while the
-//! source has nothing new it sleeps `poll` (a durable sleep: the run parks and any worker
-//! resumes it). A lap records itself in the ledger of passes under `consumer:<name>` (the same
-//! ledger backfills use: status, pages, rows, the last cursor); the next lap starts from the
-//! last cursor the ledger holds.
+//! on from where it stopped, forever. Its job runs in **laps**: a lap reads pages, each in its
+//! own durable step (`page:N`, whose output is the cursor after it), until a page comes back
+//! empty (caught up) or it has read `lap` pages; then it enqueues the next lap (in the step
+//! `consumer:next`): due at once when it stopped at its limit, `poll` later when it caught up.
+//! Each lap records itself in the ledger of passes under `consumer:<name>` (the ledger
+//! backfills use: status, pages, rows, the last cursor); the next lap starts from the last
+//! cursor the ledger holds. Laps bound how many steps one run keeps, so a resumed lap replays
+//! a bounded history.
 //!
-//! The supervisor is a task, `<name>.supervisor`, firing every minute by default: it enqueues
-//! the consumer's job under its fixed key (the name), so while a lap is live (running,
-//! sleeping, waiting to retry) the enqueue dedupes onto it: never two laps at once. When a lap
-//! completes, or dies (dead-lettered), the next fire starts the next lap from the last
-//! cursor: the consumer is restarted within one period.
+//! **Never two at once.** A consumer's job has a fleet-wide cap of one (`concurrency = 1`, in
+//! the lease store), and its key is `<name>:<turn>`, laps alternating turns `0` and `1`. The
+//! supervisor, a task named `<name>.supervisor` firing every minute by default, enqueues turn
+//! `0`: while a lap of that turn is live (running, retrying, queued) the enqueue dedupes onto
+//! it; a lap of the other turn that is live meanwhile enqueues its successor, of turn `0`,
+//! onto the supervisor's, so the two chains become one, and the cap keeps any two from
+//! running together. When a lap dies (dead-lettered), nothing enqueues its successor; the
+//! supervisor's next fire starts a new lap from the last recorded cursor: the consumer is
+//! restarted within one period.
 //!
 //! ```
 //! use jobs::prelude::*;
@@ -39,14 +45,18 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let kit = jobs::testing::TestKit::new();
-//! let lap = kit.run::<FeedOrders>(ConsumerLap::default()).await;
-//! assert_eq!(lap.state, JobState::Done); // three pages of 100, 100 and 50: a lap
+//! let lap = kit.enqueue::<FeedOrders>(ConsumerLap::default()).await;
+//! kit.run_until_idle().await; // a lap of three pages (100, 100 and 50); the next is due in 5s
+//! assert_eq!(kit.job(lap.id).await.state, JobState::Done);
 //! # }
 //! ```
 //!
 //! Delivery is at least once: a page whose step completed is never handled again by its lap,
 //! but a lap that died after handling a page and before recording it hands that page to the
 //! next lap. Write the handler idempotently (upserts, a processed-id check).
+//!
+//! Laps are jobs like any other: the operator sees each one (`jobs ls --name <name>`), its
+//! report is kept as its result, and `jobs backfills --name consumer:<name>` lists the ledger.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -60,29 +70,36 @@ use crate::driver::backfill_store::{
     BackfillBeginParams, BackfillFinishParams, BackfillListParams, BackfillProgressParams,
     BackfillStore, PassStatus,
 };
+use crate::enqueue::{EnqueueOptions, Prepared};
 use crate::error::{ErrorClass, ErrorCode, JobError};
+use crate::job::Job;
 use crate::run::Run;
 
 /// Rows per page unless declared (`batch = ..`).
 pub const DEFAULT_CONSUMER_BATCH: u32 = 100;
 /// Pages per lap unless declared (`lap = ..`).
 pub const DEFAULT_CONSUMER_LAP: u32 = 100;
-/// How long a caught-up lap sleeps before it reads again unless declared (`poll = ..`).
+/// How long after a caught-up lap the next one starts unless declared (`poll = ..`).
 pub const DEFAULT_CONSUMER_POLL: Duration = Duration::from_secs(5);
 /// The supervisor's schedule unless declared (`cron = ..`): every minute.
 pub const DEFAULT_SUPERVISOR_CRON: &str = "* * * * *";
 pub use crate::driver::backfill_store::CONSUMER_LEDGER_PREFIX;
 
-/// What a consumer's job is enqueued with: nothing (each lap starts where the last stopped).
+/// What a consumer's job is enqueued with: its turn (the supervisor's laps are turn `0`, each
+/// lap's successor the other turn). Each lap starts where the last stopped.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ConsumerLap {}
+pub struct ConsumerLap {
+    /// `0` or `1`: the lap's key is `<name>:<turn>`.
+    #[serde(default)]
+    pub turn: u8,
+}
 
 /// What one lap did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConsumerReport {
     /// The consumer.
     pub name: String,
-    /// Pages read (the empty ones a caught-up lap read included).
+    /// Pages read (the empty one a caught-up lap ended on included).
     pub pages: u64,
     /// Rows handled.
     pub rows: u64,
@@ -99,7 +116,7 @@ pub struct ConsumerSpec {
     pub batch: u32,
     /// Pages per lap.
     pub lap: u32,
-    /// The sleep of a caught-up lap.
+    /// How long after a caught-up lap the next starts.
     pub poll: Duration,
 }
 
@@ -120,12 +137,14 @@ pub fn ledger_name(name: &str) -> String {
 
 /// Not public API: the body `#[consumer]` generates for its job.
 #[doc(hidden)]
-pub async fn run_consumer<F, Fut>(
+pub async fn run_consumer<J, F, Fut>(
     run: Run,
+    lap: ConsumerLap,
     spec: ConsumerSpec,
     page: F,
 ) -> Result<ConsumerReport, JobError>
 where
+    J: Job<Input = ConsumerLap>,
     F: Fn(Pass, Option<serde_json::Value>, u32) -> Fut,
     Fut: Future<Output = Result<PageDone, JobError>>,
 {
@@ -177,9 +196,10 @@ where
         rows: 0,
         empty: false,
     };
-    match laps(&run, spec, ledger, &page, &mut last).await {
+    match pages(&run, spec, ledger, &page, &mut last).await {
         Ok(()) => {
             finish(&run, ledger, PassStatus::Completed, &last).await?;
+            next_lap::<J>(&run, &lap, spec, last.empty).await?;
             Ok(ConsumerReport {
                 name: spec.name.to_string(),
                 pages: last.pages,
@@ -226,8 +246,40 @@ async fn finish(
         .await
 }
 
-/// The lap's pages, from the first not yet checkpointed; a caught-up page sleeps `poll`.
-async fn laps<F, Fut>(
+/// Enqueues the lap after this one, once (a step): the other turn, due now after a lap that
+/// stopped at its limit, `poll` later after one that caught up.
+async fn next_lap<J: Job<Input = ConsumerLap>>(
+    run: &Run,
+    lap: &ConsumerLap,
+    spec: ConsumerSpec,
+    caught_up: bool,
+) -> Result<(), JobError> {
+    run.step("consumer:next", async {
+        let now = run.now();
+        let next = ConsumerLap {
+            turn: 1 - lap.turn.min(1),
+        };
+        let due = if caught_up {
+            now + chrono::TimeDelta::from_std(spec.poll).unwrap_or_default()
+        } else {
+            now
+        };
+        let mut requests = vec![Prepared::of::<J>(&next)?.into_request(
+            &EnqueueOptions::new()
+                .run_at(due)
+                .actor(format!("job:{}", run.job_id()))
+                .direct(),
+            now,
+        )?];
+        crate::enqueue::send_many(&**run.driver(), run.local_wake(), &mut requests).await?;
+        Ok::<_, JobError>(())
+    })
+    .await
+}
+
+/// The lap's pages, from the first not yet checkpointed, until one comes back empty or the
+/// lap's limit.
+async fn pages<F, Fut>(
     run: &Run,
     spec: ConsumerSpec,
     ledger: &dyn BackfillStore,
@@ -265,9 +317,8 @@ where
                 })
                 .await?;
         }
-        // Nothing new: wait before reading again, unless the lap is over anyway.
-        if last.empty && n + 1 < u64::from(spec.lap) {
-            run.sleep(spec.poll).await?;
+        if last.empty {
+            break;
         }
     }
     Ok(())
