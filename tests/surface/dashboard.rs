@@ -1153,7 +1153,7 @@ async fn the_enqueue_form_chooses_a_priority() {
         let (status, body) = dash
             .post("/admin/manifest/dash_urgent", "manage", &fields)
             .await;
-        assert_eq!(status, 409, "{bad}: {body}");
+        assert_eq!(status, 400, "{bad}: {body}");
         assert!(body.contains("X_INVARIANT"), "{bad}: {body}");
         assert!(
             body.contains("Fix:") && body.contains("-5") && body.contains("claimed first"),
@@ -1662,7 +1662,7 @@ async fn error_pages_have_the_layout_and_a_way_back() {
             "X_DASHBOARD_FORBIDDEN",
         ),
         (unknown, "read", 404, "X_JOB_NOT_FOUND"),
-        (bad, "read", 422, "X_CLI_BAD_FLAG"),
+        (bad, "read", 400, "X_INVARIANT"),
     ] {
         let response = dash
             .request(path, role)
