@@ -251,7 +251,13 @@ async fn a_read_only_server_refuses_an_enqueue_tool_with_a_code() {
         refusal["fix"].as_str().unwrap().contains("--allow-enqueue"),
         "{refusal}"
     );
-    assert!(kit.jobs().stats().await.unwrap().iter().all(|q| q.ready == 0));
+    assert!(kit
+        .jobs()
+        .stats()
+        .await
+        .unwrap()
+        .iter()
+        .all(|q| q.ready == 0));
     client.cancel().await.unwrap();
 }
 
@@ -266,8 +272,14 @@ async fn a_server_opened_for_writes_enqueues_through_its_tools() {
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    assert!(names.contains(&"enqueue.payments.receipt".to_string()), "{names:?}");
-    assert!(names.contains(&"enqueue.payments.capture".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"enqueue.payments.receipt".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"enqueue.payments.capture".to_string()),
+        "{names:?}"
+    );
     // The served tools are the committed list's: read tools and one enqueue tool per job.
     let listed = jobs::codegen::mcp_tools::tool_list(&manifest());
     let mut committed: Vec<String> = listed["tools"]

@@ -161,7 +161,9 @@ impl JobsMcp {
                     ErrorCode::JobNotFound,
                     format!("job `{name}` is in the manifest but not linked into this server"),
                 )
-                .with_fix("serve the MCP server from a binary that links the crate declaring the job"),
+                .with_fix(
+                    "serve the MCP server from a binary that links the crate declaring the job",
+                ),
             )
         })?;
         let mut options = EnqueueOptions::new().actor(MCP_ACTOR);
@@ -169,7 +171,10 @@ impl JobsMcp {
             None | Some(Value::Null) => {}
             Some(value) => {
                 let ms = value.as_u64().ok_or_else(|| {
-                    bad_argument("`delay_ms` is not a whole number", "pass milliseconds, 0 or more")
+                    bad_argument(
+                        "`delay_ms` is not a whole number",
+                        "pass milliseconds, 0 or more",
+                    )
                 })?;
                 options = options.delay(std::time::Duration::from_millis(ms));
             }

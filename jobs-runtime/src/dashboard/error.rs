@@ -172,7 +172,10 @@ mod tests {
         assert_eq!(refused.code, "X_ID_INVALID");
         assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
         // A refusal of the job's state stays a conflict.
-        assert_eq!(status(Some(ErrorCode::JobNotCancellable)), StatusCode::CONFLICT);
+        assert_eq!(
+            status(Some(ErrorCode::JobNotCancellable)),
+            StatusCode::CONFLICT
+        );
         assert_eq!(status(Some(ErrorCode::Invariant)), StatusCode::BAD_REQUEST);
     }
 }

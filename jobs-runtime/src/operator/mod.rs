@@ -165,6 +165,12 @@ impl Operator<'_> {
         self.jobs.cancel(id).await
     }
 
+    /// Cancels a live job with a reason (see [`Jobs::cancel_with_reason`]), recorded in its
+    /// history beside the client's actor.
+    pub async fn cancel_with_reason(&self, id: JobId, reason: &str) -> Result<JobRecord, JobError> {
+        self.jobs.cancel_with_reason(id, reason).await
+    }
+
     /// One job's history, newest first: who requeued, cancelled, promoted or removed it, and
     /// when (at most [`DEFAULT_HISTORY_PAGE`] rows). While the job is stored, its enqueue ends
     /// the list: the job's own `created_at` and `actor` (the enqueue writes no history row), when

@@ -15,7 +15,9 @@ use crate::task::TaskEntry;
 
 use super::cron::Cron;
 use super::leader::{Leader, DEFAULT_LEADER_TTL};
-use super::{RoundState, Scheduler, Shared, Slot, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_TICK_INTERVAL};
+use super::{
+    RoundState, Scheduler, Shared, Slot, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_TICK_INTERVAL,
+};
 
 /// Checks a task's declaration at run time (the macro checks literals at compile time; this is
 /// for values from configuration): its cron, its zone, and `max_catch_up` > 0.

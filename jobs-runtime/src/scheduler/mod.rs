@@ -33,6 +33,8 @@ pub use leader::{DEFAULT_LEADER_TTL, LEASE_RENEWALS_PER_TTL};
 #[cfg_attr(not(feature = "dashboard"), allow(unused_imports))]
 pub(crate) use schedule::fire_entry_now;
 pub(crate) use schedule::next_after;
+#[cfg_attr(not(feature = "cli"), allow(unused_imports))]
+pub(crate) use schedule::next_fires;
 pub use schedule::{check_schedule, fire_now, next_run};
 pub use tasks::Tasks;
 

@@ -30,10 +30,18 @@ pub(in crate::cli) async fn retry(
     })
 }
 
-/// `jobs cancel <id>`: cancels a live job.
-pub(in crate::cli) async fn cancel(jobs: &Jobs, id: Uuid, json: bool) -> Result<String, JobError> {
+/// `jobs cancel <id> [--reason <why>]`: cancels a live job, the reason recorded in its history.
+pub(in crate::cli) async fn cancel(
+    jobs: &Jobs,
+    id: Uuid,
+    reason: Option<&str>,
+    json: bool,
+) -> Result<String, JobError> {
     let was = jobs.job(id).await?.map(|r| r.state);
-    jobs.cancel(id).await?;
+    match reason {
+        Some(reason) => jobs.cancel_with_reason(id, reason).await?,
+        None => jobs.cancel(id).await?,
+    };
     // Re-read: exit 0 means the row is cancelled now.
     let row = jobs
         .job(id)
