@@ -555,7 +555,9 @@ async fn on_settled_hears_dead_lettered_with_its_code_and_not_the_retries() {
     let seen = settled_for(queued.id);
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].outcome, Outcome::DeadLettered);
-    assert_eq!(seen[0].code, Some(ErrorCode::Timeout));
+    // Out of attempts: the ending's code is X_JOB_MAX_ATTEMPTS, the last error (its own code
+    // with it) in the message.
+    assert_eq!(seen[0].code, Some(ErrorCode::JobMaxAttempts));
     assert_eq!(seen[0].input_id, Some(1));
     assert_eq!(seen[0].result, None);
     let error = seen[0].error.clone().unwrap();
