@@ -177,3 +177,66 @@ async fn test_runs_one_job_on_a_throwaway_store_and_prints_its_trace() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cli_verbs.invoice.send"), "{err}");
 }
+
+/// Runs once: a lapsed lease on its only attempt is buried by a drain.
+#[job(name = "cli_verbs.receipt.once", key = "receipt:{invoice_id}", tenant = none, queue = "billing", retry(attempts = 1))]
+async fn send_receipt_once(_run: Run, _input: Invoice) -> Result<(), JobError> {
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_buries_final_attempts_and_hands_back_the_other_lapsed_runs() {
+    use jobs::driver::{ClaimParams, QueueDemand};
+    let (_dir, url, jobs) = store("cli_verbs_drain").await;
+    let claim = |worker: &str| ClaimParams {
+        demand: vec![QueueDemand {
+            queue: "billing".into(),
+            limit: 10,
+        }],
+        worker_id: worker.into(),
+        visibility_timeout: std::time::Duration::ZERO,
+        drop_exhausted: Vec::new(),
+        fair_after: String::new(),
+        now: jobs.now(),
+    };
+    // One run held under a live lease: left alone.
+    let live = SendInvoice::enqueue(&jobs, Invoice { invoice_id: 4 })
+        .await
+        .expect("enqueue");
+    let mut held = claim("live-worker");
+    held.visibility_timeout = std::time::Duration::from_secs(3600);
+    assert_eq!(jobs.driver().job_claim(&held).await.unwrap().jobs.len(), 1);
+    // A worker that died holding two: claimed with a lease that lapses at once (no sleep).
+    let retried = SendInvoice::enqueue(&jobs, Invoice { invoice_id: 3 })
+        .await
+        .expect("enqueue");
+    let once = SendReceiptOnce::enqueue(&jobs, Invoice { invoice_id: 3 })
+        .await
+        .expect("enqueue");
+    let taken = jobs.driver().job_claim(&claim("dead-worker")).await.unwrap();
+    assert_eq!(taken.jobs.len(), 2);
+
+    let (code, out, err) = jobs_cli_on(&url, &["drain", "billing", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(report["buried"], serde_json::json!([once.id]));
+    assert_eq!(report["requeued"], serde_json::json!([retried.id]));
+    assert_eq!(report["running"], 1);
+    let row = jobs.job(once.id).await.unwrap().unwrap();
+    assert_eq!(row.state, JobState::Dead);
+    assert_eq!(row.last_error.as_deref(), Some("LEASE_LAPSED_FINAL_ATTEMPT"));
+    let row = jobs.job(retried.id).await.unwrap().unwrap();
+    assert_eq!((row.state, row.attempt), (JobState::Ready, 1));
+    assert_eq!(
+        row.last_error.as_deref(),
+        Some("LEASE_LAPSED: handed back by an operator's drain")
+    );
+    assert_eq!(jobs.job(live.id).await.unwrap().unwrap().state, JobState::Running);
+    // Nothing left to drain; the text form says so.
+    let (code, out, _) = jobs_cli_on(&url, &["drain", "billing"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("drained `billing`: 0 lapsed run(s) back to ready, due now; 0 buried"),
+        "{out}"
+    );
+}

@@ -146,6 +146,9 @@ pub(super) enum QueueVerb {
     Rm { id: Uuid },
     /// Make a delayed (or backing-off) job due now.
     Promote { id: Uuid },
+    /// Deal with a queue's lapsed runs now: those on their final attempt buried dead, the
+    /// others back to ready, due now; runs under a live lease are left alone.
+    Drain { queue: String },
     /// Stop every worker claiming from a queue (enqueues still land).
     Pause { queue: String },
     /// Let workers claim from a paused queue again.

@@ -220,6 +220,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
         }
         QueueVerb::Rm { id } => verbs::mutate::remove(&jobs, id, json).await?,
         QueueVerb::Promote { id } => verbs::mutate::promote(&jobs, id, json).await?,
+        QueueVerb::Drain { queue } => verbs::mutate::drain(&jobs, queue, json).await?,
         QueueVerb::Pause { queue } => verbs::mutate::pause(&jobs, queue, json).await?,
         QueueVerb::Resume { queue } => verbs::mutate::resume(&jobs, queue, json).await?,
         QueueVerb::Workers => verbs::list::workers(&jobs, json).await?,

@@ -17,6 +17,10 @@
 //! # Ok(()) }
 //! ```
 
+mod drain;
+
+pub use drain::DrainReport;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

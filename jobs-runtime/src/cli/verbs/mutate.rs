@@ -1,5 +1,6 @@
 //! The verbs that change one job (`retry`, `cancel`, `rm`, `promote`) or one queue (`pause`,
-//! `resume`). Each is recorded under the handle's actor (`--actor`), and each answers the row
+//! `resume`, `drain`). Each is recorded under the handle's actor (`--actor`; a drain's moves
+//! are the claim's and the settle's own writes, with no history row), and each answers the row
 //! as it is after the change.
 
 use serde_json::json;
@@ -116,4 +117,32 @@ pub(in crate::cli) async fn resume(
     } else {
         format!("`{queue}` was not paused\n")
     })
+}
+
+/// `jobs drain <queue>`: the queue's lapsed runs buried (final attempt) or back to ready.
+pub(in crate::cli) async fn drain(
+    jobs: &Jobs,
+    queue: String,
+    json: bool,
+) -> Result<String, JobError> {
+    let report = jobs.operator().drain(&queue).await?;
+    if json {
+        return Ok(to_json(&report));
+    }
+    let mut text = format!(
+        "drained `{queue}`: {} lapsed run(s) back to ready, due now; {} buried dead on their final attempt; {} running under a live lease, left alone\n",
+        report.requeued.len(),
+        report.buried.len(),
+        report.running
+    );
+    for id in &report.requeued {
+        text.push_str(&format!("  requeued {id}\n"));
+    }
+    for id in &report.buried {
+        text.push_str(&format!("  buried   {id}\n"));
+    }
+    if report.more {
+        text.push_str("more lapsed runs remain: run `jobs drain` again\n");
+    }
+    Ok(text)
 }
