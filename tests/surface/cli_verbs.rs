@@ -147,7 +147,12 @@ async fn test_runs_one_job_on_a_throwaway_store_and_prints_its_trace() {
     // No database: a memory store and a frozen clock of the run's own.
     let (code, out, err) = jobs_cli_on(
         "",
-        &["test", "cli_verbs.invoice.send", "--input", r#"{"invoice_id": 5}"#],
+        &[
+            "test",
+            "cli_verbs.invoice.send",
+            "--input",
+            r#"{"invoice_id": 5}"#,
+        ],
     )
     .await;
     assert_eq!(code, 0, "{err}");
@@ -155,24 +160,40 @@ async fn test_runs_one_job_on_a_throwaway_store_and_prints_its_trace() {
         out.starts_with("cli_verbs.invoice.send: done after 1 attempt(s) of 4"),
         "{out}"
     );
-    assert!(out.contains("\nattempts\n") && out.contains("completed"), "{out}");
+    assert!(
+        out.contains("\nattempts\n") && out.contains("completed"),
+        "{out}"
+    );
 
     // A job that fails for good: the trace, then its refusal (exit 1).
     let (code, out, err) = jobs_cli_on(
         "",
-        &["test", "cli_sqlite.crm.sync", "--input", r#"{"account_id": 3}"#, "--json"],
+        &[
+            "test",
+            "cli_sqlite.crm.sync",
+            "--input",
+            r#"{"account_id": 3}"#,
+            "--json",
+        ],
     )
     .await;
     assert_eq!(code, 1, "{err}");
     let trace: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
     assert_eq!(trace["state"], "dead");
     assert_eq!(trace["attempts"][0]["outcome"], "dead-lettered");
-    assert!(!out.contains("\"account_id\": 3"), "no input in the trace: {out}");
+    assert!(
+        !out.contains("\"account_id\": 3"),
+        "no input in the trace: {out}"
+    );
 
     // Input that is no JSON, or a job not declared: usage errors.
-    let (code, _, err) = jobs_cli_on("", &["test", "cli_verbs.invoice.send", "--input", "{oops"]).await;
+    let (code, _, err) =
+        jobs_cli_on("", &["test", "cli_verbs.invoice.send", "--input", "{oops"]).await;
     assert_eq!(code, 2, "{err}");
-    assert!(err.starts_with("error: X_CLI_BAD_FLAG: --input is not JSON"), "{err}");
+    assert!(
+        err.starts_with("error: X_CLI_BAD_FLAG: --input is not JSON"),
+        "{err}"
+    );
     let (code, _, err) = jobs_cli_on("", &["test", "nope", "--input", "{}"]).await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cli_verbs.invoice.send"), "{err}");
@@ -213,7 +234,11 @@ async fn drain_buries_final_attempts_and_hands_back_the_other_lapsed_runs() {
     let once = SendReceiptOnce::enqueue(&jobs, Invoice { invoice_id: 3 })
         .await
         .expect("enqueue");
-    let taken = jobs.driver().job_claim(&claim("dead-worker")).await.unwrap();
+    let taken = jobs
+        .driver()
+        .job_claim(&claim("dead-worker"))
+        .await
+        .unwrap();
     assert_eq!(taken.jobs.len(), 2);
 
     let (code, out, err) = jobs_cli_on(&url, &["drain", "billing", "--json"]).await;
@@ -224,14 +249,20 @@ async fn drain_buries_final_attempts_and_hands_back_the_other_lapsed_runs() {
     assert_eq!(report["running"], 1);
     let row = jobs.job(once.id).await.unwrap().unwrap();
     assert_eq!(row.state, JobState::Dead);
-    assert_eq!(row.last_error.as_deref(), Some("LEASE_LAPSED_FINAL_ATTEMPT"));
+    assert_eq!(
+        row.last_error.as_deref(),
+        Some("LEASE_LAPSED_FINAL_ATTEMPT")
+    );
     let row = jobs.job(retried.id).await.unwrap().unwrap();
     assert_eq!((row.state, row.attempt), (JobState::Ready, 1));
     assert_eq!(
         row.last_error.as_deref(),
         Some("LEASE_LAPSED: handed back by an operator's drain")
     );
-    assert_eq!(jobs.job(live.id).await.unwrap().unwrap().state, JobState::Running);
+    assert_eq!(
+        jobs.job(live.id).await.unwrap().unwrap().state,
+        JobState::Running
+    );
     // Nothing left to drain; the text form says so.
     let (code, out, _) = jobs_cli_on(&url, &["drain", "billing"]).await;
     assert_eq!(code, 0);

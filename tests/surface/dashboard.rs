@@ -444,7 +444,10 @@ async fn scenario(driver: Arc<dyn JobDriver>, label: &str) {
     // A filter outside its values is the request's fault: X_INVARIANT, 400.
     let (status, body) = dash.get("/admin/jobs?state=sleepy", "read").await;
     assert_eq!(status, 400);
-    assert!(body.contains("X_INVARIANT") && !body.contains("X_CLI_BAD_FLAG"), "{body}");
+    assert!(
+        body.contains("X_INVARIANT") && !body.contains("X_CLI_BAD_FLAG"),
+        "{body}"
+    );
 
     // The job page: state, steps, the last error (escaped), the input redacted.
     let (status, page) = dash.get(&format!("/admin/jobs/{}", dead.id), "read").await;

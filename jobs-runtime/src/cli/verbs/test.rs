@@ -56,10 +56,7 @@ pub(in crate::cli) async fn test(name: &str, input: &str, json: bool) -> Result<
     let input: Value = serde_json::from_str(input).map_err(|e| {
         JobError::new(
             ErrorCode::CliBadFlag,
-            format!(
-                "--input is not JSON ({})",
-                crate::error::redact_serde(&e)
-            ),
+            format!("--input is not JSON ({})", crate::error::redact_serde(&e)),
         )
         .with_fix("pass the job's input as one JSON value, e.g. --input '{\"invoice_id\": 7}'")
     })?;
@@ -77,9 +74,13 @@ pub(in crate::cli) async fn test(name: &str, input: &str, json: bool) -> Result<
         .map_err(|_| {
             JobError::new(
                 ErrorCode::Invariant,
-                format!("job `{name}` did not settle: it was still live after the test run's last pass"),
+                format!(
+                    "job `{name}` did not settle: it was still live after the test run's last pass"
+                ),
             )
-            .with_fix("make the job end (it re-queues itself, or waits for an event that never comes)")
+            .with_fix(
+                "make the job end (it re-queues itself, or waits for an event that never comes)",
+            )
         })?;
     let row = kit.job(queued.id).await;
     let steps = kit.steps(row.run_id).await;
