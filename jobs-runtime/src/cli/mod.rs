@@ -20,8 +20,10 @@
 //! readable tables. A verb that changes a job or a queue records who did it (the job's history,
 //! shown by `jobs show`; a queue's pause) under `--actor` (or `JOBS_ACTOR`), by default
 //! `cli:$USER`. `jobs outbox` reads the transactional outbox beside the jobs, or in the app's
-//! database at `--outbox-url` (or `JOBS_OUTBOX_URL`; `--outbox-schema` on Postgres). Exit
-//! codes: `0` done, `1` refused (the `X_...` code is printed), `2` usage.
+//! database at `--outbox-url` (or `JOBS_OUTBOX_URL`; `--outbox-schema` on Postgres). `jobs
+//! errors explain <CODE>`, `jobs tasks show <task>` and `jobs test <job> --input <json>` need
+//! no database. Exit codes: `0` done, `1` refused (the `X_...` code is printed), `2` usage (a
+//! command line the parser refuses is `X_CLI_BAD_FLAG` too, with the fix).
 
 mod args;
 mod connect;
