@@ -38,6 +38,7 @@ pub mod job_dependencies;
 pub mod job_enqueue;
 pub mod job_groups;
 pub mod job_history;
+pub mod store_check;
 pub mod job_purge;
 pub mod job_result;
 pub mod job_settle;
@@ -135,6 +136,7 @@ macro_rules! __conformance_cases {
             job_unique::job_unique_requeue_keeps_the_holders_of_a_period,
             job_unique::job_unique_period_holds_against_a_fire,
             job_unique::job_unique_purge_frees_the_key_with_the_row,
+            store_check::store_check_finds_no_pending_migration_once_migrated,
             job_claim::job_claim_refuses_empty_demand,
             job_claim::job_claim_marks_rows_running_under_the_claim,
             job_claim::job_claim_takes_due_rows_oldest_run_at_first,
