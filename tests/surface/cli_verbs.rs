@@ -271,3 +271,62 @@ async fn drain_buries_final_attempts_and_hands_back_the_other_lapsed_runs() {
         "{out}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_checks_the_manifest_the_migrations_and_the_persistence() {
+    // Not migrated yet: the migrations check fails with its code and fix, the rest still run.
+    let dir = TempDir::new("cli_verbs_verify");
+    let url = dir.url();
+    let (code, out, err) = jobs_cli_on(&url, &["verify", "--json"]).await;
+    assert_eq!(code, 1, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(report["ok"], false);
+    let check = |name: &str| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(check("migrations")["status"], "failed");
+    assert_eq!(check("migrations")["code"], "X_DRIVER_SCHEMA_MISSING");
+    assert!(check("migrations")["fix"]
+        .as_str()
+        .unwrap()
+        .contains("jobs migrate"));
+    assert_eq!(check("manifest")["status"], "skipped");
+    assert_eq!(check("step names")["status"], "ok");
+
+    // Migrated, with a fresh committed manifest: every check passes.
+    let (code, _, err) = jobs_cli_on(&url, &["migrate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let fresh = dir.path().join("manifest.json");
+    std::fs::write(
+        &fresh,
+        jobs::codegen::manifest_json(&jobs::manifest().expect("jobs are linked")),
+    )
+    .unwrap();
+    let fresh = fresh.to_str().unwrap().to_string();
+    let (code, out, err) = jobs_cli_on(&url, &["verify", "--manifest", &fresh]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("migrations") && out.contains("every embedded migration is applied"),
+        "{out}"
+    );
+    assert!(out.contains("journal_mode = wal"), "{out}");
+
+    // A stale manifest: exit 1, the file named, the fix printed.
+    let stale = dir.path().join("stale.json");
+    std::fs::write(&stale, "{}\n").unwrap();
+    let (code, out, err) =
+        jobs_cli_on(&url, &["verify", "--manifest", stale.to_str().unwrap()]).await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("manifest.json is stale"), "{out}");
+    assert!(
+        err.starts_with("error: X_INVARIANT: 1 check(s) failed"),
+        "{err}"
+    );
+    assert!(err.contains("jobs manifest"), "{err}");
+}

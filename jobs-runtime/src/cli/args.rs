@@ -165,6 +165,13 @@ pub(super) enum QueueVerb {
     Stats,
     /// Apply the embedded migrations.
     Migrate,
+    /// The checks before a deploy: step names, the committed manifest (`--manifest`), the
+    /// migrations applied, the store's persistence. Exit 1 with the first failure's code.
+    Verify {
+        /// A committed manifest.json, or a directory of generated outputs, to check as fresh.
+        #[arg(long, value_name = "PATH")]
+        manifest: Option<std::path::PathBuf>,
+    },
     /// The ledger of backfill passes; `--pending` reports declared vs run (and exits 1 with
     /// X_BACKFILL_PENDING while any is pending).
     Backfills(BackfillsArgs),

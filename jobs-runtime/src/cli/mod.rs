@@ -129,6 +129,25 @@ where
             let text = verbs::tasks::show(&name, count, now, json);
             return finish(text.and_then(|t| emit(out, &t)), json, out, err);
         }
+        Some(Verb::Queue(QueueVerb::Verify { manifest })) => {
+            let report = match connect(&cli).await {
+                Ok(jobs) => verbs::verify::verify(&jobs, manifest.as_deref(), json).await,
+                Err(error) => Err(error),
+            };
+            let (text, failed) = match report.map_err(tool_fix) {
+                Ok(report) => report,
+                Err(error) => return finish(Err(error), json, out, err),
+            };
+            if let Err(error) = emit(out, &text) {
+                return finish(Err(error), json, out, err);
+            }
+            // Under --json the report carries every failure: one document on stdout.
+            return match failed {
+                None => EXIT_OK,
+                Some(_) if json => EXIT_REFUSED,
+                Some(error) => finish(Err(error), false, out, err),
+            };
+        }
         Some(Verb::Queue(verb)) => verb,
         None => QueueVerb::Ls(LsArgs::default()),
     };
@@ -231,6 +250,7 @@ async fn execute(cli: Cli, verb: QueueVerb, out: &mut dyn Write) -> Result<(), J
         QueueVerb::Backfill(args) => verbs::backfill::backfill(&jobs, args, json).await?,
         QueueVerb::Posting(args) => verbs::posting::posting(&jobs, args, json).await?,
         QueueVerb::Stats => verbs::stats::stats(&jobs, json).await?,
+        QueueVerb::Verify { .. } => unreachable!("answered before the dispatch"),
         QueueVerb::Migrate => {
             verbs::migrate::migrate(&jobs, cli.schema.as_deref().unwrap_or("public"), json).await?
         }

@@ -8,9 +8,10 @@ use super::*;
 /// The factory's store is migrated: no migration is pending, and the settings are named.
 pub async fn store_check_finds_no_pending_migration_once_migrated(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
-    let check = d.store_check().await.unwrap_or_else(|e| {
-        panic!("the `{}` driver cannot check its store: {e}", d.name())
-    });
+    let check = d
+        .store_check()
+        .await
+        .unwrap_or_else(|e| panic!("the `{}` driver cannot check its store: {e}", d.name()));
     assert!(
         check.pending_migrations.is_empty(),
         "pending on a migrated store: {:?}",

@@ -14,3 +14,4 @@ pub(super) mod show;
 pub(super) mod stats;
 pub(super) mod tasks;
 pub(super) mod test;
+pub(super) mod verify;

@@ -143,7 +143,10 @@ pub trait JobDriver: Send + Sync + 'static {
     async fn store_check(&self) -> Result<StoreCheck, JobError> {
         Err(JobError::new(
             crate::error::ErrorCode::NotImplemented,
-            format!("the `{}` driver cannot report its migrations and persistence", self.name()),
+            format!(
+                "the `{}` driver cannot report its migrations and persistence",
+                self.name()
+            ),
         ))
     }
 

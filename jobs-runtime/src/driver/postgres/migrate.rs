@@ -122,56 +122,6 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
     Ok(done)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::MIGRATIONS;
-
-    #[test]
-    fn every_file_in_migrations_is_embedded_in_order() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
-        let mut files: Vec<String> = std::fs::read_dir(dir)
-            .expect("the migrations folder")
-            .map(|e| {
-                e.expect("an entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .filter(|name| name.ends_with(".sql"))
-            .collect();
-        files.sort();
-        let embedded: Vec<&str> = MIGRATIONS.iter().map(|m| m.name).collect();
-        assert_eq!(embedded, files);
-        // Versions are 1, 2, 3, ... with no gap and no repeat.
-        for (i, m) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(m.version, i as i32 + 1);
-        }
-        for m in MIGRATIONS {
-            assert!(m.name.starts_with(&format!("{:04}_", m.version)));
-        }
-    }
-
-    /// The package's `migrations` is the workspace's folder itself (a link, not a copy that
-    /// could drift), whenever the crate is built inside the workspace.
-    #[test]
-    fn the_package_migrations_are_the_workspace_folder() {
-        let package = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let workspace = package.join("../migrations");
-        if !package.join("../Cargo.toml").exists() {
-            // Built from the published package: the files were copied in, there is no twin.
-            assert!(package.join("migrations/0001_jobs.sql").is_file());
-            return;
-        }
-        let link = std::fs::read_link(package.join("migrations"))
-            .expect("jobs-runtime/migrations is a symbolic link to ../migrations");
-        assert_eq!(link, std::path::Path::new("../migrations"));
-        assert_eq!(
-            package.join("migrations").canonicalize().unwrap(),
-            workspace.canonicalize().unwrap()
-        );
-    }
-}
-
 /// The embedded migrations `schema` lacks (all of them when its table is missing), and the
 /// server's `fsync` and `synchronous_commit`. Reads only.
 pub(crate) async fn store_check(
@@ -222,4 +172,54 @@ pub(crate) async fn store_check(
         settings,
         weakness,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MIGRATIONS;
+
+    #[test]
+    fn every_file_in_migrations_is_embedded_in_order() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .expect("the migrations folder")
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|name| name.ends_with(".sql"))
+            .collect();
+        files.sort();
+        let embedded: Vec<&str> = MIGRATIONS.iter().map(|m| m.name).collect();
+        assert_eq!(embedded, files);
+        // Versions are 1, 2, 3, ... with no gap and no repeat.
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i32 + 1);
+        }
+        for m in MIGRATIONS {
+            assert!(m.name.starts_with(&format!("{:04}_", m.version)));
+        }
+    }
+
+    /// The package's `migrations` is the workspace's folder itself (a link, not a copy that
+    /// could drift), whenever the crate is built inside the workspace.
+    #[test]
+    fn the_package_migrations_are_the_workspace_folder() {
+        let package = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let workspace = package.join("../migrations");
+        if !package.join("../Cargo.toml").exists() {
+            // Built from the published package: the files were copied in, there is no twin.
+            assert!(package.join("migrations/0001_jobs.sql").is_file());
+            return;
+        }
+        let link = std::fs::read_link(package.join("migrations"))
+            .expect("jobs-runtime/migrations is a symbolic link to ../migrations");
+        assert_eq!(link, std::path::Path::new("../migrations"));
+        assert_eq!(
+            package.join("migrations").canonicalize().unwrap(),
+            workspace.canonicalize().unwrap()
+        );
+    }
 }
