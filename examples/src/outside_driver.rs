@@ -67,6 +67,10 @@ impl JobDriver for OutsideDriver {
         self.rows.webhook_ledger()
     }
 
+    async fn store_check(&self) -> Result<jobs::driver::StoreCheck, JobError> {
+        self.rows.store_check().await
+    }
+
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
         self.rows.job_enqueue(request).await
     }

@@ -232,3 +232,124 @@ async fn job_show_redacts_a_kept_result_as_the_input() {
     assert!(!shown.to_string().contains("ref_secret"), "{shown}");
     client.cancel().await.unwrap();
 }
+
+/// A read-only server (the default) knows the enqueue tools of `mcp-tools.json` but refuses
+/// them with `X_FORBIDDEN`, and lists only the read tools.
+#[tokio::test]
+async fn a_read_only_server_refuses_an_enqueue_tool_with_a_code() {
+    let kit = TestKit::new();
+    let client = connect(JobsMcp::new(manifest(), kit.jobs().clone())).await;
+    let (error, refusal) = call(
+        &client,
+        "enqueue.payments.receipt",
+        json!({ "input": { "payment_id": 7 } }),
+    )
+    .await;
+    assert!(error);
+    assert_eq!(refusal["code"], "X_FORBIDDEN");
+    assert!(
+        refusal["fix"].as_str().unwrap().contains("--allow-enqueue"),
+        "{refusal}"
+    );
+    assert!(kit
+        .jobs()
+        .stats()
+        .await
+        .unwrap()
+        .iter()
+        .all(|q| q.ready == 0));
+    client.cancel().await.unwrap();
+}
+
+/// Opened for writes, the server lists and serves one enqueue tool per job of its manifest:
+/// the input is checked as the job's input type (its schema's source), the job recorded under
+/// the actor `mcp`, an enqueue of a held key deduped; a bad input is refused without its value.
+#[tokio::test]
+async fn a_server_opened_for_writes_enqueues_through_its_tools() {
+    let kit = TestKit::new();
+    let server = JobsMcp::new(manifest(), kit.jobs().clone()).allow_enqueue();
+    let client = connect(server).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    assert!(
+        names.contains(&"enqueue.payments.receipt".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"enqueue.payments.capture".to_string()),
+        "{names:?}"
+    );
+    // The served tools are the committed list's: read tools and one enqueue tool per job.
+    let listed = jobs::codegen::mcp_tools::tool_list(&manifest());
+    let mut committed: Vec<String> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    committed.sort();
+    assert_eq!(names, committed);
+
+    let (error, queued) = call(
+        &client,
+        "enqueue.payments.receipt",
+        json!({ "input": { "payment_id": 7 }, "priority": 2 }),
+    )
+    .await;
+    assert!(!error, "{queued}");
+    assert_eq!(queued["deduped"], false);
+    let id: uuid::Uuid = queued["id"].as_str().unwrap().parse().unwrap();
+    let row = kit.job(id).await;
+    assert_eq!(row.name, "payments.receipt");
+    assert_eq!(row.state, JobState::Ready);
+    assert_eq!(row.priority, 2);
+    assert_eq!(row.actor.as_deref(), Some("mcp"));
+    // The same key again: the live job answers.
+    let (error, again) = call(
+        &client,
+        "enqueue.payments.receipt",
+        json!({ "input": { "payment_id": 7 } }),
+    )
+    .await;
+    assert!(!error, "{again}");
+    assert_eq!(again["deduped"], true);
+    assert_eq!(again["id"], queued["id"]);
+
+    // An input the job's type refuses names the field, never the value.
+    let (error, refusal) = call(
+        &client,
+        "enqueue.payments.capture",
+        json!({ "input": { "payment_id": 1, "card_token": 4111111111u64 } }),
+    )
+    .await;
+    assert!(error);
+    assert_eq!(refusal["code"], "X_JOB_INPUT_INVALID");
+    assert!(!refusal.to_string().contains("4111111111"), "{refusal}");
+    // No input, an argument the tool does not take, a priority out of range.
+    let (error, refusal) = call(&client, "enqueue.payments.receipt", json!({})).await;
+    assert!(error);
+    assert_eq!(refusal["code"], "X_MCP_BAD_ARGUMENT");
+    let (error, refusal) = call(
+        &client,
+        "enqueue.payments.receipt",
+        json!({ "input": { "payment_id": 8 }, "queue": "elsewhere" }),
+    )
+    .await;
+    assert!(error);
+    assert_eq!(refusal["code"], "X_MCP_BAD_ARGUMENT");
+    let (error, refusal) = call(
+        &client,
+        "enqueue.payments.receipt",
+        json!({ "input": { "payment_id": 8 }, "priority": 9 }),
+    )
+    .await;
+    assert!(error);
+    assert_eq!(refusal["code"], "X_INVARIANT");
+    // A job outside the manifest has no tool.
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("enqueue.payments.refund"))
+        .await;
+    assert!(unknown.is_err());
+    client.cancel().await.unwrap();
+}

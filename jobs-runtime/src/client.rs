@@ -285,8 +285,9 @@ impl Jobs {
     }
 
     /// Enqueues the registered job `entry` from an untyped JSON input (the dashboard's enqueue
-    /// form): refused with `X_JOB_INPUT_INVALID` unless it parses as the job's input type.
-    #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+    /// form, the MCP server's enqueue tools): refused with `X_JOB_INPUT_INVALID` unless it
+    /// parses as the job's input type.
+    #[cfg_attr(not(any(feature = "dashboard", feature = "mcp")), allow(dead_code))]
     pub(crate) async fn enqueue_json(
         &self,
         entry: &crate::registry::JobEntry,
@@ -588,6 +589,18 @@ impl Jobs {
     /// cancel and the client's actor ([`Jobs::acting_as`]) go into the job's history together.
     /// On a client scoped to a tenant, another tenant's job is refused as an unknown id is.
     pub async fn cancel(&self, id: JobId) -> Result<JobRecord, JobError> {
+        self.cancel_job(id, None).await
+    }
+
+    /// Cancels a live job as [`Jobs::cancel`] does, recording `reason` (at most
+    /// [`MAX_CANCEL_REASON_BYTES`](crate::limits::MAX_CANCEL_REASON_BYTES), one line) as the
+    /// detail of its `cancel` history row, beside the actor.
+    pub async fn cancel_with_reason(&self, id: JobId, reason: &str) -> Result<JobRecord, JobError> {
+        let reason = crate::limits::checked_cancel_reason(reason)?;
+        self.cancel_job(id, Some(reason)).await
+    }
+
+    async fn cancel_job(&self, id: JobId, reason: Option<String>) -> Result<JobRecord, JobError> {
         let actor = crate::limits::checked_operator_actor(self.actor())?;
         if self.tenant.is_some() && self.job(id).await?.is_none() {
             return Err(JobError::new(
@@ -598,6 +611,7 @@ impl Jobs {
         self.inner
             .driver
             .job_cancel(&JobCancelParams {
+                reason,
                 id,
                 actor,
                 now: self.now(),

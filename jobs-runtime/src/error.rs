@@ -18,12 +18,12 @@ pub enum ErrorClass {
 }
 
 macro_rules! error_codes {
-    ($( $(#[$doc:meta])* $variant:ident = $code:literal, $class:expr, $fix:literal; )*) => {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $code:literal, $class:expr, $fix:literal; )*) => {
         /// The reference's error codes (`X_...`), each with its retry class and a default fix.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
         pub enum ErrorCode {
-            $( $(#[$doc])* $variant, )*
+            $( $(#[doc = $doc])* $variant, )*
         }
 
         impl ErrorCode {
@@ -43,6 +43,12 @@ macro_rules! error_codes {
             /// What to do about it.
             pub const fn fix(self) -> &'static str {
                 match self { $(ErrorCode::$variant => $fix,)* }
+            }
+
+            /// What it means: the code's documentation, its lines as written (`jobs errors
+            /// explain`). Read it joined with [`ErrorCode::meaning`].
+            pub const fn meaning_lines(self) -> &'static [&'static str] {
+                match self { $(ErrorCode::$variant => &[$($doc),*],)* }
             }
 
             /// Reads a code back from its spelling (a stored `last_error_code`).
@@ -94,7 +100,10 @@ error_codes! {
     /// The attempt outran the job's `timeout`, a step its `step_timeout`, or a required wait its timeout.
     JobTimeout = "X_JOB_TIMEOUT", R,
         "raise the job's `timeout`/`step_timeout`, or make the body honour `run.cancelled()`";
-    /// Retries exhausted; the job is dead-lettered.
+    /// Retries exhausted; the job is dead-lettered. The last attempt failed with an error that
+    /// would have been retried and no attempt remained: the code of the settle (the row's
+    /// `last_error_code`, `on_settled`'s `code`), the last error quoted in its message; also
+    /// with `dead_letter = false`, where the row ends `failed`.
     JobMaxAttempts = "X_JOB_MAX_ATTEMPTS", T,
         "inspect `last_error`, fix the cause, then requeue the job";
     /// A stored event the wait refuses.
@@ -227,6 +236,10 @@ error_codes! {
     /// A job list asked for more than 200 rows, or passed a cursor no list wrote.
     JobPageInvalid = "X_JOB_PAGE_INVALID", T,
         "ask for at most 200 rows, and pass a page's `after`/`before` value unchanged";
+    /// The act is not allowed to whoever asked: an MCP server's enqueue tool on a server not
+    /// opened for writes.
+    Forbidden = "X_FORBIDDEN", T,
+        "ask for the act where it is allowed: an agent's enqueue needs a server started with writes allowed (`jobs mcp --allow-enqueue`, `JobsMcp::allow_enqueue`)";
     /// A command-line flag or argument the tool does not accept.
     CliBadFlag = "X_CLI_BAD_FLAG", T,
         "see `jobs --help` for the verbs and their flags";
@@ -243,7 +256,7 @@ error_codes! {
         "remove NUL characters (\\u0000) from keys, tenants, queues, names and notes, and control characters from actors: text columns cannot hold them";
     /// A declared backfill has never completed (the pending report's verdict, not a refusal).
     BackfillPending = "X_BACKFILL_PENDING", T,
-        "run the pending backfills (`jobs::Jobs::enqueue_backfill`), or remove the declarations that are no longer wanted";
+        "run each pending backfill (`jobs backfill <name> --write`, or `jobs.backfills().enqueue(\"<name>\", BackfillRequest::new())`), or remove the declarations that are no longer wanted";
     /// A completed pass exists and the enqueue did not force a new one.
     BackfillApplied = "X_BACKFILL_APPLIED", T,
         "nothing to do; to run the pass again anyway, enqueue it with `force`";
@@ -333,6 +346,44 @@ error_codes! {
     /// The standalone dashboard was asked to listen beyond loopback without credentials.
     DashboardListenInsecure = "X_DASHBOARD_LISTEN_INSECURE", T,
         "set JOBS_DASHBOARD_TOKEN, or JOBS_DASHBOARD_USER and JOBS_DASHBOARD_PASSWORD, before listening on a non-loopback address, or listen on 127.0.0.1";
+}
+
+impl ErrorCode {
+    /// What the code means, in one paragraph (its documentation).
+    pub fn meaning(self) -> String {
+        self.meaning_lines()
+            .iter()
+            .map(|line| line.trim())
+            .filter(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+impl ErrorClass {
+    /// The class as the reference names it: `terminal`, `retryable` or `retry-after`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Retryable => "retryable",
+            ErrorClass::Terminal => "terminal",
+            ErrorClass::RetryAfter(_) => "retry-after",
+        }
+    }
+
+    /// What the worker does with a body's error of this class.
+    pub const fn behaviour(self) -> &'static str {
+        match self {
+            ErrorClass::Retryable => {
+                "a job body returning it is retried with the job's backoff, while attempts remain"
+            }
+            ErrorClass::Terminal => {
+                "a job body returning it is dead-lettered on that attempt, its remaining attempts unspent; a call returning it fails the same way again until the fix is applied"
+            }
+            ErrorClass::RetryAfter(_) => {
+                "a job body returning it is retried after the delay the error states (clamped by `max_delay`), while attempts remain"
+            }
+        }
+    }
 }
 
 impl fmt::Display for ErrorCode {
@@ -621,7 +672,12 @@ mod tests {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(*code));
             assert!(code.as_str().starts_with("X_"));
             assert!(!code.fix().is_empty());
+            assert!(!code.meaning().is_empty(), "{code} has no meaning");
         }
+        assert!(ErrorCode::JobMaxAttempts
+            .meaning()
+            .starts_with("Retries exhausted; the job is dead-lettered. The last attempt"));
+        assert_eq!(ErrorCode::RateLimited.class().as_str(), "retry-after");
         assert_eq!(ErrorCode::JobKeyBusy.class(), ErrorClass::Terminal);
         assert_eq!(ErrorCode::Draining.class(), ErrorClass::Retryable);
     }
@@ -688,6 +744,15 @@ mod tests {
         assert!(text.contains("expected u64"), "{text}");
         let e = serde_json::from_value::<Card>(serde_json::json!({})).unwrap_err();
         assert_eq!(redact_serde(&e), "missing field `number`");
+    }
+
+    /// A fix names only what exists: the backfill's names the verb and the handle that run one.
+    #[test]
+    fn the_backfill_pending_fix_names_the_real_api() {
+        let fix = ErrorCode::BackfillPending.fix();
+        assert!(!fix.contains("enqueue_backfill"), "{fix}");
+        assert!(fix.contains("jobs backfill <name> --write"), "{fix}");
+        assert!(fix.contains("backfills().enqueue("), "{fix}");
     }
 
     #[test]

@@ -595,6 +595,7 @@ impl Run {
         }
         for id in live.into_iter().filter(|_| cancel_live) {
             let cancel = JobCancelParams {
+                reason: None,
                 id,
                 actor: Some(format!("job:{}", self.job_id())),
                 now: self.now(),

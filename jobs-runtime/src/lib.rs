@@ -115,7 +115,7 @@ pub use job::{Job, JobInput, JobReturn};
 pub use lock::{LockGuard, LockOptions};
 pub use maintenance::Retention;
 pub use manifest::{manifest, Manifest};
-pub use operator::{redact, JobDetail, Operator};
+pub use operator::{redact, DrainReport, JobDetail, Operator};
 pub use registry::{JobEntry, Registry};
 pub use run::{Run, StepObserver, MAX_TRACE_NAMES};
 pub use scheduler::{

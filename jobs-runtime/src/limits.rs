@@ -82,6 +82,10 @@ pub const MAX_LOCK_KEY_BYTES: usize = 512;
 /// The longest actor (who asked for an enqueue), in bytes of UTF-8.
 pub const MAX_ACTOR_BYTES: usize = 256;
 
+/// The longest reason a cancel records (`Jobs::cancel_with_reason`, `jobs cancel --reason`),
+/// in bytes of UTF-8.
+pub const MAX_CANCEL_REASON_BYTES: usize = 512;
+
 /// The largest result a job keeps (`#[job(.., keep_result)]`), in bytes of its compact JSON
 /// text: 1 MiB. A result is read whole by whoever asks for it (an operator page, a parent
 /// awaiting a child), so it is a summary of the work, not its data: store a larger payload
@@ -207,6 +211,13 @@ pub(crate) const ACTOR: Field = Field {
     limit: MAX_ACTOR_BYTES,
     constant: "MAX_ACTOR_BYTES",
     fix: "name the actor by an id of at most 256 bytes (a user id, a service name), not a payload",
+};
+
+pub(crate) const CANCEL_REASON: Field = Field {
+    what: "reason",
+    limit: MAX_CANCEL_REASON_BYTES,
+    constant: "MAX_CANCEL_REASON_BYTES",
+    fix: "say why in at most 512 bytes (a ticket id, a sentence), not a payload",
 };
 
 /// Checks one stored identifier: within its limit, and free of NUL. `whose` says what it
@@ -376,6 +387,26 @@ pub(crate) fn checked_operator_actor(actor: Option<&str>) -> Result<Option<Strin
         }
         None => Ok(None),
     }
+}
+
+/// The reason of a cancel, checked as an actor is (within its limit, no control character:
+/// it is printed in operator tables), and owned for the driver's params.
+pub(crate) fn checked_cancel_reason(reason: &str) -> Result<String, JobError> {
+    check_text(CANCEL_REASON, "a cancel", reason)?;
+    if reason.chars().any(char::is_control) {
+        return Err(JobError::new(
+            ErrorCode::ValueUnstorable,
+            "the reason of a cancel holds a control character, which a reason cannot hold",
+        )
+        .with_fix("write the reason on one line: no newline, tab or escape"));
+    }
+    if reason.trim().is_empty() {
+        return Err(
+            JobError::new(ErrorCode::Invariant, "the reason of a cancel is blank")
+                .with_fix("say why the job is cancelled, or cancel without a reason"),
+        );
+    }
+    Ok(reason.to_string())
 }
 
 /// Checks a step output before it is written.

@@ -8,7 +8,14 @@
 //! | `job.show` | one job: state, attempt, last error, progress, its steps, its history (who did what); the input and any kept result redacted |
 //! | `jobs.dead` | dead letters, newest first, a page at a time (the introspection API) |
 //!
-//! Every tool is read-only; the tool definitions are the ones [`crate::codegen::mcp_tools()`] writes into
+//! | `enqueue.<job>` | enqueues one declared job (writes: served only when allowed) |
+//!
+//! The read tools are always served. The enqueue tools, one per job, are served only by a
+//! server opened for writes ([`JobsMcp::allow_enqueue`], `jobs mcp --allow-enqueue`); on any
+//! other an enqueue tool is refused with `X_FORBIDDEN`. An enqueue's `input` must parse as the
+//! job's input type, the type its input schema is derived from (else `X_JOB_INPUT_INVALID`,
+//! naming the field, never its value); the job is recorded as enqueued by the actor `mcp`.
+//! The tool definitions are the ones [`crate::codegen::mcp_tools()`] writes into
 //! `mcp-tools.json`. A refusal (an unknown job, a bad cursor) is a tool result with
 //! `isError: true` and `{ code, message, fix }`, so the agent reads why.
 //!
@@ -25,7 +32,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::driver::introspect::JobListParams;
-use crate::{JobError, JobState, Jobs, Manifest};
+use crate::enqueue::EnqueueOptions;
+use crate::registry::Registry;
+use crate::{ErrorCode, JobError, JobState, Jobs, Manifest};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -36,32 +45,53 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use crate::codegen::mcp_tools::{
-    read_tools, JOBS_DEAD, JOBS_INSPECT, JOB_SHOW, MANIFEST_READ, QUEUE_DEPTH,
+    enqueue_tool_name, enqueue_tools, read_tools, ENQUEUE_PREFIX, JOBS_DEAD, JOBS_INSPECT,
+    JOB_SHOW, MANIFEST_READ, QUEUE_DEPTH,
 };
 use crate::driver::StepListParams;
+
+/// The actor an enqueue through the MCP server is recorded under.
+pub const MCP_ACTOR: &str = "mcp";
 
 /// The server: a manifest and a client to read the queue through.
 #[derive(Debug, Clone)]
 pub struct JobsMcp {
     manifest: Arc<Manifest>,
     jobs: Jobs,
+    allow_enqueue: bool,
 }
 
 impl JobsMcp {
-    /// Serves `manifest`, reading jobs and queues through `jobs`.
+    /// Serves `manifest`, reading jobs and queues through `jobs`. Read-only: its enqueue tools
+    /// are refused until [`allow_enqueue`](Self::allow_enqueue).
     pub fn new(manifest: Manifest, jobs: Jobs) -> Self {
         JobsMcp {
             manifest: Arc::new(manifest),
             jobs,
+            allow_enqueue: false,
         }
     }
 
-    /// The tools, as `tools/list` answers them.
+    /// Opens the server for writes: it lists and serves one `enqueue.<job>` tool per job of
+    /// the manifest (`jobs mcp --allow-enqueue`).
+    pub fn allow_enqueue(mut self) -> Self {
+        self.allow_enqueue = true;
+        self
+    }
+
+    /// The read tools, as a read-only server's `tools/list` answers them.
     pub fn tools() -> Vec<Tool> {
-        read_tools()
-            .into_iter()
-            .map(|tool| serde_json::from_value(tool).expect("the read tools are valid MCP tools"))
-            .collect()
+        as_tools(read_tools())
+    }
+
+    /// The tools this server lists: the read tools, and the enqueue tools when it is open for
+    /// writes.
+    pub fn served_tools(&self) -> Vec<Tool> {
+        let mut tools = read_tools();
+        if self.allow_enqueue {
+            tools.extend(enqueue_tools(&self.manifest));
+        }
+        as_tools(tools)
     }
 
     /// Runs one tool: `Ok(answer)`, or `Err(refusal)` for a tool-level error.
@@ -72,12 +102,109 @@ impl JobsMcp {
             QUEUE_DEPTH => self.queue_depth(args).await,
             JOB_SHOW => self.job_show(args).await,
             JOBS_DEAD => self.jobs_dead(args).await,
+            other if self.enqueued_job(other).is_some() => self.enqueue(other, args).await,
             other => Err(Refusal::new(
                 "X_MCP_UNKNOWN_TOOL",
                 format!("no tool named `{other}`"),
                 "list the tools with tools/list",
             )),
         }
+    }
+
+    /// The job of the manifest whose enqueue tool is `tool`.
+    fn enqueued_job(&self, tool: &str) -> Option<&str> {
+        if !tool.starts_with(ENQUEUE_PREFIX) {
+            return None;
+        }
+        self.manifest
+            .jobs()
+            .iter()
+            .filter_map(|job| job["name"].as_str())
+            .find(|name| enqueue_tool_name(name) == tool)
+    }
+
+    /// `enqueue.<job>`: one job from `{ input, delay_ms?, run_at?, priority? }`, on a server
+    /// open for writes.
+    async fn enqueue(&self, tool: &str, args: &Map<String, Value>) -> Result<Value, Refusal> {
+        let Some(name) = self.enqueued_job(tool) else {
+            return Err(Refusal::new(
+                "X_MCP_UNKNOWN_TOOL",
+                format!("no tool named `{tool}`"),
+                "list the tools with tools/list",
+            ));
+        };
+        if !self.allow_enqueue {
+            return Err(JobError::new(
+                ErrorCode::Forbidden,
+                format!("`{tool}` enqueues a job, and this MCP server was started read-only"),
+            )
+            .into());
+        }
+        if let Some(unknown) = args
+            .keys()
+            .find(|k| !matches!(k.as_str(), "input" | "delay_ms" | "run_at" | "priority"))
+        {
+            return Err(bad_argument(
+                format!("`{unknown}` is not an argument of `{tool}`"),
+                "pass `input` and, if wanted, `delay_ms`, `run_at` or `priority`",
+            ));
+        }
+        let Some(input) = args.get("input") else {
+            return Err(bad_argument(
+                "`input` is required",
+                "pass the job's input as `input`, shaped as its input schema",
+            ));
+        };
+        let entry = Registry::global()?.get(name).ok_or_else(|| {
+            Refusal::from(
+                JobError::new(
+                    ErrorCode::JobNotFound,
+                    format!("job `{name}` is in the manifest but not linked into this server"),
+                )
+                .with_fix(
+                    "serve the MCP server from a binary that links the crate declaring the job",
+                ),
+            )
+        })?;
+        let mut options = EnqueueOptions::new().actor(MCP_ACTOR);
+        match args.get("delay_ms") {
+            None | Some(Value::Null) => {}
+            Some(value) => {
+                let ms = value.as_u64().ok_or_else(|| {
+                    bad_argument(
+                        "`delay_ms` is not a whole number",
+                        "pass milliseconds, 0 or more",
+                    )
+                })?;
+                options = options.delay(std::time::Duration::from_millis(ms));
+            }
+        }
+        if let Some(at) = optional_str(args, "run_at")? {
+            let at = chrono::DateTime::parse_from_rfc3339(at).map_err(|_| {
+                bad_argument(
+                    "`run_at` is not an RFC 3339 instant",
+                    "pass an instant such as 2030-01-01T09:00:00Z",
+                )
+            })?;
+            options = options.run_at(at.with_timezone(&chrono::Utc));
+        }
+        match args.get("priority") {
+            None | Some(Value::Null) => {}
+            Some(value) => {
+                let priority = value
+                    .as_i64()
+                    .and_then(|p| i16::try_from(p).ok())
+                    .ok_or_else(|| {
+                        Refusal::from(JobError::new(
+                            ErrorCode::Invariant,
+                            "`priority` is not a whole number in -5..=5",
+                        ))
+                    })?;
+                options = options.priority(priority);
+            }
+        }
+        let queued = self.jobs.enqueue_json(entry, input, options).await?;
+        Ok(json!({ "id": queued.id, "run_id": queued.run_id, "deduped": queued.deduped }))
     }
 
     fn manifest_read(&self) -> Value {
@@ -307,6 +434,17 @@ impl From<JobError> for Refusal {
     }
 }
 
+fn as_tools(tools: Vec<Value>) -> Vec<Tool> {
+    tools
+        .into_iter()
+        .map(|tool| serde_json::from_value(tool).expect("the generated tools are valid MCP tools"))
+        .collect()
+}
+
+fn bad_argument(message: impl Into<String>, fix: impl Into<String>) -> Refusal {
+    Refusal::new("X_MCP_BAD_ARGUMENT", message, fix)
+}
+
 fn optional_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, Refusal> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -324,9 +462,10 @@ impl ServerHandler for JobsMcp {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("jobs-mcp", env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "Read-only view of a durable job queue: manifest.read and jobs.inspect for what \
-                 the code declares, queue.depth for backlog per queue, job.show for one job and \
-                 its steps, jobs.dead for dead letters. Inputs are never shown.",
+                "A view of a durable job queue: manifest.read and jobs.inspect for what the code \
+                 declares, queue.depth for backlog per queue, job.show for one job and its steps, \
+                 jobs.dead for dead letters. Inputs are never shown. When the server is open for \
+                 writes, enqueue.<job> enqueues one job.",
             )
     }
 
@@ -335,7 +474,7 @@ impl ServerHandler for JobsMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(Self::tools()))
+        Ok(ListToolsResult::with_all_items(self.served_tools()))
     }
 
     async fn call_tool(
@@ -343,9 +482,11 @@ impl ServerHandler for JobsMcp {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // An enqueue tool is known to a read-only server too: its call is refused with a code.
         let known = read_tools()
             .iter()
-            .any(|t| t["name"] == request.name.as_ref());
+            .any(|t| t["name"] == request.name.as_ref())
+            || self.enqueued_job(&request.name).is_some();
         if !known {
             return Err(ErrorData::invalid_params(
                 format!("no tool named `{}`", request.name),
@@ -368,9 +509,11 @@ pub async fn serve_stdio(server: JobsMcp) -> Result<(), Box<dyn std::error::Erro
     Ok(())
 }
 
-/// The `jobs-mcp` binary: [`serve_linked`] on a runtime of its own.
+/// The `jobs-mcp` binary: [`serve_linked`] on a runtime of its own, open for writes when its
+/// arguments hold `--allow-enqueue`.
 pub fn mcp_main() -> ExitCode {
-    exit_on_own_runtime(serve_linked())
+    let allow_enqueue = std::env::args().skip(1).any(|a| a == "--allow-enqueue");
+    exit_on_own_runtime(serve_linked(allow_enqueue))
 }
 
 /// A binary's `main` over `work`, which answers its exit code, on a runtime of its own (2
@@ -392,7 +535,8 @@ pub(crate) fn exit_on_own_runtime(work: impl std::future::Future<Output = u8>) -
 /// (schema `JOBS_SCHEMA`, default `public`); without `DATABASE_URL`, an empty in-memory queue
 /// (the manifest tools still answer). Logs go to stderr; stdout is the protocol's. Answers the
 /// exit code: 0 when the client hung up, 1 when serving failed, 2 when it could not start.
-pub async fn serve_linked() -> u8 {
+/// With `allow_enqueue` it also serves the enqueue tools ([`JobsMcp::allow_enqueue`]).
+pub async fn serve_linked(allow_enqueue: bool) -> u8 {
     let manifest = match crate::manifest() {
         Ok(manifest) => manifest,
         Err(error) => {
@@ -407,7 +551,11 @@ pub async fn serve_linked() -> u8 {
             return 2;
         }
     };
-    match serve_stdio(JobsMcp::new(manifest, jobs)).await {
+    let mut server = JobsMcp::new(manifest, jobs);
+    if allow_enqueue {
+        server = server.allow_enqueue();
+    }
+    match serve_stdio(server).await {
         Ok(()) => 0,
         Err(error) => {
             eprintln!("error: {error}");

@@ -39,6 +39,39 @@ pub fn retry_schedule(policy: &RetryPolicy) -> Vec<Duration> {
         .collect()
 }
 
+/// The un-jittered delays still ahead of a stored job, one per retry it may yet get (what
+/// `jobs show` prints): none for a finished job; for a running one, the delays after its
+/// current attempt `attempt` and each later one; for one waiting to start (ready, delayed,
+/// suspended: its next claim makes the attempt `attempt + 1`), from that attempt on. The row's
+/// `max_attempts` bounds them, the policy's curve sets them.
+///
+/// ```
+/// use jobs::{retry::remaining_delays, JobState, RetryPolicy};
+/// use std::time::Duration;
+///
+/// let policy = RetryPolicy { attempts: 5, ..RetryPolicy::DEFAULT };
+/// // Backing off after its first attempt failed: attempts 2, 3 and 4 may still fail and retry.
+/// let left = remaining_delays(&policy, JobState::Ready, 1, 5);
+/// assert_eq!(left, [2, 4, 8].map(Duration::from_secs));
+/// assert!(remaining_delays(&policy, JobState::Dead, 5, 5).is_empty());
+/// ```
+pub fn remaining_delays(
+    policy: &RetryPolicy,
+    state: crate::driver::JobState,
+    attempt: u32,
+    max_attempts: u32,
+) -> Vec<Duration> {
+    use crate::driver::JobState;
+    let next_failing = match state {
+        JobState::Running => attempt.max(1),
+        JobState::Ready | JobState::Delayed | JobState::Suspended => attempt + 1,
+        _ => return Vec::new(),
+    };
+    (next_failing..max_attempts)
+        .map(|a| backoff_delay(policy, a))
+        .collect()
+}
+
 /// Applies jitter: `full` draws from `[0, d]`, `equal` from `[d/2, d]`, `none` keeps `d`.
 pub fn jittered(delay: Duration, jitter: Jitter, rng: &mut impl Rng) -> Duration {
     match jitter {
@@ -89,6 +122,27 @@ mod tests {
         assert_eq!(secs(policy(Backoff::Fixed)), [1, 1, 1, 1]);
         assert_eq!(secs(policy(Backoff::Linear)), [1, 2, 3, 4]);
         assert_eq!(secs(policy(Backoff::Exponential)), [1, 2, 4, 5]);
+    }
+
+    #[test]
+    fn the_remaining_delays_follow_the_attempt_the_row_is_at() {
+        use crate::driver::JobState;
+        let p = policy(Backoff::Exponential);
+        let secs = |state, attempt| -> Vec<u64> {
+            remaining_delays(&p, state, attempt, 5)
+                .iter()
+                .map(|d| d.as_secs())
+                .collect()
+        };
+        // Never run: every retry is ahead.
+        assert_eq!(secs(JobState::Ready, 0), [1, 2, 4, 5]);
+        // Running its second attempt: the retries after attempts 2, 3 and 4.
+        assert_eq!(secs(JobState::Running, 2), [2, 4, 5]);
+        // Backing off after attempt 2: attempt 3 is next.
+        assert_eq!(secs(JobState::Delayed, 2), [4, 5]);
+        // On its last attempt, or finished: none.
+        assert!(secs(JobState::Running, 5).is_empty());
+        assert!(secs(JobState::Done, 1).is_empty());
     }
 
     #[test]

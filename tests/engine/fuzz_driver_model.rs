@@ -300,6 +300,7 @@ async fn run(
                 let m = pair
                     .memory
                     .job_cancel(&JobCancelParams {
+                        reason: None,
                         id,
                         now,
                         actor: None,
@@ -308,6 +309,7 @@ async fn run(
                 let p = pair
                     .postgres
                     .job_cancel(&JobCancelParams {
+                        reason: None,
                         id,
                         now,
                         actor: None,

@@ -289,3 +289,98 @@ async fn every_verb_stays_in_its_tenant_on_postgres() {
 async fn every_verb_stays_in_its_tenant_on_sqlite() {
     verbs_stay_in_their_tenant(support::sqlite::driver("operator_tenancy_verbs").await).await;
 }
+
+/// `Operator::drain` on memory with the frozen clock: runs lapsed with attempts left go back to
+/// ready, a live lease stays; a client scoped to a tenant is refused, since a queue's lapsed
+/// runs span its tenants.
+#[tokio::test]
+async fn drain_deals_with_lapsed_runs_and_refuses_a_tenant_scoped_client() {
+    use jobs::driver::{ClaimParams, QueueDemand};
+    let clock = Arc::new(jobs::clock::TestClock::new());
+    let jobs = Jobs::with_clock(Arc::new(MemoryDriver::new()), clock.clone());
+    let claim = |worker: &str, lease: u64| ClaimParams {
+        demand: vec![QueueDemand {
+            queue: "default".into(),
+            limit: 1,
+        }],
+        worker_id: worker.into(),
+        visibility_timeout: Duration::from_secs(lease),
+        drop_exhausted: Vec::new(),
+        fair_after: String::new(),
+        now: jobs.now(),
+    };
+    let first = SyncAccount::enqueue_with(
+        &jobs,
+        Account {
+            org: "acme".into(),
+            n: 100,
+        },
+        EnqueueOptions::new(),
+    )
+    .await
+    .unwrap();
+    let taken = jobs.driver().job_claim(&claim("w1", 30)).await.unwrap();
+    assert_eq!(taken.jobs[0].id, first.id);
+    let more = SyncAccount::enqueue(
+        &jobs,
+        Account {
+            org: "acme".into(),
+            n: 101,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        jobs.driver()
+            .job_claim(&claim("w1", 30))
+            .await
+            .unwrap()
+            .jobs[0]
+            .id,
+        more.id
+    );
+    let live = SyncAccount::enqueue(
+        &jobs,
+        Account {
+            org: "acme".into(),
+            n: 102,
+        },
+    )
+    .await
+    .unwrap();
+    clock.advance(Duration::from_secs(31));
+    assert_eq!(
+        jobs.driver()
+            .job_claim(&claim("w2", 3600))
+            .await
+            .unwrap()
+            .jobs[0]
+            .id,
+        live.id
+    );
+    // Both lapsed runs are on attempt 1 of 3 (the default): both go back, none is buried (the
+    // burial of a final attempt is the conformance case `job_claim_with_no_slot_..`).
+    let refused = jobs
+        .for_tenant("acme")
+        .operator()
+        .drain("default")
+        .await
+        .unwrap_err();
+    assert!(refused.is(ErrorCode::JobTenantMismatch), "{refused}");
+    let report = jobs.operator().drain("default").await.unwrap();
+    let mut requeued = report.requeued.clone();
+    requeued.sort();
+    let mut expected = vec![first.id, more.id];
+    expected.sort();
+    assert_eq!(requeued, expected);
+    assert!(report.buried.is_empty());
+    assert_eq!(report.running, 1);
+    for id in [first.id, more.id] {
+        let row = jobs.job(id).await.unwrap().unwrap();
+        assert_eq!((row.state, row.attempt), (JobState::Ready, 1));
+    }
+    assert_eq!(
+        jobs.job(live.id).await.unwrap().unwrap().state,
+        JobState::Running
+    );
+}

@@ -338,6 +338,10 @@ async fn exhausting_attempts_dead_letters() {
     let last_error = row.last_error.unwrap();
     assert!(last_error.contains("boom on attempt 2"), "{last_error}");
     assert!(last_error.contains("attempts exhausted"), "{last_error}");
+    assert!(last_error.contains("2 of 2 attempts spent"), "{last_error}");
+    // Out of attempts: the ending's code is X_JOB_MAX_ATTEMPTS, in the report and on the row.
+    assert_eq!(executions[1].code, Some(ErrorCode::JobMaxAttempts));
+    assert_eq!(row.last_error_code.as_deref(), Some("X_JOB_MAX_ATTEMPTS"));
     assert_eq!(kit.worker().stats().dead_lettered, 1);
 
     // A dead row no longer holds its key.
@@ -359,6 +363,8 @@ async fn a_terminal_error_dead_letters_on_the_first_attempt() {
     let last_error = row.last_error.unwrap();
     assert!(last_error.contains("card declined"), "{last_error}");
     assert!(last_error.contains("terminal"), "{last_error}");
+    // A terminal error keeps its own code: the attempts did not run out.
+    assert_ne!(row.last_error_code.as_deref(), Some("X_JOB_MAX_ATTEMPTS"));
     assert_eq!(TERMINAL_CALLS.load(Ordering::SeqCst), 1);
 }
 
@@ -369,9 +375,11 @@ async fn dead_letter_false_settles_failed() {
     let executions = kit.run_to_completion().await;
     assert_eq!(executions.len(), 2);
     assert_eq!(executions[1].outcome, ExecutionOutcome::Dropped);
+    assert_eq!(executions[1].code, Some(ErrorCode::JobMaxAttempts));
     let row = kit.job(queued.id).await;
     assert_eq!(row.state, JobState::Failed);
     assert_eq!(row.attempt, 2);
+    assert_eq!(row.last_error_code.as_deref(), Some("X_JOB_MAX_ATTEMPTS"));
     assert!(row.last_error.unwrap().contains("attempts exhausted"));
     assert_eq!(kit.worker().stats().dropped, 1);
     assert_eq!(kit.worker().stats().dead_lettered, 0);
@@ -547,7 +555,9 @@ async fn on_settled_hears_dead_lettered_with_its_code_and_not_the_retries() {
     let seen = settled_for(queued.id);
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].outcome, Outcome::DeadLettered);
-    assert_eq!(seen[0].code, Some(ErrorCode::Timeout));
+    // Out of attempts: the ending's code is X_JOB_MAX_ATTEMPTS, the last error (its own code
+    // with it) in the message.
+    assert_eq!(seen[0].code, Some(ErrorCode::JobMaxAttempts));
     assert_eq!(seen[0].input_id, Some(1));
     assert_eq!(seen[0].result, None);
     let error = seen[0].error.clone().unwrap();

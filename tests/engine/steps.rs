@@ -266,12 +266,16 @@ async fn step_timeout_fails_the_step() {
     kit.advance(Duration::from_secs(5));
     let executions = bounded("the pass", pass).await.unwrap().unwrap();
     assert_eq!(executions.len(), 1);
-    assert_eq!(executions[0].code, Some(ErrorCode::JobTimeout));
+    // Its one attempt spent on a retryable timeout: the ending is `X_JOB_MAX_ATTEMPTS`, the
+    // timeout named in the message.
+    assert_eq!(executions[0].code, Some(ErrorCode::JobMaxAttempts));
     assert_eq!(executions[0].outcome, ExecutionOutcome::DeadLettered);
     let row = kit.job(queued.id).await;
     assert_eq!(row.state, JobState::Dead);
-    assert_eq!(row.last_error_code.as_deref(), Some("X_JOB_TIMEOUT"));
-    assert!(row.last_error.unwrap().contains("step `hangs`"));
+    assert_eq!(row.last_error_code.as_deref(), Some("X_JOB_MAX_ATTEMPTS"));
+    let last_error = row.last_error.unwrap();
+    assert!(last_error.contains("X_JOB_TIMEOUT"), "{last_error}");
+    assert!(last_error.contains("step `hangs`"), "{last_error}");
     let steps = kit.steps(queued.run_id).await;
     assert_eq!(steps.len(), 1);
     assert_eq!(steps[0].status, StepStatus::Failed);

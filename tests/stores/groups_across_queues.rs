@@ -209,6 +209,7 @@ async fn scale_cancel(d: Arc<dyn JobDriver>) {
     let g = Uuid::now_v7();
     join(d, g, parent, Some(parent), &kids, GroupNeed::All, at(1)).await;
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: parent,
         actor: Some("ops".into()),
         now: at(5),
@@ -309,6 +310,7 @@ async fn every_path(d: Arc<dyn JobDriver>) {
     assert_eq!(group(d, g).await.settled, 5);
     // c4: cancel while queued.
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: c[3],
         actor: None,
         now: at(3),
@@ -444,6 +446,7 @@ async fn cascade(d: Arc<dyn JobDriver>) {
     join(d, g2, kid, Some(kid), &[grandkid], GroupNeed::All, t0()).await;
     park(d, &k, at(100_000), t0()).await;
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: parent,
         actor: Some("ops".into()),
         now: at(5),

@@ -9,6 +9,7 @@ mod cli_outbox;
 mod cli_postgres;
 mod cli_redis;
 mod cli_sqlite;
+mod cli_verbs;
 mod dashboard;
 mod dashboard_browser;
 mod dashboard_outbox;

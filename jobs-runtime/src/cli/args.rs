@@ -46,12 +46,64 @@ pub(super) enum Verb {
     /// generated output, `--check DIR` fails when a committed copy is stale.
     Manifest(ManifestArgs),
     /// An MCP server over stdio: the manifest and the read verbs, for an agent (the queue at
-    /// DATABASE_URL, or an empty in-memory one without it).
-    Mcp,
+    /// DATABASE_URL, or an empty in-memory one without it); `--allow-enqueue` also serves one
+    /// enqueue tool per job.
+    Mcp(McpArgs),
+    /// The error codes: `explain <CODE>` says what one means, how a job returning it is
+    /// retried, and its fix; `list` lists every code.
+    #[command(subcommand)]
+    Errors(ErrorsVerb),
+    /// Run one job linked into this binary against a throwaway in-memory store and a frozen
+    /// clock, and print the trace: each attempt, the steps, the jobs it enqueued. Exit 0 when
+    /// it completed, 1 (with its code) when it did not. No database.
+    Test(TestArgs),
     /// The web dashboard over the queue at DATABASE_URL. Credentials come from the environment
     /// (JOBS_DASHBOARD_TOKEN, or JOBS_DASHBOARD_USER and JOBS_DASHBOARD_PASSWORD;
     /// JOBS_DASHBOARD_READ_TOKEN for a read-only token); without any it listens on loopback only.
     Dashboard(DashboardArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum TasksVerb {
+    /// Every task: last fire, paused, next fire (a bare `jobs tasks`).
+    List,
+    /// One declared task: its next fires in its zone (and in UTC) and its cron in words. Reads
+    /// the declaration linked into this binary: no database.
+    Show {
+        /// The task's name.
+        name: String,
+        /// How many fires (1 to 1000).
+        #[arg(long, default_value_t = 5)]
+        count: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum ErrorsVerb {
+    /// What a code means, its retry class and its fix.
+    Explain {
+        /// The code, e.g. X_JOB_TIMEOUT.
+        code: String,
+    },
+    /// Every code and its retry class.
+    List,
+}
+
+#[derive(Debug, clap::Args)]
+pub(super) struct TestArgs {
+    /// The job's name.
+    pub(super) job: String,
+    /// The job's input, as JSON.
+    #[arg(long)]
+    pub(super) input: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub(super) struct McpArgs {
+    /// Serve the `enqueue.<job>` tools too, so the agent may enqueue jobs (recorded under the
+    /// actor `mcp`); without it they are refused with X_FORBIDDEN.
+    #[arg(long)]
+    pub(super) allow_enqueue: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -82,24 +134,44 @@ pub(super) enum QueueVerb {
         #[arg(long)]
         from_step: Option<String>,
     },
-    /// Cancel a live job (a running one stops at its next heartbeat).
-    Cancel { id: Uuid },
+    /// Cancel a live job (a running one stops at its next heartbeat); exit 0 means the job
+    /// is cancelled now.
+    Cancel {
+        id: Uuid,
+        /// Why: recorded in the job's history beside the actor (one line, at most 512 bytes).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Delete a job that is not running, and its steps.
     Rm { id: Uuid },
     /// Make a delayed (or backing-off) job due now.
     Promote { id: Uuid },
+    /// Deal with a queue's lapsed runs now: those on their final attempt buried dead, the
+    /// others back to ready, due now; runs under a live lease are left alone.
+    Drain { queue: String },
     /// Stop every worker claiming from a queue (enqueues still land).
     Pause { queue: String },
     /// Let workers claim from a paused queue again.
     Resume { queue: String },
     /// The live workers.
     Workers,
-    /// Scheduled tasks: last fire, paused, next fire (for tasks linked into this binary).
-    Tasks,
+    /// Scheduled tasks: last fire, paused, next fire (for tasks linked into this binary);
+    /// `tasks show <name>` one task's next fires and its cron in words.
+    Tasks {
+        #[command(subcommand)]
+        verb: Option<TasksVerb>,
+    },
     /// Per-queue counts and per-job outcomes over the last 24 hours.
     Stats,
     /// Apply the embedded migrations.
     Migrate,
+    /// The checks before a deploy: step names, the committed manifest (`--manifest`), the
+    /// migrations applied, the store's persistence. Exit 1 with the first failure's code.
+    Verify {
+        /// A committed manifest.json, or a directory of generated outputs, to check as fresh.
+        #[arg(long, value_name = "PATH")]
+        manifest: Option<std::path::PathBuf>,
+    },
     /// The ledger of backfill passes; `--pending` reports declared vs run (and exits 1 with
     /// X_BACKFILL_PENDING while any is pending).
     Backfills(BackfillsArgs),

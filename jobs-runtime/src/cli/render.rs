@@ -162,6 +162,43 @@ pub(super) fn batch(report: &crate::batch::BatchReport) -> String {
     text
 }
 
+/// The retries a live job may still get and the delay before each (un-jittered), from its
+/// declaration's curve; the count alone when the job is not linked into this binary.
+fn retries_left(
+    j: &crate::driver::JobRecord,
+    declared: Option<crate::descriptor::JobDescriptor>,
+) -> String {
+    let Some(d) = declared else {
+        let next = if j.state == crate::driver::JobState::Running {
+            j.attempt.max(1)
+        } else {
+            j.attempt + 1
+        };
+        let left = j.max_attempts.saturating_sub(next);
+        return format!("{left} left (delays unknown: the job is not linked into this binary)");
+    };
+    let delays = crate::retry::remaining_delays(&d.retry, j.state, j.attempt, j.max_attempts);
+    if delays.is_empty() {
+        return "none left: a failure of this attempt is final".to_string();
+    }
+    let shown: Vec<String> = delays.iter().map(|d| crate::duration::shown(*d)).collect();
+    let jitter = match d.retry.jitter {
+        crate::descriptor::Jitter::None => String::new(),
+        crate::descriptor::Jitter::Equal => {
+            ", each drawn from half to all of it (equal jitter)".into()
+        }
+        crate::descriptor::Jitter::Full => {
+            ", each drawn from none to all of it (full jitter)".into()
+        }
+    };
+    format!(
+        "{} left, after {} ({} backoff{jitter})",
+        delays.len(),
+        shown.join(", "),
+        d.retry.backoff.as_str()
+    )
+}
+
 pub(super) fn show(
     detail: &JobDetail,
     declared: Option<crate::descriptor::JobDescriptor>,
@@ -175,6 +212,9 @@ pub(super) fn show(
     field("queue", j.queue.clone());
     field("state", j.state.to_string());
     field("attempt", format!("{} of {}", j.attempt, j.max_attempts));
+    if j.state.is_live() {
+        field("retries", retries_left(j, declared));
+    }
     field("run", j.run_id.to_string());
     field("tenant", j.tenant_id.clone().unwrap_or_else(|| "-".into()));
     field("actor", j.actor.clone().unwrap_or_else(|| "-".into()));

@@ -1,6 +1,6 @@
 //! The MCP tool list: the read tools `jobs-mcp` serves, and one enqueue tool per job whose
-//! input schema is the job's own, for an app that lets an agent enqueue through its own
-//! MCP server.
+//! input schema is the job's own, which the server serves once opened for writes
+//! (`jobs mcp --allow-enqueue`, `JobsMcp::allow_enqueue`).
 //!
 //! The file is a `tools/list` result (`{ "tools": [...] }`), sorted by tool name.
 

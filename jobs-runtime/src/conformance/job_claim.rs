@@ -417,6 +417,32 @@ pub async fn job_claim_buries_without_spending_demand(driver: Arc<dyn JobDriver>
     );
 }
 
+/// A claim with no free slot (what `jobs drain` runs) still buries a lapsed final attempt, and
+/// hands nothing out: neither a lapsed row with attempts left nor a due one.
+pub async fn job_claim_with_no_slot_buries_and_hands_out_nothing(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let mut exhausted = request("conformance.job", "exhausted");
+    exhausted.max_attempts = 1;
+    enqueue(d, &exhausted).await;
+    let mut lapsed = request("conformance.job", "lapsed");
+    lapsed.max_attempts = 3;
+    enqueue(d, &lapsed).await;
+    assert_eq!(claim(d, &claim_params("w1", 10, t0())).await.jobs.len(), 2);
+    enqueue(d, &request("conformance.job", "ready")).await;
+    let result = claim(d, &claim_params("drain", 0, at(40))).await;
+    assert!(result.jobs.is_empty(), "no slot, nothing handed out");
+    assert_eq!(
+        result.exhausted.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![exhausted.id]
+    );
+    assert_eq!(get(d, exhausted.id).await.state, JobState::Dead);
+    assert_eq!(get(d, lapsed.id).await.state, JobState::Running);
+    // The rows left are claimed as before.
+    let next = claim(d, &claim_params("w2", 10, at(41))).await;
+    assert_eq!(next.jobs.len(), 2);
+    assert!(next.exhausted.is_empty());
+}
+
 /// The same burial settles `failed` for the job names in `drop_exhausted` (no dead letter);
 /// other names in the same claim are still buried `dead`.
 pub async fn job_claim_buries_a_lapsed_final_attempt_failed_for_dropped_names(

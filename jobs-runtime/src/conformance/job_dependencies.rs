@@ -150,6 +150,7 @@ pub async fn job_dependencies_follow_a_cancelled_dependency(driver: Arc<dyn JobD
     .await
     .id;
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: a,
         now: at(1),
         actor: None,
@@ -165,6 +166,7 @@ pub async fn job_dependencies_follow_a_cancelled_dependency(driver: Arc<dyn JobD
         .await
         .id;
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: f,
         now: at(2),
         actor: None,
@@ -209,6 +211,7 @@ pub async fn job_dependencies_are_checked_at_enqueue(driver: Arc<dyn JobDriver>)
     )
     .await;
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: tenanted,
         now: t0(),
         actor: None,

@@ -107,6 +107,7 @@ pub async fn job_enqueue_frees_the_key_once_finished(driver: Arc<dyn JobDriver>)
             }
             Some(NackTarget::Retry) => {
                 d.job_cancel(&JobCancelParams {
+                    reason: None,
                     id: holder,
                     now: t0(),
                     actor: None,

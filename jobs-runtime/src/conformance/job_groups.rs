@@ -405,6 +405,7 @@ pub async fn job_cancel_takes_the_children_of_a_parent_with_it(driver: Arc<dyn J
 
     let cancelled = d
         .job_cancel(&JobCancelParams {
+            reason: None,
             id: parent,
             actor: Some("ops".into()),
             now: at(20),
@@ -743,6 +744,7 @@ pub async fn worker_invoke_first_timeout_and_cancel_both_ways(driver: Arc<dyn Jo
         "waiting for its event"
     );
     let cancel = |id| JobCancelParams {
+        reason: None,
         id,
         actor: Some("ops".into()),
         now,

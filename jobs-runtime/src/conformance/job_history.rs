@@ -61,6 +61,7 @@ fn actor(name: &str) -> Option<String> {
 
 fn cancel(id: JobId, by: Option<&str>, now: Timestamp) -> JobCancelParams {
     JobCancelParams {
+        reason: None,
         id,
         actor: by.map(str::to_string),
         now,
@@ -168,9 +169,13 @@ pub async fn job_history_records_each_verb_with_its_actor(driver: Arc<dyn JobDri
     p.job_requeue(&requeue(id, Some("b"), Some("alice"), at(5)))
         .await
         .expect("requeued from a step");
-    d.job_cancel(&cancel(id, Some("bob"), at(6)))
-        .await
-        .expect("cancelled");
+    // A cancel's reason is its row's detail.
+    d.job_cancel(&JobCancelParams {
+        reason: Some("customer asked".into()),
+        ..cancel(id, Some("bob"), at(6))
+    })
+    .await
+    .expect("cancelled");
     assert_refused(
         d.job_cancel(&cancel(id, Some("mallory"), at(6))).await,
         ErrorCode::JobNotCancellable,
@@ -203,7 +208,7 @@ pub async fn job_history_records_each_verb_with_its_actor(driver: Arc<dyn JobDri
             ("remove", Some("dave"), None, at(13)),
             ("promote", Some("carol"), None, at(10)),
             ("requeue", None, None, at(7)),
-            ("cancel", Some("bob"), None, at(6)),
+            ("cancel", Some("bob"), Some("customer asked"), at(6)),
             ("requeue_from_step", Some("alice"), Some("b"), at(5)),
         ],
         "newest first; a removed job's history stays"

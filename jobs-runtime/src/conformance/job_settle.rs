@@ -333,6 +333,7 @@ pub async fn job_cancel_cancels_a_queued_job_and_frees_its_key(driver: Arc<dyn J
     for id in [ready, later.id] {
         let row = d
             .job_cancel(&JobCancelParams {
+                reason: None,
                 id,
                 now: at(1),
                 actor: None,
@@ -357,6 +358,7 @@ pub async fn job_cancel_stops_a_running_job_at_its_next_heartbeat(driver: Arc<dy
     let job = claim_one(d, "w1", t0()).await;
     let row = d
         .job_cancel(&JobCancelParams {
+            reason: None,
             id,
             now: at(1),
             actor: None,
@@ -416,6 +418,7 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
     assert!(ack(d, id, &job.by, at(1)).await);
     assert_refused(
         d.job_cancel(&JobCancelParams {
+            reason: None,
             id,
             now: at(2),
             actor: None,
@@ -427,6 +430,7 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
 
     let other = enqueue_key(d, "other").await;
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: other,
         now: at(2),
         actor: None,
@@ -435,6 +439,7 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
     .unwrap();
     assert_refused(
         d.job_cancel(&JobCancelParams {
+            reason: None,
             id: other,
             now: at(3),
             actor: None,
@@ -444,6 +449,7 @@ pub async fn job_cancel_refuses_finished_and_unknown_jobs(driver: Arc<dyn JobDri
     );
     assert_refused(
         d.job_cancel(&JobCancelParams {
+            reason: None,
             id: Uuid::now_v7(),
             now: at(3),
             actor: None,
@@ -512,6 +518,7 @@ pub async fn queue_stats_counts_each_queue_per_state(driver: Arc<dyn JobDriver>)
     // ids[4] stays running; ids[5] stays ready (due since -15); cancel a fresh one.
     let cancelled = enqueue_key(d, "cancelled").await;
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: cancelled,
         now: t0(),
         actor: None,

@@ -37,6 +37,7 @@ enum End {
 async fn finish(d: &dyn JobDriver, id: JobId, end: End, now: Timestamp) {
     if let End::Cancelled = end {
         d.job_cancel(&JobCancelParams {
+            reason: None,
             id,
             now,
             actor: None,
@@ -134,6 +135,7 @@ pub async fn job_unique_period_answers_a_finished_holder(driver: Arc<dyn JobDriv
             "a holder in another tenant never answers"
         );
         d.job_cancel(&JobCancelParams {
+            reason: None,
             id: elsewhere.id,
             now: later,
             actor: None,

@@ -50,6 +50,7 @@ pub mod outbox;
 pub mod rate;
 pub mod scheduler;
 pub mod step;
+pub mod store_check;
 pub mod tenancy;
 pub mod webhook_ledger;
 pub mod worker;
@@ -135,6 +136,7 @@ macro_rules! __conformance_cases {
             job_unique::job_unique_requeue_keeps_the_holders_of_a_period,
             job_unique::job_unique_period_holds_against_a_fire,
             job_unique::job_unique_purge_frees_the_key_with_the_row,
+            store_check::store_check_finds_no_pending_migration_once_migrated,
             job_claim::job_claim_refuses_empty_demand,
             job_claim::job_claim_marks_rows_running_under_the_claim,
             job_claim::job_claim_takes_due_rows_oldest_run_at_first,
@@ -150,6 +152,7 @@ macro_rules! __conformance_cases {
             job_claim::job_claim_buries_a_lapsed_final_attempt_dead,
             job_claim::job_claim_buries_a_lapsed_final_attempt_failed_for_dropped_names,
             job_claim::job_claim_buries_without_spending_demand,
+            job_claim::job_claim_with_no_slot_buries_and_hands_out_nothing,
             job_claim::job_claim_takes_a_suspended_row_once_due,
             next_due::queue_next_due_answers_each_queue_s_earliest_later_run_time,
             job_settle::job_ack_settles_done,

@@ -27,13 +27,18 @@ fn status(code: Option<ErrorCode>) -> StatusCode {
         Some(DashboardForbidden | DashboardCsrf) => StatusCode::FORBIDDEN,
         Some(JobNotFound) => StatusCode::NOT_FOUND,
         Some(NotImplemented) => StatusCode::NOT_IMPLEMENTED,
+        // A value the request carries is outside its documented bounds (a filter, an action,
+        // a priority): a malformed request, the same one never succeeds. Not 409: nothing in
+        // the stored state conflicts, and re-reading the job would change nothing.
+        Some(Invariant) => StatusCode::BAD_REQUEST,
         // What the viewer sent does not hold, a tenant an input names among it.
-        Some(JobInputInvalid | JobPageInvalid | CliBadFlag | IdInvalid | JobTenantMismatch) => {
+        Some(JobInputInvalid | JobPageInvalid | IdInvalid | JobTenantMismatch) => {
             StatusCode::UNPROCESSABLE_ENTITY
         }
+        // The job's state refuses the act.
         Some(
             JobNotRequeueable | JobNotRemovable | JobNotPromotable | JobNotCancellable
-            | JobDuplicate | Invariant,
+            | JobDuplicate,
         ) => StatusCode::CONFLICT,
         Some(DriverUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
@@ -136,11 +141,41 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// A request parameter that does not read; `X_CLI_BAD_FLAG` is the operator surface's code
-/// for a bad filter.
+/// A request parameter that does not read (a filter, an action, a form): `X_INVARIANT`, the
+/// reference's code for a value outside its bounds (HTTP 400). `X_CLI_BAD_FLAG` is the
+/// command line's, and a dashboard is not one.
 pub(crate) fn bad_parameter(what: &str, fix: &str) -> Refusal {
     Refusal(
-        JobError::new(ErrorCode::CliBadFlag, format!("{what} is not valid"))
+        JobError::new(ErrorCode::Invariant, format!("{what} is not valid"))
             .with_fix(fix.to_string()),
     )
+}
+
+/// A job id in the path or a form that is not a uuid: `X_ID_INVALID` (HTTP 422).
+pub(crate) fn bad_id(what: &str, fix: &str) -> Refusal {
+    Refusal(
+        JobError::new(ErrorCode::IdInvalid, format!("{what} is not a uuid"))
+            .with_fix(fix.to_string()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_parameter_is_an_invariant_answered_400_never_a_cli_code() {
+        let refused = Refused::from(bad_parameter("the state filter", "pick a state"));
+        assert_eq!(refused.code, "X_INVARIANT");
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+        let refused = Refused::from(bad_id("the job id", "open a job from the jobs list"));
+        assert_eq!(refused.code, "X_ID_INVALID");
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+        // A refusal of the job's state stays a conflict.
+        assert_eq!(
+            status(Some(ErrorCode::JobNotCancellable)),
+            StatusCode::CONFLICT
+        );
+        assert_eq!(status(Some(ErrorCode::Invariant)), StatusCode::BAD_REQUEST);
+    }
 }

@@ -34,7 +34,7 @@
 
 mod access;
 mod chart;
-mod cron_words;
+pub(crate) mod cron_words;
 mod csrf;
 mod error;
 mod graph;

@@ -17,6 +17,10 @@
 //! # Ok(()) }
 //! ```
 
+mod drain;
+
+pub use drain::DrainReport;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -163,6 +167,12 @@ impl Operator<'_> {
     /// Cancels a live job (see [`Jobs::cancel`]), recording the client's actor in its history.
     pub async fn cancel(&self, id: JobId) -> Result<JobRecord, JobError> {
         self.jobs.cancel(id).await
+    }
+
+    /// Cancels a live job with a reason (see [`Jobs::cancel_with_reason`]), recorded in its
+    /// history beside the client's actor.
+    pub async fn cancel_with_reason(&self, id: JobId, reason: &str) -> Result<JobRecord, JobError> {
+        self.jobs.cancel_with_reason(id, reason).await
     }
 
     /// One job's history, newest first: who requeued, cancelled, promoted or removed it, and

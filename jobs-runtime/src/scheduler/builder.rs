@@ -15,7 +15,9 @@ use crate::task::TaskEntry;
 
 use super::cron::Cron;
 use super::leader::{Leader, DEFAULT_LEADER_TTL};
-use super::{RoundState, Scheduler, Shared, Slot, DEFAULT_TICK_INTERVAL};
+use super::{
+    RoundState, Scheduler, Shared, Slot, DEFAULT_SHUTDOWN_DEADLINE, DEFAULT_TICK_INTERVAL,
+};
 
 /// Checks a task's declaration at run time (the macro checks literals at compile time; this is
 /// for values from configuration): its cron, its zone, and `max_catch_up` > 0.
@@ -39,6 +41,7 @@ pub struct SchedulerBuilder {
     id: Option<String>,
     lease_ttl: Duration,
     tick_interval: Duration,
+    shutdown_deadline: Duration,
 }
 
 impl SchedulerBuilder {
@@ -49,6 +52,7 @@ impl SchedulerBuilder {
             id: None,
             lease_ttl: DEFAULT_LEADER_TTL,
             tick_interval: DEFAULT_TICK_INTERVAL,
+            shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
         }
     }
 
@@ -73,6 +77,14 @@ impl SchedulerBuilder {
     /// The wait between rounds (default 1 s).
     pub fn tick_interval(mut self, interval: Duration) -> Self {
         self.tick_interval = interval;
+        self
+    }
+
+    /// How long a shutdown waits for the round in flight (default 25 s, on the scheduler's
+    /// clock). A round still running then is abandoned and the lease kept, so no standby
+    /// fires what the round may yet fire; the lease lapses after its TTL.
+    pub fn shutdown_deadline(mut self, deadline: Duration) -> Self {
+        self.shutdown_deadline = deadline;
         self
     }
 
@@ -105,6 +117,7 @@ impl SchedulerBuilder {
             shared: Arc::new(Shared {
                 jobs: self.jobs,
                 tick_interval: self.tick_interval,
+                shutdown_deadline: self.shutdown_deadline,
                 round: tokio::sync::Mutex::new(RoundState {
                     leader: Leader::new(id.clone(), self.lease_ttl),
                     marks: None,

@@ -33,6 +33,8 @@ pub use leader::{DEFAULT_LEADER_TTL, LEASE_RENEWALS_PER_TTL};
 #[cfg_attr(not(feature = "dashboard"), allow(unused_imports))]
 pub(crate) use schedule::fire_entry_now;
 pub(crate) use schedule::next_after;
+#[cfg_attr(not(feature = "cli"), allow(unused_imports))]
+pub(crate) use schedule::next_fires;
 pub use schedule::{check_schedule, fire_now, next_run};
 pub use tasks::Tasks;
 
@@ -50,12 +52,14 @@ use crate::clock::{add, Timestamp};
 use crate::driver::scheduler_store::{
     SchedulerResignParams, SchedulerStore, TaskFireParams, TaskPausedParams, TaskWatermarksParams,
 };
-use crate::error::JobError;
+use crate::error::{ErrorCode, JobError};
 use crate::maintenance::CounterRollup;
 use crate::task::{Occurrence, TaskEntry};
 
 /// The wait between rounds.
 pub const DEFAULT_TICK_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a shutdown waits for the round in flight before it abandons it.
+pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(25);
 /// A task found paused is looked at again after this long (the resume's latency).
 pub const PAUSE_RECHECK: Duration = Duration::from_secs(5);
 /// Fires the tasks' occurrences while it leads. Drive it by hand with [`Scheduler::tick`] (one
@@ -69,6 +73,7 @@ struct Shared {
     jobs: Jobs,
     id: String,
     tick_interval: Duration,
+    shutdown_deadline: Duration,
     tasks: Vec<Slot>,
     /// One round at a time: another `tick()` waits for the round in flight.
     round: tokio::sync::Mutex<RoundState>,
@@ -414,9 +419,116 @@ impl SchedulerHandle {
     }
 
     /// Stops after the round in flight, then deletes the lease row so a standby promotes at once.
+    ///
+    /// The round is waited for at most the scheduler's shutdown deadline (25 s by default,
+    /// [`SchedulerBuilder::shutdown_deadline`], on its clock). A round still running then (a
+    /// store that stopped answering) is abandoned: logged `jobs.scheduler.drain-abandoned`,
+    /// the lease kept (a standby taking it while the round may still fire would fire twice; it
+    /// lapses after its TTL), and the shutdown answers `X_TIMEOUT`.
     pub async fn shutdown(self) -> Result<(), JobError> {
-        self.stop.cancel();
-        let _ = self.task.await;
-        self.scheduler.resign().await
+        let SchedulerHandle {
+            scheduler,
+            stop,
+            mut task,
+        } = self;
+        stop.cancel();
+        let deadline = scheduler.shared.shutdown_deadline;
+        let clock = scheduler.shared.jobs.clock().clone();
+        let finished = tokio::select! {
+            _ = &mut task => true,
+            _ = clock.sleep(deadline) => false,
+        };
+        if !finished {
+            task.abort();
+            tracing::warn!(
+                target: "jobs.scheduler.drain-abandoned",
+                id = %scheduler.shared.id,
+                deadline_ms = deadline.as_millis() as u64,
+                "the round in flight outlasted the shutdown deadline; abandoned, the lease kept"
+            );
+            return Err(JobError::new(
+                ErrorCode::Timeout,
+                format!(
+                    "scheduler {}: the round in flight outlasted the shutdown deadline of {}; it was abandoned and the leader lease kept until it lapses",
+                    scheduler.shared.id,
+                    crate::duration::shown(deadline)
+                ),
+            )
+            .with_fix("find what the scheduler store stopped answering (the database's locks and load), or raise `SchedulerBuilder::shutdown_deadline`"));
+        }
+        scheduler.resign().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::TestClock;
+    use crate::driver::MemoryDriver;
+    use crate::registry::Registry;
+
+    /// A round that never ends (here: the round's lock held, as a store call that never
+    /// answers holds it) does not hold the shutdown past its deadline, and the lease is kept.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_hung_round_is_abandoned_at_the_shutdown_deadline() {
+        let clock = Arc::new(TestClock::new());
+        let jobs = Jobs::with_clock(Arc::new(MemoryDriver::new()), clock.clone());
+        let scheduler = jobs
+            .scheduler()
+            .registry(Registry::new())
+            .id("hung")
+            .shutdown_deadline(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        // The first round leads, so the lease is this scheduler's.
+        assert!(scheduler.tick().await.unwrap().leading);
+        // The next round hangs: the loop waits on the round in flight.
+        let in_flight = scheduler.shared.round.lock().await;
+        let handle = scheduler.start();
+        let shutdown = tokio::spawn(handle.shutdown());
+        let mut spins = 0;
+        while clock.pending_timers() == 0 {
+            spins += 1;
+            assert!(spins < 10_000, "the shutdown never armed its deadline");
+            tokio::task::yield_now().await;
+        }
+        assert!(!shutdown.is_finished());
+        clock.advance(Duration::from_secs(5));
+        let answer = shutdown.await.unwrap();
+        let error = answer.expect_err("an abandoned round is reported");
+        assert!(error.is(ErrorCode::Timeout), "{error}");
+        assert!(error.message().contains("abandoned"), "{error}");
+        drop(in_flight);
+        // The lease was kept: the scheduler still leads, and no other scheduler promotes.
+        assert!(scheduler.shared.round.lock().await.leader.leading);
+        let standby = jobs
+            .scheduler()
+            .registry(Registry::new())
+            .id("standby")
+            .build()
+            .unwrap();
+        assert!(!standby.tick().await.unwrap().leading);
+    }
+
+    /// A round that ends in time lets the shutdown resign: a standby promotes at once.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_shutdown_in_time_gives_the_lease_up() {
+        let clock = Arc::new(TestClock::new());
+        let jobs = Jobs::with_clock(Arc::new(MemoryDriver::new()), clock.clone());
+        let scheduler = jobs
+            .scheduler()
+            .registry(Registry::new())
+            .id("prompt")
+            .build()
+            .unwrap();
+        let handle = scheduler.start();
+        handle.shutdown().await.unwrap();
+        let standby = jobs
+            .scheduler()
+            .registry(Registry::new())
+            .id("standby")
+            .build()
+            .unwrap();
+        assert!(standby.tick().await.unwrap().leading);
     }
 }

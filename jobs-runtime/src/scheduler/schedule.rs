@@ -55,6 +55,27 @@ pub(crate) fn next_after(d: &crate::task::TaskDescriptor, from: Timestamp) -> Op
     Cron::parse(d.name, d.cron, d.tz).ok()?.next_after(from)
 }
 
+/// The next `count` occurrences of a declared task strictly after `from`, in order (fewer when
+/// its schedule ends); `X_INVARIANT` for a refused cron or zone. `jobs tasks show`.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn next_fires(
+    d: &crate::task::TaskDescriptor,
+    from: Timestamp,
+    count: usize,
+) -> Result<Vec<Timestamp>, JobError> {
+    let cron = Cron::parse(d.name, d.cron, d.tz)?;
+    let mut fires = Vec::with_capacity(count);
+    let mut at = from;
+    while fires.len() < count {
+        let Some(next) = cron.next_after(at) else {
+            break;
+        };
+        fires.push(next);
+        at = next;
+    }
+    Ok(fires)
+}
+
 /// Fires task `T` now, by hand: its entries for the occurrence "now", enqueued with each job's
 /// plain idempotency key (a scheduled fire scopes them to the occurrence). One answer per entry.
 /// The client's actor ([`Jobs::acting_as`]) is each job's actor: who fired it.

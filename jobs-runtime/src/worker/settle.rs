@@ -339,6 +339,24 @@ fn failed(job: &ClaimedJob, policy: Policy, error: JobError, now: Timestamp) -> 
             ExecutionOutcome::Dropped,
         )
     };
+    // Out of attempts on an error that would have been retried, the ending's code is
+    // `X_JOB_MAX_ATTEMPTS` (the row's `last_error_code`, the report's and the hook's): the
+    // last attempt's error, code and all, stays in the message. A terminal error keeps its own
+    // code, since the attempts did not run out. Decided here, so every driver stores the same.
+    let error = if terminal {
+        error
+    } else {
+        JobError::new(
+            ErrorCode::JobMaxAttempts,
+            format!(
+                "{} of {} attempts spent; the last failed: {}",
+                job.attempt,
+                job.max_attempts,
+                error.summary()
+            ),
+        )
+    };
+    report.code = error.code();
     let stop = if terminal {
         "not retried: this code is classified terminal"
     } else {

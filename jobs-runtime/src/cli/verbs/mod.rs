@@ -3,6 +3,7 @@
 
 pub(super) mod backfill;
 pub(super) mod dashboard;
+pub(super) mod errors;
 pub(super) mod list;
 pub(super) mod manifest;
 pub(super) mod migrate;
@@ -12,3 +13,5 @@ pub(super) mod posting;
 pub(super) mod show;
 pub(super) mod stats;
 pub(super) mod tasks;
+pub(super) mod test;
+pub(super) mod verify;

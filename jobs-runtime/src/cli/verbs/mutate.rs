@@ -1,5 +1,6 @@
 //! The verbs that change one job (`retry`, `cancel`, `rm`, `promote`) or one queue (`pause`,
-//! `resume`). Each is recorded under the handle's actor (`--actor`), and each answers the row
+//! `resume`, `drain`). Each is recorded under the handle's actor (`--actor`; a drain's moves
+//! are the claim's and the settle's own writes, with no history row), and each answers the row
 //! as it is after the change.
 
 use serde_json::json;
@@ -30,10 +31,18 @@ pub(in crate::cli) async fn retry(
     })
 }
 
-/// `jobs cancel <id>`: cancels a live job.
-pub(in crate::cli) async fn cancel(jobs: &Jobs, id: Uuid, json: bool) -> Result<String, JobError> {
+/// `jobs cancel <id> [--reason <why>]`: cancels a live job, the reason recorded in its history.
+pub(in crate::cli) async fn cancel(
+    jobs: &Jobs,
+    id: Uuid,
+    reason: Option<&str>,
+    json: bool,
+) -> Result<String, JobError> {
     let was = jobs.job(id).await?.map(|r| r.state);
-    jobs.cancel(id).await?;
+    match reason {
+        Some(reason) => jobs.cancel_with_reason(id, reason).await?,
+        None => jobs.cancel(id).await?,
+    };
     // Re-read: exit 0 means the row is cancelled now.
     let row = jobs
         .job(id)
@@ -108,4 +117,32 @@ pub(in crate::cli) async fn resume(
     } else {
         format!("`{queue}` was not paused\n")
     })
+}
+
+/// `jobs drain <queue>`: the queue's lapsed runs buried (final attempt) or back to ready.
+pub(in crate::cli) async fn drain(
+    jobs: &Jobs,
+    queue: String,
+    json: bool,
+) -> Result<String, JobError> {
+    let report = jobs.operator().drain(&queue).await?;
+    if json {
+        return Ok(to_json(&report));
+    }
+    let mut text = format!(
+        "drained `{queue}`: {} lapsed run(s) back to ready, due now; {} buried dead on their final attempt; {} running under a live lease, left alone\n",
+        report.requeued.len(),
+        report.buried.len(),
+        report.running
+    );
+    for id in &report.requeued {
+        text.push_str(&format!("  requeued {id}\n"));
+    }
+    for id in &report.buried {
+        text.push_str(&format!("  buried   {id}\n"));
+    }
+    if report.more {
+        text.push_str("more lapsed runs remain: run `jobs drain` again\n");
+    }
+    Ok(text)
 }

@@ -12,15 +12,26 @@ use crate::cli::render;
 
 pub(in crate::cli) async fn show(jobs: &Jobs, id: Uuid, json: bool) -> Result<String, JobError> {
     let detail = jobs.operator().inspect_job(id).await?;
+    // The declaration (its retry curve, rate, expiry and debounce), when the job is linked
+    // into this binary.
+    let declared = crate::registry::Registry::global()
+        .ok()
+        .and_then(|r| r.get(&detail.job.name))
+        .map(|entry| *entry.descriptor());
     Ok(if json {
-        to_json(&detail)
+        let mut value = serde_json::to_value(&detail).unwrap_or_default();
+        // The un-jittered delays before each retry the job may still get (null when the job is
+        // not linked into this binary, so its curve is unknown here).
+        let delays = declared.map(|d| {
+            let j = &detail.job;
+            crate::retry::remaining_delays(&d.retry, j.state, j.attempt, j.max_attempts)
+                .iter()
+                .map(|d| d.as_millis() as u64)
+                .collect::<Vec<_>>()
+        });
+        value["remaining_retry_delays_ms"] = serde_json::json!(delays);
+        to_json(&value)
     } else {
-        // The declaration (its rate, expiry and debounce), when the job is linked into this
-        // binary.
-        let declared = crate::registry::Registry::global()
-            .ok()
-            .and_then(|r| r.get(&detail.job.name))
-            .map(|entry| *entry.descriptor());
         render::show(&detail, declared, jobs.now())
     })
 }

@@ -1,5 +1,6 @@
 //! `jobs tasks`: the scheduled tasks, the store's fires and pauses joined to the cron and zone
-//! of the tasks linked into this binary, under the scheduler leader.
+//! of the tasks linked into this binary, under the scheduler leader. `jobs tasks show <name>
+//! [--count N]`: one declared task's next fires in its zone and its cron in words (no database).
 
 use serde_json::json;
 
@@ -111,4 +112,102 @@ pub(in crate::cli) async fn tasks(jobs: &Jobs, json: bool) -> Result<String, Job
         );
     }
     Ok(text)
+}
+
+/// The most fires `jobs tasks show --count` lists.
+pub(in crate::cli) const MAX_SHOWN_FIRES: usize = 1000;
+
+/// `jobs tasks show <name> [--count N]`: the task's next `count` fires after `now` (default 5),
+/// each in the task's zone and in UTC, and its cron in words. Reads the declaration linked into
+/// this binary, so it needs no database.
+pub(in crate::cli) fn show(
+    name: &str,
+    count: usize,
+    now: crate::clock::Timestamp,
+    json: bool,
+) -> Result<String, JobError> {
+    use crate::error::ErrorCode;
+    if count == 0 || count > MAX_SHOWN_FIRES {
+        return Err(JobError::new(
+            ErrorCode::CliBadFlag,
+            format!("--count must be 1 to {MAX_SHOWN_FIRES}"),
+        )
+        .with_fix("pass --count from 1 to 1000, or leave it out for the next 5 fires"));
+    }
+    let registry = Registry::global()?;
+    let Some(task) = registry.task(name) else {
+        let mut known: Vec<&str> = registry.tasks().map(|t| t.descriptor().name).collect();
+        known.sort_unstable();
+        let fix = if known.is_empty() {
+            "no #[task] is linked into this binary: run the app's own `jobs` binary".to_string()
+        } else {
+            format!("name a declared task: {}", known.join(", "))
+        };
+        return Err(JobError::new(
+            ErrorCode::CliBadFlag,
+            "`jobs tasks show` was given a task no #[task] linked into this binary declares",
+        )
+        .with_fix(fix));
+    };
+    let d = task.descriptor();
+    let fires = crate::scheduler::next_fires(d, now, count)?;
+    let zone: chrono_tz::Tz = d.tz.parse().map_err(|_| {
+        JobError::new(
+            ErrorCode::Invariant,
+            format!("the tz of task `{}` is not an IANA time zone", d.name),
+        )
+    })?;
+    let words = crate::dashboard::cron_words::describe(d.cron);
+    if json {
+        let rows: Vec<_> = fires
+            .iter()
+            .map(|at| json!({ "at": at, "local": at.with_timezone(&zone).to_rfc3339() }))
+            .collect();
+        return Ok(to_json(&json!({
+            "task": d.name,
+            "cron": d.cron,
+            "tz": d.tz,
+            "cron_in_words": words,
+            "catch_up": d.catch_up.as_str(),
+            "next": rows,
+        })));
+    }
+    let mut text = format!(
+        "task      {}\ncron      {} ({words}, {})\ncatch-up  {}\n\nnext {} fire(s)\n",
+        d.name,
+        d.cron,
+        d.tz,
+        d.catch_up.as_str(),
+        fires.len()
+    );
+    let rows: Vec<Vec<String>> = fires
+        .iter()
+        .map(|at| {
+            vec![
+                at.with_timezone(&zone)
+                    .format("%a %Y-%m-%d %H:%M %Z")
+                    .to_string(),
+                time(*at),
+            ]
+        })
+        .collect();
+    text += &table(&[&format!("IN {}", d.tz), "UTC"], &rows);
+    if fires.len() < count {
+        text.push_str("(the schedule has no later occurrence)\n");
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_out_of_bounds_is_a_usage_error() {
+        let now = "2030-01-01T00:00:00Z".parse().unwrap();
+        for count in [0, MAX_SHOWN_FIRES + 1] {
+            let refused = show("any", count, now, false).unwrap_err();
+            assert!(refused.is(crate::error::ErrorCode::CliBadFlag), "{refused}");
+        }
+    }
 }

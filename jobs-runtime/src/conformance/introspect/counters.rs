@@ -31,6 +31,7 @@ pub async fn counters_move_with_the_settle(driver: Arc<dyn JobDriver>) {
     let cancelled = enqueue_key(d, "cancelled").await;
     claim_one(d, "w1", at(60)).await;
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: cancelled,
         now: at(62),
         actor: None,

@@ -99,6 +99,7 @@ pub async fn job_requeue_refuses_live_unknown_and_held_keys(driver: Arc<dyn JobD
     );
     assert_eq!(get(d, id).await.state, JobState::Dead, "left as it ended");
     d.job_cancel(&JobCancelParams {
+        reason: None,
         id: holder.id,
         now: at(4),
         actor: None,

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::{acting, audit, back, field, form, page, Page};
 use crate::dashboard::access::Ctx;
-use crate::dashboard::error::{bad_parameter, Refusal};
+use crate::dashboard::error::{bad_id, bad_parameter, Refusal};
 use crate::dashboard::Shared;
 use crate::driver::introspect::{JobHistoryEntry, JobVerb, BULK_DETAIL};
 use crate::driver::JobState;
@@ -26,7 +26,7 @@ pub(super) struct ShowQuery {
 }
 
 fn job_id(text: &str) -> Result<Uuid, Refusal> {
-    Uuid::parse_str(text).map_err(|_| bad_parameter("the job id", "open a job from the jobs list"))
+    Uuid::parse_str(text).map_err(|_| bad_id("the job id", "open a job from the jobs list"))
 }
 
 /// `GET /jobs/{id}`; `?reveal=1` shows the stored input and kept result (manage role only).

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::{acting, audit, field, form, page, Page};
 use crate::dashboard::access::Ctx;
-use crate::dashboard::error::bad_parameter;
+use crate::dashboard::error::{bad_id, bad_parameter};
 use crate::dashboard::Shared;
 use crate::driver::introspect::{JobBulkParams, JobListParams, JobSummary, MAX_JOB_PAGE};
 use crate::driver::JobState;
@@ -218,7 +218,7 @@ pub(super) async fn bulk(
         .filter(|(k, _)| k == "id")
         .map(|(_, v)| Uuid::parse_str(v))
         .collect::<Result<_, _>>()
-        .map_err(|_| bad_parameter("a selected job id", "select jobs from the list"))?;
+        .map_err(|_| bad_id("a selected job id", "select jobs from the list"))?;
     if ids.len() > MAX_JOB_PAGE as usize {
         return Err(bad_parameter(
             "the selection",

@@ -218,6 +218,14 @@ impl JobDriver for MemoryDriver {
         "memory"
     }
 
+    async fn store_check(&self) -> Result<crate::driver::StoreCheck, JobError> {
+        Ok(crate::driver::StoreCheck {
+            pending_migrations: Vec::new(),
+            settings: vec![("store".into(), "process memory".into())],
+            weakness: Some("jobs live in this process's memory: its exit loses every one".into()),
+        })
+    }
+
     fn scheduler_store(&self) -> Option<&dyn super::SchedulerStore> {
         Some(self)
     }

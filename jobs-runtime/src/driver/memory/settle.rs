@@ -107,7 +107,12 @@ impl MemoryDriver {
             r.updated_at = now;
         });
         let cancelled = state.jobs[&id].row();
-        let done = introspect::act(JobVerb::Cancel, None, &params.actor, now);
+        let done = introspect::act(
+            JobVerb::Cancel,
+            params.reason.as_deref(),
+            &params.actor,
+            now,
+        );
         state.operator.record(&cancelled, done);
         // The jobs it invoked go with it, and theirs.
         let mut children = state.groups.children_of(id);

@@ -145,6 +145,18 @@ pub trait JobDriver: Send + Sync + 'static {
         Ok(Vec::new())
     }
 
+    /// What `jobs verify` reads of the store: the migrations it lacks and its persistence
+    /// settings (nothing is written). A driver that cannot tell answers `X_NOT_IMPLEMENTED`.
+    async fn store_check(&self) -> Result<StoreCheck, JobError> {
+        Err(JobError::new(
+            crate::error::ErrorCode::NotImplemented,
+            format!(
+                "the `{}` driver cannot report its migrations and persistence",
+                self.name()
+            ),
+        ))
+    }
+
     /// Inserts a job, or answers the live job that already holds the idempotency key with
     /// `deduped = true` and inserts nothing.
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError>;

@@ -122,6 +122,58 @@ pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, Job
     Ok(done)
 }
 
+/// The embedded migrations `schema` lacks (all of them when its table is missing), and the
+/// server's `fsync` and `synchronous_commit`. Reads only.
+pub(crate) async fn store_check(
+    pool: &PgPool,
+    schema: &str,
+) -> Result<crate::driver::StoreCheck, JobError> {
+    use crate::driver::Operation as Op;
+    let applied: Vec<i32> = match sqlx::query_scalar(safe(render(
+        "select version from {schema}.x_jobs_migrations",
+        schema,
+    )))
+    .fetch_all(pool)
+    .await
+    {
+        Ok(applied) => applied,
+        Err(e) => {
+            let error = super::classify::classify(Op::Migrate, e);
+            if !error.is(crate::error::ErrorCode::DriverSchemaMissing) {
+                return Err(error);
+            }
+            Vec::new()
+        }
+    };
+    let pending = MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .filter(|v| !applied.contains(v))
+        .collect();
+    let mut settings = Vec::new();
+    let mut weakness = None;
+    for (name, statement) in [
+        ("fsync", "show fsync"),
+        ("synchronous_commit", "show synchronous_commit"),
+    ] {
+        let value: String = sqlx::query_scalar(statement)
+            .fetch_one(pool)
+            .await
+            .map_err(|e| super::classify::classify(Op::Migrate, e))?;
+        if value == "off" && weakness.is_none() {
+            weakness = Some(format!(
+                "{name} = off: a crash of the server can lose acknowledged jobs"
+            ));
+        }
+        settings.push((name.to_string(), value));
+    }
+    Ok(crate::driver::StoreCheck {
+        pending_migrations: pending,
+        settings,
+        weakness,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::MIGRATIONS;

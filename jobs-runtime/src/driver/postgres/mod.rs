@@ -301,6 +301,10 @@ impl JobDriver for PostgresDriver {
         self.located(PostgresDriver::migrate(self).await)
     }
 
+    async fn store_check(&self) -> Result<crate::driver::StoreCheck, JobError> {
+        self.located(migrate::store_check(&self.pool, &self.schema).await)
+    }
+
     fn scheduler_store(&self) -> Option<&dyn super::SchedulerStore> {
         Some(self)
     }

@@ -136,7 +136,7 @@ impl PostgresDriver {
                 .bind(now)
                 .bind(&params.actor)
                 .bind(JobVerb::Cancel.as_str())
-                .bind(None::<&str>)
+                .bind(params.reason.as_deref())
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| classify(Op::HistoryAppend, e))?;

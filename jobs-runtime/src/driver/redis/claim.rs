@@ -33,7 +33,9 @@ pub(super) async fn claim(
     let now = micros(params.now);
     let visible_at = add(params.now, params.visibility_timeout);
     let vis = micros(visible_at);
-    let claims = demand.iter().filter(|d| d.limit > 0).map(|d| {
+    // A demand of no slot still runs the script: it buries lapsed final attempts (`jobs
+    // drain`); a worker never sends one.
+    let claims = demand.iter().map(|d| {
         let mut invocation = scripts::on_queue(&scripts::CLAIM, driver.keys(), &d.queue);
         invocation
             .arg(&now)

@@ -43,7 +43,7 @@ impl Durability {
         }
     }
 
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Durability::None => "none",
             Durability::EverySec => "everysec",

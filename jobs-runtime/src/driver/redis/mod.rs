@@ -232,6 +232,24 @@ impl JobDriver for RedisDriver {
         "redis"
     }
 
+    async fn store_check(&self) -> Result<crate::driver::StoreCheck, JobError> {
+        let kept = connect::persistence(self.conn()).await?;
+        let weakness = match kept {
+            connect::Durability::None => Some(
+                "the server keeps no append-only file synced (appendonly no, or appendfsync no): a crash or restart loses acknowledged jobs".to_string(),
+            ),
+            connect::Durability::EverySec => Some(
+                "appendfsync everysec: a crash of the server loses up to about a second of acknowledged jobs".to_string(),
+            ),
+            connect::Durability::Always => None,
+        };
+        Ok(crate::driver::StoreCheck {
+            pending_migrations: Vec::new(),
+            settings: vec![("durability".into(), kept.as_str().into())],
+            weakness,
+        })
+    }
+
     fn caller_transaction(&self) -> Option<&dyn crate::driver::CallerTransaction> {
         Some(self)
     }

@@ -191,7 +191,8 @@ pub(super) async fn cancel(
         .arg("cancel")
         .arg(params.id.to_string())
         .arg(micros(params.now))
-        .arg(params.actor.as_deref().unwrap_or(""));
+        .arg(params.actor.as_deref().unwrap_or(""))
+        .arg(params.reason.as_deref().unwrap_or(""));
     let row = fields(driver.conn().script(Op::JobCancel, &invocation).await?);
     let cancelled = job(&row)?;
     // The jobs it invoked go with it, and theirs (`hc`: it has children).

@@ -139,3 +139,54 @@ pub(crate) async fn migrate(writer: &Writer) -> Result<Vec<i32>, JobError> {
     tx.commit().await.map_err(failed)?;
     Ok(ran)
 }
+
+/// The embedded migrations the file lacks (all of them before the first `migrate`), and its
+/// `journal_mode` and `synchronous`. Reads only.
+pub(crate) async fn store_check(
+    reader: &sqlx::SqlitePool,
+) -> Result<crate::driver::StoreCheck, JobError> {
+    let failed = |e| classify(Op::Migrate, e);
+    let table: Option<String> = sqlx::query_scalar(
+        "select name from sqlite_master where type = 'table' and name = 'x_jobs_migrations'",
+    )
+    .fetch_optional(reader)
+    .await
+    .map_err(failed)?;
+    let applied: Vec<i32> = match table {
+        Some(_) => sqlx::query_scalar("select version from x_jobs_migrations")
+            .fetch_all(reader)
+            .await
+            .map_err(failed)?,
+        None => Vec::new(),
+    };
+    let pending = SQLITE_MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .filter(|v| !applied.contains(v))
+        .collect();
+    let journal: String = sqlx::query_scalar("pragma journal_mode")
+        .fetch_one(reader)
+        .await
+        .map_err(failed)?;
+    let synchronous: i64 = sqlx::query_scalar("pragma synchronous")
+        .fetch_one(reader)
+        .await
+        .map_err(failed)?;
+    let level = match synchronous {
+        0 => "off",
+        1 => "normal",
+        2 => "full",
+        _ => "extra",
+    };
+    let weakness = (synchronous == 0).then(|| {
+        "synchronous = off: a crash of the machine can lose acknowledged jobs".to_string()
+    });
+    Ok(crate::driver::StoreCheck {
+        pending_migrations: pending,
+        settings: vec![
+            ("journal_mode".into(), journal),
+            ("synchronous".into(), level.into()),
+        ],
+        weakness,
+    })
+}

@@ -219,6 +219,10 @@ impl JobDriver for SqliteDriver {
         SqliteDriver::migrate(self).await
     }
 
+    async fn store_check(&self) -> Result<crate::driver::StoreCheck, JobError> {
+        migrate::store_check(&self.reader).await
+    }
+
     async fn job_enqueue(&self, request: &EnqueueRequest) -> Result<EnqueueResult, JobError> {
         if let Some(dependencies) = &request.dependencies {
             return dependencies::enqueue_dependent(&self.writer, request, dependencies).await;

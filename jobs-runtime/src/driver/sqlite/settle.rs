@@ -183,7 +183,7 @@ pub(crate) async fn cancel(writer: &Writer, p: &JobCancelParams) -> Result<JobRe
             &mut tx,
             &cancelled,
             JobVerb::Cancel,
-            None,
+            p.reason.as_deref(),
             actor,
             p.now,
             Op::JobCancel,

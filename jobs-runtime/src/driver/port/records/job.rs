@@ -188,6 +188,9 @@ pub struct JobCancelParams {
     pub id: JobId,
     /// Who asks, recorded in the job's history (`cancel`) by the same transaction.
     pub actor: Option<String>,
+    /// Why, recorded as the detail of the job's `cancel` history row (not of its children's);
+    /// checked by `limits.rs` before any driver is reached.
+    pub reason: Option<String>,
     /// Now, on the injected clock.
     pub now: Timestamp,
 }

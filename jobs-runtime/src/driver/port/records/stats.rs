@@ -76,3 +76,18 @@ pub struct QueueStatsParams {
     /// Now, on the injected clock.
     pub now: Timestamp,
 }
+
+/// What `jobs verify` reads of a store ([`JobDriver::store_check`](crate::driver::JobDriver::store_check)):
+/// the embedded migrations it lacks, and the settings that decide whether an acknowledged write
+/// survives a crash.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreCheck {
+    /// Embedded migrations not applied to the store, by version (all of them when its tables
+    /// do not exist).
+    pub pending_migrations: Vec<i32>,
+    /// The settings read, as `(name, value)`.
+    pub settings: Vec<(String, String)>,
+    /// How an acknowledged write could be lost in a crash, if it could; `None`: durable as far
+    /// as the settings tell.
+    pub weakness: Option<String>,
+}

@@ -8,7 +8,8 @@
 local now, limit, worker, visible_at = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local drop = {}
 for i = 5, #ARGV do drop[ARGV[i]] = true end
-if redis.call('EXISTS', PAUSE) == 1 or limit <= 0 then return { {}, {} } end
+-- A claim with no slot (an operator's `jobs drain`) only buries lapsed final attempts.
+if redis.call('EXISTS', PAUSE) == 1 then return { {}, {} } end
 
 -- Every due entry: {score, order member, id, priority (filled when loaded)}.
 local due = {}
@@ -24,7 +25,7 @@ for i = 1, #timed, 2 do
   end
 end
 -- Each lane (a tenant's rows of one priority) gives its due heads, at most `limit`.
-for _, row_lane in ipairs(redis.call('SMEMBERS', TENANTS)) do
+for _, row_lane in ipairs(limit > 0 and redis.call('SMEMBERS', TENANTS) or {}) do
   local rows = redis.call('ZRANGEBYSCORE', due_key(row_lane), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
   for i = 1, #rows, 2 do
     -- The member is the insertion order (16 digits) then the id.

@@ -1,6 +1,7 @@
 -- One job of one queue by id. ARGV[1] is the verb:
 --   get: id; answers its fields as pairs, or an empty list.
---   cancel: id, now, actor ('' none); cancels a live job, records `cancel` in its history and
+--   cancel: id, now, actor ('' none), reason ('' none); cancels a live job, records `cancel`
+--   (the reason its detail) in its history and
 --   answers its fields; X_JOB_NOT_CANCELLABLE for a finished or unknown one.
 --   steps: run; answers every step record (JSON) of the run.
 --   step_put: id, worker, claim, run, step name, record JSON; 1 if the claim held, else 0.
@@ -13,7 +14,7 @@ if verb == 'get' then
   if j == nil then return {} end
   return flat(j)
 elseif verb == 'cancel' then
-  local id, now, actor = ARGV[2], ARGV[3], ARGV[4]
+  local id, now, actor, reason = ARGV[2], ARGV[3], ARGV[4], ARGV[5] or ''
   local j = load(id)
   if j == nil then
     return redis.error_reply('X_JOB_NOT_CANCELLABLE no job with id ' .. id)
@@ -22,7 +23,7 @@ elseif verb == 'cancel' then
     return redis.error_reply('X_JOB_NOT_CANCELLABLE job ' .. id .. ' is ' .. j.state .. ', not live')
   end
   change(j, { state = 'cancelled', vis = false, updated = now }, now)
-  history(j, 'cancel', now, actor, '')
+  history(j, 'cancel', now, actor, reason)
   return flat(j)
 elseif verb == 'steps' then
   return redis.call('HVALS', steps_key(ARGV[2]))
