@@ -156,6 +156,8 @@ mod guide_doctests {
     struct BackfillsAndLedgers;
     #[doc = include_str!("../../docs/partitions.md")]
     struct Partitions;
+    #[doc = include_str!("../../docs/consumers.md")]
+    struct Consumers;
     #[doc = include_str!("../../docs/tenants.md")]
     struct Tenants;
     #[doc = include_str!("../../docs/outbox.md")]

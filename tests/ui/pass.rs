@@ -6,6 +6,8 @@
 
 #[path = "backfill/pass/defaults_and_options.rs"]
 pub mod backfill_defaults_and_options;
+#[path = "consumer/pass/declared.rs"]
+pub mod consumer_declared;
 #[path = "job/pass/dependency_failure.rs"]
 pub mod job_dependency_failure;
 #[path = "job/pass/expression_key_full_options.rs"]

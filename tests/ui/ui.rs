@@ -16,6 +16,7 @@ fn ui() {
     t.compile_fail("webhook/fail/*.rs");
     t.compile_fail("purge/fail/*.rs");
     t.compile_fail("partitions/fail/*.rs");
+    t.compile_fail("consumer/fail/*.rs");
     t.compile_fail("input/fail/*.rs");
 }
 
