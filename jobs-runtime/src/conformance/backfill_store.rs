@@ -136,3 +136,50 @@ pub async fn backfill_begin_adopts_its_run_and_skips_after_a_completed_pass(
     assert_eq!(by_run.len(), 1);
     assert_eq!(by_run[0].run_id, second);
 }
+
+/// `backfill_migration_applied` answers `false` for a migration the store's database does not
+/// record, without an error (on a fresh store: no sqlx table, no set, nothing recorded), and a
+/// consumer's laps (`consumer:<name>`) are passes like any other: begun again each lap
+/// (forced), listed newest first by name.
+pub async fn backfill_store_answers_migrations_and_keeps_consumer_laps(driver: Arc<dyn JobDriver>) {
+    let store = store(driver.as_ref());
+    assert!(!store
+        .backfill_migration_applied(20261201093000)
+        .await
+        .unwrap());
+    assert!(!store.backfill_migration_applied(0).await.unwrap());
+    let name = format!(
+        "{}orders.feed",
+        crate::driver::backfill_store::CONSUMER_LEDGER_PREFIX
+    );
+    let mut laps = Vec::new();
+    for n in 0..3 {
+        let run_id = Uuid::now_v7();
+        let mut lap = begin(run_id, true, n * 10);
+        lap.name = name.clone();
+        store.backfill_begin(&lap).await.unwrap();
+        store
+            .backfill_finish(&BackfillFinishParams {
+                run_id,
+                status: PassStatus::Completed,
+                batches: 1,
+                rows: 10,
+                last_cursor: Some(serde_json::json!((n + 1) * 10)),
+                now: at(n * 10 + 1),
+            })
+            .await
+            .unwrap();
+        laps.push(run_id);
+    }
+    let listed = store
+        .backfill_list(&BackfillListParams {
+            name: Some(name),
+            limit: Some(2),
+            ..BackfillListParams::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0].run_id, laps[2], "newest first");
+    assert_eq!(listed[0].last_cursor, Some(serde_json::json!(30)));
+}

@@ -232,6 +232,7 @@ macro_rules! __conformance_cases {
             scheduler::scheduler_leader_names_the_holder_since_it_took_the_lease,
             scheduler::scheduler_fire_carries_each_job_s_priority,
             backfill_store::backfill_begin_adopts_its_run_and_skips_after_a_completed_pass,
+            backfill_store::backfill_store_answers_migrations_and_keeps_consumer_laps,
             ledger_book::posting_write_stores_a_key_once_per_tenant,
             webhook_ledger::webhook_record_moves_the_failure_run_per_endpoint,
             webhook_ledger::webhook_disable_holds_until_enable,
