@@ -55,6 +55,14 @@ impl Errors {
         self.arg(arg.as_ref()?)
     }
 
+    /// The tokens of an argument as written, if it read (checked here, where the user wrote
+    /// it, and passed on as written to the attribute this one expands to); else its refusal
+    /// is recorded.
+    pub fn written<'a, T: Clone>(&mut self, arg: &'a Option<Arg<T>>) -> Option<&'a syn::Expr> {
+        let arg = arg.as_ref()?;
+        self.arg(arg).map(|_| arg.tokens())
+    }
+
     /// The value of an argument, if it read; else its refusal is recorded.
     pub fn arg<T: Clone>(&mut self, arg: &Arg<T>) -> Option<T> {
         if let Some(error) = arg.err() {

@@ -106,30 +106,27 @@ async fn postgres() {
     assert!(!applied(&d, NEVER).await);
 }
 
-#[tokio::test]
-async fn redis() {
-    let server = support::redis::shared_server();
+/// On Redis, the set under the driver's prefix; `sadd` runs `redis-cli` against the server.
+async fn on_redis(url: &str, sadd: impl Fn(&[&str]) -> String) {
     let prefix = support::redis::prefix("backfill_migrations");
-    let d = RedisDriver::connect(&format!("{}/?prefix={prefix}", server.url()))
+    let d = RedisDriver::connect(&format!("{url}/?prefix={prefix}"))
         .await
         .unwrap();
     assert!(!applied(&d, APPLIED).await);
     let key = format!("{{{prefix}:{APPLIED_MIGRATIONS_KEY}}}");
-    server.cli(&["SADD", &key, &APPLIED.to_string()]);
+    sadd(&["SADD", &key, &APPLIED.to_string()]);
     assert!(applied(&d, APPLIED).await);
     assert!(!applied(&d, NEVER).await);
 }
 
 #[tokio::test]
+async fn redis() {
+    let server = support::redis::shared_server();
+    on_redis(&server.url(), |args| server.cli(args)).await;
+}
+
+#[tokio::test]
 async fn redis_cluster() {
     let cluster = support::redis::shared_cluster();
-    let prefix = support::redis::prefix("backfill_migrations");
-    let d = RedisDriver::connect(&format!("{}/?prefix={prefix}", cluster.url()))
-        .await
-        .unwrap();
-    assert!(!applied(&d, APPLIED).await);
-    let key = format!("{{{prefix}:{APPLIED_MIGRATIONS_KEY}}}");
-    cluster.cli(&["SADD", &key, &APPLIED.to_string()]);
-    assert!(applied(&d, APPLIED).await);
-    assert!(!applied(&d, NEVER).await);
+    on_redis(&cluster.url(), |args| cluster.cli(args)).await;
 }

@@ -116,10 +116,20 @@ fn quote_consumer(decl: &ConsumerDecl<'_>) -> TokenStream {
          declared with `#[consumer]`.",
         source.to_token_stream().to_string().replace(' ', "")
     );
-    let task_doc = format!(
-        " The task that keeps the `{name}` consumer running (one lap at a time), declared \
-         with `#[consumer]`."
-    );
+    let task = super::purge::FiringTask {
+        doc: format!(
+            " The task that keeps the `{name}` consumer running (one lap at a time), declared \
+             with `#[consumer]`."
+        ),
+        name: &task_name,
+        cron,
+        tz,
+        handle: task_handle,
+        task_fn,
+        job: handle,
+        input: quote!(#krate::consumer::ConsumerLap),
+    }
+    .quote(vis, krate);
 
     quote! {
         #item
@@ -144,16 +154,6 @@ fn quote_consumer(decl: &ConsumerDecl<'_>) -> TokenStream {
             .await
         }
 
-        #[doc = #task_doc]
-        #[#krate::task(
-            name = #task_name,
-            cron = #cron,
-            tz = #tz,
-            handle = #task_handle,
-            crate = #krate_text
-        )]
-        #vis fn #task_fn(_at: &#krate::Occurrence) -> ::std::vec::Vec<#krate::Entry> {
-            ::std::vec![#krate::Entry::of::<#handle>(#krate::consumer::ConsumerLap::default())]
-        }
+        #task
     }
 }

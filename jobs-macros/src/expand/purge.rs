@@ -148,8 +148,17 @@ pub fn quote_pass<K: PassKind>(decl: &PassDecl<'_, K>) -> TokenStream {
          `#[{attr}]`.",
         pass.builds
     );
-    let task_doc =
-        format!(" The task that fires the `{name}` {attr} job, declared with `#[{attr}]`.");
+    let task = FiringTask {
+        doc: format!(" The task that fires the `{name}` {attr} job, declared with `#[{attr}]`."),
+        name: &task_name,
+        cron,
+        tz,
+        handle: task_handle,
+        task_fn,
+        job: handle,
+        input: quote!(#krate::#module::#builder_input),
+    }
+    .quote(vis, krate);
     let (input, run_pass) = if pass.takes_input {
         (quote!(input), quote!(#targets.run(&run, &input).await))
     } else {
@@ -168,16 +177,48 @@ pub fn quote_pass<K: PassKind>(decl: &PassDecl<'_, K>) -> TokenStream {
             #run_pass
         }
 
-        #[doc = #task_doc]
-        #[#krate::task(
-            name = #task_name,
-            cron = #cron,
-            tz = #tz,
-            handle = #task_handle,
-            crate = #krate_text
-        )]
-        #vis fn #task_fn(_at: &#krate::Occurrence) -> ::std::vec::Vec<#krate::Entry> {
-            ::std::vec![#krate::Entry::of::<#handle>(#krate::#module::#builder_input::default())]
+        #task
+    }
+}
+
+/// The cron task a factory's job is fired by (a purge's, a partitions job's, a consumer's
+/// supervisor): one entry of `handle`, its input's default, at each occurrence.
+pub struct FiringTask<'a> {
+    /// The doc comment.
+    pub doc: String,
+    /// The task's name.
+    pub name: &'a str,
+    /// The schedule and zone, as written or defaulted.
+    pub cron: TokenStream,
+    pub tz: TokenStream,
+    /// The task's handle and fn.
+    pub handle: syn::Ident,
+    pub task_fn: syn::Ident,
+    /// The job it fires, and that job's input type.
+    pub job: &'a syn::Ident,
+    pub input: TokenStream,
+}
+
+impl FiringTask<'_> {
+    /// The `#[task]` fn, through the task's own attribute.
+    pub fn quote(&self, vis: &syn::Visibility, krate: &syn::Path) -> TokenStream {
+        let krate_text = krate.to_token_stream().to_string().replace(' ', "");
+        let FiringTask {
+            doc,
+            name,
+            cron,
+            tz,
+            handle,
+            task_fn,
+            job,
+            input,
+        } = self;
+        quote! {
+            #[doc = #doc]
+            #[#krate::task(name = #name, cron = #cron, tz = #tz, handle = #handle, crate = #krate_text)]
+            #vis fn #task_fn(_at: &#krate::Occurrence) -> ::std::vec::Vec<#krate::Entry> {
+                ::std::vec![#krate::Entry::of::<#job>(<#input as ::std::default::Default>::default())]
+            }
         }
     }
 }

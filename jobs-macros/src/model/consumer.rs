@@ -69,15 +69,9 @@ impl<'a> ConsumerDecl<'a> {
         decl.queue = errs.value(&args.queue).map(|queue| queue.0);
         // Checked here, where the user wrote them, and passed on as written to the `#[task]`
         // and `#[job]` this expands to.
-        if let Some(cron) = &args.cron {
-            decl.cron = errs.arg(cron).map(|_| cron.tokens());
-        }
-        if let Some(tz) = &args.tz {
-            decl.tz = errs.arg(tz).map(|_| tz.tokens());
-        }
-        if let Some(timeout) = &args.timeout {
-            decl.timeout = errs.arg(timeout).map(|_| timeout.tokens());
-        }
+        decl.cron = errs.written(&args.cron);
+        decl.tz = errs.written(&args.tz);
+        decl.timeout = errs.written(&args.timeout);
         if let Some(handle) = errs.value(&args.handle) {
             decl.handle = handle.0;
         }
