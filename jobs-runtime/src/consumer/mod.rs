@@ -2,7 +2,7 @@
 //! keyset, a stream), kept running by a supervising task.
 //!
 //! A consumer is a keyset source and a per-page handler, as a backfill is
-//! ([`crate::backfill`]: the same `Pass`, `Page` and source shape), but it never ends: it reads
+//! ([`mod@crate::backfill`]: the same `Pass`, `Page` and source shape), but it never ends: it reads
 //! on from where it stopped, forever. Its job runs in **laps**: a lap reads pages, each in its
 //! own durable step (`page:N`, whose output is the cursor after it), until a page comes back
 //! empty (caught up) or it has read `lap` pages; then it enqueues the next lap (in the step
