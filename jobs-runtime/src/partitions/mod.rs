@@ -85,6 +85,26 @@ impl PartitionsRequest {
     pub fn from(from: NaiveDate) -> Self {
         PartitionsRequest { from: Some(from) }
     }
+
+    /// [`PartitionsRequest::from`] a day written `YYYY-MM-DD`; another shape is
+    /// `X_INVARIANT`.
+    ///
+    /// ```
+    /// let back = jobs::partitions::PartitionsRequest::since("2024-01-01").unwrap();
+    /// assert_eq!(back.from.unwrap().to_string(), "2024-01-01");
+    /// assert!(jobs::partitions::PartitionsRequest::since("01/01/2024").is_err());
+    /// ```
+    pub fn since(day: &str) -> Result<Self, JobError> {
+        NaiveDate::parse_from_str(day, "%Y-%m-%d")
+            .map(Self::from)
+            .map_err(|_| {
+                JobError::new(
+                    ErrorCode::Invariant,
+                    "a partitions run's `from` is not a day written YYYY-MM-DD",
+                )
+                .with_fix("write the day as `2024-01-01`")
+            })
+    }
 }
 
 /// What one run did to each table, in declaration order (kept as the job's result).
