@@ -1,14 +1,16 @@
 //! [`PgPartitions`]: the partitions of an app's range-partitioned tables on Postgres, over the
 //! store's own pool (`PostgresDriver::partition_store`) or an app's (`PgPartitions::new`).
-//! Identifiers cannot be bound, so each is checked against a strict grammar and quoted;
-//! every DDL statement runs in a transaction of its own under `set local lock_timeout`.
+//! Identifiers cannot be bound, so the DDL is built by `sql::PartitionDdl`, which checks each
+//! against a strict grammar and quotes it; every DDL statement runs in a transaction of its
+//! own, its `lock_timeout` set by a bound `set_config`.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::{AssertSqlSafe, PgPool};
+use sqlx::PgPool;
 
 use super::classify::{classify, Op};
+use super::sql::{plain_identifier, quoted, quoted_partition, PartitionDdl};
 use crate::driver::partition_store::{PartitionRange, PartitionStore};
 use crate::error::{ErrorCode, JobError};
 
@@ -41,40 +43,23 @@ pub(crate) fn check_table(table: &str) -> Result<(), JobError> {
     ))
 }
 
-fn plain_identifier(part: &str) -> bool {
-    let mut chars = part.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && part.len() <= 63
-}
-
-/// `"app"."events"`: checked parts, quoted.
-fn quoted(table: &str) -> String {
-    table
-        .split('.')
-        .map(|part| format!("\"{part}\""))
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-/// The partition `name` in its parent's schema, quoted.
-fn quoted_partition(table: &str, name: &str) -> String {
-    match table.rsplit_once('.') {
-        Some((schema, _)) => format!("\"{schema}\".\"{name}\""),
-        None => format!("\"{name}\""),
-    }
-}
-
 impl PgPartitions {
     /// Runs one DDL statement in its own transaction under `lock_timeout`.
-    async fn ddl(&self, op: Op, statement: String, lock_timeout: Duration) -> Result<(), JobError> {
+    async fn ddl(
+        &self,
+        op: Op,
+        ddl: PartitionDdl<'_>,
+        lock_timeout: Duration,
+    ) -> Result<(), JobError> {
+        let statement = ddl.statement()?;
         let mut tx = self.pool.begin().await.map_err(|e| classify(op, e))?;
         let millis = lock_timeout.as_millis().clamp(1, i32::MAX as u128);
-        sqlx::query(AssertSqlSafe(format!("set local lock_timeout = {millis}")))
+        sqlx::query("select set_config('lock_timeout', $1, true)")
+            .bind(format!("{millis}ms"))
             .execute(&mut *tx)
             .await
             .map_err(|e| classify(op, e))?;
-        sqlx::query(AssertSqlSafe(statement))
+        sqlx::query(statement)
             .execute(&mut *tx)
             .await
             .map_err(|e| classify(op, e))?;
@@ -140,18 +125,13 @@ impl PartitionStore for PgPartitions {
         if self.exists(table, &range.name).await? {
             return Ok(false);
         }
-        // Midnight UTC, whatever the column's type (a date takes the day, a timestamp the
-        // instant) and the session's time zone.
-        let statement = format!(
-            "create table if not exists {} partition of {} \
-             for values from ('{} 00:00:00+00') to ('{} 00:00:00+00')",
-            quoted_partition(table, &range.name),
-            quoted(table),
-            range.from.format("%Y-%m-%d"),
-            range.to.format("%Y-%m-%d"),
-        );
-        self.ddl(Op::PartitionCreate, statement, lock_timeout)
-            .await?;
+        let ddl = PartitionDdl::Create {
+            parent: table,
+            name: &range.name,
+            from: range.from,
+            to: range.to,
+        };
+        self.ddl(Op::PartitionCreate, ddl, lock_timeout).await?;
         Ok(true)
     }
 
@@ -171,8 +151,11 @@ impl PartitionStore for PgPartitions {
         if !self.exists(table, name).await? {
             return Ok(false);
         }
-        let statement = format!("drop table if exists {}", quoted_partition(table, name));
-        self.ddl(Op::PartitionDrop, statement, lock_timeout).await?;
+        let ddl = PartitionDdl::Drop {
+            parent: table,
+            name,
+        };
+        self.ddl(Op::PartitionDrop, ddl, lock_timeout).await?;
         Ok(true)
     }
 }

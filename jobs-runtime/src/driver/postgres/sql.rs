@@ -198,6 +198,83 @@ pub(crate) fn safe(sql: String) -> SqlStr {
     AssertSqlSafe(Arc::<str>::from(sql)).into_sql_str()
 }
 
+/// Whether `part` is a plain identifier Postgres need not fold or escape: a letter or `_`, then
+/// letters, digits and `_`, at most 63 bytes.
+pub(crate) fn plain_identifier(part: &str) -> bool {
+    let mut chars = part.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && part.len() <= 63
+}
+
+/// `"app"."events"` of `app.events`: each part quoted (parts the caller checked plain).
+pub(crate) fn quoted(table: &str) -> String {
+    table
+        .split('.')
+        .map(|part| format!("\"{part}\""))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The partition `name` in the schema of `parent`, quoted.
+pub(crate) fn quoted_partition(parent: &str, name: &str) -> String {
+    match parent.rsplit_once('.') {
+        Some((schema, _)) => format!("\"{schema}\".\"{name}\""),
+        None => format!("\"{name}\""),
+    }
+}
+
+/// The partitions job's DDL, the only statements built from values at run time: identifiers
+/// cannot be bound, so each part of `parent` and `name` must be a plain identifier (refused
+/// otherwise, before any text is built) and is quoted; the bounds are dates chrono formats.
+pub(crate) enum PartitionDdl<'a> {
+    /// `create table if not exists <name> partition of <parent> for values from .. to ..`.
+    Create {
+        parent: &'a str,
+        name: &'a str,
+        from: chrono::NaiveDate,
+        to: chrono::NaiveDate,
+    },
+    /// `drop table if exists <name>`.
+    Drop { parent: &'a str, name: &'a str },
+}
+
+impl PartitionDdl<'_> {
+    pub(crate) fn statement(&self) -> Result<SqlStr, JobError> {
+        let (parent, name) = match self {
+            PartitionDdl::Create { parent, name, .. } | PartitionDdl::Drop { parent, name } => {
+                (*parent, *name)
+            }
+        };
+        let plain = parent.split('.').count() <= 2
+            && parent.split('.').all(plain_identifier)
+            && plain_identifier(name);
+        if !plain {
+            return Err(JobError::new(
+                ErrorCode::JobDeclarationInvalid,
+                "a partitioned table or partition name is not made of plain identifiers",
+            )
+            .with_fix("name tables with letters, digits and `_`, at most 63 bytes a part"));
+        }
+        let text = match self {
+            // Midnight UTC, whatever the column's type (a date takes the day, a timestamp the
+            // instant) and the session's time zone.
+            PartitionDdl::Create { from, to, .. } => format!(
+                "create table if not exists {} partition of {} \
+                 for values from ('{} 00:00:00+00') to ('{} 00:00:00+00')",
+                quoted_partition(parent, name),
+                quoted(parent),
+                from.format("%Y-%m-%d"),
+                to.format("%Y-%m-%d"),
+            ),
+            PartitionDdl::Drop { .. } => {
+                format!("drop table if exists {}", quoted_partition(parent, name))
+            }
+        };
+        Ok(AssertSqlSafe(Arc::<str>::from(text)).into_sql_str())
+    }
+}
+
 /// Fills the `{schema}` and column-list placeholders.
 pub(crate) fn render(template: &str, schema: &str) -> String {
     let prefixed: Vec<String> = JOB_COLUMNS.iter().map(|c| format!("j.{c}")).collect();
