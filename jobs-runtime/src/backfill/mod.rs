@@ -67,6 +67,7 @@ mod report;
 mod requests;
 
 pub use pacer::Pacer;
+pub(crate) use pass::ends_for_good;
 pub use pass::run_backfill;
 pub use report::{pending_backfills, BackfillState, PendingBackfill, PendingReport};
 pub use requests::{Backfills, PendingEnqueue};

@@ -106,10 +106,7 @@ pub async fn run_backfill<B: Backfill>(
         }
         Err((error, last)) => {
             // A failure the worker will not retry settles the row; a retry adopts it.
-            let for_good = !run.is_cancelled()
-                && (error.class() == ErrorClass::Terminal || run.final_attempt())
-                && !error.is(ErrorCode::JobLeaseLost);
-            if let (Some(ledger), true) = (ledger, for_good) {
+            if let (Some(ledger), true) = (ledger, ends_for_good(&run, &error)) {
                 let finished = ledger
                     .backfill_finish(&BackfillFinishParams {
                         run_id: run.run_id(),
@@ -191,6 +188,16 @@ async fn pages<B: Backfill>(
         }
     }
     Ok(last)
+}
+
+/// Whether `error` ends the pass for good (its ledger row settles `failed`): not a park, a
+/// cancel or a lost lease, and terminal or on the last attempt. Otherwise a retry adopts the
+/// row. Consumers' laps judge their rows the same way.
+pub(crate) fn ends_for_good(run: &Run, error: &JobError) -> bool {
+    run.suspended_until().is_none()
+        && !run.is_cancelled()
+        && (error.class() == ErrorClass::Terminal || run.final_attempt())
+        && !error.is(ErrorCode::JobLeaseLost)
 }
 
 /// `environments = [..]`: a pass runs only in one of them (`X_BACKFILL_ENVIRONMENT`, before

@@ -71,7 +71,7 @@ use crate::driver::backfill_store::{
     BackfillStore, PassStatus,
 };
 use crate::enqueue::{EnqueueOptions, Prepared};
-use crate::error::{ErrorClass, ErrorCode, JobError};
+use crate::error::{ErrorCode, JobError};
 use crate::job::Job;
 use crate::run::Run;
 
@@ -208,12 +208,7 @@ where
             })
         }
         Err(error) => {
-            // A park is not an end; a failure the worker retries adopts the row again.
-            let for_good = run.suspended_until().is_none()
-                && !run.is_cancelled()
-                && (error.class() == ErrorClass::Terminal || run.final_attempt())
-                && !error.is(ErrorCode::JobLeaseLost);
-            if for_good {
+            if crate::backfill::ends_for_good(&run, &error) {
                 if let Err(unrecorded) = finish(&run, ledger, PassStatus::Failed, &last).await {
                     tracing::warn!(
                         target: "jobs.consumer.failure-unrecorded",

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::PgPool;
+use sqlx::{PgPool, SqlStr};
 
 use super::classify::{classify, Op};
 use super::sql::{plain_identifier, quoted, quoted_partition, PartitionDdl};
@@ -45,13 +45,7 @@ pub(crate) fn check_table(table: &str) -> Result<(), JobError> {
 
 impl PgPartitions {
     /// Runs one DDL statement in its own transaction under `lock_timeout`.
-    async fn ddl(
-        &self,
-        op: Op,
-        ddl: PartitionDdl<'_>,
-        lock_timeout: Duration,
-    ) -> Result<(), JobError> {
-        let statement = ddl.statement()?;
+    async fn ddl(&self, op: Op, statement: SqlStr, lock_timeout: Duration) -> Result<(), JobError> {
         let mut tx = self.pool.begin().await.map_err(|e| classify(op, e))?;
         let millis = lock_timeout.as_millis().clamp(1, i32::MAX as u128);
         sqlx::query("select set_config('lock_timeout', $1, true)")
@@ -115,23 +109,19 @@ impl PartitionStore for PgPartitions {
         range: &PartitionRange,
         lock_timeout: Duration,
     ) -> Result<bool, JobError> {
-        check_table(table)?;
-        if !plain_identifier(&range.name) {
-            return Err(JobError::new(
-                ErrorCode::Invariant,
-                "a partition's name is not a plain identifier of at most 63 bytes",
-            ));
-        }
-        if self.exists(table, &range.name).await? {
-            return Ok(false);
-        }
-        let ddl = PartitionDdl::Create {
+        // Built first: it refuses a name that is not plain before anything is read.
+        let statement = PartitionDdl::Create {
             parent: table,
             name: &range.name,
             from: range.from,
             to: range.to,
-        };
-        self.ddl(Op::PartitionCreate, ddl, lock_timeout).await?;
+        }
+        .statement()?;
+        if self.exists(table, &range.name).await? {
+            return Ok(false);
+        }
+        self.ddl(Op::PartitionCreate, statement, lock_timeout)
+            .await?;
         Ok(true)
     }
 
@@ -141,21 +131,15 @@ impl PartitionStore for PgPartitions {
         name: &str,
         lock_timeout: Duration,
     ) -> Result<bool, JobError> {
-        check_table(table)?;
-        if !plain_identifier(name) {
-            return Err(JobError::new(
-                ErrorCode::Invariant,
-                "a partition's name is not a plain identifier of at most 63 bytes",
-            ));
+        let statement = PartitionDdl::Drop {
+            parent: table,
+            name,
         }
+        .statement()?;
         if !self.exists(table, name).await? {
             return Ok(false);
         }
-        let ddl = PartitionDdl::Drop {
-            parent: table,
-            name,
-        };
-        self.ddl(Op::PartitionDrop, ddl, lock_timeout).await?;
+        self.ddl(Op::PartitionDrop, statement, lock_timeout).await?;
         Ok(true)
     }
 }
