@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
 
 use crate::client::{Enqueued, Jobs};
 use crate::driver::{
@@ -98,7 +97,7 @@ impl Jobs {
         }
         let batch = Batch {
             jobs: self.clone(),
-            id: Uuid::now_v7(),
+            id: crate::entropy::new_id(),
             callback: callback.id,
         };
         batch.join(&[], GroupNeed::Keep).await?;

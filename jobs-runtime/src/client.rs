@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use tokio::sync::Notify;
-use uuid::Uuid;
 
 use crate::clock::{SharedClock, SystemClock, Timestamp};
 use crate::driver::{
@@ -461,7 +460,7 @@ impl Jobs {
         })?;
         crate::limits::check_event_payload(name, &payload)?;
         Ok(EventPublish {
-            id: Uuid::now_v7(),
+            id: crate::entropy::new_id(),
             name: name.to_string(),
             key: key.to_string(),
             payload,

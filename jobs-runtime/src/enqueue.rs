@@ -331,7 +331,7 @@ impl Prepared {
         now: Timestamp,
     ) -> Result<EnqueueRequest, JobError> {
         let tenant_id = options.filed_tenant(self.name, self.tenant_id)?;
-        let id = options.job_id.unwrap_or_else(Uuid::now_v7);
+        let id = options.job_id.unwrap_or_else(crate::entropy::new_id);
         // A run is its first job's: its id is the job's unless one is named, so a store keeps
         // an index of run ids only for the rows whose run began elsewhere.
         let run_id = match &options.run_id {

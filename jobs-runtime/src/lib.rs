@@ -41,6 +41,18 @@
 #[allow(unused_extern_crates)]
 extern crate self as jobs;
 
+/// Whether the simulator planted the bug `$bug` ([`simulation::Plant`]) on this thread: always
+/// false, and compiled away, without the feature `simulation`.
+macro_rules! planted {
+    ($bug:ident) => {{
+        #[cfg(feature = "simulation")]
+        let planted = crate::simulation::is_planted(crate::simulation::Plant::$bug);
+        #[cfg(not(feature = "simulation"))]
+        let planted = false;
+        planted
+    }};
+}
+
 pub mod backfill;
 mod batch;
 #[cfg(feature = "cli")]
@@ -58,6 +70,7 @@ mod descriptor;
 pub mod driver;
 pub mod duration;
 mod enqueue;
+mod entropy;
 mod error;
 mod execution;
 #[cfg(feature = "export")]
@@ -80,6 +93,8 @@ pub mod retry;
 mod run;
 mod scheduler;
 mod settled;
+#[cfg(feature = "simulation")]
+pub mod simulation;
 mod task;
 pub mod telemetry;
 pub mod testing;

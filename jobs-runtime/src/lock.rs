@@ -5,7 +5,6 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 use crate::client::Jobs;
 use crate::clock::add;
@@ -123,6 +122,7 @@ impl Jobs {
         };
         let renewer = self.keep_lock(lease.clone(), options.ttl, lost.clone());
         let result = tokio::select! {
+            biased;
             result = work(guard) => result,
             // The renewer only returns once the lock is lost: the guard's `lost()` has fired,
             // and the work is dropped, since it no longer holds the lock.
@@ -150,7 +150,7 @@ impl Jobs {
     ) -> Result<HeldLease, JobError> {
         let clock = self.clock();
         let lease_key = format!("lock:{key}");
-        let holder = Uuid::now_v7().to_string();
+        let holder = crate::entropy::new_id().to_string();
         let deadline = add(clock.now(), options.wait.unwrap_or(options.ttl));
         let retry_every = (options.ttl / 10).clamp(Duration::from_millis(1), RETRY_EVERY_AT_MOST);
         loop {

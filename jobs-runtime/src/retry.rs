@@ -87,8 +87,7 @@ pub fn jittered(delay: Duration, jitter: Jitter, rng: &mut impl Rng) -> Duration
 /// (a retry-after code such as `X_RATE_LIMITED` returned without
 /// [`JobError::with_retry_after`](crate::JobError::with_retry_after)) gets the backoff.
 pub fn retry_delay(policy: &RetryPolicy, attempt: u32, class: ErrorClass) -> Duration {
-    let mut rng = rand::rng();
-    match class {
+    crate::entropy::with_rng(|mut rng| match class {
         ErrorClass::RetryAfter(stated) if !stated.is_zero() => {
             let base = stated.min(policy.max_delay);
             match policy.jitter {
@@ -97,7 +96,7 @@ pub fn retry_delay(policy: &RetryPolicy, attempt: u32, class: ErrorClass) -> Dur
             }
         }
         _ => jittered(backoff_delay(policy, attempt), policy.jitter, &mut rng),
-    }
+    })
 }
 
 #[cfg(test)]

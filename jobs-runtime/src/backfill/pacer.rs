@@ -57,6 +57,7 @@ impl Pacer {
             if due > now {
                 let wait = (due - now).to_std().unwrap_or_default();
                 tokio::select! {
+                    biased;
                     _ = clock.pace(wait) => {}
                     _ = cancel.cancelled() => return Err(aborted()),
                 }

@@ -34,7 +34,7 @@ pub async fn run_backfill<B: Backfill>(
     if let Some(ledger) = ledger {
         let begin = ledger
             .backfill_begin(&BackfillBeginParams {
-                id: uuid::Uuid::now_v7(),
+                id: crate::entropy::new_id(),
                 name: d.name.to_string(),
                 tenant: request.tenant.clone(),
                 run_id: run.run_id(),

@@ -180,7 +180,7 @@ where
         .await?;
     ledger
         .backfill_begin(&BackfillBeginParams {
-            id: uuid::Uuid::now_v7(),
+            id: crate::entropy::new_id(),
             name: name.clone(),
             tenant: None,
             run_id: run.run_id(),

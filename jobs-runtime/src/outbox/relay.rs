@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 use crate::client::Jobs;
 use crate::driver::outbox::*;
@@ -119,7 +118,7 @@ impl OutboxRelayBuilder {
         }
         let holder = self
             .holder
-            .unwrap_or_else(|| format!("relay:{}", Uuid::now_v7()));
+            .unwrap_or_else(|| format!("relay:{}", crate::entropy::new_id()));
         if holder.is_empty() || holder.len() > 200 || holder.chars().any(char::is_control) {
             return Err(JobError::new(
                 ErrorCode::Invariant,
@@ -367,6 +366,7 @@ impl OutboxRelay {
             tokio::pin!(sleep);
             loop {
                 tokio::select! {
+                    biased;
                     _ = stop.cancelled() => return,
                     _ = &mut sleep => break,
                     signal = recv(&mut wake) => match signal {
@@ -416,6 +416,7 @@ impl RelayHandle {
         let clock = self.relay.inner.jobs.clock().clone();
         let mut task = self.task;
         tokio::select! {
+            biased;
             _ = &mut task => true,
             _ = clock.sleep(deadline) => {
                 task.abort();

@@ -40,6 +40,7 @@ impl Run {
         let result = match self.inner.seed.descriptor.step_timeout {
             Some(ceiling) => {
                 tokio::select! {
+                    biased;
                     r = work => r.map_err(Into::into),
                     _ = self.inner.seed.clock.sleep(ceiling) => Err(JobError::new(
                         ErrorCode::JobTimeout,

@@ -5,7 +5,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use uuid::Uuid;
 
 use crate::client::Jobs;
 use crate::error::{ErrorCode, JobError};
@@ -112,7 +111,7 @@ impl SchedulerBuilder {
                 })
             })
             .collect::<Result<Vec<_>, JobError>>()?;
-        let id = self.id.unwrap_or_else(|| Uuid::now_v7().to_string());
+        let id = self.id.unwrap_or_else(|| crate::entropy::new_id().to_string());
         Ok(Scheduler {
             shared: Arc::new(Shared {
                 jobs: self.jobs,

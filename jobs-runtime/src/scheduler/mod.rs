@@ -380,6 +380,7 @@ impl Scheduler {
                 self.shared.round.lock().await.marks = None;
             }
             tokio::select! {
+                biased;
                 _ = stop.cancelled() => break,
                 _ = clock.sleep(self.shared.tick_interval) => {}
             }
@@ -435,6 +436,7 @@ impl SchedulerHandle {
         let deadline = scheduler.shared.shutdown_deadline;
         let clock = scheduler.shared.jobs.clock().clone();
         let finished = tokio::select! {
+            biased;
             _ = &mut task => true,
             _ = clock.sleep(deadline) => false,
         };

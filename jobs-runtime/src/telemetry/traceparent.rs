@@ -165,7 +165,7 @@ const NOT_HEX: u8 = 0xff;
 
 fn nonzero_u128() -> u128 {
     loop {
-        let id: u128 = rand::random();
+        let id: u128 = crate::entropy::with_rng(|rng| rand::Rng::random(rng));
         if id != 0 {
             return id;
         }
@@ -174,7 +174,7 @@ fn nonzero_u128() -> u128 {
 
 fn nonzero_u64() -> u64 {
     loop {
-        let id: u64 = rand::random();
+        let id: u64 = crate::entropy::with_rng(|rng| rand::Rng::random(rng));
         if id != 0 {
             return id;
         }

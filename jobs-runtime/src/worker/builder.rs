@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 use super::{Limits, QueueLimits, Worker, WorkerCounters, WorkerShared};
 use crate::client::Jobs;
@@ -321,7 +320,7 @@ impl WorkerBuilder {
                 environment: self.jobs.environment(),
                 jobs: self.jobs,
                 registry,
-                id: self.id.unwrap_or_else(|| Uuid::now_v7().to_string()).into(),
+                id: self.id.unwrap_or_else(|| crate::entropy::new_id().to_string()).into(),
                 queues,
                 slots,
                 visibility_timeout: self.visibility_timeout,

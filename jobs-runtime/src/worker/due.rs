@@ -118,6 +118,7 @@ pub(crate) fn spawn(shared: &Arc<WorkerShared>) -> tokio::task::JoinHandle<()> {
             match dues.first() {
                 Some(at) => {
                     tokio::select! {
+                        biased;
                         _ = clock.sleep_until(at) => {}
                         _ = &mut earlier => continue,
                     }

@@ -163,6 +163,7 @@ async fn run_body(
         }
     };
     let result = tokio::select! {
+        biased;
         result = body => Some(result),
         _ = timeout => {
             // The run's cancellation fires first, then the attempt fails.

@@ -171,6 +171,7 @@ async fn run(shared: Weak<WorkerShared>, arrived: Arc<Notify>) {
         // The worker is not held across the wait: the keeper ends when the worker is dropped.
         drop(worker);
         tokio::select! {
+            biased;
             Some((key, at, renewal)) = renewing.next(), if !renewing.is_empty() => {
                 let Some(worker) = shared.upgrade() else { return };
                 apply(&worker, key, at, renewal);

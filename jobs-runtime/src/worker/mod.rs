@@ -324,6 +324,7 @@ impl Worker {
             }
             let wake = shared.jobs.local_wake().notified();
             tokio::select! {
+                biased;
                 _ = stop.cancelled() => break,
                 _ = clock.sleep(wait) => {}
                 _ = shared.kick.notified() => idle_wait = shared.poll_interval,
@@ -493,6 +494,7 @@ impl WorkerHandle {
         let mut in_flight = shared.in_flight_total.subscribe();
         let clock = shared.jobs.clock().clone();
         let finished = tokio::select! {
+            biased;
             _ = in_flight.wait_for(|n| *n == 0) => true,
             _ = clock.sleep(shared.shutdown_deadline) => false,
         };

@@ -55,7 +55,7 @@ impl MemoryState {
     ) -> Result<EnqueueResult, JobError> {
         let key = LiveKey {
             name: &request.name,
-            tenant: request.tenant_id.as_deref().unwrap_or(""),
+            tenant: LiveKey::tenant_of(request.tenant_id.as_deref()),
             key: &request.idempotency_key,
         };
         // An id that already names a row (an outbox re-publish) inserts nothing and
@@ -211,6 +211,12 @@ impl MemoryDriver {
         request: &EnqueueRequest,
     ) -> Result<EnqueueResult, JobError> {
         let result = self.lock().enqueue(request, request.now);
+        if let Ok(kept) = &result {
+            if planted!(EnqueueLost) && !kept.deduped && kept.id.as_u128() % 8 == 0 {
+                self.lock().remove(kept.id);
+                return result;
+            }
+        }
         if result.is_ok() {
             self.dues
                 .announce(&request.queue, request.run_at, request.now);

@@ -79,7 +79,7 @@ impl LeaseStore for MemoryLeaseStore {
                 .get(&(p.key.clone(), *slot))
                 .is_none_or(|held| held.expires_at <= p.now)
         });
-        let Some(slot) = free else {
+        let Some(slot) = free.or_else(|| planted!(LeaseOverCapacity).then_some(p.limit)) else {
             return Ok(None);
         };
         state.fence += 1;

@@ -378,8 +378,8 @@ mod tests {
 
     fn request(now: Timestamp) -> EnqueueRequest {
         EnqueueRequest {
-            id: uuid::Uuid::now_v7(),
-            run_id: uuid::Uuid::now_v7(),
+            id: crate::entropy::new_id(),
+            run_id: crate::entropy::new_id(),
             name: "held.job".to_string(),
             queue: "default".to_string(),
             input: serde_json::json!({}),
@@ -411,7 +411,7 @@ mod tests {
             };
             ids.push(driver.job_enqueue(&request).await.unwrap().id);
         }
-        let group = uuid::Uuid::now_v7();
+        let group = crate::entropy::new_id();
         let join = GroupJoinParams {
             group,
             waiter: ids[0],

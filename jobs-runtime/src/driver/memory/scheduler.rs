@@ -88,7 +88,7 @@ impl SchedulerStore for MemoryDriver {
     async fn task_fire(&self, p: &TaskFireParams) -> Result<TaskFireResult, JobError> {
         let mut s = self.scheduler();
         let current = s.tasks.get(&p.task).map(|r| r.watermark);
-        if current != p.expected {
+        if current != p.expected && !planted!(TaskFireIgnoresWatermark) {
             return Ok(TaskFireResult::default());
         }
         // All or nothing, as Postgres' one statement.

@@ -45,7 +45,7 @@ impl OperatorState {
                 ..CounterBucket::default()
             });
         match outcome {
-            CounterOutcome::Done => counts.done += 1,
+            CounterOutcome::Done => counts.done += if planted!(CounterMiscount) { 2 } else { 1 },
             CounterOutcome::Retried => counts.retried += 1,
             CounterOutcome::Failed => counts.failed += 1,
             CounterOutcome::Dead => counts.dead += 1,
