@@ -5,7 +5,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-
 use crate::client::Jobs;
 use crate::error::{ErrorCode, JobError};
 use crate::maintenance::CounterRollup;
@@ -111,7 +110,9 @@ impl SchedulerBuilder {
                 })
             })
             .collect::<Result<Vec<_>, JobError>>()?;
-        let id = self.id.unwrap_or_else(|| crate::entropy::new_id().to_string());
+        let id = self
+            .id
+            .unwrap_or_else(|| crate::entropy::new_id().to_string());
         Ok(Scheduler {
             shared: Arc::new(Shared {
                 jobs: self.jobs,

@@ -320,7 +320,10 @@ impl WorkerBuilder {
                 environment: self.jobs.environment(),
                 jobs: self.jobs,
                 registry,
-                id: self.id.unwrap_or_else(|| crate::entropy::new_id().to_string()).into(),
+                id: self
+                    .id
+                    .unwrap_or_else(|| crate::entropy::new_id().to_string())
+                    .into(),
                 queues,
                 slots,
                 visibility_timeout: self.visibility_timeout,

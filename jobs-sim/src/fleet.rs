@@ -1,0 +1,370 @@
+//! The simulated fleet: the jobs it runs (each step body and each read of a step's output
+//! reported to the history), and the software of each kind of process (worker, scheduler,
+//! producer, operator), started again from scratch after a crash.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jobs::prelude::*;
+use jobs::{Entry, Jobs, Occurrence};
+use rand::Rng;
+
+use crate::clock::{Offset, SimClock};
+use crate::history::{Accepted, Invariant};
+use crate::store::FaultyStore;
+use crate::world::World;
+
+/// Jobs the producers enqueue in a run, unless told otherwise.
+pub const DEFAULT_JOBS: u32 = 30;
+
+/// What a job body reports to: its process's view of the run's history.
+#[derive(Debug)]
+pub struct Probe {
+    world: Arc<World>,
+}
+
+impl Probe {
+    /// A step body ran: a fresh value, and a violation if the step had already committed.
+    fn body(&self, run: &Run, step: &str) -> u64 {
+        let mut history = self.world.history();
+        history.stats.bodies += 1;
+        let key = (run.run_id(), step.to_string());
+        if let Some((_, at)) = history.commits.get(&key) {
+            let at = *at;
+            history.violated(
+                Invariant::StepRunsOnce,
+                format!(
+                    "step `{step}` of run {} ran again after its commit (event {at})",
+                    run.run_id()
+                ),
+            );
+        }
+        history.note(|| format!("body {} {step} attempt {}", run.run_id(), run.attempt()))
+    }
+
+    /// A step answered `value`: it must be the output its commit kept.
+    fn read(&self, run: &Run, step: &str, value: u64) {
+        let mut history = self.world.history();
+        let key = (run.run_id(), step.to_string());
+        let kept = history.commits.get(&key).map(|(output, _)| output.clone());
+        if kept != Some(serde_json::json!(value)) {
+            history.violated(
+                Invariant::StepReadsItsCommit,
+                format!(
+                    "step `{step}` of run {} answered {value}, its commit kept {kept:?}",
+                    run.run_id()
+                ),
+            );
+        }
+    }
+}
+
+/// The input of `sim.work`: two steps, a nap between them when asked, and a second step
+/// that fails its first `flaky` attempts.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct WorkInput {
+    /// Which.
+    pub n: u64,
+    /// Attempts the second step fails before it succeeds.
+    pub flaky: u32,
+    /// Whether the job sleeps (parks) between its steps.
+    pub nap: bool,
+    /// How long the second step's body works, in milliseconds.
+    pub dwell: u64,
+}
+
+#[job(name = "sim.work", key = "w:{n}", tenant = none, retry(attempts = 4, backoff = fixed, delay = "2s", jitter = full))]
+async fn sim_work(run: Run, input: WorkInput) -> Result<(), JobError> {
+    let probe = run.context::<Probe>()?;
+    let a: u64 = run
+        .step("a", async { Ok::<_, JobError>(probe.body(&run, "a")) })
+        .await?;
+    probe.read(&run, "a", a);
+    if input.nap {
+        run.sleep("3s").await?;
+    }
+    let b: u64 = run
+        .step("b", async {
+            if run.attempt() <= input.flaky {
+                return Err(JobError::retryable("the simulated upstream is down"));
+            }
+            tokio::time::sleep(Duration::from_millis(input.dwell)).await;
+            Ok(probe.body(&run, "b"))
+        })
+        .await?;
+    probe.read(&run, "b", b);
+    Ok(())
+}
+
+/// The input of `sim.keyed`: a key shared by two tenants.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct KeyedInput {
+    /// The tenant.
+    pub account: String,
+    /// The key, the same in both tenants.
+    pub k: u32,
+}
+
+#[job(name = "sim.keyed", key = "k:{k}", tenant = account)]
+async fn sim_keyed(run: Run, _input: KeyedInput) -> Result<(), JobError> {
+    let probe = run.context::<Probe>()?;
+    let a: u64 = run
+        .step("a", async {
+            // Long enough that a second enqueue of the key often meets this one live.
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            Ok::<_, JobError>(probe.body(&run, "a"))
+        })
+        .await?;
+    probe.read(&run, "a", a);
+    Ok(())
+}
+
+/// The input of `sim.capped`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CappedInput {
+    /// Which.
+    pub n: u64,
+}
+
+#[job(name = "sim.capped", key = "c:{n}", tenant = none, concurrency = 2)]
+async fn sim_capped(run: Run, _input: CappedInput) -> Result<(), JobError> {
+    let probe = run.context::<Probe>()?;
+    let a: u64 = run
+        .step("a", async {
+            tokio::time::sleep(Duration::from_millis(900)).await;
+            Ok::<_, JobError>(probe.body(&run, "a"))
+        })
+        .await?;
+    probe.read(&run, "a", a);
+    Ok(())
+}
+
+/// The input of `sim.tick`: the task and occurrence that fired it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TickInput {
+    /// The task.
+    pub task: String,
+    /// The occurrence, RFC 3339.
+    pub at: String,
+}
+
+#[job(name = "sim.tick", key = "tick:{task}:{at}", tenant = none)]
+async fn sim_tick(_run: Run, _input: TickInput) -> Result<(), JobError> {
+    Ok(())
+}
+
+fn tick(task: &str, at: &Occurrence) -> Vec<Entry> {
+    vec![Entry::of::<SimTick>(TickInput {
+        task: task.to_string(),
+        at: at.at().to_rfc3339(),
+    })]
+}
+
+// Four tasks every minute: each occurrence is a fire the scheduler must make exactly once.
+
+#[task(cron = "* * * * *", tz = "UTC")]
+fn sim_minutely_a(at: Occurrence) -> Vec<Entry> {
+    tick("a", &at)
+}
+
+#[task(cron = "* * * * *", tz = "UTC")]
+fn sim_minutely_b(at: Occurrence) -> Vec<Entry> {
+    tick("b", &at)
+}
+
+#[task(cron = "* * * * *", tz = "UTC")]
+fn sim_minutely_c(at: Occurrence) -> Vec<Entry> {
+    tick("c", &at)
+}
+
+#[task(cron = "* * * * *", tz = "UTC")]
+fn sim_minutely_d(at: Occurrence) -> Vec<Entry> {
+    tick("d", &at)
+}
+
+/// A process's client over its own view of the store, on a clock started now.
+fn client(world: &Arc<World>, name: &str, offset: &Offset) -> Jobs {
+    let elapsed = turmoil::sim_elapsed().unwrap_or_default();
+    let clock = Arc::new(SimClock::start(elapsed, offset.clone()));
+    Jobs::with_clock(Arc::new(FaultyStore::new(world.clone(), name)), clock)
+}
+
+type Software = std::pin::Pin<Box<dyn std::future::Future<Output = turmoil::Result>>>;
+
+/// A worker process: three slots, a short visibility timeout so a stalled one loses its claims
+/// within a run.
+pub fn worker(world: Arc<World>, name: &'static str, offset: Offset) -> impl Fn() -> Software {
+    move || {
+        let (world, offset) = (world.clone(), offset.clone());
+        Box::pin(async move {
+            let jobs = client(&world, name, &offset);
+            let worker = jobs
+                .worker()
+                .concurrency(3)
+                .visibility_timeout(Duration::from_secs(5))
+                .idle_poll_max(Duration::from_secs(1))
+                .shutdown_deadline(Duration::from_secs(2))
+                .context(Arc::new(Probe {
+                    world: world.clone(),
+                }))
+                .build()?;
+            let _running = worker.start();
+            std::future::pending::<()>().await;
+            Ok(())
+        })
+    }
+}
+
+/// A scheduler process (one of a leader and its standby): a short lease, so a crashed leader's
+/// standby takes over within a run.
+pub fn scheduler(world: Arc<World>, name: &'static str, offset: Offset) -> impl Fn() -> Software {
+    move || {
+        let (world, offset) = (world.clone(), offset.clone());
+        Box::pin(async move {
+            let jobs = client(&world, name, &offset);
+            let scheduler = jobs
+                .scheduler()
+                .lease_ttl(Duration::from_secs(6))
+                .tick_interval(Duration::from_millis(500))
+                .build()?;
+            let _running = scheduler.start();
+            std::future::pending::<()>().await;
+            Ok(())
+        })
+    }
+}
+
+/// A producer process: enqueues until the run has `target` accepted jobs (single enqueues,
+/// batches, keyed jobs of two tenants, capped jobs), noting each one the store acknowledged.
+pub fn producer(
+    world: Arc<World>,
+    name: &'static str,
+    offset: Offset,
+    target: u32,
+) -> impl Fn() -> Software {
+    move || {
+        let (world, offset) = (world.clone(), offset.clone());
+        Box::pin(async move {
+            let jobs = client(&world, name, &offset);
+            loop {
+                if world.history().stats.accepted >= u64::from(target) {
+                    std::future::pending::<()>().await;
+                }
+                let (pause, pick, n, flaky, nap, k, tenant, dwell) = world.draw(|rng| {
+                    (
+                        rng.random_range(50..1_500u64),
+                        rng.random_range(0..10u32),
+                        rng.random::<u32>() as u64,
+                        if rng.random_bool(0.3) {
+                            rng.random_range(1..3u32)
+                        } else {
+                            0
+                        },
+                        rng.random_bool(0.3),
+                        rng.random_range(0..3u32),
+                        if rng.random_bool(0.5) {
+                            "acme"
+                        } else {
+                            "globex"
+                        },
+                        rng.random_range(0..2_500u64),
+                    )
+                });
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+                let work = |n: u64| WorkInput {
+                    n,
+                    flaky,
+                    nap,
+                    dwell,
+                };
+                let answers = match pick {
+                    0..=4 => jobs.enqueue::<SimWork>(work(n)).await.map(|e| vec![e]),
+                    5 | 6 => {
+                        jobs.enqueue_many::<SimWork, _>((0..3).map(|i| work(n + i)))
+                            .await
+                    }
+                    7 | 8 => {
+                        let input = KeyedInput {
+                            account: tenant.to_string(),
+                            k,
+                        };
+                        jobs.enqueue::<SimKeyed>(input).await.map(|e| vec![e])
+                    }
+                    _ => jobs
+                        .enqueue::<SimCapped>(CappedInput { n })
+                        .await
+                        .map(|e| vec![e]),
+                };
+                let Ok(answers) = answers else { continue };
+                let mut history = world.history();
+                for answer in answers {
+                    if !answer.deduped {
+                        let name = jobs_name(pick);
+                        history
+                            .accepted
+                            .insert(answer.id, Accepted { name: name.into() });
+                        history.stats.accepted += 1;
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn jobs_name(pick: u32) -> &'static str {
+    match pick {
+        0..=6 => "sim.work",
+        7 | 8 => "sim.keyed",
+        _ => "sim.capped",
+    }
+}
+
+/// An operator: now and then cancels a job, requeues a dead one, or pauses a queue a moment.
+pub fn operator(world: Arc<World>, name: &'static str, offset: Offset) -> impl Fn() -> Software {
+    move || {
+        let (world, offset) = (world.clone(), offset.clone());
+        Box::pin(async move {
+            let jobs = client(&world, name, &offset);
+            loop {
+                let (pause, action, pick) = world.draw(|rng| {
+                    (
+                        rng.random_range(1_000..6_000u64),
+                        rng.random_range(0..3u32),
+                        rng.random::<u32>() as usize,
+                    )
+                });
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+                if !world.faults_on() {
+                    // The healing phase: the operator stands back.
+                    continue;
+                }
+                let target = {
+                    let history = world.history();
+                    let ids: Vec<_> = history.accepted.keys().copied().collect();
+                    (!ids.is_empty()).then(|| ids[pick % ids.len()])
+                };
+                let Some(id) = target else { continue };
+                world.history().stats.operator_actions += 1;
+                match action {
+                    0 => {
+                        let _ = jobs.cancel_with_reason(id, "simulated operator").await;
+                    }
+                    1 => {
+                        if let Ok(Some(row)) = jobs.job(id).await {
+                            if row.state == JobState::Dead {
+                                let _ = jobs.operator().requeue(id, None).await;
+                            }
+                        }
+                    }
+                    _ => {
+                        let operator = jobs.operator();
+                        if operator.pause_queue("default").await.is_ok() {
+                            tokio::time::sleep(Duration::from_millis(1_500)).await;
+                            let _ = operator.resume_queue("default").await;
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
