@@ -41,6 +41,8 @@ pub enum Plant {
     TaskFireIgnoresWatermark,
     /// The operator's counters count a finished job's success twice.
     CounterMiscount,
+    /// A posting is kept without its last line, so its ledger no longer balances.
+    PostingDropsALine,
 }
 
 struct Simulation {

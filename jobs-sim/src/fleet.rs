@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jobs::prelude::*;
-use jobs::{Entry, Jobs, Occurrence};
+use jobs::{Entry, Jobs, LockOptions, Occurrence};
 use rand::Rng;
 
 use crate::clock::{Offset, SimClock};
@@ -17,10 +17,12 @@ use crate::world::World;
 /// Jobs the producers enqueue in a run, unless told otherwise.
 pub const DEFAULT_JOBS: u32 = 30;
 
-/// What a job body reports to: its process's view of the run's history.
+/// What a job body reports to: its process's view of the run's history, and its client (for
+/// fleet-wide locks).
 #[derive(Debug)]
 pub struct Probe {
     world: Arc<World>,
+    jobs: Jobs,
 }
 
 impl Probe {
@@ -105,14 +107,23 @@ pub struct KeyedInput {
     pub k: u32,
 }
 
-#[job(name = "sim.keyed", key = "k:{k}", tenant = account)]
-async fn sim_keyed(run: Run, _input: KeyedInput) -> Result<(), JobError> {
+/// One job per key per tenant, one run per tenant at a time, and the tenant's account under a
+/// fleet-wide lock while it works.
+#[job(name = "sim.keyed", key = "k:{k}", tenant = account, concurrency(key = "{account}", limit = 1))]
+async fn sim_keyed(run: Run, input: KeyedInput) -> Result<(), JobError> {
     let probe = run.context::<Probe>()?;
+    let lock = LockOptions::ttl(Duration::from_secs(3)).wait(Duration::from_secs(4));
     let a: u64 = run
         .step("a", async {
-            // Long enough that a second enqueue of the key often meets this one live.
-            tokio::time::sleep(Duration::from_millis(700)).await;
-            Ok::<_, JobError>(probe.body(&run, "a"))
+            let account = format!("account:{}", input.account);
+            probe
+                .jobs
+                .with_lock(&account, lock, |_guard| async {
+                    // Long enough that a second enqueue of the key often meets this one live.
+                    tokio::time::sleep(Duration::from_millis(700)).await;
+                    Ok::<_, JobError>(probe.body(&run, "a"))
+                })
+                .await
         })
         .await?;
     probe.read(&run, "a", a);
@@ -126,7 +137,8 @@ pub struct CappedInput {
     pub n: u64,
 }
 
-#[job(name = "sim.capped", key = "c:{n}", tenant = none, concurrency = 2)]
+/// At most two at once across the fleet, and three starts per five seconds.
+#[job(name = "sim.capped", key = "c:{n}", tenant = none, concurrency = 2, rate(limit = 3, per = "5s"))]
 async fn sim_capped(run: Run, _input: CappedInput) -> Result<(), JobError> {
     let probe = run.context::<Probe>()?;
     let a: u64 = run
@@ -137,6 +149,19 @@ async fn sim_capped(run: Run, _input: CappedInput) -> Result<(), JobError> {
         .await?;
     probe.read(&run, "a", a);
     Ok(())
+}
+
+/// Payments: a balanced posting per key and tenant, written once through the store's book.
+#[ledger(name = "sim.payments", tenant = per_tenant, book = driver)]
+pub struct SimPayment;
+
+/// A payment of `amount` cents to `key` in `tenant`'s ledger.
+fn payment(key: u64, tenant: &str, amount: i64) -> Posting {
+    posting!(format!("pay:{key}"), [
+        "assets:cash" => (amount) EUR,
+        "income:sales" => (-amount) EUR,
+    ])
+    .for_tenant(tenant)
 }
 
 /// The input of `sim.tick`: the task and occurrence that fired it.
@@ -206,6 +231,7 @@ pub fn worker(world: Arc<World>, name: &'static str, offset: Offset) -> impl Fn(
                 .shutdown_deadline(Duration::from_secs(2))
                 .context(Arc::new(Probe {
                     world: world.clone(),
+                    jobs: jobs.clone(),
                 }))
                 .build()?;
             let _running = worker.start();
@@ -253,7 +279,7 @@ pub fn producer(
                 let (pause, pick, n, flaky, nap, k, tenant, dwell) = world.draw(|rng| {
                     (
                         rng.random_range(50..1_500u64),
-                        rng.random_range(0..10u32),
+                        rng.random_range(0..11u32),
                         rng.random::<u32>() as u64,
                         if rng.random_bool(0.3) {
                             rng.random_range(1..3u32)
@@ -290,10 +316,14 @@ pub fn producer(
                         };
                         jobs.enqueue::<SimKeyed>(input).await.map(|e| vec![e])
                     }
-                    _ => jobs
+                    9 => jobs
                         .enqueue::<SimCapped>(CappedInput { n })
                         .await
                         .map(|e| vec![e]),
+                    _ => {
+                        let posting = payment(n % 50, tenant, 100 + (n % 900) as i64);
+                        jobs.enqueue::<SimPayment>(posting).await.map(|e| vec![e])
+                    }
                 };
                 let Ok(answers) = answers else { continue };
                 let mut history = world.history();
@@ -315,7 +345,8 @@ fn jobs_name(pick: u32) -> &'static str {
     match pick {
         0..=6 => "sim.work",
         7 | 8 => "sim.keyed",
-        _ => "sim.capped",
+        9 => "sim.capped",
+        _ => "sim.payments",
     }
 }
 

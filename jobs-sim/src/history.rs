@@ -31,6 +31,8 @@ pub enum Invariant {
     CountersAgree,
     /// Dedupe never answers a key with a job of another tenant.
     DedupeKeepsTenants,
+    /// Every posting written balances, per currency.
+    LedgerBalanced,
 }
 
 impl fmt::Display for Invariant {
@@ -69,6 +71,8 @@ pub struct History {
     pub completions: BTreeMap<(JobId, RunId), u32>,
     /// Cron occurrences fired, per task.
     pub fires: BTreeMap<(String, String), u32>,
+    /// Postings written: (ledger, tenant, key).
+    pub postings: std::collections::BTreeSet<(String, Option<String>, String)>,
     /// Lease grants that have not been released, per key.
     pub leases: BTreeMap<String, Vec<HeldLease>>,
     /// What broke, in the order it was seen.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use jobs::clock::Timestamp;
 use jobs::driver::introspect::CounterTotalsParams;
+use jobs::driver::ledger_book::PostingLinesParams;
 use jobs::driver::{JobDriver, JobGetParams, JobState};
 
 use crate::history::Invariant;
@@ -86,6 +87,32 @@ pub async fn check_at_end(world: &World, now: Timestamp) {
             world.history().violated(
                 Invariant::CronFiresOnce,
                 format!("the {at} occurrence made {count} jobs"),
+            );
+        }
+    }
+    let postings: Vec<_> = world.history().postings.iter().cloned().collect();
+    let book = world
+        .store
+        .ledger_book()
+        .expect("the memory driver keeps a book");
+    for (ledger, tenant, key) in postings {
+        let params = PostingLinesParams {
+            ledger: ledger.clone(),
+            tenant,
+            key: key.clone(),
+        };
+        let lines = book.posting_lines(&params).await.unwrap_or_default();
+        let mut sums: BTreeMap<&str, i64> = BTreeMap::new();
+        for line in &lines {
+            *sums.entry(line.currency.as_str()).or_default() += line.minor;
+        }
+        if lines.len() < 2 || sums.values().any(|sum| *sum != 0) {
+            world.history().violated(
+                Invariant::LedgerBalanced,
+                format!(
+                    "posting `{key}` of ledger `{ledger}` holds {} lines summing {sums:?}",
+                    lines.len()
+                ),
             );
         }
     }

@@ -73,7 +73,7 @@ impl Scenario {
 
 /// Every bug the store can be told to have, by the name the command line takes, with the
 /// invariant that must catch it.
-pub const PLANTS: [(&str, Plant, Invariant); 7] = [
+pub const PLANTS: [(&str, Plant, Invariant); 8] = [
     (
         "settle-without-fence",
         Plant::SettleWithoutFence,
@@ -108,6 +108,11 @@ pub const PLANTS: [(&str, Plant, Invariant); 7] = [
         "counter-miscount",
         Plant::CounterMiscount,
         Invariant::CountersAgree,
+    ),
+    (
+        "posting-drops-a-line",
+        Plant::PostingDropsALine,
+        Invariant::LedgerBalanced,
     ),
 ];
 

@@ -17,6 +17,9 @@ use jobs::driver::introspect::JobIntrospection;
 use jobs::driver::lease::{
     HeldLease, LeaseAcquire, LeaseHoldersParams, LeaseRenewParams, LeaseStore,
 };
+use jobs::driver::ledger_book::{
+    LedgerBook, LedgerLine, PostingLinesParams, PostingWrite, PostingWritten,
+};
 use jobs::driver::scheduler_store::*;
 use jobs::driver::*;
 use jobs::{ErrorCode, JobError};
@@ -180,6 +183,10 @@ impl JobDriver for FaultyStore {
     }
 
     fn scheduler_store(&self) -> Option<&dyn SchedulerStore> {
+        Some(self)
+    }
+
+    fn ledger_book(&self) -> Option<&dyn LedgerBook> {
         Some(self)
     }
 
@@ -633,6 +640,42 @@ impl SchedulerStore for FaultyStore {
     async fn task_fires(&self, params: &TaskFiresParams) -> Result<Vec<TaskFire>, JobError> {
         self.call("task_fires", self.schedules().task_fires(params), |f| {
             f.len().to_string()
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl LedgerBook for FaultyStore {
+    async fn posting_write(&self, write: &PostingWrite) -> Result<PostingWritten, JobError> {
+        let book = self
+            .inner()
+            .ledger_book()
+            .expect("the memory driver keeps a book");
+        let apply = async {
+            let written = book.posting_write(write).await?;
+            let posting = (
+                write.ledger.clone(),
+                write.tenant.clone(),
+                write.key.clone(),
+            );
+            self.world.history().postings.insert(posting);
+            Ok(written)
+        };
+        self.call("posting_write", apply, |w| format!("{w:?}"))
+            .await
+    }
+
+    async fn posting_lines(
+        &self,
+        params: &PostingLinesParams,
+    ) -> Result<Vec<LedgerLine>, JobError> {
+        let book = self
+            .inner()
+            .ledger_book()
+            .expect("the memory driver keeps a book");
+        self.call("posting_lines", book.posting_lines(params), |l| {
+            l.len().to_string()
         })
         .await
     }

@@ -61,7 +61,11 @@ impl LedgerBook for MemoryBook {
                 write.lines.len(),
             )),
             None => {
-                postings.insert(key, write.lines.clone());
+                let mut lines = write.lines.clone();
+                if planted!(PostingDropsALine) {
+                    lines.pop();
+                }
+                postings.insert(key, lines);
                 Ok(PostingWritten::Written)
             }
         }
