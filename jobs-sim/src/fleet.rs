@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use jobs::driver::JobDriver;
 use jobs::prelude::*;
 use jobs::{Entry, Jobs, LockOptions, Occurrence};
 use rand::Rng;
@@ -42,6 +43,34 @@ impl Probe {
             );
         }
         history.note(|| format!("body {} {step} attempt {}", run.run_id(), run.attempt()))
+    }
+
+    /// A parent read child `i`'s answer: a success must be the child's own answer, a failure
+    /// must be a child that did end that way (dead, failed or cancelled: under faults a child
+    /// may spend its attempts, and the operator cancels jobs).
+    async fn child_answer(&self, run: &Run, i: u64, expected: u64, answer: Result<u64, JobError>) {
+        let wrong = match answer {
+            Ok(got) if got == expected => return,
+            Ok(got) => format!("the answer {got}, not {expected}"),
+            Err(error) => {
+                let links = self.world.store.job_links(run.job_id()).await.ok();
+                let ended = links.into_iter().flat_map(|l| l.children).find_map(|(id, _)| {
+                    let row = self.world.store.all_jobs().into_iter().find(|r| r.id == id)?;
+                    (row.input.get("i") == Some(&serde_json::json!(i))).then_some(row.state)
+                });
+                if matches!(
+                    ended,
+                    Some(JobState::Dead | JobState::Failed | JobState::Cancelled)
+                ) {
+                    return;
+                }
+                format!("the failure {:?} of a child in state {ended:?}", error.code())
+            }
+        };
+        self.world.history().violated(
+            Invariant::ChildrenAnswer,
+            format!("run {} of sim.fanout read child {i}'s answer as {wrong}", run.run_id()),
+        );
     }
 
     /// A step answered `value`: it must be the output its commit kept.
@@ -148,6 +177,45 @@ async fn sim_capped(run: Run, _input: CappedInput) -> Result<(), JobError> {
         })
         .await?;
     probe.read(&run, "a", a);
+    Ok(())
+}
+
+/// The input of `sim.child`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ChildInput {
+    /// The parent's `n`.
+    pub parent: u64,
+    /// Which child.
+    pub i: u64,
+}
+
+/// A child: answers `parent + i`, after a step.
+#[job(name = "sim.child", key = "child:{parent}:{i}", tenant = none, keep_result)]
+async fn sim_child(run: Run, input: ChildInput) -> Result<u64, JobError> {
+    let probe = run.context::<Probe>()?;
+    let a: u64 = run
+        .step("a", async { Ok::<_, JobError>(probe.body(&run, "a")) })
+        .await?;
+    probe.read(&run, "a", a);
+    Ok(input.parent.wrapping_add(input.i))
+}
+
+/// The input of `sim.fanout`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct FanoutInput {
+    /// Which.
+    pub n: u64,
+}
+
+/// A parent: fans out to three children and must get back each one's own answer.
+#[job(name = "sim.fanout", key = "fan:{n}", tenant = none)]
+async fn sim_fanout(run: Run, input: FanoutInput) -> Result<(), JobError> {
+    let probe = run.context::<Probe>()?;
+    let children = (0..3).map(|i| ChildInput { parent: input.n, i });
+    let answers = run.invoke_all(SimChild, children).await?;
+    for (i, answer) in answers.into_iter().enumerate() {
+        probe.child_answer(&run, i as u64, input.n.wrapping_add(i as u64), answer).await;
+    }
     Ok(())
 }
 
@@ -279,7 +347,7 @@ pub fn producer(
                 let (pause, pick, n, flaky, nap, k, tenant, dwell) = world.draw(|rng| {
                     (
                         rng.random_range(50..1_500u64),
-                        rng.random_range(0..11u32),
+                        rng.random_range(0..12u32),
                         rng.random::<u32>() as u64,
                         if rng.random_bool(0.3) {
                             rng.random_range(1..3u32)
@@ -320,6 +388,10 @@ pub fn producer(
                         .enqueue::<SimCapped>(CappedInput { n })
                         .await
                         .map(|e| vec![e]),
+                    10 => jobs
+                        .enqueue::<SimFanout>(FanoutInput { n })
+                        .await
+                        .map(|e| vec![e]),
                     _ => {
                         let posting = payment(n % 50, tenant, 100 + (n % 900) as i64);
                         jobs.enqueue::<SimPayment>(posting).await.map(|e| vec![e])
@@ -346,6 +418,7 @@ fn jobs_name(pick: u32) -> &'static str {
         0..=6 => "sim.work",
         7 | 8 => "sim.keyed",
         9 => "sim.capped",
+        10 => "sim.fanout",
         _ => "sim.payments",
     }
 }

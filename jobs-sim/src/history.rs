@@ -33,6 +33,8 @@ pub enum Invariant {
     DedupeKeepsTenants,
     /// Every posting written balances, per currency.
     LedgerBalanced,
+    /// A parent resumes with each child's own answer.
+    ChildrenAnswer,
 }
 
 impl fmt::Display for Invariant {

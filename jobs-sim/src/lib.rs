@@ -55,16 +55,20 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// The default scenario for `seed`.
+    /// The scenario of `seed`: its shape (how many workers, how many jobs, how stormy the
+    /// store) is drawn from the seed too, so a thousand seeds try a thousand fleets.
     pub fn seed(seed: u64) -> Self {
+        use rand::{Rng, SeedableRng};
+        let mut shape = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5ca1_ab1e_0000_0001);
+        let storm = [0.5, 1.0, 1.0, 2.0, 3.0][shape.random_range(0..5)];
         Scenario {
             seed,
-            workers: 3,
-            jobs: fleet::DEFAULT_JOBS,
+            workers: shape.random_range(1..=4),
+            jobs: shape.random_range(fleet::DEFAULT_JOBS - 10..=fleet::DEFAULT_JOBS + 10),
             chaos: Duration::from_secs(100),
             heal: Duration::from_secs(240),
             tick: Duration::from_millis(25),
-            rates: FaultRates::DEFAULT,
+            rates: FaultRates::DEFAULT.scaled(storm),
             planted: None,
             keep_trace: false,
         }
@@ -129,6 +133,8 @@ pub fn plant_named(name: &str) -> Option<Plant> {
 pub struct Outcome {
     /// Its seed.
     pub seed: u64,
+    /// Its fleet: workers, jobs, fault rates.
+    pub shape: String,
     /// The hash of its trace: the same for every run of one seed.
     pub trace_hash: u64,
     /// What broke.
@@ -145,12 +151,13 @@ impl Outcome {
     /// A report for a person: the seed, the command that replays it, and what broke.
     pub fn report(&self) -> String {
         let mut out = format!(
-            "seed {}: trace {:016x}, {} violation(s) in {:?} simulated\n  replay: cargo run -p jobs-sim -- replay {}\n  {:?}\n",
+            "seed {}: trace {:016x}, {} violation(s) in {:?} simulated\n  replay: cargo run -p jobs-sim -- replay {}\n  {}\n  {:?}\n",
             self.seed,
             self.trace_hash,
             self.violations.len(),
             self.simulated,
             self.seed,
+            self.shape,
             self.stats
         );
         for v in &self.violations {
@@ -314,6 +321,12 @@ pub fn run(scenario: &Scenario) -> Outcome {
     let history = world.history();
     Outcome {
         seed: scenario.seed,
+        shape: format!(
+            "{} workers, {} jobs, {:?}",
+            workers.len(),
+            scenario.jobs,
+            scenario.rates
+        ),
         trace_hash: history.trace_hash(),
         violations: history.violations.clone(),
         stats: history.stats.clone(),

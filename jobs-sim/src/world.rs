@@ -39,6 +39,20 @@ impl FaultRates {
     };
 }
 
+impl FaultRates {
+    /// Every rate times `factor` (a calm run, a stormy one).
+    pub fn scaled(self, factor: f64) -> Self {
+        let scale = |rate: u32| ((f64::from(rate) * factor).round() as u32).min(1000);
+        FaultRates {
+            delay: scale(self.delay),
+            stall: scale(self.stall),
+            fail_before: scale(self.fail_before),
+            fail_after: scale(self.fail_after),
+            reply_delay: scale(self.reply_delay),
+        }
+    }
+}
+
 /// What happens to one store call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
