@@ -1,6 +1,6 @@
 //! A simulated process's clock: the simulation's time as its host runtime sees it (tokio's
 //! paused clock, moved by the simulation's steps), plus the process's own offset, which the
-//! simulation skews at start and jumps forward during a run.
+//! simulation skews at start and jumps (either way, within a bound) during a run.
 //!
 //! Like the real [`SystemClock`](jobs::clock::SystemClock), a sleep is a tokio timer of the
 //! wait computed when it starts: a jump does not wake a sleeper early, and an offset is seen by
@@ -30,9 +30,12 @@ impl Offset {
         Offset(Arc::new(AtomicI64::new(ms)))
     }
 
-    /// Moves the offset forward by `ms` milliseconds.
-    pub fn jump(&self, ms: i64) {
-        self.0.fetch_add(ms, Ordering::Relaxed);
+    /// Jumps the offset by `ms` milliseconds (either way), kept within `bound` of the
+    /// simulation's time; answers the offset it landed on.
+    pub fn jump(&self, ms: i64, bound: i64) -> i64 {
+        let landed = (self.ms() + ms).clamp(-bound, bound);
+        self.0.store(landed, Ordering::Relaxed);
+        landed
     }
 
     /// The offset in milliseconds.

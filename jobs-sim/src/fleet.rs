@@ -27,7 +27,7 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// A step body ran: a fresh value, and a violation if the step had already committed.
+    /// A step body starts: a fresh value, and a violation if the step had already committed.
     fn body(&self, run: &Run, step: &str) -> u64 {
         let mut history = self.world.history();
         history.stats.bodies += 1;
@@ -54,22 +54,36 @@ impl Probe {
             Ok(got) => format!("the answer {got}, not {expected}"),
             Err(error) => {
                 let links = self.world.store.job_links(run.job_id()).await.ok();
-                let ended = links.into_iter().flat_map(|l| l.children).find_map(|(id, _)| {
-                    let row = self.world.store.all_jobs().into_iter().find(|r| r.id == id)?;
-                    (row.input.get("i") == Some(&serde_json::json!(i))).then_some(row.state)
-                });
+                let ended = links
+                    .into_iter()
+                    .flat_map(|l| l.children)
+                    .find_map(|(id, _)| {
+                        let row = self
+                            .world
+                            .store
+                            .all_jobs()
+                            .into_iter()
+                            .find(|r| r.id == id)?;
+                        (row.input.get("i") == Some(&serde_json::json!(i))).then_some(row.state)
+                    });
                 if matches!(
                     ended,
                     Some(JobState::Dead | JobState::Failed | JobState::Cancelled)
                 ) {
                     return;
                 }
-                format!("the failure {:?} of a child in state {ended:?}", error.code())
+                format!(
+                    "the failure {:?} of a child in state {ended:?}",
+                    error.code()
+                )
             }
         };
         self.world.history().violated(
             Invariant::ChildrenAnswer,
-            format!("run {} of sim.fanout read child {i}'s answer as {wrong}", run.run_id()),
+            format!(
+                "run {} of sim.fanout read child {i}'s answer as {wrong}",
+                run.run_id()
+            ),
         );
     }
 
@@ -119,8 +133,9 @@ async fn sim_work(run: Run, input: WorkInput) -> Result<(), JobError> {
             if run.attempt() <= input.flaky {
                 return Err(JobError::retryable("the simulated upstream is down"));
             }
+            let value = probe.body(&run, "b");
             tokio::time::sleep(Duration::from_millis(input.dwell)).await;
-            Ok(probe.body(&run, "b"))
+            Ok(value)
         })
         .await?;
     probe.read(&run, "b", b);
@@ -144,13 +159,16 @@ async fn sim_keyed(run: Run, input: KeyedInput) -> Result<(), JobError> {
     let lock = LockOptions::ttl(Duration::from_secs(3)).wait(Duration::from_secs(4));
     let a: u64 = run
         .step("a", async {
+            // The body is noted as it starts: an attempt that lost its claim may still finish
+            // its body after another attempt committed the step, and that is allowed.
+            let value = probe.body(&run, "a");
             let account = format!("account:{}", input.account);
             probe
                 .jobs
                 .with_lock(&account, lock, |_guard| async {
                     // Long enough that a second enqueue of the key often meets this one live.
                     tokio::time::sleep(Duration::from_millis(700)).await;
-                    Ok::<_, JobError>(probe.body(&run, "a"))
+                    Ok::<_, JobError>(value)
                 })
                 .await
         })
@@ -172,8 +190,9 @@ async fn sim_capped(run: Run, _input: CappedInput) -> Result<(), JobError> {
     let probe = run.context::<Probe>()?;
     let a: u64 = run
         .step("a", async {
+            let value = probe.body(&run, "a");
             tokio::time::sleep(Duration::from_millis(900)).await;
-            Ok::<_, JobError>(probe.body(&run, "a"))
+            Ok::<_, JobError>(value)
         })
         .await?;
     probe.read(&run, "a", a);
@@ -214,7 +233,9 @@ async fn sim_fanout(run: Run, input: FanoutInput) -> Result<(), JobError> {
     let children = (0..3).map(|i| ChildInput { parent: input.n, i });
     let answers = run.invoke_all(SimChild, children).await?;
     for (i, answer) in answers.into_iter().enumerate() {
-        probe.child_answer(&run, i as u64, input.n.wrapping_add(i as u64), answer).await;
+        probe
+            .child_answer(&run, i as u64, input.n.wrapping_add(i as u64), answer)
+            .await;
     }
     Ok(())
 }
@@ -285,8 +306,13 @@ fn client(world: &Arc<World>, name: &str, offset: &Offset) -> Jobs {
 type Software = std::pin::Pin<Box<dyn std::future::Future<Output = turmoil::Result>>>;
 
 /// A worker process: three slots, a short visibility timeout so a stalled one loses its claims
-/// within a run.
-pub fn worker(world: Arc<World>, name: &'static str, offset: Offset) -> impl Fn() -> Software {
+/// within a run, and a clock skew allowance of `skew` (how far apart the fleet's clocks are).
+pub fn worker(
+    world: Arc<World>,
+    name: &'static str,
+    offset: Offset,
+    skew: Duration,
+) -> impl Fn() -> Software {
     move || {
         let (world, offset) = (world.clone(), offset.clone());
         Box::pin(async move {
@@ -295,6 +321,7 @@ pub fn worker(world: Arc<World>, name: &'static str, offset: Offset) -> impl Fn(
                 .worker()
                 .concurrency(3)
                 .visibility_timeout(Duration::from_secs(5))
+                .clock_skew(skew)
                 .idle_poll_max(Duration::from_secs(1))
                 .shutdown_deadline(Duration::from_secs(2))
                 .context(Arc::new(Probe {

@@ -40,6 +40,11 @@ pub struct Scenario {
     pub workers: usize,
     /// Jobs the producer enqueues.
     pub jobs: u32,
+    /// How far any process's clock may be from the simulation's time: clocks are skewed at
+    /// start and jumped during the chaos within it, so two clocks differ by up to twice this.
+    /// Claims and leases are judged by the clock of the process that asks; the workers allow
+    /// for a skew of twice this (`WorkerBuilder::clock_skew`). Default 1 s.
+    pub skew: Duration,
     /// How long faults, crashes and clock jumps go on.
     pub chaos: Duration,
     /// How long the healed fleet gets to settle every accepted job.
@@ -65,6 +70,7 @@ impl Scenario {
             seed,
             workers: shape.random_range(1..=4),
             jobs: shape.random_range(fleet::DEFAULT_JOBS - 10..=fleet::DEFAULT_JOBS + 10),
+            skew: Duration::from_secs(1),
             chaos: Duration::from_secs(100),
             heal: Duration::from_secs(240),
             tick: Duration::from_millis(25),
@@ -168,7 +174,8 @@ impl Outcome {
 }
 
 /// How often, in simulated time, a process crashes (restarting 0.1-8 s later), freezes (for
-/// 4-12 s), or has its clock jumped forward (0.1-3 s), while the chaos lasts.
+/// 4-12 s), or has its clock jumped (up to 1.5 s either way, within the scenario's skew),
+/// while the chaos lasts.
 const CRASHES_PER_SECOND: f64 = 0.08;
 const FREEZES_PER_SECOND: f64 = 0.08;
 const JUMPS_PER_SECOND: f64 = 0.03;
@@ -203,11 +210,17 @@ pub fn run(scenario: &Scenario) -> Outcome {
 
     let workers = &WORKERS[..scenario.workers.clamp(1, WORKERS.len())];
     let mut processes: Vec<(&'static str, Offset)> = Vec::new();
-    let skew =
-        |world: &World| Offset::of(world.draw(|rng| rand::Rng::random_range(rng, -300..300)));
+    let bound = scenario.skew.as_millis() as i64;
+    let skew = |world: &World| {
+        Offset::of(world.draw(|rng| rand::Rng::random_range(rng, -bound / 4..=bound / 4)))
+    };
     for &name in workers {
         let offset = skew(&world);
-        sim.host(name, fleet::worker(world.clone(), name, offset.clone()));
+        let allowance = scenario.skew * 2;
+        sim.host(
+            name,
+            fleet::worker(world.clone(), name, offset.clone(), allowance),
+        );
         processes.push((name, offset));
     }
     for &name in &SCHEDULERS {
@@ -260,7 +273,7 @@ pub fn run(scenario: &Scenario) -> Outcome {
                 rng.random_bool(JUMPS_PER_SECOND * per_step),
                 rng.random_range(0..processes.len()),
                 rng.random_range(100..8_000u64),
-                rng.random_range(100..3_000i64),
+                rng.random_range(-1_500..=1_500i64),
             )
         });
         let (name, offset) = &processes[pick];
@@ -283,8 +296,8 @@ pub fn run(scenario: &Scenario) -> Outcome {
         if jump {
             let mut history = world.history();
             history.stats.jumps += 1;
-            history.note(|| format!("jump {name} +{by}ms"));
-            offset.jump(by);
+            let landed = offset.jump(by, bound);
+            history.note(|| format!("jump {name} {by:+}ms to {landed:+}ms"));
         }
     }
 

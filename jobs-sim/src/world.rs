@@ -26,6 +26,9 @@ pub struct FaultRates {
     pub fail_after: u32,
     /// Applied, and its reply delayed (up to 2 s).
     pub reply_delay: u32,
+    /// Applied, and the caller paused before it reads the reply (4-12 s: a stop-the-world
+    /// pause, a suspended VM), past the claim's visibility timeout.
+    pub pause_after: u32,
 }
 
 impl FaultRates {
@@ -36,6 +39,7 @@ impl FaultRates {
         fail_before: 25,
         fail_after: 25,
         reply_delay: 20,
+        pause_after: 6,
     };
 }
 
@@ -49,6 +53,7 @@ impl FaultRates {
             fail_before: scale(self.fail_before),
             fail_after: scale(self.fail_after),
             reply_delay: scale(self.reply_delay),
+            pause_after: scale(self.pause_after),
         }
     }
 }
@@ -155,6 +160,8 @@ impl World {
                 Fault::FailAfter
             } else if hit(r.reply_delay) {
                 Fault::ReplyDelay(Duration::from_millis(rng.random_range(1..2_000)))
+            } else if hit(r.pause_after) {
+                Fault::ReplyDelay(Duration::from_millis(rng.random_range(4_000..12_000)))
             } else {
                 Fault::None
             }

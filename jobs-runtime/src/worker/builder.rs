@@ -23,6 +23,9 @@ pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// The ceiling of the idle wait.
 pub const DEFAULT_IDLE_POLL_MAX: Duration = Duration::from_secs(2);
+/// The most the fleet's clocks are taken to disagree by, unless told (and never more than a
+/// tenth of the visibility timeout).
+pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(1);
 /// How long a shutdown lets running jobs finish.
 pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(25);
 
@@ -51,6 +54,7 @@ pub struct WorkerBuilder {
     queue_concurrency: BTreeMap<String, u32>,
     visibility_timeout: Duration,
     heartbeat_interval: Option<Duration>,
+    clock_skew: Option<Duration>,
     poll_interval: Duration,
     idle_poll_max: Duration,
     idle_poll_max_declared: bool,
@@ -90,6 +94,7 @@ impl WorkerBuilder {
             queue_concurrency: BTreeMap::new(),
             visibility_timeout: DEFAULT_VISIBILITY_TIMEOUT,
             heartbeat_interval: None,
+            clock_skew: None,
             poll_interval: DEFAULT_POLL_INTERVAL,
             idle_poll_max: DEFAULT_IDLE_POLL_MAX,
             idle_poll_max_declared: false,
@@ -141,6 +146,18 @@ impl WorkerBuilder {
     /// How often a running job's claim is renewed (default a third of the visibility timeout).
     pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
         self.heartbeat_interval = Some(interval);
+        self
+    }
+
+    /// How far apart the fleet's clocks may be (default 1 s, or a tenth of the visibility
+    /// timeout when that is less). A claim lapses by the clock of the worker that takes the row
+    /// next, which may run ahead of this one's: so an attempt starts no further step once its
+    /// claim is within this much of lapsing by its own clock. Found by the deterministic
+    /// simulator (`jobs-sim`): a worker whose clock ran ahead took a row over while its holder,
+    /// answered late, still trusted the last moments of its window and ran a step the taker had
+    /// already completed.
+    pub fn clock_skew(mut self, skew: Duration) -> Self {
+        self.clock_skew = Some(skew);
         self
     }
 
@@ -265,6 +282,16 @@ impl WorkerBuilder {
                 "the worker's heartbeat interval must be positive and shorter than its visibility timeout",
             ));
         }
+        let clock_skew = self
+            .clock_skew
+            .unwrap_or(DEFAULT_CLOCK_SKEW.min(self.visibility_timeout / 10));
+        if heartbeat_interval + clock_skew >= self.visibility_timeout {
+            return Err(JobError::new(
+                ErrorCode::Invariant,
+                "the worker's heartbeat interval and clock skew together must be shorter than its visibility timeout",
+            )
+            .with_fix("raise visibility_timeout, or lower heartbeat_interval or clock_skew"));
+        }
         let queues = match self.queues {
             Some(queues) => {
                 // The grammar an enqueue's queue is held to: a worker on a queue no enqueue
@@ -327,6 +354,7 @@ impl WorkerBuilder {
                 queues,
                 slots,
                 visibility_timeout: self.visibility_timeout,
+                claim_window: self.visibility_timeout - clock_skew,
                 heartbeat_interval,
                 poll_interval: self.poll_interval,
                 idle_poll_max: self.idle_poll_max,

@@ -103,7 +103,9 @@ async fn run_body(
     // 3.3 s late on a 1.5 s lease).
     let claimed_at =
         job.visible_at - chrono::TimeDelta::from_std(shared.visibility_timeout).unwrap_or_default();
-    let window = ClaimWindow::new(admitted_at.min(claimed_at), shared.visibility_timeout);
+    // ..and it closes the clock skew allowance early: a worker whose clock runs ahead may take
+    // the row that much before this one's clock says the claim lapsed.
+    let window = ClaimWindow::new(admitted_at.min(claimed_at), shared.claim_window);
     let seed = RunSeed {
         job_id: job.id,
         run_id: job.run_id,

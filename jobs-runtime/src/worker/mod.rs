@@ -77,6 +77,9 @@ pub(crate) struct WorkerShared {
     pub queues: Vec<String>,
     pub slots: BTreeMap<String, u32>,
     pub visibility_timeout: Duration,
+    /// How long a claim is trusted after its last renewal landed: the visibility timeout less
+    /// the clock skew allowance.
+    pub claim_window: Duration,
     pub heartbeat_interval: Duration,
     pub poll_interval: Duration,
     pub idle_poll_max: Duration,

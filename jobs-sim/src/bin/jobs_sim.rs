@@ -5,7 +5,9 @@
 //! jobs-sim replay SEED [--trace]         one seed, twice; its report (and trace)
 //! jobs-sim soak [--minutes M] [--from S] seeds from S until M minutes have passed
 //! ```
-//! Each takes `--plant NAME` to run with a bug planted in the store (`jobs_sim::PLANTS`).
+//! Each takes `--plant NAME` to run with a bug planted in the store (`jobs_sim::PLANTS`), and
+//! `--skew-ms MS` to let each process's clock drift that far from the simulation's (default
+//! 1000; the workers allow for twice that between two clocks).
 //! Exit 1 when any seed broke an invariant, each printed with the command that replays it.
 
 use std::process::ExitCode;
@@ -16,6 +18,9 @@ use jobs_sim::{run, Scenario};
 /// The scenario for `seed`, with the bug `--plant NAME` names planted.
 fn scenario(args: &[String], seed: u64) -> Scenario {
     let mut scenario = Scenario::seed(seed);
+    if let Some(ms) = flag(args, "--skew-ms") {
+        scenario.skew = Duration::from_millis(ms);
+    }
     if let Some(at) = args.iter().position(|a| a == "--plant") {
         let name = args.get(at + 1).map(String::as_str).unwrap_or("");
         scenario.planted = Some(jobs_sim::plant_named(name).unwrap_or_else(|| {
