@@ -99,6 +99,24 @@ async fn paused(run: Run, _input: Item) -> Result<(), JobError> {
     Ok(())
 }
 
+/// Its first attempt stands still for 29.5 s between two steps: inside the 30 s visibility
+/// window, but within the default 1 s clock skew allowance of its end.
+#[job(key = "paused-near:{id}", tenant = none, retry(attempts = 3))]
+async fn paused_near(run: Run, _input: Item) -> Result<(), JobError> {
+    let pause = run.context::<Pause>()?;
+    run.step("before", async { Ok::<_, JobError>(1) }).await?;
+    if run.attempt() == 1 {
+        let clock = pause.clock.get().ok_or(JobError::retryable("no clock"))?;
+        clock.advance(Duration::from_millis(29_500));
+    }
+    run.step("after", async {
+        pause.after_ran.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, JobError>(2)
+    })
+    .await?;
+    Ok(())
+}
+
 /// `(job, outcome, error, code)` for every ending the hook heard.
 type Ending = (uuid::Uuid, Outcome, Option<String>, Option<ErrorCode>);
 
@@ -408,6 +426,57 @@ async fn an_attempt_whose_claim_window_passed_starts_no_further_step() {
     kit.run_until_idle().await;
     assert_eq!(pause.after_ran.load(Ordering::SeqCst), 1);
     assert_eq!(kit.job(queued.id).await.state, JobState::Done);
+}
+
+#[tokio::test]
+async fn an_attempt_within_the_clock_skew_allowance_of_its_lapse_starts_no_further_step() {
+    // Another worker's clock may run ahead by the allowance and take the row that early.
+    for (skew, starts) in [(None, false), (Some(Duration::ZERO), true)] {
+        let pause = Arc::new(Pause::default());
+        let context = pause.clone();
+        let kit = TestKit::with_worker(move |w| match skew {
+            Some(skew) => w.context(context).clock_skew(skew),
+            None => w.context(context),
+        });
+        let _ = pause.clock.set(kit.clock().clone());
+        PausedNear::enqueue(kit.jobs(), Item { id: 1 })
+            .await
+            .unwrap();
+        let first = kit.worker().tick().await.unwrap();
+        assert_eq!(first.len(), 1);
+        let ran = pause.after_ran.load(Ordering::SeqCst);
+        assert_eq!(
+            ran == 1,
+            starts,
+            "clock skew {skew:?}: {:?}",
+            first[0].outcome
+        );
+        if !starts {
+            assert_eq!(first[0].outcome, ExecutionOutcome::LeaseLost);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_clock_skew_allowance_that_leaves_no_window_is_refused() {
+    let jobs = jobs::Jobs::memory();
+    let worker = |skew_ms: u64| {
+        jobs.worker()
+            .visibility_timeout(Duration::from_secs(5))
+            .heartbeat_interval(Duration::from_secs(2))
+            .clock_skew(Duration::from_millis(skew_ms))
+            .build()
+    };
+    let error = worker(3_000).unwrap_err();
+    assert_eq!(error.code(), Some(ErrorCode::Invariant));
+    assert!(error.message().contains("clock skew"), "{error}");
+    assert!(
+        error
+            .fix()
+            .is_some_and(|fix| fix.contains("visibility_timeout")),
+        "{error}"
+    );
+    assert!(worker(2_900).is_ok());
 }
 
 #[tokio::test]
