@@ -59,8 +59,7 @@ fn runtime_sources_keep_a_simulated_run_a_function_of_its_seed() {
             if line.trim_start().starts_with("//") {
                 continue;
             }
-            if line.contains("select! {")
-                && !lines.get(i + 1).is_some_and(|l| l.trim() == "biased;")
+            if line.contains("select! {") && lines.get(i + 1).is_none_or(|l| l.trim() != "biased;")
             {
                 found.push(format!("{name}:{}: a select! that is not biased", i + 1));
             }

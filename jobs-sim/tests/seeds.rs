@@ -95,15 +95,13 @@ const SEEDS_TO_FIND_A_PLANTED_BUG: u64 = 60;
 fn every_planted_bug_is_caught_by_its_invariant() {
     let mut missed = Vec::new();
     for (name, bug, invariant) in PLANTS {
-        let found = (0..SEEDS_TO_FIND_A_PLANTED_BUG).find_map(|seed| {
+        let found = (0..SEEDS_TO_FIND_A_PLANTED_BUG).find(|&seed| {
             let mut scenario = Scenario::seed(seed);
             scenario.planted = Some(bug);
-            let outcome = run(&scenario);
-            outcome
+            run(&scenario)
                 .violations
                 .iter()
                 .any(|v| v.invariant == invariant)
-                .then_some(seed)
         });
         match found {
             Some(seed) => println!("{name}: caught as {invariant} at seed {seed}"),
@@ -123,7 +121,7 @@ fn a_run_does_what_it_is_for() {
     let outcome = run(&Scenario::seed(7));
     let s = &outcome.stats;
     assert!(outcome.violations.is_empty(), "{}", outcome.report());
-    assert!(s.accepted >= 25, "{}", outcome.report());
+    assert!(s.accepted >= 20, "{}", outcome.report());
     assert!(
         s.delayed > 0 && s.failed_before > 0 && s.failed_after > 0 && s.reply_delayed > 0,
         "{}",
