@@ -43,6 +43,8 @@ pub enum Plant {
     CounterMiscount,
     /// A posting is kept without its last line, so its ledger no longer balances.
     PostingDropsALine,
+    /// A published event answers its id and is kept nowhere, so no wait ever sees it.
+    EventDropped,
 }
 
 struct Simulation {

@@ -19,6 +19,12 @@ pub fn epoch() -> Timestamp {
     "2030-01-01T00:00:30Z".parse().expect("a valid literal")
 }
 
+/// The simulation's time in milliseconds, as the calling process's host last saw it (zero
+/// outside a simulated process).
+pub fn simulated_ms() -> u64 {
+    turmoil::sim_elapsed().unwrap_or_default().as_millis() as u64
+}
+
 /// A process's offset from the simulation's time, in milliseconds (shared with the
 /// simulation, which skews and jumps it).
 #[derive(Debug, Clone, Default)]

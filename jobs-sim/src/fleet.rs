@@ -87,6 +87,51 @@ impl Probe {
         );
     }
 
+    /// A run reached its wait (the first time counts).
+    fn wait_begins(&self, run: &Run) {
+        let at = crate::clock::simulated_ms();
+        let mut history = self.world.history();
+        history.wait_begun.entry(run.run_id()).or_insert(at);
+        history.note(|| format!("wait {} attempt {}", run.run_id(), run.attempt()));
+    }
+
+    /// A wait on `key` answered `got`: a payload published for that key; or, on a timeout, no
+    /// event for it published after the wait was written and well before its deadline (3 s
+    /// of margin: the waiter's clock may jump, and its deadline is its clock's).
+    fn waited(&self, run: &Run, key: &str, got: Option<u64>) {
+        let mut history = self.world.history();
+        history.note(|| format!("waited {} {got:?}", run.run_id()));
+        let published = history.published.get(key).cloned().unwrap_or_default();
+        let wrong = match got {
+            Some(value) => (!published
+                .iter()
+                .any(|(_, _, p)| *p == serde_json::json!(value)))
+            .then(|| format!("answered {value}, never published for `{key}`")),
+            None => {
+                let written = history.waits.get(&run.run_id()).copied();
+                let begun = history.wait_begun.get(&run.run_id()).copied();
+                let deadline = begun.map(|b| b + WAIT.as_millis() as u64);
+                match (written, deadline) {
+                    (Some(written), Some(deadline)) => published
+                        .iter()
+                        .find(|(order, at, _)| *order > written && at + 3_000 < deadline)
+                        .map(|(order, at, _)| {
+                            format!(
+                                "timed out on `{key}` though an event was published at {at} ms (event {order}), its wait written at event {written}, due by {deadline} ms"
+                            )
+                        }),
+                    _ => None,
+                }
+            }
+        };
+        if let Some(wrong) = wrong {
+            history.violated(
+                Invariant::EventsDelivered,
+                format!("run {} of sim.waiter {wrong}", run.run_id()),
+            );
+        }
+    }
+
     /// A step answered `value`: it must be the output its commit kept.
     fn read(&self, run: &Run, step: &str, value: u64) {
         let mut history = self.world.history();
@@ -240,6 +285,29 @@ async fn sim_fanout(run: Run, input: FanoutInput) -> Result<(), JobError> {
     Ok(())
 }
 
+/// The input of `sim.waiter`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct WaiterInput {
+    /// Which.
+    pub n: u64,
+    /// The event key it waits on (`k0`..`k2`).
+    pub k: u32,
+}
+
+/// How long a waiter waits for its event.
+const WAIT: Duration = Duration::from_secs(8);
+
+/// A waiter: parks until `sim.go` is published for its key, or 8 s pass.
+#[job(name = "sim.waiter", key = "wait:{n}", tenant = none)]
+async fn sim_waiter(run: Run, input: WaiterInput) -> Result<(), JobError> {
+    let probe = run.context::<Probe>()?;
+    let key = format!("k{}", input.k);
+    probe.wait_begins(&run);
+    let got: Option<u64> = run.wait_for_event("sim.go", &key, WAIT).await?;
+    probe.waited(&run, &key, got);
+    Ok(())
+}
+
 /// Payments: a balanced posting per key and tenant, written once through the store's book.
 #[ledger(name = "sim.payments", tenant = per_tenant, book = driver)]
 pub struct SimPayment;
@@ -374,7 +442,7 @@ pub fn producer(
                 let (pause, pick, n, flaky, nap, k, tenant, dwell) = world.draw(|rng| {
                     (
                         rng.random_range(50..1_500u64),
-                        rng.random_range(0..12u32),
+                        rng.random_range(0..14u32),
                         rng.random::<u32>() as u64,
                         if rng.random_bool(0.3) {
                             rng.random_range(1..3u32)
@@ -419,6 +487,15 @@ pub fn producer(
                         .enqueue::<SimFanout>(FanoutInput { n })
                         .await
                         .map(|e| vec![e]),
+                    12 => jobs
+                        .enqueue::<SimWaiter>(WaiterInput { n, k })
+                        .await
+                        .map(|e| vec![e]),
+                    13 => {
+                        // An event, not a job: nothing to count as accepted.
+                        let _ = jobs.publish_event("sim.go", &format!("k{k}"), &n).await;
+                        continue;
+                    }
                     _ => {
                         let posting = payment(n % 50, tenant, 100 + (n % 900) as i64);
                         jobs.enqueue::<SimPayment>(posting).await.map(|e| vec![e])
@@ -446,6 +523,7 @@ fn jobs_name(pick: u32) -> &'static str {
         7 | 8 => "sim.keyed",
         9 => "sim.capped",
         10 => "sim.fanout",
+        12 => "sim.waiter",
         _ => "sim.payments",
     }
 }

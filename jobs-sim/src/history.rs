@@ -35,6 +35,9 @@ pub enum Invariant {
     LedgerBalanced,
     /// A parent resumes with each child's own answer.
     ChildrenAnswer,
+    /// A wait answers an event published for its key, and does not time out on one published
+    /// well inside its window.
+    EventsDelivered,
 }
 
 impl fmt::Display for Invariant {
@@ -73,6 +76,12 @@ pub struct History {
     pub completions: BTreeMap<(JobId, RunId), u32>,
     /// Cron occurrences fired, per task.
     pub fires: BTreeMap<(String, String), u32>,
+    /// Events published, per key: (order, simulated ms, payload).
+    pub published: BTreeMap<String, Vec<(u64, u64, serde_json::Value)>>,
+    /// The order at which each run's wait was written (a `Waiting` step landed).
+    pub waits: BTreeMap<RunId, u64>,
+    /// When each run first reached its wait, in simulated ms.
+    pub wait_begun: BTreeMap<RunId, u64>,
     /// Postings written: (ledger, tenant, key).
     pub postings: std::collections::BTreeSet<(String, Option<String>, String)>,
     /// Lease grants that have not been released, per key.

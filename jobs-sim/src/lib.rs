@@ -83,7 +83,7 @@ impl Scenario {
 
 /// Every bug the store can be told to have, by the name the command line takes, with the
 /// invariant that must catch it.
-pub const PLANTS: [(&str, Plant, Invariant); 8] = [
+pub const PLANTS: [(&str, Plant, Invariant); 9] = [
     (
         "settle-without-fence",
         Plant::SettleWithoutFence,
@@ -123,6 +123,11 @@ pub const PLANTS: [(&str, Plant, Invariant); 8] = [
         "posting-drops-a-line",
         Plant::PostingDropsALine,
         Invariant::LedgerBalanced,
+    ),
+    (
+        "event-dropped",
+        Plant::EventDropped,
+        Invariant::EventsDelivered,
     ),
 ];
 

@@ -396,6 +396,11 @@ impl JobDriver for FaultyStore {
             let landed = self.inner().step_put(params).await?;
             self.check_fence(held, landed, "a step write", fence.job_id);
             let record = params.record;
+            if landed && record.status == StepStatus::Waiting {
+                let mut history = self.world.history();
+                let order = history.now();
+                history.waits.entry(record.run_id).or_insert(order);
+            }
             if landed && record.status == StepStatus::Completed {
                 let mut history = self.world.history();
                 let at = history.now();
@@ -410,10 +415,20 @@ impl JobDriver for FaultyStore {
     }
 
     async fn event_publish(&self, event: &EventPublish) -> Result<EventId, JobError> {
-        self.call("event_publish", self.inner().event_publish(event), |_| {
-            String::new()
-        })
-        .await
+        let apply = async {
+            let id = self.inner().event_publish(event).await?;
+            let at = crate::clock::simulated_ms();
+            let mut history = self.world.history();
+            let order = history.now();
+            let published = (order, at, event.payload.clone());
+            history
+                .published
+                .entry(event.key.clone())
+                .or_default()
+                .push(published);
+            Ok(id)
+        };
+        self.call("event_publish", apply, |_| String::new()).await
     }
 
     async fn event_purge(&self, params: &EventPurgeParams) -> Result<u64, JobError> {

@@ -12,6 +12,9 @@ use crate::error::JobError;
 
 impl MemoryDriver {
     pub(super) async fn publish_event(&self, event: &EventPublish) -> Result<EventId, JobError> {
+        if planted!(EventDropped) {
+            return Ok(event.id);
+        }
         let mut state = self.lock();
         let now = event.now;
         state.events.retain(|e| e.expires_at > now);
