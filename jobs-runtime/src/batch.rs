@@ -82,10 +82,23 @@ impl Jobs {
     /// has settled, after [`Batch::close`]. The callback is enqueued now, due at
     /// [`blocked_until`] (so it shows as waiting and is never claimed early), and is made due
     /// the moment the closed batch's last member settles.
+    ///
+    /// The callback's key names the batch: an open whose callback key the live callback of a
+    /// batch already holds answers that batch, so an open retried after an error converges
+    /// (its first try may have enqueued the callback and lost the rest). A live job holding the
+    /// key that is no batch's callback is refused with `X_JOB_DUPLICATE`.
     pub async fn batch<C: Job>(&self, input: C::Input) -> Result<Batch, JobError> {
         let options = EnqueueOptions::new().run_at(blocked_until()).direct();
         let callback = self.enqueue_with::<C>(input, options).await?;
-        if callback.deduped {
+        // The batch's id follows from its callback's, so a retried open finds the same one.
+        let batch = Batch {
+            jobs: self.clone(),
+            id: batch_id(callback.id),
+            callback: callback.id,
+        };
+        if callback.deduped
+            && (planted!(BatchOpenRefusesItsCallback) || !batch.is_its_callback().await?)
+        {
             return Err(JobError::new(
                 ErrorCode::JobDuplicate,
                 format!(
@@ -95,11 +108,6 @@ impl Jobs {
             )
             .with_fix("give the callback an input whose key no live job holds"));
         }
-        let batch = Batch {
-            jobs: self.clone(),
-            id: crate::entropy::new_id(),
-            callback: callback.id,
-        };
         batch.join(&[], GroupNeed::Keep).await?;
         Ok(batch)
     }
@@ -186,6 +194,17 @@ impl Batch {
         self.jobs.batch_report(self.id).await
     }
 
+    /// Whether the live job holding the callback's key is this batch's callback: its batch
+    /// exists, or an earlier open enqueued it (due at [`blocked_until`]) and failed before
+    /// writing the batch.
+    async fn is_its_callback(&self) -> Result<bool, JobError> {
+        if self.jobs.driver().job_group_get(self.id).await?.is_some() {
+            return Ok(true);
+        }
+        let row = self.jobs.job(self.callback).await?;
+        Ok(row.is_some_and(|r| r.run_at == blocked_until()))
+    }
+
     async fn refuse_if_closed(&self) -> Result<(), JobError> {
         let group = self.jobs.group(self.id).await?;
         if group.need.is_some() {
@@ -211,6 +230,11 @@ impl Batch {
             })
             .await
     }
+}
+
+/// The id of the batch whose callback is `callback`.
+fn batch_id(callback: JobId) -> GroupId {
+    uuid::Uuid::new_v5(&callback, b"batch")
 }
 
 /// Reads every member back into the counts.

@@ -4,7 +4,7 @@
 //! The simulator runs a whole fleet (workers, schedulers, producers, operators) on one thread.
 //! [`install`] makes every id and random draw of the library on that thread a function of the
 //! seed (see `entropy.rs`), so a seed replays exactly. [`plant`] switches on one of the bugs the
-//! memory driver can be told to have, so a test can show that the simulator's invariants catch
+//! memory driver (or a batch's open) can be told to have, so a test can show that the simulator's invariants catch
 //! the bug they exist for.
 //!
 //! ```
@@ -23,7 +23,8 @@ use uuid::Uuid;
 /// 2030-01-01T00:00:00Z in Unix milliseconds: where the simulated ids' clock starts.
 const ID_EPOCH_MS: u64 = 1_893_456_000_000;
 
-/// A bug the memory driver can be told to have, one per invariant the simulator checks.
+/// A bug the memory driver (and, for one, a batch's open) can be told to have, one per
+/// invariant the simulator checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Plant {
@@ -45,6 +46,16 @@ pub enum Plant {
     PostingDropsALine,
     /// A published event answers its id and is kept nowhere, so no wait ever sees it.
     EventDropped,
+    /// A dependent starts as if its dependencies were done.
+    DependencyIgnored,
+    /// A closed batch's callback is made due before its members settled.
+    BatchCallbackEarly,
+    /// Every group counts as done before its members settle: a parent woken early finds its
+    /// children running, parks, and is woken again without end, and no time passes.
+    GroupWakesEarly,
+    /// A batch's open refuses the callback its own earlier, half-done try enqueued (the
+    /// behaviour before the simulator found it; not in the memory driver but in `batch.rs`).
+    BatchOpenRefusesItsCallback,
 }
 
 struct Simulation {

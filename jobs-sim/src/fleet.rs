@@ -308,6 +308,91 @@ async fn sim_waiter(run: Run, input: WaiterInput) -> Result<(), JobError> {
     Ok(())
 }
 
+/// The input of `sim.member` and `sim.batch_done`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct MemberInput {
+    /// The batch's `n`.
+    pub n: u64,
+    /// Which member.
+    pub i: u64,
+}
+
+/// A batch's member: one step.
+#[job(name = "sim.member", key = "member:{n}:{i}", tenant = none)]
+async fn sim_member(run: Run, _input: MemberInput) -> Result<(), JobError> {
+    let probe = run.context::<Probe>()?;
+    let a: u64 = run
+        .step("a", async { Ok::<_, JobError>(probe.body(&run, "a")) })
+        .await?;
+    probe.read(&run, "a", a);
+    Ok(())
+}
+
+/// The input of `sim.batch_done`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct BatchInput {
+    /// Which.
+    pub n: u64,
+}
+
+/// A batch's callback: every member must have settled when it runs.
+#[job(name = "sim.batch_done", key = "batch:{n}", tenant = none)]
+async fn sim_batch_done(run: Run, input: BatchInput) -> Result<(), JobError> {
+    let probe = run.context::<Probe>()?;
+    let report = run.batch().await?;
+    let live = probe
+        .world
+        .store
+        .all_jobs()
+        .into_iter()
+        .filter(|r| r.name == "sim.member" && r.input.get("n") == Some(&serde_json::json!(input.n)))
+        .filter(|r| r.state.is_live())
+        .count();
+    if report.is_none() || live > 0 {
+        probe.world.history().violated(
+            Invariant::BatchCallbackLast,
+            format!(
+                "the callback of batch {} ran with {live} member(s) live (report read: {})",
+                input.n,
+                report.is_some()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The input of `sim.after`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AfterInput {
+    /// Which.
+    pub n: u64,
+    /// The job it depends on.
+    pub before: uuid::Uuid,
+}
+
+/// A job that depends on another: when it runs, that one is done.
+#[job(name = "sim.after", key = "after:{n}", tenant = none)]
+async fn sim_after(run: Run, input: AfterInput) -> Result<(), JobError> {
+    let probe = run.context::<Probe>()?;
+    let before = probe
+        .world
+        .store
+        .all_jobs()
+        .into_iter()
+        .find(|r| r.id == input.before);
+    let state = before.map(|r| r.state);
+    if state != Some(JobState::Done) {
+        probe.world.history().violated(
+            Invariant::DependenciesFirst,
+            format!(
+                "run {} of sim.after started while its dependency was {state:?}",
+                run.run_id()
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// Payments: a balanced posting per key and tenant, written once through the store's book.
 #[ledger(name = "sim.payments", tenant = per_tenant, book = driver)]
 pub struct SimPayment;
@@ -442,7 +527,7 @@ pub fn producer(
                 let (pause, pick, n, flaky, nap, k, tenant, dwell) = world.draw(|rng| {
                     (
                         rng.random_range(50..1_500u64),
-                        rng.random_range(0..14u32),
+                        rng.random_range(0..16u32),
                         rng.random::<u32>() as u64,
                         if rng.random_bool(0.3) {
                             rng.random_range(1..3u32)
@@ -496,6 +581,20 @@ pub fn producer(
                         let _ = jobs.publish_event("sim.go", &format!("k{k}"), &n).await;
                         continue;
                     }
+                    14 => batch(&world, &jobs, n).await,
+                    15 => {
+                        after(
+                            &jobs,
+                            n,
+                            WorkInput {
+                                n,
+                                flaky,
+                                nap,
+                                dwell,
+                            },
+                        )
+                        .await
+                    }
                     _ => {
                         let posting = payment(n % 50, tenant, 100 + (n % 900) as i64);
                         jobs.enqueue::<SimPayment>(posting).await.map(|e| vec![e])
@@ -517,6 +616,67 @@ pub fn producer(
     }
 }
 
+/// Retries `call` up to five times, as an application would on an error.
+async fn retried<T, F, Fut>(mut call: F) -> Result<T, JobError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, JobError>>,
+{
+    let mut last = None;
+    for _ in 0..5 {
+        match call().await {
+            Ok(value) => return Ok(value),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(last.expect("five tries"))
+}
+
+/// Opens a batch, adds three members, closes it, each call retried as an application would;
+/// answers the callback once the batch is closed. A retry refused because the first try
+/// half-happened is a violation.
+async fn batch(world: &World, jobs: &Jobs, n: u64) -> Result<Vec<jobs::Enqueued>, JobError> {
+    let opened = retried(|| jobs.batch::<SimBatchDone>(BatchInput { n })).await;
+    let batch = match opened {
+        Ok(batch) => batch,
+        Err(error) => {
+            if error.code() == Some(jobs::ErrorCode::JobDuplicate) {
+                world.history().violated(
+                    Invariant::RetriesConverge,
+                    format!(
+                        "opening batch {n} again after an error was refused: {:?}",
+                        error.code()
+                    ),
+                );
+            }
+            return Err(error);
+        }
+    };
+    retried(|| batch.add::<SimMember, _>((0..3).map(|i| MemberInput { n, i }))).await?;
+    retried(|| batch.close()).await?;
+    Ok(vec![jobs::Enqueued {
+        id: batch.callback(),
+        run_id: Default::default(),
+        deduped: false,
+    }])
+}
+
+/// Enqueues a `sim.work` and a `sim.after` that depends on it.
+async fn after(jobs: &Jobs, n: u64, work: WorkInput) -> Result<Vec<jobs::Enqueued>, JobError> {
+    let before = jobs.enqueue::<SimWork>(work).await?;
+    let options = jobs::EnqueueOptions::new().depends_on([before.id]);
+    let after = jobs
+        .enqueue_with::<SimAfter>(
+            AfterInput {
+                n,
+                before: before.id,
+            },
+            options,
+        )
+        .await?;
+    Ok(vec![after])
+}
+
 fn jobs_name(pick: u32) -> &'static str {
     match pick {
         0..=6 => "sim.work",
@@ -524,6 +684,8 @@ fn jobs_name(pick: u32) -> &'static str {
         9 => "sim.capped",
         10 => "sim.fanout",
         12 => "sim.waiter",
+        14 => "sim.batch_done",
+        15 => "sim.after",
         _ => "sim.payments",
     }
 }

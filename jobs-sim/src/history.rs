@@ -35,6 +35,15 @@ pub enum Invariant {
     LedgerBalanced,
     /// A parent resumes with each child's own answer.
     ChildrenAnswer,
+    /// A call retried after an error converges: it is never refused because its first try
+    /// half-happened.
+    RetriesConverge,
+    /// A batch's callback runs only once every member has settled.
+    BatchCallbackLast,
+    /// A job with dependencies starts only once they are done.
+    DependenciesFirst,
+    /// The fleet makes progress: no loop of store calls spins without time passing.
+    Progress,
     /// A wait answers an event published for its key, and does not time out on one published
     /// well inside its window.
     EventsDelivered,
@@ -90,6 +99,8 @@ pub struct History {
     pub violations: Vec<Violation>,
     /// Counts for the report.
     pub stats: Stats,
+    /// Store calls since simulated time last moved, and when it last moved.
+    spin: (u64, u64),
 }
 
 /// Counts of what a run did.
@@ -119,6 +130,16 @@ pub struct Stats {
     pub operator_actions: u64,
 }
 
+/// Whether `SIM_TRACE_LIVE` asks for every event on stderr as it happens (a run that hangs
+/// prints nothing else).
+fn live_trace() -> bool {
+    static LIVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LIVE.get_or_init(|| std::env::var_os("SIM_TRACE_LIVE").is_some())
+}
+
+/// Store calls without time moving that make a livelock.
+const SPIN_LIMIT: u64 = 20_000;
+
 /// The running hash of everything that happened, and optionally its lines.
 #[derive(Debug, Default)]
 struct Trace {
@@ -142,6 +163,9 @@ impl History {
     pub fn note(&mut self, line: impl FnOnce() -> String) -> u64 {
         self.seq += 1;
         let line = line();
+        if live_trace() {
+            eprintln!("{:>7} {line}", self.seq);
+        }
         line.hash(&mut self.trace.hasher);
         if let Some(lines) = &mut self.trace.lines {
             lines.push(format!("{:>7} {line}", self.seq));
@@ -162,6 +186,27 @@ impl History {
     /// The trace's lines, when kept.
     pub fn lines(&self) -> &[String] {
         self.trace.lines.as_deref().unwrap_or(&[])
+    }
+
+    /// Counts a store call at simulated `now_ms`: `true` once 20,000 calls have gone by
+    /// without time moving (a livelock, noted once), when the caller must let time pass.
+    pub fn spinning(&mut self, now_ms: u64) -> bool {
+        if self.spin.1 != now_ms {
+            self.spin = (0, now_ms);
+        }
+        self.spin.0 += 1;
+        if self.spin.0 == SPIN_LIMIT
+            && !self
+                .violations
+                .iter()
+                .any(|v| v.invariant == Invariant::Progress)
+        {
+            self.violated(
+                Invariant::Progress,
+                format!("{SPIN_LIMIT} store calls went by at {now_ms} ms without time moving"),
+            );
+        }
+        self.spin.0 >= SPIN_LIMIT
     }
 
     /// Records a broken invariant.

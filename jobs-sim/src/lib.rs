@@ -83,7 +83,7 @@ impl Scenario {
 
 /// Every bug the store can be told to have, by the name the command line takes, with the
 /// invariant that must catch it.
-pub const PLANTS: [(&str, Plant, Invariant); 9] = [
+pub const PLANTS: [(&str, Plant, Invariant); 13] = [
     (
         "settle-without-fence",
         Plant::SettleWithoutFence,
@@ -128,6 +128,26 @@ pub const PLANTS: [(&str, Plant, Invariant); 9] = [
         "event-dropped",
         Plant::EventDropped,
         Invariant::EventsDelivered,
+    ),
+    (
+        "dependency-ignored",
+        Plant::DependencyIgnored,
+        Invariant::DependenciesFirst,
+    ),
+    (
+        "batch-callback-early",
+        Plant::BatchCallbackEarly,
+        Invariant::BatchCallbackLast,
+    ),
+    (
+        "batch-open-refuses-its-callback",
+        Plant::BatchOpenRefusesItsCallback,
+        Invariant::RetriesConverge,
+    ),
+    (
+        "group-wakes-early",
+        Plant::GroupWakesEarly,
+        Invariant::Progress,
     ),
 ];
 

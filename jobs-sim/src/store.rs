@@ -54,6 +54,11 @@ impl FaultyStore {
         apply: impl Future<Output = Result<T, JobError>>,
         summary: impl Fn(&T) -> String,
     ) -> Result<T, JobError> {
+        let spinning = self.world.history().spinning(crate::clock::simulated_ms());
+        if spinning {
+            // A livelock: let time pass, so the run goes on to its end and reports it.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
         while self.world.is_frozen(&self.process) {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }

@@ -136,6 +136,46 @@ async fn a_child_in_another_tenant_is_refused_before_anything_is_written() {
         .is_empty());
 }
 
+/// Found by the deterministic simulator (`jobs-sim`): an open whose first try enqueued the
+/// callback and failed before writing the batch was refused on every retry (`X_JOB_DUPLICATE`),
+/// its callback left due in 9999.
+#[tokio::test]
+async fn an_open_retried_after_its_callback_was_enqueued_opens_the_same_batch() {
+    let kit = TestKit::new();
+    let jobs = kit.jobs();
+    let month = |m: &str| Month { month: m.into() };
+    let half = jobs
+        .enqueue_with::<InvokeReport>(
+            month("2026-12"),
+            EnqueueOptions::new().run_at(jobs::driver::blocked_until()),
+        )
+        .await
+        .unwrap();
+    let batch = jobs.batch::<InvokeReport>(month("2026-12")).await.unwrap();
+    assert_eq!(batch.callback(), half.id);
+    let again = jobs.batch::<InvokeReport>(month("2026-12")).await.unwrap();
+    assert_eq!((again.id(), again.callback()), (batch.id(), half.id));
+    let quote = Quote {
+        sku: "a".into(),
+        org: "acme".into(),
+    };
+    batch.add::<InvokePrice, _>([quote]).await.unwrap();
+    batch.close().await.unwrap();
+    kit.run_to_completion().await;
+    let said = InvokeReport::result(jobs, batch.callback()).await.unwrap();
+    assert_eq!(said.as_deref(), Some("1 of 1 done"));
+
+    // A live job holding the key that is no batch's callback is still refused.
+    jobs.enqueue::<InvokeReport>(month("2027-01"))
+        .await
+        .unwrap();
+    let refused = jobs
+        .batch::<InvokeReport>(month("2027-01"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(ErrorCode::JobDuplicate));
+}
+
 #[tokio::test]
 async fn a_batch_callback_runs_once_every_member_settled() {
     let kit = TestKit::new();

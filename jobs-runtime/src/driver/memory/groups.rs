@@ -185,7 +185,10 @@ impl MemoryState {
         let Some(g) = self.groups.groups.get_mut(&group) else {
             return;
         };
-        if g.record.done_at.is_some() || !g.record.is_done() {
+        let early = g.record.need.is_some()
+            && (planted!(GroupWakesEarly)
+                || (planted!(BatchCallbackEarly) && g.record.parent.is_none()));
+        if g.record.done_at.is_some() || !(g.record.is_done() || early) {
             return;
         }
         g.record.done_at = Some(now);
