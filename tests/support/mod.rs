@@ -11,6 +11,7 @@
 
 pub mod apt;
 pub mod cli;
+pub mod fault_proxy;
 pub mod hook_server;
 pub mod nats;
 pub mod outbox;

@@ -13,6 +13,9 @@ pub struct Ledger {
     pub reenqueued: u64,
     pub deduped: u64,
     pub inserted_again: u64,
+    /// Keys whose enqueue failed: each may or may not have landed (a connection cut after the
+    /// commit loses the answer, not the row).
+    pub unanswered: std::collections::BTreeSet<u64>,
 }
 
 impl Ledger {
@@ -40,6 +43,11 @@ impl Rng {
             });
         println!("chaos seed: {seed} (replay with CHAOS_SEED={seed})");
         Rng(seed)
+    }
+
+    /// A generator from `seed` (0 would stay 0: it is made odd), printed by the caller.
+    pub fn from_seed(seed: u64) -> Self {
+        Rng(seed | 1)
     }
 
     pub fn next(&mut self) -> u64 {
@@ -85,9 +93,13 @@ pub async fn reenqueue_some(jobs: &Jobs, ledger: &mut Ledger, rng: &mut Rng, n: 
     }))
     .await;
     for (k, answer) in answers {
-        // The database may be cut (or locked) at any moment: a failed enqueue inserted nothing
-        // (or, on Redis, a job whose answer was lost: counted apart by its invariants).
-        let Ok(answer) = answer else { continue };
+        // The database may be cut (or locked) at any moment: a failed enqueue inserted nothing,
+        // or (its connection cut after the commit) a job whose answer was lost: its key is
+        // noted, and the invariants allow such a job under it.
+        let Ok(answer) = answer else {
+            ledger.unanswered.insert(k);
+            continue;
+        };
         ledger.reenqueued += 1;
         if answer.deduped {
             ledger.deduped += 1;

@@ -50,7 +50,7 @@ pub struct Drain {
     tenant = none,
     retry(attempts = 50, backoff = fixed, delay = "100ms", jitter = none)
 )]
-async fn chaos_steps(_run: Run, _input: Chaos) -> Result<(), JobError> {
+pub async fn chaos_steps(_run: Run, _input: Chaos) -> Result<(), JobError> {
     unreachable!("the chaos worker process runs this job")
 }
 
@@ -59,7 +59,7 @@ async fn chaos_steps(_run: Run, _input: Chaos) -> Result<(), JobError> {
     tenant = none,
     retry(attempts = 5, backoff = fixed, delay = "100ms", jitter = none)
 )]
-async fn drain_work(_run: Run, _input: Drain) -> Result<(), JobError> {
+pub async fn drain_work(_run: Run, _input: Drain) -> Result<(), JobError> {
     unreachable!("the chaos worker process runs this job")
 }
 
