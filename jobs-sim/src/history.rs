@@ -189,7 +189,7 @@ impl History {
     }
 
     /// Counts a store call at simulated `now_ms`: `true` once 20,000 calls have gone by
-    /// without time moving (a livelock, noted once), when the caller must let time pass.
+    /// without time moving (a livelock, noted once), when the caller must wedge.
     pub fn spinning(&mut self, now_ms: u64) -> bool {
         if self.spin.1 != now_ms {
             self.spin = (0, now_ms);

@@ -74,40 +74,30 @@ async fn flaky_once(run: Run, _input: Item) -> Result<u32, JobError> {
     Ok(run.attempt())
 }
 
-/// The clock a paused job moves, and how many times its second step's closure ran.
+/// The clock a paused job moves, for how long, and how many times its second step's closure
+/// ran.
 #[derive(Default)]
 struct Pause {
     clock: std::sync::OnceLock<jobs::clock::TestClock>,
+    /// How long the first attempt stands still (0: 31 s).
+    millis: std::sync::atomic::AtomicU64,
     after_ran: AtomicU32,
 }
 
-/// Its first attempt stands still for longer than the visibility window between two steps, as
-/// a process stopped and resumed would: no renewal lands meanwhile.
+/// Its first attempt stands still between two steps (31 s: longer than the visibility window),
+/// as a process stopped and resumed would: no renewal lands meanwhile.
 #[job(key = "paused:{id}", tenant = none, retry(attempts = 3))]
 async fn paused(run: Run, _input: Item) -> Result<(), JobError> {
     let pause = run.context::<Pause>()?;
     run.step("before", async { Ok::<_, JobError>(1) }).await?;
     if run.attempt() == 1 {
         let clock = pause.clock.get().ok_or(JobError::retryable("no clock"))?;
-        clock.advance(Duration::from_secs(31));
-    }
-    run.step("after", async {
-        pause.after_ran.fetch_add(1, Ordering::SeqCst);
-        Ok::<_, JobError>(2)
-    })
-    .await?;
-    Ok(())
-}
-
-/// Its first attempt stands still for 29.5 s between two steps: inside the 30 s visibility
-/// window, but within the default 1 s clock skew allowance of its end.
-#[job(key = "paused-near:{id}", tenant = none, retry(attempts = 3))]
-async fn paused_near(run: Run, _input: Item) -> Result<(), JobError> {
-    let pause = run.context::<Pause>()?;
-    run.step("before", async { Ok::<_, JobError>(1) }).await?;
-    if run.attempt() == 1 {
-        let clock = pause.clock.get().ok_or(JobError::retryable("no clock"))?;
-        clock.advance(Duration::from_millis(29_500));
+        let millis = pause.millis.load(Ordering::SeqCst);
+        clock.advance(Duration::from_millis(if millis == 0 {
+            31_000
+        } else {
+            millis
+        }));
     }
     run.step("after", async {
         pause.after_ran.fetch_add(1, Ordering::SeqCst);
@@ -439,9 +429,9 @@ async fn an_attempt_within_the_clock_skew_allowance_of_its_lapse_starts_no_furth
             None => w.context(context),
         });
         let _ = pause.clock.set(kit.clock().clone());
-        PausedNear::enqueue(kit.jobs(), Item { id: 1 })
-            .await
-            .unwrap();
+        // Inside the 30 s visibility window, within the default 1 s allowance of its end.
+        pause.millis.store(29_500, Ordering::SeqCst);
+        Paused::enqueue(kit.jobs(), Item { id: 1 }).await.unwrap();
         let first = kit.worker().tick().await.unwrap();
         assert_eq!(first.len(), 1);
         let ran = pause.after_ran.load(Ordering::SeqCst);
