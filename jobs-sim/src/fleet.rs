@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobs::driver::JobDriver;
+use jobs::driver::{JobDriver, JobId, JobRecord};
 use jobs::prelude::*;
 use jobs::{Entry, Jobs, LockOptions, Occurrence};
 use rand::Rng;
@@ -54,18 +54,16 @@ impl Probe {
             Ok(got) => format!("the answer {got}, not {expected}"),
             Err(error) => {
                 let links = self.world.store.job_links(run.job_id()).await.ok();
-                let ended = links
-                    .into_iter()
-                    .flat_map(|l| l.children)
-                    .find_map(|(id, _)| {
-                        let row = self
-                            .world
-                            .store
-                            .all_jobs()
-                            .into_iter()
-                            .find(|r| r.id == id)?;
-                        (row.input.get("i") == Some(&serde_json::json!(i))).then_some(row.state)
-                    });
+                let mut ended = None;
+                for (id, _) in links.into_iter().flat_map(|l| l.children) {
+                    let row = self.row(id).await;
+                    if let Some(row) =
+                        row.filter(|r| r.input.get("i") == Some(&serde_json::json!(i)))
+                    {
+                        ended = Some(row.state);
+                        break;
+                    }
+                }
                 if matches!(
                     ended,
                     Some(JobState::Dead | JobState::Failed | JobState::Cancelled)
@@ -130,6 +128,12 @@ impl Probe {
                 format!("run {} of sim.waiter {wrong}", run.run_id()),
             );
         }
+    }
+
+    /// Job `id`'s row, read past the faults.
+    async fn row(&self, id: JobId) -> Option<JobRecord> {
+        let params = jobs::driver::JobGetParams { id };
+        self.world.store.job_get(&params).await.ok().flatten()
     }
 
     /// A step answered `value`: it must be the output its commit kept.
@@ -374,13 +378,7 @@ pub struct AfterInput {
 #[job(name = "sim.after", key = "after:{n}", tenant = none)]
 async fn sim_after(run: Run, input: AfterInput) -> Result<(), JobError> {
     let probe = run.context::<Probe>()?;
-    let before = probe
-        .world
-        .store
-        .all_jobs()
-        .into_iter()
-        .find(|r| r.id == input.before);
-    let state = before.map(|r| r.state);
+    let state = probe.row(input.before).await.map(|r| r.state);
     if state != Some(JobState::Done) {
         probe.world.history().violated(
             Invariant::DependenciesFirst,

@@ -341,10 +341,8 @@ pub fn run(scenario: &Scenario) -> Outcome {
         .build()
         .expect("a runtime for the checks");
     runtime.block_on(resume_every_queue(&world));
-    let mut healed = 0;
     for step in 0..steps(scenario.heal) {
         sim.step().expect("the simulation runs");
-        healed = step;
         if step % 100 == 0 {
             let now = jobs::clock::add(epoch(), sim.elapsed());
             if runtime.block_on(invariants::unsettled(&world, now)) == 0 {
@@ -352,7 +350,6 @@ pub fn run(scenario: &Scenario) -> Outcome {
             }
         }
     }
-    let _ = healed;
     let now = jobs::clock::add(epoch(), sim.elapsed());
     runtime.block_on(invariants::check_at_end(&world, now));
 
