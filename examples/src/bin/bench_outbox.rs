@@ -261,11 +261,11 @@ async fn relay(pg: &Postgres, redis_url: &str) {
             let start = Instant::now();
             let mut published = 0;
             loop {
-                let pass = relay.pass().await.unwrap();
-                if pass.claimed == 0 {
+                let drained = relay.drain().await.unwrap();
+                if drained.claimed == 0 {
                     break;
                 }
-                published += pass.published;
+                published += drained.published;
             }
             relayed.push(published as f64 / start.elapsed().as_secs_f64());
             assert_eq!(published as u64, RELAY_JOBS);

@@ -74,11 +74,15 @@ macro_rules! __outbox_cases {
             outbox_stage_refuses_a_connection_of_another_kind,
             outbox_wake_signals_a_committed_stage,
             outbox_claim_never_hands_one_row_to_two_concurrent_relays,
+            outbox_claim_passes_over_the_rows_it_is_told_to_skip,
             relay_publishes_committed_rows_once_in_order_and_the_job_runs,
             relay_stops_at_the_first_failed_row_and_keeps_the_rest,
             relay_sets_aside_a_row_the_job_store_refuses_for_good,
             relay_re_publish_after_a_crash_meets_the_first_job,
             relay_two_relays_at_once_publish_each_row_once,
+            relay_drain_publishes_every_batch_once_in_order,
+            relay_drain_stops_at_a_failed_row_and_hands_back_the_batch_claimed_after_it,
+            relay_two_relays_draining_at_once_publish_each_row_once,
         }
     };
 }
@@ -126,6 +130,7 @@ fn claim(holder: &str, limit: usize, now: Timestamp) -> OutboxClaimParams {
         limit,
         lease: LEASE,
         now,
+        skip: Vec::new(),
     }
 }
 
@@ -495,6 +500,38 @@ pub async fn outbox_claim_never_hands_one_row_to_two_concurrent_relays(
     assert_eq!(s.backlog as usize + seen.len(), 40);
 }
 
+/// A claim passes over the rows it is told to skip (the holder's own batch awaiting its mark,
+/// when a relay pipelines), and takes the rows after them; without `skip`, the holder's own
+/// unmarked rows are the head again.
+pub async fn outbox_claim_passes_over_the_rows_it_is_told_to_skip(fixture: Arc<dyn OutboxFixture>) {
+    let store = fixture.store();
+    stage(
+        &*fixture,
+        &[
+            staged("a", 0),
+            staged("b", 1),
+            staged("c", 2),
+            staged("d", 3),
+        ],
+    )
+    .await;
+    let first = claim_ok(&*store, &claim("r1", 2, at(10))).await;
+    let next = claim_ok(
+        &*store,
+        &OutboxClaimParams {
+            skip: ids(&first),
+            ..claim("r1", 2, at(11))
+        },
+    )
+    .await;
+    assert_eq!(next.len(), 2);
+    let all = claim_ok(&*store, &claim("r1", 10, at(12))).await;
+    assert_eq!(ids(&all)[..2], ids(&first)[..]);
+    assert_eq!(ids(&all)[2..], ids(&next)[..]);
+    // Another holder still takes nothing while r1's rows are held.
+    assert!(claim_ok(&*store, &claim("r2", 10, at(13))).await.is_empty());
+}
+
 // ---------------------------------------------------------------------------------------------
 // The relay over the store, into a job store.
 
@@ -693,6 +730,92 @@ pub async fn relay_two_relays_at_once_publish_each_row_once(fixture: Arc<dyn Out
     }
     let order = counting.published_order();
     assert_eq!(order.len(), 60, "every row published once: {}", order.len());
+    assert_eq!(order, rows.iter().map(|r| r.id).collect::<Vec<_>>());
+    assert_eq!(stats_of(&*fixture).await.backlog, 0);
+}
+
+/// A drain claims, publishes and marks batch after batch until a short one, every row once and
+/// in stage order, though each batch's mark runs beside the next batch's claim and publish.
+pub async fn relay_drain_publishes_every_batch_once_in_order(fixture: Arc<dyn OutboxFixture>) {
+    let counting = Arc::new(FailingTarget::default());
+    let jobs = target(&*fixture, counting.clone());
+    let rows: Vec<EnqueueRequest> = (0..23).map(|i| staged(&format!("d{i}"), i)).collect();
+    stage(&*fixture, &rows).await;
+    let relay = relay(&*fixture, &jobs, "relay-a", 5);
+    let report = relay.drain().await.expect("drain");
+    assert_eq!(
+        (report.claimed, report.published, report.deduped),
+        (23, 23, 0)
+    );
+    assert_eq!(report.stopped_by, None);
+    assert_eq!(
+        counting.published_order(),
+        rows.iter().map(|r| r.id).collect::<Vec<_>>()
+    );
+    let s = stats_of(&*fixture).await;
+    assert_eq!((s.backlog, s.published), (0, 23));
+    assert_eq!(relay.drain().await.expect("drain").claimed, 0);
+}
+
+/// A drain whose publish fails at row k stops there: the rows before k are marked, k and the
+/// rest of its batch are released, and so is the batch it had already claimed after it, so the
+/// next relay takes the head at once and publishes the rest in order.
+pub async fn relay_drain_stops_at_a_failed_row_and_hands_back_the_batch_claimed_after_it(
+    fixture: Arc<dyn OutboxFixture>,
+) {
+    let failing = Arc::new(FailingTarget::default());
+    let jobs = target(&*fixture, failing.clone());
+    let rows: Vec<EnqueueRequest> = (0..12).map(|i| staged(&format!("f{i}"), i)).collect();
+    stage(&*fixture, &rows).await;
+    failing.fail(rows[7].id);
+    let report = relay(&*fixture, &jobs, "relay-a", 5)
+        .drain()
+        .await
+        .expect("drain");
+    assert_eq!(report.published, 7);
+    assert_eq!(report.stopped_by.as_deref(), Some("X_DRIVER_UNAVAILABLE"));
+    let s = stats_of(&*fixture).await;
+    assert_eq!((s.backlog, s.failing, s.published), (5, 1, 7));
+    for row in &rows[7..] {
+        assert!(
+            failing.get(row.id).await.is_none(),
+            "a row after the failure was published"
+        );
+    }
+    failing.heal();
+    let report = relay(&*fixture, &jobs, "relay-b", 5)
+        .drain()
+        .await
+        .expect("drain");
+    assert_eq!((report.claimed, report.published), (5, 5));
+    assert_eq!(
+        failing.published_order(),
+        rows.iter().map(|r| r.id).collect::<Vec<_>>()
+    );
+}
+
+/// Two relays draining at once publish every row once, in stage order.
+pub async fn relay_two_relays_draining_at_once_publish_each_row_once(
+    fixture: Arc<dyn OutboxFixture>,
+) {
+    let counting = Arc::new(FailingTarget::default());
+    let jobs = target(&*fixture, counting.clone());
+    let rows: Vec<EnqueueRequest> = (0..60).map(|i| staged(&format!("u{i}"), i)).collect();
+    stage(&*fixture, &rows).await;
+    let mut tasks = Vec::new();
+    for name in ["relay-a", "relay-b"] {
+        let relay = relay(&*fixture, &jobs, name, 4);
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..40 {
+                relay.drain().await.expect("drain");
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("relay task");
+    }
+    let order = counting.published_order();
     assert_eq!(order, rows.iter().map(|r| r.id).collect::<Vec<_>>());
     assert_eq!(stats_of(&*fixture).await.backlog, 0);
 }

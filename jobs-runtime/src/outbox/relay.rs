@@ -14,8 +14,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Jobs;
+use crate::clock::Timestamp;
 use crate::driver::outbox::*;
-use crate::driver::records::{EnqueueRequest, EnqueueResult};
+use crate::driver::records::{EnqueueRequest, EnqueueResult, JobId};
 use crate::driver::WakeSignal;
 use crate::error::{ErrorCode, JobError};
 
@@ -162,7 +163,7 @@ struct Inner {
     holder: String,
 }
 
-/// What one pass did.
+/// What one pass (or one [`drain`](OutboxRelay::drain)) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PassReport {
     /// Rows claimed.
@@ -211,15 +212,7 @@ impl OutboxRelay {
     /// rest at the first failure.
     pub async fn pass(&self) -> Result<PassReport, JobError> {
         let inner = &*self.inner;
-        let rows = inner
-            .store
-            .outbox_claim(&OutboxClaimParams {
-                holder: inner.holder.clone(),
-                limit: inner.batch,
-                lease: inner.lease,
-                now: inner.jobs.now(),
-            })
-            .await?;
+        let rows = self.claim(Vec::new()).await?;
         let mut report = PassReport {
             claimed: rows.len(),
             ..PassReport::default()
@@ -227,14 +220,10 @@ impl OutboxRelay {
         if rows.is_empty() {
             return Ok(report);
         }
-        let now = inner.jobs.now();
-        let requests: Vec<EnqueueRequest> = rows
-            .into_iter()
-            .map(|row| EnqueueRequest { now, ..row.request })
-            .collect();
+        let (settle_at, requests) = self.requests(rows);
         let settle = OutboxSettle {
             holder: &inner.holder,
-            now,
+            now: settle_at,
         };
         match inner.jobs.driver().job_enqueue_many(&requests).await {
             Ok(results) => {
@@ -246,6 +235,123 @@ impl OutboxRelay {
             inner.jobs.local_wake().notify_waiters();
         }
         Ok(report)
+    }
+
+    /// Passes back to back until a claim comes back short of a full batch, pipelined: while a
+    /// batch is published, the batch before it is marked and the next one claimed (passing over
+    /// this one's rows), so the outbox's own writes overlap the job store's. Order holds as in
+    /// [`pass`](Self::pass): a batch is published only after the one before it was, and a failed
+    /// publish hands back its own tail and the batch claimed after it. The report sums the
+    /// batches.
+    pub async fn drain(&self) -> Result<PassReport, JobError> {
+        self.drain_until(&CancellationToken::new()).await
+    }
+
+    /// [`drain`](Self::drain), claiming no further batch once `stop` is cancelled.
+    async fn drain_until(&self, stop: &CancellationToken) -> Result<PassReport, JobError> {
+        let inner = &*self.inner;
+        let mut report = PassReport::default();
+        let mut rows = self.claim(Vec::new()).await?;
+        // The batch published last, awaiting its mark: when it was settled, its rows and what
+        // the job store answered.
+        let mut unmarked: Option<(Timestamp, Vec<EnqueueRequest>, Vec<EnqueueResult>)> = None;
+        while !rows.is_empty() {
+            report.claimed += rows.len();
+            let go_on = rows.len() == inner.batch && !stop.is_cancelled();
+            let (settle_at, requests) = self.requests(rows);
+            let skip: Vec<JobId> = requests.iter().map(|r| r.id).collect();
+            let mut marks = PassReport::default();
+            let (published, next) =
+                tokio::join!(inner.jobs.driver().job_enqueue_many(&requests), async {
+                    if let Some((at, requests, results)) = unmarked.take() {
+                        let settle = OutboxSettle {
+                            holder: &inner.holder,
+                            now: at,
+                        };
+                        self.mark(&settle, &requests, &results, &mut marks).await?;
+                    }
+                    if go_on {
+                        self.claim(skip).await
+                    } else {
+                        Ok(Vec::new())
+                    }
+                });
+            report.published += marks.published;
+            report.deduped += marks.deduped;
+            let settle = OutboxSettle {
+                holder: &inner.holder,
+                now: settle_at,
+            };
+            match published {
+                Ok(results) => {
+                    inner.jobs.local_wake().notify_waiters();
+                    unmarked = Some((settle_at, requests, results));
+                }
+                Err(_) => {
+                    // Nothing claimed after this batch may overtake it: the next batch goes back
+                    // untouched, and this one is published row by row up to its first failure.
+                    if let Ok(next) = &next {
+                        if !next.is_empty() {
+                            let ids: Vec<JobId> = next.iter().map(|r| r.request.id).collect();
+                            inner.store.outbox_release(&settle, &ids, None).await?;
+                        }
+                    }
+                    self.one_by_one(&settle, &requests, &mut report).await?;
+                    if report.published > 0 {
+                        inner.jobs.local_wake().notify_waiters();
+                    }
+                    next?;
+                    return Ok(report);
+                }
+            }
+            rows = match next {
+                Ok(next) => next,
+                Err(error) => {
+                    if let Some((at, requests, results)) = unmarked.take() {
+                        let settle = OutboxSettle {
+                            holder: &inner.holder,
+                            now: at,
+                        };
+                        self.mark(&settle, &requests, &results, &mut report).await?;
+                    }
+                    return Err(error);
+                }
+            };
+        }
+        if let Some((at, requests, results)) = unmarked.take() {
+            let settle = OutboxSettle {
+                holder: &inner.holder,
+                now: at,
+            };
+            self.mark(&settle, &requests, &results, &mut report).await?;
+        }
+        Ok(report)
+    }
+
+    /// Claims the head of the outbox for this relay, passing over `skip`.
+    async fn claim(&self, skip: Vec<JobId>) -> Result<Vec<OutboxRecord>, JobError> {
+        let inner = &*self.inner;
+        inner
+            .store
+            .outbox_claim(&OutboxClaimParams {
+                holder: inner.holder.clone(),
+                limit: inner.batch,
+                lease: inner.lease,
+                now: inner.jobs.now(),
+                skip,
+            })
+            .await
+    }
+
+    /// The claimed rows as the enqueues to publish, stamped with the clock's now (which the
+    /// marks are settled at).
+    fn requests(&self, rows: Vec<OutboxRecord>) -> (Timestamp, Vec<EnqueueRequest>) {
+        let now = self.inner.jobs.now();
+        let requests = rows
+            .into_iter()
+            .map(|row| EnqueueRequest { now, ..row.request })
+            .collect();
+        (now, requests)
     }
 
     /// After a failed batch call: each row in order, stopping at the first that fails.
@@ -307,8 +413,8 @@ impl OutboxRelay {
         Ok(())
     }
 
-    /// Starts the relay loop on the tokio runtime: a pass at once, again at once after a full
-    /// batch, after the interval while there is work, and idle after a doubling wait up to the
+    /// Starts the relay loop on the tokio runtime: a [`drain`](Self::drain) at once (it goes
+    /// again at once after each full batch), the next after the interval while there is work, and idle after a doubling wait up to the
     /// ceiling, cut short by the store's wake.
     pub fn start(&self) -> RelayHandle {
         let stop = CancellationToken::new();
@@ -338,11 +444,8 @@ impl OutboxRelay {
             } else {
                 inner.idle_max_without_wake
             };
-            let wait = match self.pass().await {
-                Ok(report) if report.stopped_by.is_none() && report.claimed == inner.batch => {
-                    idle = inner.interval;
-                    continue;
-                }
+            // A drain claims again at once after each full batch, and returns after a short one.
+            let wait = match self.drain_until(&stop).await {
                 Ok(report) if report.stopped_by.is_none() && report.claimed > 0 => {
                     idle = inner.interval;
                     inner.interval

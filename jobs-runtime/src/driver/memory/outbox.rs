@@ -169,6 +169,7 @@ impl OutboxStore for MemoryOutbox {
         Ok(rows
             .pending
             .values_mut()
+            .filter(|row| !params.skip.contains(&row.request.id))
             .take(params.limit)
             .map(|row| {
                 row.claim = Some((params.holder.clone(), params.now));

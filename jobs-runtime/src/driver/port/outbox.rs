@@ -15,7 +15,8 @@
 //!   total order `(staged_at, id)`, and stamps the holder and the time on them in the same
 //!   statement or transaction that picks them; it takes nothing while any of those rows is held
 //!   by another holder whose claim has not lapsed (`claimed_at + lease > now`), so one relay
-//!   at a time publishes and nothing overtakes a batch in flight;
+//!   at a time publishes and nothing overtakes a batch in flight; it passes over the rows in
+//!   [`OutboxClaimParams::skip`] (the caller's own batch awaiting its mark);
 //! - [`OutboxStore::outbox_published`], [`OutboxStore::outbox_release`] and
 //!   [`OutboxStore::outbox_refused`] change only rows the caller still holds (`claimed_by`):
 //!   a lapsed relay's late call changes nothing;
@@ -45,6 +46,9 @@ pub struct OutboxClaimParams {
     pub lease: Duration,
     /// The clock's now.
     pub now: Timestamp,
+    /// Rows this holder published and has not marked yet (a pipelined relay marks one batch
+    /// while it claims and publishes the next): the claim passes over them. Empty otherwise.
+    pub skip: Vec<JobId>,
 }
 
 impl OutboxClaimParams {

@@ -179,6 +179,7 @@ impl OutboxStore for PostgresOutbox {
             .bind(i64::try_from(params.limit).unwrap_or(i64::MAX))
             .bind(params.now)
             .bind(live_after)
+            .bind(&params.skip)
             .fetch_all(&mut *tx)
             .await
             .map_err(failed)?;

@@ -57,11 +57,13 @@ pub(crate) async fn ensure_columns(conn: &mut SqliteConnection) -> Result<(), sq
 }
 
 /// The head of the outbox in (staged_at, id) order, stamped with the holder, unless another
-/// holder's claim there has not lapsed (?4: claims made after it are live).
+/// holder's claim there has not lapsed (?4: claims made after it are live), passing over the
+/// rows in ?5 (a JSON array of hex ids: the holder's batch awaiting its mark).
 const CLAIM: &str = "update x_outbox set claimed_by = ?1, claimed_at = ?3
     where id in (
         select id from x_outbox
         where published_at is null and refused_at is null
+          and id not in (select unhex(value) from json_each(?5))
           and not exists (
               select 1 from x_outbox held
               where held.published_at is null and held.refused_at is null
@@ -209,6 +211,7 @@ impl OutboxStore for SqliteOutbox {
             .bind(i64::try_from(params.limit).unwrap_or(i64::MAX))
             .bind(ts(params.now))
             .bind(ts(live_after))
+            .bind(hex_ids(&params.skip))
             .fetch_all(&mut *tx)
             .await
             .map_err(failed)?;

@@ -1,10 +1,12 @@
 -- The relay's claim, run after pg_advisory_xact_lock on the outbox in the same transaction,
 -- so claims take turns and each sees the last one's stamps. Takes the head of the outbox in
 -- (staged_at, id) order and stamps the holder on it, unless another holder's claim there has
--- not lapsed ($4: claims made after it are live). $1 holder, $2 rows, $3 now.
+-- not lapsed ($4: claims made after it are live), passing over the rows in $5 (the holder's
+-- batch awaiting its mark). $1 holder, $2 rows, $3 now.
 with head as (
     select id from {schema}.x_outbox
     where published_at is null and refused_at is null
+      and id <> all($5)
       and not exists (
           select 1 from {schema}.x_outbox held
           where held.published_at is null and held.refused_at is null
