@@ -3,7 +3,8 @@
 -- (this database or another, or Redis). The row's id is the job's id, and its run id is
 -- allocated at stage. Published and refused rows are kept as the audit trail until the
 -- outbox's purge target deletes them. PostgresOutbox::install runs this same file on an app
--- database of its own: every statement is idempotent.
+-- database of its own: every statement is idempotent. The relay's lease is migration 0032's
+-- (databases migrated before it had a holder stamped on each row, which 0032 drops).
 create table if not exists {schema}.x_outbox (
     id               uuid        primary key,
     run_id           uuid        not null,
@@ -18,8 +19,6 @@ create table if not exists {schema}.x_outbox (
     traceparent      text,
     actor            text,
     staged_at        timestamptz not null,
-    claimed_by       text,
-    claimed_at       timestamptz,
     publish_attempts integer     not null default 0,
     last_error_code  text,
     last_error_at    timestamptz,
@@ -32,10 +31,6 @@ create table if not exists {schema}.x_outbox (
 create index if not exists x_outbox_pending_idx
     on {schema}.x_outbox (staged_at, id)
     where published_at is null and refused_at is null;
--- The rows a relay holds (at most a batch): the claim looks here for another live holder.
-create index if not exists x_outbox_held_idx
-    on {schema}.x_outbox (claimed_at)
-    where published_at is null and refused_at is null and claimed_by is not null;
 -- The audit trail, oldest first, for the purge.
 create index if not exists x_outbox_published_idx
     on {schema}.x_outbox (published_at)

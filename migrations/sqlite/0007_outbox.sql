@@ -2,7 +2,8 @@
 -- transaction, published by a relay once it commits. Ids are BLOBs, JSON and timestamps TEXT
 -- (time.rs). Published and refused rows are kept until the outbox's purge target deletes
 -- them. SqliteOutbox::install runs this same file on an app database of its own: every
--- statement is idempotent.
+-- statement is idempotent. The relay's lease is migration 0015's (files migrated before it had
+-- a holder stamped on each row, which 0015 and the outbox's column check drop).
 create table if not exists x_outbox (
     id               blob    primary key,
     run_id           blob    not null,
@@ -17,8 +18,6 @@ create table if not exists x_outbox (
     traceparent      text,
     actor            text,
     staged_at        text    not null,
-    claimed_by       text,
-    claimed_at       text,
     publish_attempts integer not null default 0,
     last_error_code  text,
     last_error_at    text,
@@ -31,10 +30,6 @@ create table if not exists x_outbox (
 create index if not exists x_outbox_pending_idx
     on x_outbox (staged_at, id)
     where published_at is null and refused_at is null;
--- The rows a relay holds (at most a batch).
-create index if not exists x_outbox_held_idx
-    on x_outbox (claimed_at)
-    where published_at is null and refused_at is null and claimed_by is not null;
 -- The audit trail, oldest first, for the purge.
 create index if not exists x_outbox_published_idx
     on x_outbox (published_at)

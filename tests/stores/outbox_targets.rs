@@ -193,13 +193,17 @@ async fn postgres_outbox_installs_in_an_app_database_without_the_jobs_tables() {
     outbox.install().await.unwrap();
     outbox.install().await.unwrap();
     let tables: Vec<String> = jobs::sqlx::query_scalar(
-        "select table_name::text from information_schema.tables where table_schema = $1",
+        "select table_name::text from information_schema.tables where table_schema = $1 \
+         order by table_name",
     )
     .bind(&apart)
     .fetch_all(&pool)
     .await
     .unwrap();
-    assert_eq!(tables, vec!["x_outbox".to_string()]);
+    assert_eq!(
+        tables,
+        vec!["x_outbox".to_string(), "x_outbox_lease".to_string()]
+    );
     jobs::sqlx::raw_sql(jobs::sqlx::AssertSqlSafe(format!(
         "drop schema {apart} cascade"
     )))

@@ -69,6 +69,7 @@ macro_rules! __outbox_cases {
             outbox_claim_takes_nothing_while_another_holder_s_claim_is_live,
             outbox_marks_are_fenced_on_the_holder,
             outbox_release_hands_rows_back_and_records_the_failure,
+            outbox_claim_that_takes_nothing_leaves_the_lease_free,
             outbox_refused_rows_leave_the_backlog_and_are_kept,
             outbox_purge_deletes_settled_rows_before_the_cutoff_in_bounded_batches,
             outbox_stage_refuses_a_connection_of_another_kind,
@@ -322,14 +323,19 @@ pub async fn outbox_marks_are_fenced_on_the_holder(fixture: Arc<dyn OutboxFixtur
     );
 }
 
-/// A release hands the rows back at once (any holder may claim them), and the failed row's
-/// attempts and code are kept.
+/// A release hands the head back at once (frees the lease: any holder may claim it), and the
+/// failed row's attempts and code are kept.
 pub async fn outbox_release_hands_rows_back_and_records_the_failure(
     fixture: Arc<dyn OutboxFixture>,
 ) {
     let store = fixture.store();
     stage(&*fixture, &[staged("a", 0), staged("b", 1), staged("c", 2)]).await;
     let held = claim_ok(&*store, &claim("r1", 3, at(10))).await;
+    // Row a was published; the publish of b failed, and b and c go back.
+    store
+        .outbox_published(&settle("r1", at(11)), &published(&held[..1]))
+        .await
+        .unwrap();
     let failed = held[1].request.id;
     let changed = store
         .outbox_release(
@@ -341,19 +347,42 @@ pub async fn outbox_release_hands_rows_back_and_records_the_failure(
         .unwrap();
     assert_eq!(changed, 2);
     let s = stats(&*store).await;
-    assert_eq!(s.backlog, 3);
-    assert_eq!(s.failing, 1);
+    assert_eq!((s.backlog, s.failing, s.published), (2, 1, 1));
     assert_eq!(s.last_error_code.as_deref(), Some("X_DRIVER_UNAVAILABLE"));
-    // r1 still holds row a (not released): r2 must wait for it to lapse.
-    assert!(claim_ok(&*store, &claim("r2", 3, at(12))).await.is_empty());
+    // Freed at once: r2 takes the head without waiting for r1's lease to lapse.
+    let again = claim_ok(&*store, &claim("r2", 3, at(12))).await;
+    assert_eq!(ids(&again), ids(&held)[1..]);
+    let attempts: Vec<u32> = again.iter().map(|r| r.publish_attempts).collect();
+    assert_eq!(attempts, vec![1, 0]);
+    // A release by a holder that no longer holds the lease changes nothing.
+    assert_eq!(
+        store
+            .outbox_release(&settle("r1", at(13)), &ids(&again), Some((failed, "X")))
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(claim_ok(&*store, &claim("r3", 3, at(14))).await.is_empty());
+}
+
+/// A claim that finds nothing leaves the lease free: an idle relay holds nothing, and another
+/// takes the head as soon as rows come.
+pub async fn outbox_claim_that_takes_nothing_leaves_the_lease_free(
+    fixture: Arc<dyn OutboxFixture>,
+) {
+    let store = fixture.store();
+    stage(&*fixture, &[staged("a", 0)]).await;
+    let a = claim_ok(&*store, &claim("r1", 5, at(10))).await;
     store
-        .outbox_release(&settle("r1", at(12)), &ids(&held)[..1], None)
+        .outbox_published(&settle("r1", at(11)), &published(&a))
         .await
         .unwrap();
-    let again = claim_ok(&*store, &claim("r2", 3, at(13))).await;
-    assert_eq!(ids(&again), ids(&held));
-    let attempts: Vec<u32> = again.iter().map(|r| r.publish_attempts).collect();
-    assert_eq!(attempts, vec![0, 1, 0]);
+    // r1 still holds the lease after its mark; its next claim finds nothing and frees it.
+    assert!(claim_ok(&*store, &claim("r2", 5, at(12))).await.is_empty());
+    assert!(claim_ok(&*store, &claim("r1", 5, at(13))).await.is_empty());
+    stage(&*fixture, &[staged("b", 20)]).await;
+    let b = claim_ok(&*store, &claim("r2", 5, at(14))).await;
+    assert_eq!(b.len(), 1);
 }
 
 /// A refused row leaves the backlog for good and is counted apart.

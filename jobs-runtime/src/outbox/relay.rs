@@ -1,8 +1,8 @@
 //! [`OutboxRelay`]: claims committed outbox rows in stage order, as a lease, and publishes them
 //! through the job store's own batched enqueue.
 //!
-//! One pass: claim up to a batch (stamping this relay as the holder in the statement that picks
-//! the rows), publish the batch in one `job_enqueue_many`, mark it published. When the batch
+//! One pass: claim up to a batch (taking the outbox's lease for this relay in the statement
+//! that reads the rows), publish the batch in one `job_enqueue_many`, mark it published. When the batch
 //! call fails, the rows are published one at a time in order, and the first that fails stops
 //! the pass: the rows before it are marked, it and every row after it are released at once, so
 //! nothing overtakes it. The job's id is the row's: a relay that crashed between publishing and
@@ -288,14 +288,9 @@ impl OutboxRelay {
                     unmarked = Some((settle_at, requests, results));
                 }
                 Err(_) => {
-                    // Nothing claimed after this batch may overtake it: the next batch goes back
-                    // untouched, and this one is published row by row up to its first failure.
-                    if let Ok(next) = &next {
-                        if !next.is_empty() {
-                            let ids: Vec<JobId> = next.iter().map(|r| r.request.id).collect();
-                            inner.store.outbox_release(&settle, &ids, None).await?;
-                        }
-                    }
+                    // Nothing claimed after this batch may overtake it: this one is published row
+                    // by row up to its first failure, whose release frees the lease, and the
+                    // next batch is left unpublished for the next claim.
                     self.one_by_one(&settle, &requests, &mut report).await?;
                     if report.published > 0 {
                         inner.jobs.local_wake().notify_waiters();
@@ -511,8 +506,8 @@ impl RelayHandle {
     }
 
     /// Stops the relay: no pass starts after this, and the pass in flight is joined if it ends
-    /// within `deadline` (on the client's clock); past it the pass is abandoned, and its claim
-    /// lapses for another relay to take over. Await it before closing the outbox's database.
+    /// within `deadline` (on the client's clock), then the outbox's lease is freed; past it the
+    /// pass is abandoned, and its lease lapses for another relay to take over. Await it before closing the outbox's database.
     /// Answers whether the pass in flight (if any) ended in time.
     pub async fn stop(self, deadline: Duration) -> bool {
         self.stop.cancel();
@@ -520,7 +515,18 @@ impl RelayHandle {
         let mut task = self.task;
         tokio::select! {
             biased;
-            _ = &mut task => true,
+            _ = &mut task => {
+                // Hand the head back, so another relay need not wait for the lease to lapse.
+                let inner = &*self.relay.inner;
+                let settle = OutboxSettle {
+                    holder: &inner.holder,
+                    now: inner.jobs.now(),
+                };
+                if let Err(error) = inner.store.outbox_release(&settle, &[], None).await {
+                    tracing::warn!(target: "jobs.outbox.release-failed", %error, "the stopped relay could not free the outbox's lease; it lapses for another relay");
+                }
+                true
+            }
             _ = clock.sleep(deadline) => {
                 task.abort();
                 tracing::warn!(target: "jobs.outbox.stop-deadline", "the outbox pass in flight outlived the stop deadline; its claim lapses for another relay");

@@ -1,6 +1,6 @@
 //! The outbox in process memory, for tests: a [`MemoryOutboxTx`] stands for the caller's
 //! transaction, its staged rows join the outbox when it commits and vanish when it is rolled
-//! back or dropped. The claim, fence and purge rules are the SQL stores'.
+//! back or dropped. The lease, claim, fence and purge rules are the SQL stores'.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -42,12 +42,13 @@ struct Rows {
     pending: BTreeMap<(Timestamp, JobId), Pending>,
     /// Published and refused rows: when each was settled, and whether it was refused.
     settled: HashMap<JobId, (Timestamp, bool)>,
+    /// The relay's lease on the head: who holds it and since when.
+    lease: Option<(String, Timestamp)>,
 }
 
 #[derive(Debug)]
 struct Pending {
     request: EnqueueRequest,
-    claim: Option<(String, Timestamp)>,
     publish_attempts: u32,
     last_error_code: Option<(Timestamp, String)>,
 }
@@ -95,7 +96,6 @@ impl MemoryOutboxTx {
                     key,
                     Pending {
                         request,
-                        claim: None,
                         publish_attempts: 0,
                         last_error_code: None,
                     },
@@ -120,16 +120,18 @@ impl CallerConnection for MemoryOutboxTx {
 }
 
 impl Rows {
-    /// The pending rows the holder may change: claimed by it.
+    /// The pending rows of `ids`, when the holder holds the lease (every mark's fence).
     fn held<'a>(
         &'a mut self,
-        holder: &'a str,
+        holder: &str,
         ids: &'a [JobId],
     ) -> impl Iterator<Item = ((Timestamp, JobId), &'a mut Pending)> + 'a {
-        self.pending.iter_mut().filter_map(move |(key, row)| {
-            let held = row.claim.as_ref().is_some_and(|(by, _)| by == holder);
-            (held && ids.contains(&key.1)).then_some((*key, row))
-        })
+        let holds = self.lease.as_ref().is_some_and(|(by, _)| by == holder);
+        let ids: std::collections::HashSet<JobId> = ids.iter().copied().collect();
+        self.pending
+            .iter_mut()
+            .filter(move |(key, _)| holds && ids.contains(&key.1))
+            .map(|(key, row)| (*key, row))
     }
 }
 
@@ -157,28 +159,24 @@ impl OutboxStore for MemoryOutbox {
         params: &OutboxClaimParams,
     ) -> Result<Vec<OutboxRecord>, JobError> {
         let mut rows = self.shared.rows.lock().expect("outbox lock");
-        let live_after = params.live_after();
-        let held_elsewhere = rows.pending.values().any(|row| {
-            row.claim
-                .as_ref()
-                .is_some_and(|(by, at)| by != &params.holder && *at > live_after)
-        });
-        if held_elsewhere {
-            return Ok(Vec::new());
+        if let Some((by, at)) = &rows.lease {
+            if by != &params.holder && *at > params.live_after() {
+                return Ok(Vec::new());
+            }
         }
-        Ok(rows
+        let head: Vec<OutboxRecord> = rows
             .pending
-            .values_mut()
+            .values()
             .filter(|row| !params.skip.contains(&row.request.id))
             .take(params.limit)
-            .map(|row| {
-                row.claim = Some((params.holder.clone(), params.now));
-                OutboxRecord {
-                    request: row.request.clone(),
-                    publish_attempts: row.publish_attempts,
-                }
+            .map(|row| OutboxRecord {
+                request: row.request.clone(),
+                publish_attempts: row.publish_attempts,
             })
-            .collect())
+            .collect();
+        rows.lease = (!head.is_empty() || !params.skip.is_empty())
+            .then(|| (params.holder.clone(), params.now));
+        Ok(head)
     }
 
     async fn outbox_published(
@@ -205,12 +203,18 @@ impl OutboxStore for MemoryOutbox {
         let mut rows = self.shared.rows.lock().expect("outbox lock");
         let mut changed = 0;
         for (key, row) in rows.held(settle.holder, ids) {
-            row.claim = None;
             if let Some((_, code)) = failed.filter(|(id, _)| *id == key.1) {
                 row.publish_attempts += 1;
                 row.last_error_code = Some((settle.now, code.to_string()));
             }
             changed += 1;
+        }
+        if rows
+            .lease
+            .as_ref()
+            .is_some_and(|(by, _)| by == settle.holder)
+        {
+            rows.lease = None;
         }
         Ok(changed)
     }

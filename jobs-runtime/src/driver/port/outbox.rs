@@ -11,15 +11,17 @@
 //! Every store keeps the same rules, which the outbox conformance cases check:
 //!
 //! - a row is staged on the caller's connection and exists only if that transaction commits;
-//! - [`OutboxStore::outbox_claim`] takes the first rows not yet published or failed, in the
-//!   total order `(staged_at, id)`, and stamps the holder and the time on them in the same
-//!   statement or transaction that picks them; it takes nothing while any of those rows is held
-//!   by another holder whose claim has not lapsed (`claimed_at + lease > now`), so one relay
-//!   at a time publishes and nothing overtakes a batch in flight; it passes over the rows in
-//!   [`OutboxClaimParams::skip`] (the caller's own batch awaiting its mark);
+//! - [`OutboxStore::outbox_claim`] takes the outbox's lease (one per outbox: the holder, the
+//!   time and the last row taken) and answers the first rows not yet published or failed, in
+//!   the total order `(staged_at, id)`, in the same statement or transaction; it takes nothing
+//!   while another holder's lease has not lapsed (`claimed_at + lease > now`), so one relay at
+//!   a time publishes and nothing overtakes a batch in flight; it passes over the rows in
+//!   [`OutboxClaimParams::skip`] (the caller's own batch awaiting its mark), and a claim that
+//!   takes nothing and skips nothing leaves the lease free;
 //! - [`OutboxStore::outbox_published`], [`OutboxStore::outbox_release`] and
-//!   [`OutboxStore::outbox_refused`] change only rows the caller still holds (`claimed_by`):
-//!   a lapsed relay's late call changes nothing;
+//!   [`OutboxStore::outbox_refused`] change rows only while the caller holds the lease: a
+//!   lapsed relay's late call, after another took the lease over, changes nothing;
+//!   `outbox_release` also frees the lease;
 //! - published rows are kept (the audit trail) until [`OutboxStore::outbox_purge`].
 
 use std::time::Duration;
@@ -32,7 +34,8 @@ use super::WakeReceiver;
 use crate::clock::Timestamp;
 use crate::error::JobError;
 
-/// How long a relay's claim on a batch lasts before another relay may take it over.
+/// How long a relay's lease on the outbox's head lasts, from its latest claim, before another
+/// relay may take it over.
 pub const DEFAULT_OUTBOX_CLAIM_LEASE: Duration = Duration::from_secs(30);
 
 /// One claim of the relay.
@@ -42,7 +45,7 @@ pub struct OutboxClaimParams {
     pub holder: String,
     /// Rows at most.
     pub limit: usize,
-    /// How long the claim holds the rows.
+    /// How long the claim holds the lease.
     pub lease: Duration,
     /// The clock's now.
     pub now: Timestamp,
@@ -52,7 +55,7 @@ pub struct OutboxClaimParams {
 }
 
 impl OutboxClaimParams {
-    /// Claims stamped after this instant are live: a row another holder claimed then keeps
+    /// Leases taken after this instant are live: another holder's lease taken then keeps
     /// every claimer off the head. Every store judges a claim by it.
     pub fn live_after(&self) -> Timestamp {
         crate::clock::sub(self.now, self.lease)
@@ -85,10 +88,10 @@ pub struct OutboxPublished {
     pub deduped: bool,
 }
 
-/// A change the relay makes to the rows it holds.
+/// A change the relay makes to the rows of its claim.
 #[derive(Debug, Clone)]
 pub struct OutboxSettle<'a> {
-    /// The holder the rows must still be claimed by.
+    /// The holder that must still hold the outbox's lease.
     pub holder: &'a str,
     /// The clock's now.
     pub now: Timestamp,
@@ -134,8 +137,8 @@ pub trait OutboxStore: Send + Sync + 'static {
         request: &EnqueueRequest,
     ) -> Result<(), JobError>;
 
-    /// Claims the head of the outbox for `params.holder`, in `(staged_at, id)` order; empty
-    /// while another holder's claim on it has not lapsed.
+    /// Takes the lease and answers the head of the outbox for `params.holder`, in
+    /// `(staged_at, id)` order; empty while another holder's lease has not lapsed.
     async fn outbox_claim(&self, params: &OutboxClaimParams)
         -> Result<Vec<OutboxRecord>, JobError>;
 
@@ -146,8 +149,10 @@ pub trait OutboxStore: Send + Sync + 'static {
         rows: &[OutboxPublished],
     ) -> Result<u64, JobError>;
 
-    /// Hands the rows back unpublished at once. `failed`, when given, is the row whose publish
-    /// failed and the failure's code: its attempts go up by one and the code is kept.
+    /// Hands the head back at once: frees the lease, and answers how many of `ids` are still
+    /// unpublished. `failed`, when given, is the row whose publish failed and the failure's
+    /// code: its attempts go up by one and the code is kept. With no ids, it only frees the
+    /// lease (a relay stopping).
     async fn outbox_release(
         &self,
         settle: &OutboxSettle<'_>,

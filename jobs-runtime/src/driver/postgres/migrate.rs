@@ -65,6 +65,7 @@ pub const MIGRATIONS: &[Migration] = migrations! {
     29 => "0029_dependencies.sql",
     30 => "0030_job_result.sql",
     31 => "0031_groups.sql",
+    32 => "0032_outbox_lease.sql",
 };
 
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to

@@ -1,5 +1,6 @@
 //! The outbox on Postgres ([`PostgresOutbox`]): `x_outbox` in the app's database, staged on the
-//! caller's transaction, claimed by the relay under an advisory lock so claims take turns.
+//! caller's transaction, claimed by the relay under the one-row lease `x_outbox_lease`, whose
+//! row lock makes claims take turns.
 //! Its statements are the `outbox_*.sql` files beside this module.
 
 use std::sync::Arc;
@@ -19,14 +20,17 @@ use crate::driver::records::{EnqueueRequest, JobId};
 use crate::driver::WakeReceiver;
 use crate::error::JobError;
 
-/// The outbox's DDL: the jobs' migrations 23, 25 (its `priority` column) and 27 (its
-/// `unique_for_ms` column), which [`PostgresOutbox::install`] also runs.
+/// The outbox's DDL: the jobs' migrations 23, 25 (its `priority` column), 27 (its
+/// `unique_for_ms` column) and 32 (the relay's lease row), which [`PostgresOutbox::install`]
+/// also runs.
 const DDL: &str = concat!(
     include_str!("../../../migrations/0023_outbox.sql"),
     "\n",
     include_str!("../../../migrations/0025_outbox_priority.sql"),
     "\n",
-    include_str!("../../../migrations/0027_outbox_unique_for.sql")
+    include_str!("../../../migrations/0027_outbox_unique_for.sql"),
+    "\n",
+    include_str!("../../../migrations/0032_outbox_lease.sql")
 );
 
 #[derive(Debug)]
@@ -108,7 +112,8 @@ impl PostgresOutbox {
             .expect("a driver's schema was checked when it was built")
     }
 
-    /// Creates the schema and `x_outbox` when missing (the DDL of the jobs' migrations 23, 25 and 27):
+    /// Creates the schema, `x_outbox` and its lease row's table when missing (the DDL of the
+    /// jobs' migrations 23, 25, 27 and 32):
     /// for an app database apart from the job store's. Idempotent; safe from several processes
     /// at once.
     pub async fn install(&self) -> Result<(), JobError> {
@@ -166,26 +171,15 @@ impl OutboxStore for PostgresOutbox {
         &self,
         params: &OutboxClaimParams,
     ) -> Result<Vec<OutboxRecord>, JobError> {
-        let failed = |e| classify(Op::OutboxClaim, e);
-        let live_after = params.live_after();
-        let mut tx = self.pool.begin().await.map_err(failed)?;
-        sqlx::query("select pg_advisory_xact_lock(hashtext($1))")
-            .bind(&*self.channel)
-            .execute(&mut *tx)
-            .await
-            .map_err(failed)?;
-        let mut records: Vec<OutboxRecord> = sqlx::query_as(self.sql.claim.clone())
+        let records: Vec<OutboxRecord> = sqlx::query_as(self.sql.claim.clone())
             .bind(&params.holder)
             .bind(i64::try_from(params.limit).unwrap_or(i64::MAX))
             .bind(params.now)
-            .bind(live_after)
+            .bind(params.live_after())
             .bind(&params.skip)
-            .fetch_all(&mut *tx)
+            .fetch_all(&self.pool)
             .await
-            .map_err(failed)?;
-        tx.commit().await.map_err(failed)?;
-        // `returning` keeps no order: the relay publishes in the claim's.
-        records.sort_by_key(|r| (r.request.now, r.request.id));
+            .map_err(|e| classify(Op::OutboxClaim, e))?;
         Ok(records)
     }
 

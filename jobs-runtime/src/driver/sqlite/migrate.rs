@@ -91,6 +91,11 @@ pub const SQLITE_MIGRATIONS: &[SqliteMigration] = &[
         name: "0014_groups.sql",
         sql: include_str!("../../../migrations/sqlite/0014_groups.sql"),
     },
+    SqliteMigration {
+        version: 15,
+        name: "0015_outbox_lease.sql",
+        sql: include_str!("../../../migrations/sqlite/0015_outbox_lease.sql"),
+    },
 ];
 
 /// Applies every migration not yet applied. Idempotent; safe from several processes at once.
@@ -131,8 +136,8 @@ pub(crate) async fn migrate(writer: &Writer) -> Result<Vec<i32>, JobError> {
         ran.push(migration.version);
     }
     // The outbox's `priority` and `unique_for_ms` columns, which `SqliteOutbox::install` may
-    // have added first to a file it shares: SQLite cannot add a column only if missing, so no
-    // file adds them.
+    // have added first to a file it shares (SQLite cannot add a column only if missing, so no
+    // file adds them), and the per-row holder columns 0015 retired.
     super::outbox::ensure_columns(&mut tx)
         .await
         .map_err(failed)?;

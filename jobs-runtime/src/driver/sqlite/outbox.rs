@@ -1,6 +1,7 @@
 //! The outbox on SQLite ([`SqliteOutbox`]): `x_outbox` in the app's file, staged on the caller's
 //! transaction. SQLite has one writer at a time, so the relay's claim needs no lock of its own:
-//! it runs in a `BEGIN IMMEDIATE` transaction no other writer can interleave. The wake is the
+//! it reads and takes the lease row `x_outbox_lease` in a `BEGIN IMMEDIATE` transaction no
+//! other writer can interleave. The wake is the
 //! `data_version` watch (`wake.rs`).
 
 use async_trait::async_trait;
@@ -16,8 +17,13 @@ use crate::driver::records::{EnqueueRequest, JobId};
 use crate::driver::WakeReceiver;
 use crate::error::JobError;
 
-/// The outbox's DDL: the SQLite migration 7, which [`SqliteOutbox::install`] also runs.
-const DDL: &str = include_str!("../../../migrations/sqlite/0007_outbox.sql");
+/// The outbox's DDL: the SQLite migrations 7 and 15 (the relay's lease row), which
+/// [`SqliteOutbox::install`] also runs.
+const DDL: &str = concat!(
+    include_str!("../../../migrations/sqlite/0007_outbox.sql"),
+    "\n",
+    include_str!("../../../migrations/sqlite/0015_outbox_lease.sql")
+);
 
 const STAGE: &str = "insert into x_outbox (id, run_id, name, queue, input, idempotency_key,
         tenant_id, max_attempts, run_at, on_conflict, traceparent, actor, staged_at, priority,
@@ -40,62 +46,102 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Adds the columns of `x_outbox` that came after migration 7 when missing: SQLite has no `add
-/// column if not exists`, so the job store's migrations and [`SqliteOutbox::install`] both come
-/// here, in whichever order.
+/// The per-row holder columns of `x_outbox` before migration 15 (the lease row took their
+/// place), each with its `alter table`.
+const RETIRED_COLUMNS: &[(&str, &str)] = &[
+    ("claimed_by", "alter table x_outbox drop column claimed_by"),
+    ("claimed_at", "alter table x_outbox drop column claimed_at"),
+];
+
+/// Adds the columns of `x_outbox` that came after migration 7 when missing, and drops those
+/// migration 15 retired when present: SQLite has no `add column if not exists`, so the job
+/// store's migrations and [`SqliteOutbox::install`] both come here, in whichever order.
 pub(crate) async fn ensure_columns(conn: &mut SqliteConnection) -> Result<(), sqlx::Error> {
     for (column, add) in ADDED_COLUMNS {
-        let has: i64 = sqlx::query_scalar(HAS_COLUMN)
-            .bind(column)
-            .fetch_one(&mut *conn)
-            .await?;
-        if has == 0 {
+        if !has_column(conn, column).await? {
             sqlx::query(*add).execute(&mut *conn).await?;
+        }
+    }
+    for (column, drop) in RETIRED_COLUMNS {
+        if has_column(conn, column).await? {
+            sqlx::query(*drop).execute(&mut *conn).await?;
         }
     }
     Ok(())
 }
 
-/// The head of the outbox in (staged_at, id) order, stamped with the holder, unless another
-/// holder's claim there has not lapsed (?4: claims made after it are live), passing over the
-/// rows in ?5 (a JSON array of hex ids: the holder's batch awaiting its mark).
-const CLAIM: &str = "update x_outbox set claimed_by = ?1, claimed_at = ?3
-    where id in (
-        select id from x_outbox
-        where published_at is null and refused_at is null
-          and id not in (select unhex(value) from json_each(?5))
-          and not exists (
-              select 1 from x_outbox held
-              where held.published_at is null and held.refused_at is null
-                and held.claimed_by is not null and held.claimed_by <> ?1
-                and held.claimed_at > ?4
-          )
-        order by staged_at, id
-        limit ?2
-    )
-    returning id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts,
-        run_at, on_conflict, traceparent, actor, staged_at, publish_attempts, priority,
-        unique_for_ms";
+async fn has_column(conn: &mut SqliteConnection, column: &str) -> Result<bool, sqlx::Error> {
+    let has: i64 = sqlx::query_scalar(HAS_COLUMN)
+        .bind(column)
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(has > 0)
+}
 
-/// ?2 and ?4 are JSON arrays of hex ids: the rows, and those the job store already held.
-const PUBLISHED: &str = "update x_outbox
+/// The outbox's lease: who holds the head and since when (in the claim's `BEGIN IMMEDIATE`).
+const LEASE: &str = "select claimed_by, claimed_at from x_outbox_lease where id = 1";
+
+/// The head of the outbox in (staged_at, id) order, passing over the rows in ?2 (a JSON array
+/// of hex ids: the holder's batch awaiting its mark).
+const HEAD: &str = "select id, run_id, name, queue, input, idempotency_key, tenant_id,
+        max_attempts, run_at, on_conflict, traceparent, actor, staged_at, publish_attempts,
+        priority, unique_for_ms
+    from x_outbox
+    where published_at is null and refused_at is null
+      and id not in (select unhex(value) from json_each(?2))
+    order by staged_at, id
+    limit ?1";
+
+/// Takes the lease for ?1 at ?2, with the last row taken (?3, ?4; kept when null).
+const HOLD: &str =
+    "insert into x_outbox_lease (id, claimed_by, claimed_at, last_staged_at, last_id)
+    values (1, ?1, ?2, ?3, ?4)
+    on conflict (id) do update
+    set claimed_by = excluded.claimed_by, claimed_at = excluded.claimed_at,
+        last_staged_at = coalesce(excluded.last_staged_at, last_staged_at),
+        last_id = coalesce(excluded.last_id, last_id)";
+
+/// Frees the lease if ?1 holds it.
+const FREE: &str = "update x_outbox_lease set claimed_by = null, claimed_at = null
+    where id = 1 and claimed_by = ?1";
+
+/// The fence of every mark: ?1 holds the lease.
+macro_rules! holds {
+    () => {
+        "exists (select 1 from x_outbox_lease where id = 1 and claimed_by = ?1)"
+    };
+}
+
+/// ?2 and ?4 are JSON arrays of hex ids: the rows, and those the job store already held. The
+/// rows are found by their primary key (the unsettled test does not match the pending index's
+/// predicate, so no plan walks the backlog filtering on the ids).
+const PUBLISHED: &str = concat!(
+    "update x_outbox
     set published_at = ?3,
         deduped = (id in (select unhex(value) from json_each(?4)))
-    where claimed_by = ?1 and published_at is null and refused_at is null
-      and id in (select unhex(value) from json_each(?2))";
+    where coalesce(published_at, refused_at) is null
+      and id in (select unhex(value) from json_each(?2)) and ",
+    holds!()
+);
 
-/// ?2 is a JSON array of hex ids; ?3 the row whose publish failed (or null), ?4 its code.
-const RELEASE: &str = "update x_outbox
-    set claimed_by = null, claimed_at = null,
-        publish_attempts = publish_attempts + case when id = ?3 then 1 else 0 end,
+/// ?2 is a JSON array of hex ids; ?3 the row whose publish failed (or null), ?4 its code. Run
+/// before [`FREE`], in one transaction.
+const RELEASE: &str = concat!(
+    "update x_outbox
+    set publish_attempts = publish_attempts + case when id = ?3 then 1 else 0 end,
         last_error_code = case when id = ?3 then ?4 else last_error_code end,
         last_error_at = case when id = ?3 then ?5 else last_error_at end
-    where claimed_by = ?1 and published_at is null and refused_at is null
-      and id in (select unhex(value) from json_each(?2))";
+    where coalesce(published_at, refused_at) is null
+      and id in (select unhex(value) from json_each(?2)) and ",
+    holds!()
+);
 
-const REFUSED: &str = "update x_outbox
+const REFUSED: &str = concat!(
+    "update x_outbox
     set refused_at = ?4, last_error_code = ?3, last_error_at = ?4
-    where id = ?2 and claimed_by = ?1 and published_at is null and refused_at is null";
+    where id = ?2 and published_at is null and refused_at is null and ",
+    holds!()
+);
 
 const STATS: &str = "select
     (select count(*) from x_outbox
@@ -203,21 +249,42 @@ impl OutboxStore for SqliteOutbox {
         params: &OutboxClaimParams,
     ) -> Result<Vec<OutboxRecord>, JobError> {
         let failed = |e| classify(Op::OutboxClaim, e);
-        let live_after = params.live_after();
         let mut conn = self.pool.acquire().await.map_err(failed)?;
+        // The write lock makes claims take turns: each sees the lease the last one left.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-        let mut records: Vec<OutboxRecord> = sqlx::query_as(CLAIM)
-            .bind(&params.holder)
+        let lease: Option<(Option<String>, Option<Timestamp>)> = sqlx::query_as(LEASE)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed)?;
+        if let Some((Some(by), Some(at))) = lease {
+            if by != params.holder && at > params.live_after() {
+                return Ok(Vec::new());
+            }
+        }
+        let records: Vec<OutboxRecord> = sqlx::query_as(HEAD)
             .bind(i64::try_from(params.limit).unwrap_or(i64::MAX))
-            .bind(ts(params.now))
-            .bind(ts(live_after))
             .bind(hex_ids(&params.skip))
             .fetch_all(&mut *tx)
             .await
             .map_err(failed)?;
+        if records.is_empty() && params.skip.is_empty() {
+            sqlx::query(FREE)
+                .bind(&params.holder)
+                .execute(&mut *tx)
+                .await
+                .map_err(failed)?;
+        } else {
+            let last = records.last();
+            sqlx::query(HOLD)
+                .bind(&params.holder)
+                .bind(ts(params.now))
+                .bind(last.map(|r| ts(r.staged_at())))
+                .bind(last.map(|r| r.request.id))
+                .execute(&mut *tx)
+                .await
+                .map_err(failed)?;
+        }
         tx.commit().await.map_err(failed)?;
-        // `returning` keeps no order: the relay publishes in the claim's.
-        records.sort_by_key(|r| (r.request.now, r.request.id));
         Ok(records)
     }
 
@@ -245,15 +312,27 @@ impl OutboxStore for SqliteOutbox {
         ids: &[JobId],
         failed: Option<(JobId, &str)>,
     ) -> Result<u64, JobError> {
+        let failed_to = |e| classify(Op::OutboxRelease, e);
+        let mut conn = self.pool.acquire().await.map_err(failed_to)?;
+        let mut tx = conn
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(failed_to)?;
         let done = sqlx::query(RELEASE)
             .bind(settle.holder)
             .bind(hex_ids(ids))
             .bind(failed.map(|(id, _)| id))
             .bind(failed.map(|(_, code)| code))
             .bind(ts(settle.now))
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
-            .map_err(|e| classify(Op::OutboxRelease, e))?;
+            .map_err(failed_to)?;
+        sqlx::query(FREE)
+            .bind(settle.holder)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed_to)?;
+        tx.commit().await.map_err(failed_to)?;
         Ok(done.rows_affected())
     }
 

@@ -93,8 +93,13 @@ struct OutboxRows;
 impl Look for OutboxRows {
     async fn look(&mut self, conn: &mut SqliteConnection) -> Result<Vec<WakeSignal>, JobError> {
         let waiting: bool = sqlx::query_scalar(
-            "select exists (select 1 from x_outbox
-             where published_at is null and refused_at is null and claimed_by is null)",
+            // Unclaimed: after the last row of the lease holder's latest claim, or any row
+            // while no relay holds the lease.
+            "select exists (select 1 from x_outbox o
+             where o.published_at is null and o.refused_at is null
+               and not exists (select 1 from x_outbox_lease l
+                               where l.id = 1 and l.claimed_by is not null
+                                 and (o.staged_at, o.id) <= (l.last_staged_at, l.last_id)))",
         )
         .fetch_one(&mut *conn)
         .await

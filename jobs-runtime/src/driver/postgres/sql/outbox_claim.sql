@@ -1,27 +1,38 @@
--- The relay's claim, run after pg_advisory_xact_lock on the outbox in the same transaction,
--- so claims take turns and each sees the last one's stamps. Takes the head of the outbox in
--- (staged_at, id) order and stamps the holder on it, unless another holder's claim there has
--- not lapsed ($4: claims made after it are live), passing over the rows in $5 (the holder's
--- batch awaiting its mark). $1 holder, $2 rows, $3 now.
+-- The relay's claim, one statement: takes the outbox's lease for $1 unless another holder's
+-- claim has not lapsed ($4: claims made after it are live; the lease row's lock makes claims
+-- take turns), and answers the head of the outbox in (staged_at, id) order, passing over the
+-- rows in $5 (the holder's batch awaiting its mark). The lease keeps the holder, the time and
+-- the last row taken (the stage's wake reads it); a claim that takes nothing and skips nothing
+-- leaves it free, so an idle relay holds nothing. $1 holder, $2 rows, $3 now.
 with head as (
-    select id from {schema}.x_outbox
-    where published_at is null and refused_at is null
-      and id <> all($5)
-      and not exists (
-          select 1 from {schema}.x_outbox held
-          where held.published_at is null and held.refused_at is null
-            and held.claimed_by is not null and held.claimed_by <> $1
-            and held.claimed_at > $4
-      )
+    select id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts, run_at,
+        on_conflict, traceparent, actor, staged_at, publish_attempts, priority, unique_for_ms
+    from {schema}.x_outbox
+    where published_at is null and refused_at is null and id <> all($5)
     order by staged_at, id
     limit $2
-    for update
+), keep as (
+    select exists (select 1 from head) or cardinality($5::uuid[]) > 0 as held
+), last as (
+    select staged_at, id from head order by staged_at desc, id desc limit 1
+), lease as (
+    insert into {schema}.x_outbox_lease as l (id, claimed_by, claimed_at, last_staged_at, last_id)
+    select 1,
+        case when keep.held then $1::text end,
+        case when keep.held then $3::timestamptz end,
+        (select staged_at from last),
+        (select id from last)
+    from keep
+    on conflict (id) do update
+    set claimed_by = excluded.claimed_by,
+        claimed_at = excluded.claimed_at,
+        last_staged_at = coalesce(excluded.last_staged_at, l.last_staged_at),
+        last_id = coalesce(excluded.last_id, l.last_id)
+    where l.claimed_by is null or l.claimed_by = $1 or l.claimed_at <= $4
+    returning 1
 )
--- The rows are found by their primary key: a join would let the planner hash the whole table,
--- the audit trail included, on every claim.
-update {schema}.x_outbox o
-set claimed_by = $1, claimed_at = $3
-where o.id = any(array(select id from head))
-returning o.id, o.run_id, o.name, o.queue, o.input, o.idempotency_key, o.tenant_id,
-    o.max_attempts, o.run_at, o.on_conflict, o.traceparent, o.actor, o.staged_at,
-    o.publish_attempts, o.priority, o.unique_for_ms
+select id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts, run_at,
+    on_conflict, traceparent, actor, staged_at, publish_attempts, priority, unique_for_ms
+from head
+where exists (select 1 from lease)
+order by staged_at, id
