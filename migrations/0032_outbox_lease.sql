@@ -14,3 +14,5 @@ create table if not exists {schema}.x_outbox_lease (
 drop index if exists {schema}.x_outbox_held_idx;
 alter table {schema}.x_outbox drop column if exists claimed_by;
 alter table {schema}.x_outbox drop column if exists claimed_at;
+-- The audit trail keeps which relay published a row, written by the mark.
+alter table {schema}.x_outbox add column if not exists published_by text;

@@ -413,7 +413,7 @@ async fn an_installed_outbox_adds_its_gauges_to_the_metrics() {
             limit: 1,
             lease: std::time::Duration::from_secs(30),
             now: jobs.now(),
-            skip: Vec::new(),
+            after: None,
         })
         .await
         .unwrap();

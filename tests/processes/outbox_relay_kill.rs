@@ -1,5 +1,5 @@
-//! An outbox relay process SIGKILLed between publishing a batch and marking it: its claim
-//! holds the batch until it lapses, then another relay takes the head over, re-publishes the
+//! An outbox relay process SIGKILLed between publishing a batch and marking it: its lease
+//! holds the head until it lapses, then another relay takes the head over, re-publishes the
 //! batch (the job store answers the first jobs by id: no second job) and publishes the rest,
 //! every row once, in stage order.
 
@@ -96,13 +96,15 @@ async fn a_relay_killed_between_publish_and_mark_is_taken_over_and_every_row_pub
 
     let after_kill = outbox.outbox_stats().await.unwrap();
     assert_eq!((after_kill.published, after_kill.backlog), (20, 30));
-    assert_eq!(
-        jobs_in(&*target).await,
-        30,
-        "the third batch reached the job store"
+    // The third batch reached the job store; the relay pipelines, so the fourth may have too
+    // (it is published while the third is marked), never more.
+    let reached = jobs_in(&*target).await;
+    assert!(
+        reached == 30 || reached == 40,
+        "the third batch, and at most the fourth, reached the job store: {reached}"
     );
 
-    // Its claim holds the third batch until it lapses: no other relay takes the head before.
+    // Its lease holds the head until it lapses: no other relay takes anything before.
     let now_relay = OutboxRelay::builder(outbox.clone(), &jobs)
         .holder("relay-takeover")
         .batch(10)
@@ -132,8 +134,8 @@ async fn a_relay_killed_between_publish_and_mark_is_taken_over_and_every_row_pub
     }
     assert_eq!(
         (published, deduped),
-        (30, 10),
-        "the third batch met its first jobs"
+        (30, reached as usize - 20),
+        "the batches published before the kill met their first jobs"
     );
     assert_eq!(
         jobs_in(&*target).await,
@@ -145,7 +147,7 @@ async fn a_relay_killed_between_publish_and_mark_is_taken_over_and_every_row_pub
     }
     let order: Vec<(JobId, chrono::DateTime<chrono::Utc>, String)> =
         jobs::sqlx::query_as(jobs::sqlx::AssertSqlSafe(format!(
-            "select id, published_at, claimed_by from {app}.x_outbox order by staged_at, id"
+            "select id, published_at, published_by from {app}.x_outbox order by staged_at, id"
         )))
         .fetch_all(&pool)
         .await

@@ -58,11 +58,11 @@ async fn stage_pg(jobs: &Jobs, pool: &jobs::sqlx::PgPool, first: u64, n: u64) ->
     ids
 }
 
-/// Relays until the outbox is empty; answers how many rows went.
+/// Relays until the outbox is empty, in pipelined drains; answers how many rows went.
 async fn drain(relay: &OutboxRelay) -> usize {
     let mut published = 0;
     loop {
-        let pass = relay.pass().await.expect("pass");
+        let pass = relay.drain().await.expect("drain");
         assert!(pass.stopped_by.is_none(), "a pass stopped: {pass:?}");
         if pass.claimed == 0 {
             return published;
@@ -91,7 +91,7 @@ async fn feeds(target: Arc<dyn JobDriver>, outbox: Arc<dyn OutboxStore>, stage: 
     let jobs = Jobs::with_clock(target.clone(), Arc::new(jobs::clock::SystemClock))
         .with_shared_outbox(outbox.clone(), OutboxMode::Required);
     let ids = match &stage {
-        Staging::Postgres(pool) => stage_pg(&jobs, pool, 1, 25).await,
+        Staging::Postgres(pool, _) => stage_pg(&jobs, pool, 1, 25).await,
         Staging::Sqlite(pool) => {
             let mut ids = Vec::new();
             let mut tx = pool.begin().await.unwrap();
@@ -122,19 +122,38 @@ async fn feeds(target: Arc<dyn JobDriver>, outbox: Arc<dyn OutboxStore>, stage: 
     }
     let stats = outbox.outbox_stats().await.unwrap();
     assert_eq!((stats.backlog, stats.published), (0, 25));
+    // The audit trail names the relay that published each row.
+    let by_relay: i64 = match &stage {
+        Staging::Postgres(pool, schema) => jobs::sqlx::query_scalar(jobs::sqlx::AssertSqlSafe(
+            format!("select count(*) from {schema}.x_outbox where published_by = $1"),
+        ))
+        .bind(relay.holder())
+        .fetch_one(pool)
+        .await
+        .unwrap(),
+        Staging::Sqlite(pool) => {
+            jobs::sqlx::query_scalar("select count(*) from x_outbox where published_by = ?1")
+                .bind(relay.holder())
+                .fetch_one(pool)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(by_relay, 25, "target {}", target.name());
     let worker = jobs.worker().registry(registry()).build().unwrap();
     let ran = worker.tick().await.unwrap();
     assert!(!ran.is_empty(), "a published job runs on {}", target.name());
 }
 
 enum Staging {
-    Postgres(jobs::sqlx::PgPool),
+    /// The app's pool and the outbox's schema.
+    Postgres(jobs::sqlx::PgPool, String),
     Sqlite(jobs::sqlx::SqlitePool),
 }
 
-async fn pg_outbox(test: &str) -> (jobs::sqlx::PgPool, Arc<dyn OutboxStore>) {
-    let (pool, _, outbox) = pg_outbox_in(test).await;
-    (pool, outbox)
+async fn pg_outbox(test: &str) -> (Staging, Arc<dyn OutboxStore>) {
+    let (pool, schema, outbox) = pg_outbox_in(test).await;
+    (Staging::Postgres(pool, schema), outbox)
 }
 
 async fn pg_outbox_in(test: &str) -> (jobs::sqlx::PgPool, String, Arc<dyn OutboxStore>) {
@@ -145,34 +164,29 @@ async fn pg_outbox_in(test: &str) -> (jobs::sqlx::PgPool, String, Arc<dyn Outbox
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_outbox_feeds_memory() {
-    let (pool, outbox) = pg_outbox("outbox_feeds_memory").await;
-    feeds(
-        Arc::new(MemoryDriver::new()),
-        outbox,
-        Staging::Postgres(pool),
-    )
-    .await;
+    let (staging, outbox) = pg_outbox("outbox_feeds_memory").await;
+    feeds(Arc::new(MemoryDriver::new()), outbox, staging).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_outbox_feeds_sqlite() {
-    let (pool, outbox) = pg_outbox("outbox_feeds_sqlite").await;
+    let (staging, outbox) = pg_outbox("outbox_feeds_sqlite").await;
     let target = support::sqlite::driver("outbox_feeds_sqlite").await;
-    feeds(target, outbox, Staging::Postgres(pool)).await;
+    feeds(target, outbox, staging).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_outbox_feeds_postgres_in_another_schema() {
-    let (pool, outbox) = pg_outbox("outbox_feeds_pg_app").await;
+    let (staging, outbox) = pg_outbox("outbox_feeds_pg_app").await;
     let target = support::pg::driver("outbox_feeds_pg_jobs").await;
-    feeds(target, outbox, Staging::Postgres(pool)).await;
+    feeds(target, outbox, staging).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_outbox_feeds_redis() {
-    let (pool, outbox) = pg_outbox("outbox_feeds_redis").await;
+    let (staging, outbox) = pg_outbox("outbox_feeds_redis").await;
     let target = support::redis::driver("outbox_feeds_redis").await;
-    feeds(target, outbox, Staging::Postgres(pool)).await;
+    feeds(target, outbox, staging).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -54,7 +54,7 @@ pub(crate) async fn settle_four(store: &dyn OutboxStore, now: jobs::clock::Times
             limit: 10,
             lease: DEFAULT_OUTBOX_CLAIM_LEASE,
             now,
-            skip: Vec::new(),
+            after: None,
         })
         .await
         .expect("claim");

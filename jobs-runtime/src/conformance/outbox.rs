@@ -75,7 +75,7 @@ macro_rules! __outbox_cases {
             outbox_stage_refuses_a_connection_of_another_kind,
             outbox_wake_signals_a_committed_stage,
             outbox_claim_never_hands_one_row_to_two_concurrent_relays,
-            outbox_claim_passes_over_the_rows_it_is_told_to_skip,
+            outbox_claim_after_a_position_takes_the_rows_after_it,
             relay_publishes_committed_rows_once_in_order_and_the_job_runs,
             relay_stops_at_the_first_failed_row_and_keeps_the_rest,
             relay_sets_aside_a_row_the_job_store_refuses_for_good,
@@ -131,7 +131,7 @@ fn claim(holder: &str, limit: usize, now: Timestamp) -> OutboxClaimParams {
         limit,
         lease: LEASE,
         now,
-        skip: Vec::new(),
+        after: None,
     }
 }
 
@@ -529,36 +529,57 @@ pub async fn outbox_claim_never_hands_one_row_to_two_concurrent_relays(
     assert_eq!(s.backlog as usize + seen.len(), 40);
 }
 
-/// A claim passes over the rows it is told to skip (the holder's own batch awaiting its mark,
-/// when a relay pipelines), and takes the rows after them; without `skip`, the holder's own
-/// unmarked rows are the head again.
-pub async fn outbox_claim_passes_over_the_rows_it_is_told_to_skip(fixture: Arc<dyn OutboxFixture>) {
+/// A claim after a position (a pipelined relay's batches awaiting their marks) takes the rows
+/// after it only; a row that committed late behind it waits for the next claim from the head,
+/// which takes the holder's own unmarked rows again.
+pub async fn outbox_claim_after_a_position_takes_the_rows_after_it(
+    fixture: Arc<dyn OutboxFixture>,
+) {
     let store = fixture.store();
     stage(
         &*fixture,
         &[
             staged("a", 0),
-            staged("b", 1),
-            staged("c", 2),
-            staged("d", 3),
+            staged("b", 2),
+            staged("c", 3),
+            staged("d", 4),
         ],
     )
     .await;
     let first = claim_ok(&*store, &claim("r1", 2, at(10))).await;
+    let position = |records: &[OutboxRecord]| {
+        let last = records.last().expect("a row");
+        Some((last.staged_at(), last.request.id))
+    };
+    // A row staged at 1 commits late, behind the batch in flight.
+    let late = staged("late", 1);
+    stage(&*fixture, std::slice::from_ref(&late)).await;
     let next = claim_ok(
         &*store,
         &OutboxClaimParams {
-            skip: ids(&first),
+            after: position(&first),
             ..claim("r1", 2, at(11))
         },
     )
     .await;
     assert_eq!(next.len(), 2);
-    let all = claim_ok(&*store, &claim("r1", 10, at(12))).await;
-    assert_eq!(ids(&all)[..2], ids(&first)[..]);
-    assert_eq!(ids(&all)[2..], ids(&next)[..]);
-    // Another holder still takes nothing while r1's rows are held.
+    assert!(!ids(&next).contains(&late.id));
+    // Nothing after the last batch: the holder keeps the lease, its batches still unmarked.
+    let none = claim_ok(
+        &*store,
+        &OutboxClaimParams {
+            after: position(&next),
+            ..claim("r1", 2, at(12))
+        },
+    )
+    .await;
+    assert!(none.is_empty());
     assert!(claim_ok(&*store, &claim("r2", 10, at(13))).await.is_empty());
+    // From the head: the holder's own unmarked rows, the late row in its place.
+    let all = claim_ok(&*store, &claim("r1", 10, at(14))).await;
+    let mut expected = vec![ids(&first)[0], late.id, ids(&first)[1]];
+    expected.extend(ids(&next));
+    assert_eq!(ids(&all), expected);
 }
 
 // ---------------------------------------------------------------------------------------------

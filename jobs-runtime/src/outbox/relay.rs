@@ -22,6 +22,10 @@ use crate::error::{ErrorCode, JobError};
 
 /// Rows a pass claims at most.
 pub const DEFAULT_OUTBOX_BATCH: usize = 500;
+/// Full batches a drain publishes before it ends (the run loop starts the next at once, from
+/// the head, so a row that committed late behind the batches in flight waits at most this
+/// many batches).
+pub const DRAIN_BATCHES: usize = 20;
 /// The wait between passes while there is work (a pass that emptied a full batch goes again
 /// at once).
 pub const DEFAULT_OUTBOX_INTERVAL: Duration = Duration::from_millis(200);
@@ -59,6 +63,10 @@ impl OutboxRelayBuilder {
         self
     }
 
+    /// Full batches a drain publishes before it ends (the run loop starts the next at once, from
+    /// the head, so a row that committed late behind the batches in flight waits at most this
+    /// many batches).
+    pub const DRAIN_BATCHES: usize = 20;
     /// The wait between passes while there is work (default [`DEFAULT_OUTBOX_INTERVAL`]).
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
@@ -212,7 +220,7 @@ impl OutboxRelay {
     /// rest at the first failure.
     pub async fn pass(&self) -> Result<PassReport, JobError> {
         let inner = &*self.inner;
-        let rows = self.claim(Vec::new()).await?;
+        let rows = self.claim(None).await?;
         let mut report = PassReport {
             claimed: rows.len(),
             ..PassReport::default()
@@ -237,12 +245,14 @@ impl OutboxRelay {
         Ok(report)
     }
 
-    /// Passes back to back until a claim comes back short of a full batch, pipelined: while a
-    /// batch is published, the batch before it is marked and the next one claimed (passing over
-    /// this one's rows), so the outbox's own writes overlap the job store's. Order holds as in
-    /// [`pass`](Self::pass): a batch is published only after the one before it was, and a failed
-    /// publish hands back its own tail and the batch claimed after it. The report sums the
-    /// batches.
+    /// Passes back to back until a claim comes back short of a full batch (or
+    /// [`DRAIN_BATCHES`] went), pipelined: while a batch is published, the batch before it is
+    /// marked and the next one claimed after it, on connections of their own, so the outbox's
+    /// statements overlap the job store's. Order holds as in [`pass`](Self::pass): a batch is
+    /// published only after the one before it was, and a failed publish releases its tail (and
+    /// with it the lease) and leaves the batch claimed after it unpublished. A row that
+    /// committed late behind the batches in flight is taken by the next drain, which starts
+    /// from the head. The report sums the batches.
     pub async fn drain(&self) -> Result<PassReport, JobError> {
         self.drain_until(&CancellationToken::new()).await
     }
@@ -251,31 +261,41 @@ impl OutboxRelay {
     async fn drain_until(&self, stop: &CancellationToken) -> Result<PassReport, JobError> {
         let inner = &*self.inner;
         let mut report = PassReport::default();
-        let mut rows = self.claim(Vec::new()).await?;
+        let mut rows = self.claim(None).await?;
         // The batch published last, awaiting its mark: when it was settled, its rows and what
         // the job store answered.
         let mut unmarked: Option<(Timestamp, Vec<EnqueueRequest>, Vec<EnqueueResult>)> = None;
+        let mut batches = 0;
         while !rows.is_empty() {
+            batches += 1;
             report.claimed += rows.len();
-            let go_on = rows.len() == inner.batch && !stop.is_cancelled();
+            let go_on =
+                rows.len() == inner.batch && batches < DRAIN_BATCHES && !stop.is_cancelled();
+            let position = rows.last().map(|r| (r.staged_at(), r.request.id));
             let (settle_at, requests) = self.requests(rows);
-            let skip: Vec<JobId> = requests.iter().map(|r| r.id).collect();
             let mut marks = PassReport::default();
-            let (published, next) =
-                tokio::join!(inner.jobs.driver().job_enqueue_many(&requests), async {
-                    if let Some((at, requests, results)) = unmarked.take() {
-                        let settle = OutboxSettle {
-                            holder: &inner.holder,
-                            now: at,
-                        };
-                        self.mark(&settle, &requests, &results, &mut marks).await?;
+            let (published, marked, next) = tokio::join!(
+                inner.jobs.driver().job_enqueue_many(&requests),
+                async {
+                    match unmarked.take() {
+                        Some((at, requests, results)) => {
+                            let settle = OutboxSettle {
+                                holder: &inner.holder,
+                                now: at,
+                            };
+                            self.mark(&settle, &requests, &results, &mut marks).await
+                        }
+                        None => Ok(()),
                     }
+                },
+                async {
                     if go_on {
-                        self.claim(skip).await
+                        self.claim(position).await
                     } else {
                         Ok(Vec::new())
                     }
-                });
+                }
+            );
             report.published += marks.published;
             report.deduped += marks.deduped;
             let settle = OutboxSettle {
@@ -290,28 +310,20 @@ impl OutboxRelay {
                 Err(_) => {
                     // Nothing claimed after this batch may overtake it: this one is published row
                     // by row up to its first failure, whose release frees the lease, and the
-                    // next batch is left unpublished for the next claim.
+                    // next batch is left unpublished for the next claim from the head.
                     self.one_by_one(&settle, &requests, &mut report).await?;
                     if report.published > 0 {
                         inner.jobs.local_wake().notify_waiters();
                     }
+                    marked?;
                     next?;
                     return Ok(report);
                 }
             }
-            rows = match next {
-                Ok(next) => next,
-                Err(error) => {
-                    if let Some((at, requests, results)) = unmarked.take() {
-                        let settle = OutboxSettle {
-                            holder: &inner.holder,
-                            now: at,
-                        };
-                        self.mark(&settle, &requests, &results, &mut report).await?;
-                    }
-                    return Err(error);
-                }
-            };
+            // On an error, the rows left unmarked are published again by the next claim from
+            // the head, and the job store answers their first jobs.
+            marked?;
+            rows = next?;
         }
         if let Some((at, requests, results)) = unmarked.take() {
             let settle = OutboxSettle {
@@ -323,8 +335,11 @@ impl OutboxRelay {
         Ok(report)
     }
 
-    /// Claims the head of the outbox for this relay, passing over `skip`.
-    async fn claim(&self, skip: Vec<JobId>) -> Result<Vec<OutboxRecord>, JobError> {
+    /// Claims for this relay: the head, or the rows after `after`.
+    async fn claim(
+        &self,
+        after: Option<(Timestamp, JobId)>,
+    ) -> Result<Vec<OutboxRecord>, JobError> {
         let inner = &*self.inner;
         inner
             .store
@@ -333,7 +348,7 @@ impl OutboxRelay {
                 limit: inner.batch,
                 lease: inner.lease,
                 now: inner.jobs.now(),
-                skip,
+                after,
             })
             .await
     }

@@ -164,17 +164,21 @@ impl OutboxStore for MemoryOutbox {
                 return Ok(Vec::new());
             }
         }
+        let from = match params.after {
+            Some(after) => std::ops::Bound::Excluded(after),
+            None => std::ops::Bound::Unbounded,
+        };
         let head: Vec<OutboxRecord> = rows
             .pending
-            .values()
-            .filter(|row| !params.skip.contains(&row.request.id))
+            .range((from, std::ops::Bound::Unbounded))
+            .map(|(_, row)| row)
             .take(params.limit)
             .map(|row| OutboxRecord {
                 request: row.request.clone(),
                 publish_attempts: row.publish_attempts,
             })
             .collect();
-        rows.lease = (!head.is_empty() || !params.skip.is_empty())
+        rows.lease = (!head.is_empty() || params.after.is_some())
             .then(|| (params.holder.clone(), params.now));
         Ok(head)
     }

@@ -16,8 +16,8 @@
 //!   the total order `(staged_at, id)`, in the same statement or transaction; it takes nothing
 //!   while another holder's lease has not lapsed (`claimed_at + lease > now`), so one relay at
 //!   a time publishes and nothing overtakes a batch in flight; it passes over the rows in
-//!   [`OutboxClaimParams::skip`] (the caller's own batch awaiting its mark), and a claim that
-//!   takes nothing and skips nothing leaves the lease free;
+//!   at or before [`OutboxClaimParams::after`] (the caller's own batches awaiting their marks),
+//!   and a claim from the head that takes nothing leaves the lease free;
 //! - [`OutboxStore::outbox_published`], [`OutboxStore::outbox_release`] and
 //!   [`OutboxStore::outbox_refused`] change rows only while the caller holds the lease: a
 //!   lapsed relay's late call, after another took the lease over, changes nothing;
@@ -49,12 +49,22 @@ pub struct OutboxClaimParams {
     pub lease: Duration,
     /// The clock's now.
     pub now: Timestamp,
-    /// Rows this holder published and has not marked yet (a pipelined relay marks one batch
-    /// while it claims and publishes the next): the claim passes over them. Empty otherwise.
-    pub skip: Vec<JobId>,
+    /// A pipelined relay's position: the last row of the batches it published and has not
+    /// marked yet (it marks one batch while it claims and publishes the next). The claim takes
+    /// only rows after it in `(staged_at, id)`; a row that committed late behind it waits for
+    /// the next claim from the head. `None`: from the head.
+    pub after: Option<(Timestamp, JobId)>,
 }
 
 impl OutboxClaimParams {
+    /// The position a claim from the head starts after: before every row.
+    pub fn start_of_time() -> (Timestamp, JobId) {
+        (
+            chrono::DateTime::from_timestamp(-62_135_596_800, 0).expect("0001-01-01 is a time"),
+            JobId::nil(),
+        )
+    }
+
     /// Leases taken after this instant are live: another holder's lease taken then keeps
     /// every claimer off the head. Every store judges a claim by it.
     pub fn live_after(&self) -> Timestamp {

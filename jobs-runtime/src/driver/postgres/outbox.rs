@@ -171,12 +171,17 @@ impl OutboxStore for PostgresOutbox {
         &self,
         params: &OutboxClaimParams,
     ) -> Result<Vec<OutboxRecord>, JobError> {
+        let after = params
+            .after
+            .unwrap_or_else(OutboxClaimParams::start_of_time);
         let records: Vec<OutboxRecord> = sqlx::query_as(self.sql.claim.clone())
             .bind(&params.holder)
             .bind(i64::try_from(params.limit).unwrap_or(i64::MAX))
             .bind(params.now)
             .bind(params.live_after())
-            .bind(&params.skip)
+            .bind(after.0)
+            .bind(after.1)
+            .bind(params.after.is_some())
             .fetch_all(&self.pool)
             .await
             .map_err(|e| classify(Op::OutboxClaim, e))?;

@@ -34,7 +34,8 @@ const STAGE: &str = "insert into x_outbox (id, run_id, name, queue, input, idemp
 const HAS_COLUMN: &str = "select count(*) from pragma_table_info('x_outbox') where name = ?1";
 
 /// The columns added to `x_outbox` after migration 7, each with its `alter table`: a job's
-/// priority and its unique period in milliseconds, carried to the job store by the relay.
+/// priority and its unique period in milliseconds, carried to the job store by the relay, and
+/// the relay that published the row (the audit trail's, since migration 15).
 const ADDED_COLUMNS: &[(&str, &str)] = &[
     (
         "priority",
@@ -43,6 +44,10 @@ const ADDED_COLUMNS: &[(&str, &str)] = &[
     (
         "unique_for_ms",
         "alter table x_outbox add column unique_for_ms integer",
+    ),
+    (
+        "published_by",
+        "alter table x_outbox add column published_by text",
     ),
 ];
 
@@ -81,14 +86,14 @@ async fn has_column(conn: &mut SqliteConnection, column: &str) -> Result<bool, s
 /// The outbox's lease: who holds the head and since when (in the claim's `BEGIN IMMEDIATE`).
 const LEASE: &str = "select claimed_by, claimed_at from x_outbox_lease where id = 1";
 
-/// The head of the outbox in (staged_at, id) order, passing over the rows in ?2 (a JSON array
-/// of hex ids: the holder's batch awaiting its mark).
+/// The outbox's rows after (?2, ?3) in (staged_at, id) order: the head (a position before
+/// every row), or the rows after the holder's batches awaiting their marks.
 const HEAD: &str = "select id, run_id, name, queue, input, idempotency_key, tenant_id,
         max_attempts, run_at, on_conflict, traceparent, actor, staged_at, publish_attempts,
         priority, unique_for_ms
     from x_outbox
     where published_at is null and refused_at is null
-      and id not in (select unhex(value) from json_each(?2))
+      and (staged_at, id) > (?2, ?3)
     order by staged_at, id
     limit ?1";
 
@@ -117,7 +122,7 @@ macro_rules! holds {
 /// predicate, so no plan walks the backlog filtering on the ids).
 const PUBLISHED: &str = concat!(
     "update x_outbox
-    set published_at = ?3,
+    set published_at = ?3, published_by = ?1,
         deduped = (id in (select unhex(value) from json_each(?4)))
     where coalesce(published_at, refused_at) is null
       and id in (select unhex(value) from json_each(?2)) and ",
@@ -261,13 +266,17 @@ impl OutboxStore for SqliteOutbox {
                 return Ok(Vec::new());
             }
         }
+        let after = params
+            .after
+            .unwrap_or_else(OutboxClaimParams::start_of_time);
         let records: Vec<OutboxRecord> = sqlx::query_as(HEAD)
             .bind(i64::try_from(params.limit).unwrap_or(i64::MAX))
-            .bind(hex_ids(&params.skip))
+            .bind(ts(after.0))
+            .bind(after.1)
             .fetch_all(&mut *tx)
             .await
             .map_err(failed)?;
-        if records.is_empty() && params.skip.is_empty() {
+        if records.is_empty() && params.after.is_none() {
             sqlx::query(FREE)
                 .bind(&params.holder)
                 .execute(&mut *tx)

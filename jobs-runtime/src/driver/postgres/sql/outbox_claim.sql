@@ -1,18 +1,19 @@
 -- The relay's claim, one statement: takes the outbox's lease for $1 unless another holder's
 -- claim has not lapsed ($4: claims made after it are live; the lease row's lock makes claims
--- take turns), and answers the head of the outbox in (staged_at, id) order, passing over the
--- rows in $5 (the holder's batch awaiting its mark). The lease keeps the holder, the time and
--- the last row taken (the stage's wake reads it); a claim that takes nothing and skips nothing
--- leaves it free, so an idle relay holds nothing. $1 holder, $2 rows, $3 now.
+-- take turns), and answers the outbox's rows after ($5, $6) in (staged_at, id) order: the head
+-- (a position before every row), or, when $7, after the holder's batches awaiting their marks.
+-- The lease keeps the holder, the time and the last row taken (the stage's wake reads it); a
+-- claim from the head that takes nothing leaves it free, so an idle relay holds nothing.
+-- $1 holder, $2 rows, $3 now.
 with head as (
     select id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts, run_at,
         on_conflict, traceparent, actor, staged_at, publish_attempts, priority, unique_for_ms
     from {schema}.x_outbox
-    where published_at is null and refused_at is null and id <> all($5)
+    where published_at is null and refused_at is null and (staged_at, id) > ($5, $6)
     order by staged_at, id
     limit $2
 ), keep as (
-    select exists (select 1 from head) or cardinality($5::uuid[]) > 0 as held
+    select exists (select 1 from head) or $7 as held
 ), last as (
     select staged_at, id from head order by staged_at desc, id desc limit 1
 ), lease as (

@@ -4,6 +4,6 @@
 -- it does not match the pending index's predicate, which would let a plan walk the whole
 -- backlog filtering on the ids (a generic plan on a table without statistics does).
 update {schema}.x_outbox
-set published_at = $4, deduped = (id = any($3))
+set published_at = $4, published_by = $1, deduped = (id = any($3))
 where id = any($2) and coalesce(published_at, refused_at) is null
   and exists (select 1 from {schema}.x_outbox_lease where id = 1 and claimed_by = $1)
