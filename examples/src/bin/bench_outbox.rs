@@ -372,7 +372,7 @@ async fn idle(pg: &Postgres) {
     for ((wake, probe), before) in probes.iter().zip(before) {
         let per_minute = (probe.claims() - before) as f64 * 60.0 / IDLE_SECS as f64;
         println!(
-            "| {} | {per_minute:.0} claims a minute (one transaction of 2 statements each) |",
+            "| {} | {per_minute:.0} claims a minute (one statement each) |",
             if *wake {
                 "with the wake (LISTEN)"
             } else {

@@ -3,7 +3,8 @@
 -- take turns), and answers the outbox's rows after ($5, $6) in (staged_at, id) order: the head
 -- (a position before every row), or, when $7, after the holder's batches awaiting their marks.
 -- The lease keeps the holder, the time and the last row taken (the stage's wake reads it); a
--- claim from the head that takes nothing leaves it free, so an idle relay holds nothing.
+-- claim from the head that takes nothing leaves it free, so an idle relay holds nothing (and,
+-- finding it free, writes nothing).
 -- $1 holder, $2 rows, $3 now.
 with head as (
     select id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts, run_at,
@@ -29,7 +30,9 @@ with head as (
         claimed_at = excluded.claimed_at,
         last_staged_at = coalesce(excluded.last_staged_at, l.last_staged_at),
         last_id = coalesce(excluded.last_id, l.last_id)
-    where l.claimed_by is null or l.claimed_by = $1 or l.claimed_at <= $4
+    where (l.claimed_by is null or l.claimed_by = $1 or l.claimed_at <= $4)
+      -- an idle relay's claim finds the lease free and leaves it so, writing nothing
+      and (excluded.claimed_by is not null or l.claimed_by is not null)
     returning 1
 )
 select id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts, run_at,
