@@ -366,7 +366,7 @@ pub async fn outbox_release_hands_rows_back_and_records_the_failure(
 }
 
 /// A claim that finds nothing leaves the lease free: an idle relay holds nothing, and another
-/// takes the head as soon as rows come.
+/// takes the head as soon as rows come. So does a release with no rows.
 pub async fn outbox_claim_that_takes_nothing_leaves_the_lease_free(
     fixture: Arc<dyn OutboxFixture>,
 ) {
@@ -383,6 +383,16 @@ pub async fn outbox_claim_that_takes_nothing_leaves_the_lease_free(
     stage(&*fixture, &[staged("b", 20)]).await;
     let b = claim_ok(&*store, &claim("r2", 5, at(14))).await;
     assert_eq!(b.len(), 1);
+    // A release with no rows (a relay stopping) frees the lease too.
+    assert_eq!(
+        store
+            .outbox_release(&settle("r2", at(15)), &[], None)
+            .await
+            .unwrap(),
+        0
+    );
+    let again = claim_ok(&*store, &claim("r3", 5, at(16))).await;
+    assert_eq!(ids(&again), ids(&b));
 }
 
 /// A refused row leaves the backlog for good and is counted apart.
