@@ -771,27 +771,7 @@ pub async fn relay_re_publish_after_a_crash_meets_the_first_job(fixture: Arc<dyn
 
 /// Two relays passing at once publish every row, each once.
 pub async fn relay_two_relays_at_once_publish_each_row_once(fixture: Arc<dyn OutboxFixture>) {
-    let counting = Arc::new(FailingTarget::default());
-    let jobs = target(&*fixture, counting.clone());
-    let rows: Vec<EnqueueRequest> = (0..60).map(|i| staged(&format!("t{i}"), i)).collect();
-    stage(&*fixture, &rows).await;
-    let mut tasks = Vec::new();
-    for name in ["relay-a", "relay-b"] {
-        let relay = relay(&*fixture, &jobs, name, 7);
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..40 {
-                relay.pass().await.expect("pass");
-                tokio::task::yield_now().await;
-            }
-        }));
-    }
-    for task in tasks {
-        task.await.expect("relay task");
-    }
-    let order = counting.published_order();
-    assert_eq!(order.len(), 60, "every row published once: {}", order.len());
-    assert_eq!(order, rows.iter().map(|r| r.id).collect::<Vec<_>>());
-    assert_eq!(stats_of(&*fixture).await.backlog, 0);
+    two_relays_at_once(fixture, 7, false).await;
 }
 
 /// A drain claims, publishes and marks batch after batch until a short one, every row once and
@@ -858,16 +838,26 @@ pub async fn relay_drain_stops_at_a_failed_row_and_hands_back_the_batch_claimed_
 pub async fn relay_two_relays_draining_at_once_publish_each_row_once(
     fixture: Arc<dyn OutboxFixture>,
 ) {
+    two_relays_at_once(fixture, 4, true).await;
+}
+
+/// Two relays at once over 60 rows, in batches of `batch`, by passes or by drains: every row
+/// published once, in stage order.
+async fn two_relays_at_once(fixture: Arc<dyn OutboxFixture>, batch: usize, drain: bool) {
     let counting = Arc::new(FailingTarget::default());
     let jobs = target(&*fixture, counting.clone());
-    let rows: Vec<EnqueueRequest> = (0..60).map(|i| staged(&format!("u{i}"), i)).collect();
+    let rows: Vec<EnqueueRequest> = (0..60).map(|i| staged(&format!("t{i}"), i)).collect();
     stage(&*fixture, &rows).await;
     let mut tasks = Vec::new();
     for name in ["relay-a", "relay-b"] {
-        let relay = relay(&*fixture, &jobs, name, 4);
+        let relay = relay(&*fixture, &jobs, name, batch);
         tasks.push(tokio::spawn(async move {
             for _ in 0..40 {
-                relay.drain().await.expect("drain");
+                if drain {
+                    relay.drain().await.expect("drain");
+                } else {
+                    relay.pass().await.expect("pass");
+                }
                 tokio::task::yield_now().await;
             }
         }));
@@ -876,6 +866,7 @@ pub async fn relay_two_relays_draining_at_once_publish_each_row_once(
         task.await.expect("relay task");
     }
     let order = counting.published_order();
+    assert_eq!(order.len(), 60, "every row published once: {}", order.len());
     assert_eq!(order, rows.iter().map(|r| r.id).collect::<Vec<_>>());
     assert_eq!(stats_of(&*fixture).await.backlog, 0);
 }
