@@ -50,6 +50,7 @@ pub use purge::OutboxPurge;
 pub use relay::{
     OutboxRelay, OutboxRelayBuilder, PassReport, RelayHandle, DEFAULT_OUTBOX_BATCH,
     DEFAULT_OUTBOX_IDLE_MAX, DEFAULT_OUTBOX_IDLE_MAX_WITHOUT_WAKE, DEFAULT_OUTBOX_INTERVAL,
+    DRAIN_BATCHES,
 };
 
 pub use crate::driver::outbox::{OutboxStats, DEFAULT_OUTBOX_CLAIM_LEASE};
