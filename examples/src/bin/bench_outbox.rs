@@ -5,7 +5,8 @@
 //!   as a staged one (the reference); it and a staged job (`enqueue_in` through the outbox).
 //! - `relay`: the relay's throughput from a Postgres outbox into each job store (memory, SQLite,
 //!   Postgres in another schema, Redis), beside a direct `enqueue_many` of as many jobs in
-//!   batches of the relay's size into the same store.
+//!   batches of the relay's size into the same store; and from a memory outbox into memory (the
+//!   relay's own pace, no database under the outbox).
 //! - `latency`: from a staged job's COMMIT to its start on a worker of a Postgres job store, the
 //!   relay and the worker each woken by their store's wake.
 //! - `idle`: the claims an idle relay makes a minute, with the wake and without.
@@ -24,7 +25,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use jobs::driver::postgres::PostgresOutbox;
-use jobs::driver::{JobDriver, MemoryDriver, PostgresDriver, RedisDriver, SqliteDriver};
+use jobs::driver::{
+    JobDriver, MemoryDriver, MemoryOutbox, PostgresDriver, RedisDriver, SqliteDriver,
+};
 use jobs::outbox::{OutboxMode, OutboxRelay, DEFAULT_OUTBOX_BATCH};
 use jobs::prelude::*;
 use jobs::sqlx::postgres::{PgPool, PgPoolOptions};
@@ -270,17 +273,7 @@ async fn relay(pg: &Postgres, redis_url: &str) {
             relayed.push(published as f64 / start.elapsed().as_secs_f64());
             assert_eq!(published as u64, RELAY_JOBS);
 
-            let direct_bench = format!("{name}-{run}-direct");
-            let start = Instant::now();
-            let mut n = 0;
-            while n < RELAY_JOBS {
-                let batch: Vec<Order> = (n..(n + DEFAULT_OUTBOX_BATCH as u64).min(RELAY_JOBS))
-                    .map(|i| order(&direct_bench, i))
-                    .collect();
-                n += batch.len() as u64;
-                OutboxBenchOrder::enqueue_many(&jobs, batch).await.unwrap();
-            }
-            direct.push(RELAY_JOBS as f64 / start.elapsed().as_secs_f64());
+            direct.push(direct_rate(&jobs, &format!("{name}-{run}-direct")).await);
         }
         println!(
             "| {name} | {} | {} | {:.2}x |",
@@ -289,6 +282,63 @@ async fn relay(pg: &Postgres, redis_url: &str) {
             median(relayed.clone()) / median(direct.clone())
         );
     }
+    memory_to_memory().await;
+}
+
+/// The relay's own pace, with no database under the outbox: a memory outbox into a memory job
+/// store, beside a direct `enqueue_many` into that store.
+async fn memory_to_memory() {
+    let (mut relayed, mut direct) = (Vec::new(), Vec::new());
+    for run in 0..RUNS {
+        let outbox = MemoryOutbox::new();
+        let jobs = Jobs::with_clock(
+            Arc::new(MemoryDriver::new()),
+            Arc::new(jobs::clock::SystemClock),
+        )
+        .with_outbox(outbox.clone(), OutboxMode::Optional);
+        let bench = format!("memory-outbox-{run}");
+        let mut tx = outbox.begin();
+        for n in 0..RELAY_JOBS {
+            OutboxBenchOrder::enqueue_in(&jobs, &mut tx, order(&bench, n))
+                .await
+                .unwrap();
+        }
+        tx.commit();
+        let relay = OutboxRelay::builder(outbox, &jobs).build().unwrap();
+        let start = Instant::now();
+        let mut published = 0;
+        loop {
+            let drained = relay.drain().await.unwrap();
+            if drained.claimed == 0 {
+                break;
+            }
+            published += drained.published;
+        }
+        relayed.push(published as f64 / start.elapsed().as_secs_f64());
+        assert_eq!(published as u64, RELAY_JOBS);
+        direct.push(direct_rate(&jobs, &format!("{bench}-direct")).await);
+    }
+    println!(
+        "| memory, from a memory outbox (no database under it) | {} | {} | {:.2}x |",
+        range(&relayed),
+        range(&direct),
+        median(relayed.clone()) / median(direct.clone())
+    );
+}
+
+/// Enqueues `RELAY_JOBS` orders straight into the job store in batches of the relay's size;
+/// answers jobs a second.
+async fn direct_rate(jobs: &Jobs, bench: &str) -> f64 {
+    let start = Instant::now();
+    let mut n = 0;
+    while n < RELAY_JOBS {
+        let batch: Vec<Order> = (n..(n + DEFAULT_OUTBOX_BATCH as u64).min(RELAY_JOBS))
+            .map(|i| order(bench, i))
+            .collect();
+        n += batch.len() as u64;
+        OutboxBenchOrder::enqueue_many(jobs, batch).await.unwrap();
+    }
+    RELAY_JOBS as f64 / start.elapsed().as_secs_f64()
 }
 
 /// From a staged job's COMMIT to its start, the relay and a worker each on their wake.
