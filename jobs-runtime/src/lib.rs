@@ -48,9 +48,17 @@ macro_rules! planted {
         #[cfg(feature = "simulation")]
         let planted = crate::simulation::is_planted(crate::simulation::Plant::$bug);
         #[cfg(not(feature = "simulation"))]
-        let planted = false;
+        let planted = crate::never_planted();
         planted
     }};
+}
+
+/// No bug is planted in a build without the `simulation` feature. A call rather than `false`,
+/// so a condition holding `planted!` reads the same to clippy with the feature on or off.
+#[cfg(not(feature = "simulation"))]
+#[inline(always)]
+pub(crate) fn never_planted() -> bool {
+    false
 }
 
 pub mod backfill;
