@@ -261,26 +261,10 @@ async fn relay(pg: &Postgres, redis_url: &str) {
             let bench = format!("{name}-{run}");
             stage_many(pg, &jobs, &bench, RELAY_JOBS).await;
             let relay = OutboxRelay::builder(outbox, &jobs).build().unwrap();
-            let start = Instant::now();
-            let mut published = 0;
-            loop {
-                let drained = relay.drain().await.unwrap();
-                if drained.claimed == 0 {
-                    break;
-                }
-                published += drained.published;
-            }
-            relayed.push(published as f64 / start.elapsed().as_secs_f64());
-            assert_eq!(published as u64, RELAY_JOBS);
-
+            relayed.push(relay_rate(&relay).await);
             direct.push(direct_rate(&jobs, &format!("{name}-{run}-direct")).await);
         }
-        println!(
-            "| {name} | {} | {} | {:.2}x |",
-            range(&relayed),
-            range(&direct),
-            median(relayed.clone()) / median(direct.clone())
-        );
+        row(name, &relayed, &direct);
     }
     memory_to_memory().await;
 }
@@ -305,24 +289,38 @@ async fn memory_to_memory() {
         }
         tx.commit();
         let relay = OutboxRelay::builder(outbox, &jobs).build().unwrap();
-        let start = Instant::now();
-        let mut published = 0;
-        loop {
-            let drained = relay.drain().await.unwrap();
-            if drained.claimed == 0 {
-                break;
-            }
-            published += drained.published;
-        }
-        relayed.push(published as f64 / start.elapsed().as_secs_f64());
-        assert_eq!(published as u64, RELAY_JOBS);
+        relayed.push(relay_rate(&relay).await);
         direct.push(direct_rate(&jobs, &format!("{bench}-direct")).await);
     }
+    row(
+        "memory, from a memory outbox (no database under it)",
+        &relayed,
+        &direct,
+    );
+}
+
+/// Drains the outbox (`RELAY_JOBS` staged rows) with `relay`; answers jobs a second.
+async fn relay_rate(relay: &OutboxRelay) -> f64 {
+    let start = Instant::now();
+    let mut published = 0;
+    loop {
+        let drained = relay.drain().await.unwrap();
+        if drained.claimed == 0 {
+            break;
+        }
+        published += drained.published;
+    }
+    assert_eq!(published as u64, RELAY_JOBS);
+    published as f64 / start.elapsed().as_secs_f64()
+}
+
+/// One row of the relay's table.
+fn row(store: &str, relayed: &[f64], direct: &[f64]) {
     println!(
-        "| memory, from a memory outbox (no database under it) | {} | {} | {:.2}x |",
-        range(&relayed),
-        range(&direct),
-        median(relayed.clone()) / median(direct.clone())
+        "| {store} | {} | {} | {:.2}x |",
+        range(relayed),
+        range(direct),
+        median(relayed.to_vec()) / median(direct.to_vec())
     );
 }
 
