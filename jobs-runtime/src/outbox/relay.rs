@@ -43,6 +43,10 @@ const REFUSALS: &[ErrorCode] = &[
     ErrorCode::ValueUnstorable,
 ];
 
+/// A batch a drain published and has not marked yet: when it was settled, its rows and what the
+/// job store answered.
+type Unmarked = (Timestamp, Vec<EnqueueRequest>, Vec<EnqueueResult>);
+
 /// Builds an [`OutboxRelay`]; every setting is checked by [`OutboxRelayBuilder::build`].
 #[derive(Debug)]
 pub struct OutboxRelayBuilder {
@@ -229,10 +233,7 @@ impl OutboxRelay {
             return Ok(report);
         }
         let (settle_at, requests) = self.requests(rows);
-        let settle = OutboxSettle {
-            holder: &inner.holder,
-            now: settle_at,
-        };
+        let settle = self.settle(settle_at);
         match inner.jobs.driver().job_enqueue_many(&requests).await {
             Ok(results) => {
                 self.mark(&settle, &requests, &results, &mut report).await?;
@@ -264,7 +265,7 @@ impl OutboxRelay {
         let mut rows = self.claim(None).await?;
         // The batch published last, awaiting its mark: when it was settled, its rows and what
         // the job store answered.
-        let mut unmarked: Option<(Timestamp, Vec<EnqueueRequest>, Vec<EnqueueResult>)> = None;
+        let mut unmarked: Option<Unmarked> = None;
         let mut batches = 0;
         while !rows.is_empty() {
             batches += 1;
@@ -276,18 +277,7 @@ impl OutboxRelay {
             let mut marks = PassReport::default();
             let (published, marked, next) = tokio::join!(
                 inner.jobs.driver().job_enqueue_many(&requests),
-                async {
-                    match unmarked.take() {
-                        Some((at, requests, results)) => {
-                            let settle = OutboxSettle {
-                                holder: &inner.holder,
-                                now: at,
-                            };
-                            self.mark(&settle, &requests, &results, &mut marks).await
-                        }
-                        None => Ok(()),
-                    }
-                },
+                self.mark_unmarked(unmarked.take(), &mut marks),
                 async {
                     if go_on {
                         self.claim(position).await
@@ -298,10 +288,7 @@ impl OutboxRelay {
             );
             report.published += marks.published;
             report.deduped += marks.deduped;
-            let settle = OutboxSettle {
-                holder: &inner.holder,
-                now: settle_at,
-            };
+            let settle = self.settle(settle_at);
             match published {
                 Ok(results) => {
                     inner.jobs.local_wake().notify_waiters();
@@ -325,14 +312,31 @@ impl OutboxRelay {
             marked?;
             rows = next?;
         }
-        if let Some((at, requests, results)) = unmarked.take() {
-            let settle = OutboxSettle {
-                holder: &inner.holder,
-                now: at,
-            };
-            self.mark(&settle, &requests, &results, &mut report).await?;
-        }
+        self.mark_unmarked(unmarked, &mut report).await?;
         Ok(report)
+    }
+
+    /// Marks the batch a drain published last, if there is one.
+    async fn mark_unmarked(
+        &self,
+        unmarked: Option<Unmarked>,
+        report: &mut PassReport,
+    ) -> Result<(), JobError> {
+        match unmarked {
+            Some((at, requests, results)) => {
+                self.mark(&self.settle(at), &requests, &results, report)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// This relay's changes to its claim, settled at `now`.
+    fn settle(&self, now: Timestamp) -> OutboxSettle<'_> {
+        OutboxSettle {
+            holder: &self.inner.holder,
+            now,
+        }
     }
 
     /// Claims for this relay: the head, or the rows after `after`.
@@ -522,8 +526,8 @@ impl RelayHandle {
 
     /// Stops the relay: no pass starts after this, and the pass in flight is joined if it ends
     /// within `deadline` (on the client's clock), then the outbox's lease is freed; past it the
-    /// pass is abandoned, and its lease lapses for another relay to take over. Await it before closing the outbox's database.
-    /// Answers whether the pass in flight (if any) ended in time.
+    /// pass is abandoned, and its lease lapses for another relay to take over. Await it before
+    /// closing the outbox's database. Answers whether the pass in flight (if any) ended in time.
     pub async fn stop(self, deadline: Duration) -> bool {
         self.stop.cancel();
         let clock = self.relay.inner.jobs.clock().clone();
@@ -532,12 +536,8 @@ impl RelayHandle {
             biased;
             _ = &mut task => {
                 // Hand the head back, so another relay need not wait for the lease to lapse.
-                let inner = &*self.relay.inner;
-                let settle = OutboxSettle {
-                    holder: &inner.holder,
-                    now: inner.jobs.now(),
-                };
-                if let Err(error) = inner.store.outbox_release(&settle, &[], None).await {
+                let settle = self.relay.settle(self.relay.inner.jobs.now());
+                if let Err(error) = self.relay.inner.store.outbox_release(&settle, &[], None).await {
                     tracing::warn!(target: "jobs.outbox.release-failed", %error, "the stopped relay could not free the outbox's lease; it lapses for another relay");
                 }
                 true
