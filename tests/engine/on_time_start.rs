@@ -253,3 +253,44 @@ async fn a_wake_that_comes_back_reads_the_due_times_it_missed() {
     completed(&handle, 1).await;
     handle.shutdown().await;
 }
+
+/// A job enqueued due now while the worker's wake was lost was announced to no one: the wake's
+/// `Live` after the loss kicks a claim pass, so it starts then, not at the worker's poll an hour
+/// later (the test clock never moves).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wake_that_comes_back_claims_what_came_due_while_it_was_lost() {
+    let (wake, receiver) = tokio::sync::mpsc::channel(8);
+    let driver = Arc::new(Relistening {
+        rows: MemoryDriver::new(),
+        wake: Mutex::new(Some(receiver)),
+        reads: AtomicUsize::new(0),
+    });
+    let clock = TestClock::new();
+    let writer = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
+    let idle = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
+    let handle = idle_worker(&idle);
+    // Its first pass found nothing; it polls in an hour.
+    wait_until("the worker reads the next due times", || {
+        let read = driver.reads.load(Ordering::SeqCst);
+        async move { read >= 1 }
+    })
+    .await;
+    timers(&clock, 1).await;
+    wake.send(WakeSignal::Lost)
+        .await
+        .expect("the worker listens");
+    let now = OnTimeStartPlain::enqueue(&writer, Item { id: 3 })
+        .await
+        .expect("enqueue");
+    assert_eq!(
+        idle.job(now.id).await.unwrap().unwrap().state,
+        JobState::Ready,
+        "nothing announced it"
+    );
+    wake.send(WakeSignal::Live)
+        .await
+        .expect("the worker listens");
+    done(&idle, now.id).await;
+    completed(&handle, 1).await;
+    handle.shutdown().await;
+}

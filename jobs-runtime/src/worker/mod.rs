@@ -363,7 +363,8 @@ impl Worker {
 
     /// Forwards the driver's push wake: a served queue kicks a pass, a served queue's due time
     /// goes to the due timer; `Live`/`Lost` flip the idle ceiling, and each `Live` (the first
-    /// proof, and each one after a reconnect) reads the queues' next due times again.
+    /// proof, and each one after a reconnect) reads the queues' next due times again and kicks
+    /// a claim pass (a job enqueued due now while the wake was lost was announced to no one).
     async fn forward_wakes(
         &self,
         wake_live: Arc<AtomicBool>,
@@ -398,8 +399,10 @@ impl Worker {
                     WakeSignal::Live => {
                         wake_live.store(true, Ordering::Relaxed);
                         // The session is (again) listening: what was announced while it was
-                        // not (before its first proof, or while it was lost) is read back.
+                        // not (before its first proof, or while it was lost) is read back, the
+                        // due times by the due timer, the jobs due now by one claim pass.
                         due::read_from_store(&shared);
+                        shared.woken.notify_one();
                     }
                     WakeSignal::Lost => wake_live.store(false, Ordering::Relaxed),
                 }
