@@ -209,49 +209,83 @@ impl JobDriver for Relistening {
     }
 }
 
+/// A [`Relistening`] store, a writer and an idle worker on it, both on one test clock, and the
+/// sender that drives the worker's wake.
+struct Relistened {
+    wake: tokio::sync::mpsc::Sender<WakeSignal>,
+    driver: Arc<Relistening>,
+    clock: TestClock,
+    writer: Jobs,
+    idle: Jobs,
+    handle: WorkerHandle,
+}
+
+impl Relistened {
+    /// Starts the worker; answers once its first pass found nothing and its wake was lost (its
+    /// poll is an hour away).
+    async fn lost() -> Relistened {
+        let (wake, receiver) = tokio::sync::mpsc::channel(8);
+        let driver = Arc::new(Relistening {
+            rows: MemoryDriver::new(),
+            wake: Mutex::new(Some(receiver)),
+            reads: AtomicUsize::new(0),
+        });
+        let clock = TestClock::new();
+        let writer = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
+        let idle = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
+        let handle = idle_worker(&idle);
+        let relistened = Relistened {
+            wake,
+            driver,
+            clock,
+            writer,
+            idle,
+            handle,
+        };
+        relistened.reads(1).await;
+        timers(&relistened.clock, 1).await;
+        relistened.signal(WakeSignal::Lost).await;
+        relistened
+    }
+
+    async fn signal(&self, signal: WakeSignal) {
+        self.wake.send(signal).await.expect("the worker listens");
+    }
+
+    /// Waits until the worker read the next due times `n` times.
+    async fn reads(&self, n: usize) {
+        wait_until("the worker reads the next due times", || {
+            let read = self.driver.reads.load(Ordering::SeqCst);
+            async move { read >= n }
+        })
+        .await;
+    }
+
+    /// Waits until the worker ran job `id` (its only one) and stops it.
+    async fn ran(self, id: JobId) {
+        done(&self.idle, id).await;
+        completed(&self.handle, 1).await;
+        self.handle.shutdown().await;
+    }
+}
+
 /// A job delayed while the worker's wake was lost (its announcement went nowhere) starts when
 /// due: the wake's `Live` after the loss makes the worker read the next due times again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_that_comes_back_reads_the_due_times_it_missed() {
-    let (wake, receiver) = tokio::sync::mpsc::channel(8);
-    let driver = Arc::new(Relistening {
-        rows: MemoryDriver::new(),
-        wake: Mutex::new(Some(receiver)),
-        reads: AtomicUsize::new(0),
-    });
-    let clock = TestClock::new();
-    let writer = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
-    let idle = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
-    let handle = idle_worker(&idle);
-    let reads = |n: usize| {
-        let driver = driver.clone();
-        wait_until("the worker reads the next due times", move || {
-            let read = driver.reads.load(Ordering::SeqCst);
-            async move { read >= n }
-        })
-    };
-    // Its read at start found nothing; it polls in an hour.
-    reads(1).await;
-    timers(&clock, 1).await;
-    wake.send(WakeSignal::Lost)
-        .await
-        .expect("the worker listens");
+    let r = Relistened::lost().await;
     let delayed = OnTimeStartPlain::enqueue_with(
-        &writer,
+        &r.writer,
         Item { id: 2 },
         EnqueueOptions::new().delay(Duration::from_secs(30)),
     )
     .await
     .expect("enqueue");
-    wake.send(WakeSignal::Live)
-        .await
-        .expect("the worker listens");
-    reads(2).await;
-    timers(&clock, 2).await;
-    clock.advance(Duration::from_secs(30));
-    done(&idle, delayed.id).await;
-    completed(&handle, 1).await;
-    handle.shutdown().await;
+    r.signal(WakeSignal::Live).await;
+    r.reads(2).await;
+    timers(&r.clock, 2).await;
+    r.clock.advance(Duration::from_secs(30));
+    r.ran(delayed.id).await;
 }
 
 /// A job enqueued due now while the worker's wake was lost was announced to no one: the wake's
@@ -259,38 +293,15 @@ async fn a_wake_that_comes_back_reads_the_due_times_it_missed() {
 /// later (the test clock never moves).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_that_comes_back_claims_what_came_due_while_it_was_lost() {
-    let (wake, receiver) = tokio::sync::mpsc::channel(8);
-    let driver = Arc::new(Relistening {
-        rows: MemoryDriver::new(),
-        wake: Mutex::new(Some(receiver)),
-        reads: AtomicUsize::new(0),
-    });
-    let clock = TestClock::new();
-    let writer = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
-    let idle = Jobs::with_clock(driver.clone(), Arc::new(clock.clone()));
-    let handle = idle_worker(&idle);
-    // Its first pass found nothing; it polls in an hour.
-    wait_until("the worker reads the next due times", || {
-        let read = driver.reads.load(Ordering::SeqCst);
-        async move { read >= 1 }
-    })
-    .await;
-    timers(&clock, 1).await;
-    wake.send(WakeSignal::Lost)
-        .await
-        .expect("the worker listens");
-    let now = OnTimeStartPlain::enqueue(&writer, Item { id: 3 })
+    let r = Relistened::lost().await;
+    let now = OnTimeStartPlain::enqueue(&r.writer, Item { id: 3 })
         .await
         .expect("enqueue");
     assert_eq!(
-        idle.job(now.id).await.unwrap().unwrap().state,
+        r.idle.job(now.id).await.unwrap().unwrap().state,
         JobState::Ready,
         "nothing announced it"
     );
-    wake.send(WakeSignal::Live)
-        .await
-        .expect("the worker listens");
-    done(&idle, now.id).await;
-    completed(&handle, 1).await;
-    handle.shutdown().await;
+    r.signal(WakeSignal::Live).await;
+    r.ran(now.id).await;
 }
