@@ -246,7 +246,6 @@ async fn probe(
     ledger: &mut Ledger,
     workers: &mut [Worker],
 ) -> u64 {
-    let s = store.schema();
     let round = workers.len() as u64 * CONCURRENCY;
     let deadline = Instant::now() + PROBE_BOUND;
     let mut ids = Vec::new();
@@ -261,34 +260,24 @@ async fn probe(
         }
         sent += round;
         let probes = ids.join(", ");
-        let claimed = |app: &str| {
-            format!(
-                "select count(*) from {s}.claim_log where app = '{app}' and job_id in ({probes})"
-            )
-        };
         // The round is over once its jobs are: whoever claimed none of it by then waits for the
         // next one.
         let left = deadline.saturating_duration_since(Instant::now());
         wait::within(left, || async {
-            let mut all = true;
-            for worker in workers.iter() {
-                all &= store.count(&claimed(&worker.app)).await > 0;
-            }
-            all || store.totals().await.is_some_and(|t| t.live == 0)
+            unclaimed(store, workers, &probes).await.is_none()
+                || store.totals().await.is_some_and(|t| t.live == 0)
         })
         .await;
-        let mut idle = None;
         for worker in workers.iter_mut() {
             assert!(
                 worker.child.try_wait().expect("poll the worker").is_none(),
-                "worker {} is still running",
+                "worker {} exited",
                 worker.app
             );
-            if store.count(&claimed(&worker.app)).await == 0 {
-                idle = Some(worker.app.clone());
-            }
         }
-        let Some(idle) = idle else { break };
+        let Some(idle) = unclaimed(store, workers, &probes).await else {
+            break;
+        };
         assert!(
             Instant::now() < deadline,
             "worker {idle} claimed none of {sent} probe jobs within {PROBE_BOUND:?}"
@@ -301,6 +290,21 @@ async fn probe(
     )
     .await;
     sent
+}
+
+/// The first worker process that claimed none of `probes` (quoted ids, comma-separated).
+async fn unclaimed(store: &RedisStore, workers: &[Worker], probes: &str) -> Option<String> {
+    let s = store.schema();
+    for worker in workers {
+        let claimed = format!(
+            "select count(*) from {s}.claim_log where app = '{}' and job_id in ({probes})",
+            worker.app
+        );
+        if store.count(&claimed).await == 0 {
+            return Some(worker.app.clone());
+        }
+    }
+    None
 }
 
 /// How long every worker process has to claim a probe job once the chaos is over: three times
