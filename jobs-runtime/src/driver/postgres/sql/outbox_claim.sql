@@ -5,8 +5,15 @@
 -- The lease keeps the holder, the time and the last row taken (the stage's wake reads it); a
 -- claim from the head that takes nothing leaves it free, so an idle relay holds nothing (and,
 -- finding it free, writes nothing).
+-- The head is read from this statement's snapshot, the lease's lock taken on its latest
+-- version: a claim that waited on the lease behind another's claim, marks or release would
+-- answer rows that holder published meanwhile. So the lease is taken only when no one wrote it
+-- since the snapshot (its `xmin` is the one the snapshot saw); otherwise the claim takes nothing
+-- and the next one reads afresh.
 -- $1 holder, $2 rows, $3 now.
-with head as (
+with seen as (
+    select xmin from {schema}.x_outbox_lease where id = 1
+), head as (
     select id, run_id, name, queue, input, idempotency_key, tenant_id, max_attempts, run_at,
         on_conflict, traceparent, actor, staged_at, publish_attempts, priority, unique_for_ms
     from {schema}.x_outbox
@@ -30,7 +37,8 @@ with head as (
         claimed_at = excluded.claimed_at,
         last_staged_at = coalesce(excluded.last_staged_at, l.last_staged_at),
         last_id = coalesce(excluded.last_id, l.last_id)
-    where (l.claimed_by is null or l.claimed_by = $1 or l.claimed_at <= $4)
+    where l.xmin = (select xmin from seen)
+      and (l.claimed_by is null or l.claimed_by = $1 or l.claimed_at <= $4)
       -- an idle relay's claim finds the lease free and leaves it so, writing nothing
       and (excluded.claimed_by is not null or l.claimed_by is not null)
     returning 1
