@@ -1,6 +1,6 @@
 //! The Redis driver on a Redis Cluster of the test's own: every key of a queue lives in the
 //! queue's one slot (a brace in a tenant or key cannot move one), queues spread over the
-//! masters, and a master killed after its replica caught up fails over with nothing lost while
+//! masters, masters that lost the driver's functions are given them again, and a master killed after its replica caught up fails over with nothing lost while
 //! the driver follows the new master; a queue's slot migrated to another master while the
 //! driver works (`MOVED`, `ASK`, `TRYAGAIN`) loses nothing, and every refusal meanwhile is
 //! retryable.
@@ -117,6 +117,29 @@ async fn queues_spread_over_the_masters() {
         holding.len() >= 2,
         "12 queues over 3 masters land on {holding:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn masters_that_lost_the_functions_are_given_them_again() {
+    let cluster = RedisCluster::start("functions_lost", 3, 0);
+    let jobs = Jobs::new(RedisDriver::connect(&cluster.url()).await.unwrap());
+    for node in cluster.nodes() {
+        assert_eq!(node.cli(&["function", "flush"]), "OK");
+    }
+    // Queues on every master: each call finds its master without the library and loads it.
+    for i in 0..12 {
+        let options = EnqueueOptions::new().queue(format!("q{i}"));
+        let note = Note {
+            key: format!("k{i}"),
+            org: "o".into(),
+        };
+        jobs.enqueue_with::<ClusterNote>(note, options)
+            .await
+            .expect("the call loads the library again and runs");
+    }
+    for node in cluster.nodes() {
+        assert!(node.cli(&["function", "list"]).contains("jobs_"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
 //! Opening a Redis store, and what it refuses: a server keeping less than the URL requires, a
-//! wrong password, a user without scripts, a closed port (at once), a silent one (at the
+//! wrong password, a user without scripts, a server that lost the driver's functions, a closed port (at once), a silent one (at the
 //! connect timeout), a value over the server's limit, a full server, and an enqueue in a
 //! caller's transaction. Each on a `redis-server` of the test's own.
 
@@ -132,6 +132,25 @@ async fn a_user_without_scripts_is_refused_at_connect() {
         error.fix().unwrap_or_default().contains("+@scripting"),
         "{error:?}"
     );
+}
+
+#[tokio::test]
+async fn a_server_that_lost_the_functions_is_given_them_again() {
+    // A server flushed, or restarted without persistence, after the driver loaded its library.
+    let server = RedisServer::start("functions_lost", Persistence::None);
+    let jobs = Jobs::new(RedisDriver::connect(&server.url()).await.unwrap());
+    let first = jobs
+        .enqueue::<CarryBlob>(Blob { text: "a".into() })
+        .await
+        .unwrap();
+    assert_eq!(server.cli(&["function", "flush"]), "OK");
+    assert_eq!(server.cli(&["function", "list"]), "");
+    let second = jobs
+        .enqueue::<CarryBlob>(Blob { text: "b".into() })
+        .await
+        .expect("the call loads the library again and runs");
+    assert_ne!(first.id, second.id);
+    assert!(server.cli(&["function", "list"]).contains("jobs_"));
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use crate::driver::Operation as Op;
 use crate::error::{ErrorCode, JobError};
 
 impl RedisDriver {
-    fn backfills(&self) -> redis::ScriptInvocation<'static> {
+    fn backfills(&self) -> scripts::Call {
         scripts::BACKFILL.key(self.keys().area("backfill"))
     }
 }

@@ -18,7 +18,9 @@
 use redis::aio::ConnectionManager;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
-use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ScriptInvocation, ServerErrorKind, Value};
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
+
+use super::scripts::{Call, LIBRARY};
 
 use crate::driver::Operation as Op;
 use crate::error::{ErrorCode, JobError};
@@ -40,26 +42,44 @@ impl std::fmt::Debug for Conn {
 }
 
 impl Conn {
-    /// Runs a script (by digest, loading it on `NOSCRIPT`) in the slot of its first key.
+    /// Runs one of the library's functions in the slot of its first key. A server without the
+    /// library (flushed, restarted without persistence, a master added to the cluster since
+    /// this driver connected) answers "Function not found": the library is loaded on every
+    /// master and the call made once more.
     pub(super) async fn script<T: FromRedisValue>(
         &self,
         op: Op,
-        invocation: &ScriptInvocation<'_>,
+        call: &Call,
     ) -> Result<T, JobError> {
-        let result = match self.clone() {
-            Conn::Single(mut c) => invocation.invoke_async(&mut c).await,
-            Conn::Cluster(mut c) => invocation.invoke_async(&mut c).await,
-        };
-        result.map_err(|e| classify(op, e))
+        let cmd = call.command();
+        match self.send(&cmd).await {
+            Err(error) if function_missing(&error) => {
+                self.load_library(op).await?;
+                self.send(&cmd).await
+            }
+            result => result,
+        }
+        .map_err(|e| classify(op, e))
+    }
+
+    /// Loads this build's function library on every master. Its name carries its digest, so
+    /// `REPLACE` only ever puts back the same library, and another build's stays as it is.
+    pub(super) async fn load_library(&self, op: Op) -> Result<(), JobError> {
+        let mut cmd = redis::cmd("FUNCTION");
+        cmd.arg("LOAD").arg("REPLACE").arg(&LIBRARY.source);
+        self.on_every_master(op, cmd).await.map(drop)
+    }
+
+    async fn send<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {
+        match self.clone() {
+            Conn::Single(mut c) => cmd.query_async(&mut c).await,
+            Conn::Cluster(mut c) => cmd.query_async(&mut c).await,
+        }
     }
 
     /// Runs one command.
     pub(super) async fn query<T: FromRedisValue>(&self, op: Op, cmd: &Cmd) -> Result<T, JobError> {
-        let result = match self.clone() {
-            Conn::Single(mut c) => cmd.query_async(&mut c).await,
-            Conn::Cluster(mut c) => cmd.query_async(&mut c).await,
-        };
-        result.map_err(|e| classify(op, e))
+        self.send(cmd).await.map_err(|e| classify(op, e))
     }
 
     /// Runs one command on every master (one server: on it), answering each one's text.
@@ -109,6 +129,11 @@ fn collect_texts(value: &Value, out: &mut Vec<String>) {
         Value::Map(pairs) => pairs.iter().for_each(|(_, v)| collect_texts(v, out)),
         _ => {}
     }
+}
+
+/// Whether a server answered that it has no such function (`ERR Function not found`).
+fn function_missing(error: &RedisError) -> bool {
+    error.code() == Some("ERR") && error.detail() == Some("Function not found")
 }
 
 /// The crate's error for a Redis failure in `op`.

@@ -253,7 +253,7 @@ pub(super) async fn connect(options: &RedisOptions) -> Result<Conn, JobError> {
         .map_err(|e| classify(Op::Connect, e))?;
         Conn::Single(connection)
     };
-    check_scripts(&conn).await?;
+    load_functions(&conn).await?;
     check_eviction(&conn).await?;
     check_durability(&conn, options.require_durability).await?;
     Ok(conn)
@@ -298,22 +298,26 @@ pub(super) async fn largest_value(conn: &Conn) -> Result<usize, JobError> {
         .unwrap_or(REDIS_DEFAULT))
 }
 
-/// The driver is scripts: a user without `+@scripting` (or a server with `EVAL` renamed
-/// away) is refused at connect, not at the first enqueue.
-async fn check_scripts(conn: &Conn) -> Result<(), JobError> {
-    let mut probe = redis::cmd("EVAL");
-    probe.arg("return 1").arg(0);
-    match conn.query::<i64>(Op::Connect, &probe).await {
-        Ok(_) => Ok(()),
+/// The driver is a library of Redis functions, loaded here on every master: a server older
+/// than Redis 7.0 (no functions), or a user without `+@scripting` (or `FUNCTION`/`FCALL`
+/// renamed away), is refused at connect, not at the first enqueue.
+async fn load_functions(conn: &Conn) -> Result<(), JobError> {
+    match conn.load_library(Op::Connect).await {
+        Ok(()) => Ok(()),
         Err(error) if error.is(ErrorCode::DriverUnavailable) => Err(error),
+        Err(error) if error.message().contains("unknown command") => Err(JobError::new(
+            ErrorCode::DriverUrlInvalid,
+            "the Redis server has no functions (`FUNCTION LOAD`), and the driver is a library of them",
+        )
+        .with_fix("point the URL at Redis 7.0 or newer")),
         Err(_) => Err(JobError::new(
             ErrorCode::DriverAuthFailed,
-            "the Redis server refuses Lua scripts to this user, and the driver is scripts",
+            "the Redis server refuses Lua functions to this user, and the driver is a library of them",
         )
         .with_fix(
             "grant the URL's user scripting (`ACL SETUSER <user> +@scripting`, beside the \
              commands on keys it needs: `+@all ~<prefix>*` or narrower), and do not rename \
-             EVAL, EVALSHA or SCRIPT away",
+             FUNCTION or FCALL away",
         )),
     }
 }

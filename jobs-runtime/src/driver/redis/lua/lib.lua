@@ -1,45 +1,60 @@
--- The queue library every queue script starts with: the key layout of one queue (KEYS[1] is
+-- The queue library every queue function shares: the key layout of one queue (KEYS[1] is
 -- its hash tag, so every key below lives in the queue's one slot), a job as a Lua table, and
 -- the one place a job changes state (`change`), which keeps every index and counter in step.
 --
 -- Times are microseconds since the epoch, passed in as decimal strings and stored as such:
 -- Lua's numbers are doubles, and Redis turns a number argument into text with 14 digits, so
 -- no time is ever written from arithmetic done here.
-local Q = KEYS[1]
--- set: the lanes with ready or delayed rows: a tenant ('' is no tenant) for its rows of the
--- default priority, `<tenant>\0<priority>` for its rows of another (`lane`); each lane has
--- a due set (`due_key`)
-local TENANTS = Q .. ':tenants'
--- zset: the rows that come due at a time outside the due sets: running rows by visible_at
--- (member: the id; running rows have no state index, this is it) and suspended rows by run_at
--- (member: as the due sets', 16 digits of insertion order then the id).
-local TIMED = Q .. ':timed'
+
+-- The queue a call works on: KEYS[1] is its hash tag, every key below lives in its one slot.
+-- A function library's locals outlive a call, so `begin` sets them at the start of every queue
+-- function, and a call's own state afresh (`noted`, `STATE_KEYS`, `pending`, `bucket_of`,
+-- `dropped_groups`: each is described where it is used).
+local Q, TENANTS, TIMED, LIVE, ALL, FIN, GONE, PAUSE, SEQ, COUNTED, REL, GP
+local noted, STATE_KEYS, pending, bucket_of, dropped_groups
 local ID_LENGTH = 36
--- hash: live key (name NUL tenant NUL key) -> the job holding it: a live one, or a finished
--- one with a unique period (`uq`, microseconds: its creation plus the period), which keeps its
--- entry when it finishes; a reader answers it only while `uq` is after now (`holds_key`)
-local LIVE = Q .. ':live'
-local ALL = Q .. ':all'           -- zset by lex: '<created>:<id>' of every stored job
-local FIN = Q .. ':fin'           -- zset: finished rows by updated_at
-local GONE = Q .. ':gone'         -- zset: ids whose job was deleted and history kept, by when
-local PAUSE = Q .. ':pause'       -- hash: at, actor, while the queue is paused
-local SEQ = Q .. ':seq'           -- counter: insertion order (FIFO among equal run_at)
-local COUNTED = Q .. ':cn'        -- set: job names with a counters hash here (`counters_key`)
--- set: ids of jobs others depend on (`hd`) that stopped being live, their dependents still to
--- be judged (`dependencies.lua`'s `pending`)
-local REL = Q .. ':rel'
--- Groups of jobs awaited together (`groups.lua` and `driver/redis/groups.rs` keep them). A group
--- lives in its waiter's queue: its record (`group_key`: waiter, parent, size, settled, need,
--- done, created), its members in join order (`group_list_key`, '<id>\0<queue>') and each
--- member's mark (`group_marks_key`: id -> '0' still to count, '1' counted). A waiter keeps the
--- groups it waits on (`waits_key`, and `hw` = '1'); a parent its children (`children_key`,
--- '<id>\0<queue>' by join order, and `hc` = '1'); a child its parent (`par`), a batch's member
--- and callback the batch (`bt`). A live member keeps the groups still to count it
--- (`counting_key`, members '<group>\0<queue of the group>', and `gr` = '1'); when it stops
--- being live `member_ended` moves them to `ended_key` and notes it in GP, which the groups'
--- pass takes (`groups.lua`'s `take`): a settle costs the same few calls however many members
--- its groups have.
-local GP = Q .. ':gp'
+local function begin(keys)
+  Q = keys[1]
+  -- set: the lanes with ready or delayed rows: a tenant ('' is no tenant) for its rows of the
+  -- default priority, `<tenant>\0<priority>` for its rows of another (`lane`); each lane has
+  -- a due set (`due_key`)
+  TENANTS = Q .. ':tenants'
+  -- zset: the rows that come due at a time outside the due sets: running rows by visible_at
+  -- (member: the id; running rows have no state index, this is it) and suspended rows by run_at
+  -- (member: as the due sets', 16 digits of insertion order then the id).
+  TIMED = Q .. ':timed'
+  -- hash: live key (name NUL tenant NUL key) -> the job holding it: a live one, or a finished
+  -- one with a unique period (`uq`, microseconds: its creation plus the period), which keeps its
+  -- entry when it finishes; a reader answers it only while `uq` is after now (`holds_key`)
+  LIVE = Q .. ':live'
+  ALL = Q .. ':all'           -- zset by lex: '<created>:<id>' of every stored job
+  FIN = Q .. ':fin'           -- zset: finished rows by updated_at
+  GONE = Q .. ':gone'         -- zset: ids whose job was deleted and history kept, by when
+  PAUSE = Q .. ':pause'       -- hash: at, actor, while the queue is paused
+  SEQ = Q .. ':seq'           -- counter: insertion order (FIFO among equal run_at)
+  COUNTED = Q .. ':cn'        -- set: job names with a counters hash here (`counters_key`)
+  -- set: ids of jobs others depend on (`hd`) that stopped being live, their dependents still to
+  -- be judged (`dependencies.lua`'s `pending`)
+  REL = Q .. ':rel'
+  -- Groups of jobs awaited together (`groups.lua` and `driver/redis/groups.rs` keep them). A group
+  -- lives in its waiter's queue: its record (`group_key`: waiter, parent, size, settled, need,
+  -- done, created), its members in join order (`group_list_key`, '<id>\0<queue>') and each
+  -- member's mark (`group_marks_key`: id -> '0' still to count, '1' counted). A waiter keeps the
+  -- groups it waits on (`waits_key`, and `hw` = '1'); a parent its children (`children_key`,
+  -- '<id>\0<queue>' by join order, and `hc` = '1'); a child its parent (`par`), a batch's member
+  -- and callback the batch (`bt`). A live member keeps the groups still to count it
+  -- (`counting_key`, members '<group>\0<queue of the group>', and `gr` = '1'); when it stops
+  -- being live `member_ended` moves them to `ended_key` and notes it in GP, which the groups'
+  -- pass takes (`groups.lua`'s `take`): a settle costs the same few calls however many members
+  -- its groups have.
+  GP = Q .. ':gp'
+  noted = 0
+  STATE_KEYS = {}
+  pending = nil
+  bucket_of = {}
+  dropped_groups = {}
+end
+
 local function group_key(group) return Q .. ':g:' .. group end
 local function group_list_key(group) return Q .. ':gl:' .. group end
 local function group_marks_key(group) return Q .. ':gm:' .. group end
@@ -47,9 +62,8 @@ local function waits_key(id) return Q .. ':wg:' .. id end
 local function children_key(id) return Q .. ':ch:' .. id end
 local function counting_key(id) return Q .. ':mg:' .. id end
 local function ended_key(id) return Q .. ':me:' .. id end
--- How many jobs this script noted for a pass after it (REL or GP): a settle answers 2 when it
--- noted one, so the driver runs the passes on its queue.
-local noted = 0
+-- `noted`: how many jobs this call noted for a pass after it (REL or GP): a settle answers 2
+-- when it noted one, so the driver runs the passes on its queue.
 local function jk(id) return Q .. ':j:' .. id end
 local function due_key(lane) return Q .. ':due:' .. lane end
 -- A row's lane: its tenant, and its priority when it is not the default (a tenant holds no
@@ -60,8 +74,8 @@ local function lane(j)
   return tenant .. '\0' .. j.prio
 end
 -- A state's rows by creation (lex, '<created>:<id>'), for the lists and counts; none for
--- `running`, whose rows are few and which TIMED already holds.
-local STATE_KEYS = {}
+-- `running`, whose rows are few and which TIMED already holds (names made once a call, in
+-- `STATE_KEYS`).
 local function state_key(state)
   local key = STATE_KEYS[state]
   if key == nil then key = Q .. ':st:' .. state; STATE_KEYS[state] = key end
@@ -144,9 +158,7 @@ end
 -- batch (`batch_begin`): each key's removals and additions are then sent once, at
 -- `batch_flush`, instead of one call per job (a claim or ack of 16 jobs made about 350 calls;
 -- batched, about 60). Within a batch every removal is applied before every addition, which is
--- the order `change` makes them in for any one job.
-local pending = nil
-
+-- the order `change` makes them in for any one job. `pending` holds an open batch's edits.
 local function batch_begin()
   pending = { zrem = {}, zadd = {}, left = {}, joined = {}, hincr = {}, names = {}, live = {} }
 end
@@ -279,8 +291,8 @@ local function counted(name)
   if pending then pending.names[name] = true else redis.call('SADD', COUNTED, name) end
 end
 
--- The minute bucket's field head of `now` ('60:<bucket start secs>:'), made once per script.
-local bucket_of = {}
+-- The minute bucket's field head of `now` ('60:<bucket start secs>:'), made once a call (kept
+-- in `bucket_of`).
 local function bucket_field(now)
   local field = bucket_of[now]
   if field == nil then
@@ -386,10 +398,8 @@ local function delete(j, now)
   if redis.call('EXISTS', hist_key(j.id)) == 1 then redis.call('ZADD', GONE, now, j.id) end
 end
 
--- Group ids this script dropped, which the driver takes out of the id index.
-local dropped_groups = {}
-
--- Drops a group: its record, members and marks.
+-- Drops a group: its record, members and marks; its id goes in `dropped_groups`, which the
+-- driver takes out of the id index.
 local function drop_group(group)
   redis.call('DEL', group_key(group), group_list_key(group), group_marks_key(group))
   dropped_groups[#dropped_groups + 1] = group
