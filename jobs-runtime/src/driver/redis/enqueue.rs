@@ -65,7 +65,12 @@ pub(super) async fn enqueue(
     let mut results: Vec<Option<EnqueueResult>> = vec![None; requests.len()];
     let mut inserted: Vec<(&str, JobId)> = Vec::new();
     for (queue, members) in &by_queue {
-        let mut invocation = scripts::on_queue(&scripts::ENQUEUE, driver.keys(), queue);
+        let script = if members.len() == 1 {
+            &scripts::ENQUEUE_ONE
+        } else {
+            &scripts::ENQUEUE
+        };
+        let mut invocation = scripts::on_queue(script, driver.keys(), queue);
         invocation
             .arg(&now)
             .arg(&channel)

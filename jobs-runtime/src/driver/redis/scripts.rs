@@ -43,6 +43,7 @@ macro_rules! functions {
 
 functions! {
     ENQUEUE = "enqueue", true;
+    ENQUEUE_ONE = "enqueue_one", true;
     CLAIM = "claim", true;
     SETTLE = "settle", true;
     JOB = "job", true;

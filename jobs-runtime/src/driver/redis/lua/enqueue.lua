@@ -1,4 +1,5 @@
--- Enqueues a batch of jobs into one queue, all or none, at one `now`.
+-- Enqueues a batch of jobs into one queue, all or none, at one `now` (a lone job goes through
+-- `enqueue_one.lua`, the same rules in straight lines).
 -- ARGV: now, wake channel ('' none), count, queue, the id index's key head ('{<prefix>:ix:';
 -- '' when the caller wrote the index: on a cluster it lives in other slots; on one server the
 -- script writes it too), then per job: id, run ('' when it is the id), name, input, key,
@@ -17,18 +18,10 @@
 --
 -- The plan only reads (the id index and the live keys with one HMGET per shard or chunk, the
 -- jobs themselves only where the index already names an id), then the write is one HSET per
--- new job and one command per index for the whole batch.
+-- new job and one command per index for the whole batch. The rules each job meets (`key_holder`,
+-- `store_new`, `replace_queued`) are `lib.lua`'s.
 local now, channel, count, queue, ix = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local FIELDS = 13
-local HEAD = 5
-local function arg(i, n) return ARGV[HEAD + (i - 1) * FIELDS + n] end
--- The id index shard of an id, as `keys.rs` names it: the id's last hex digit.
-local function shard_of(id) return ix .. tonumber(string.sub(id, -1), 16) .. '}:ids' end
-local function run_of(i)
-  local run = arg(i, 2)
-  if run == '' then return arg(i, 1) end
-  return run
-end
+local function arg(i, n) return ARGV[enqueue_at(i) + n] end
 
 -- unpack() takes a few thousand values at most: long lists go in chunks.
 local function call_chunked(command, key, list, chunk)
@@ -43,44 +36,30 @@ local function call_chunked(command, key, list, chunk)
 end
 
 -- Which ids the index already names (perhaps stale: a job taken back or removed leaves its
--- entry until the purge), and the live keys' holders. A batch reads them, one HMGET per shard
--- or chunk; a lone job claims both at once with HSETNX (what it claimed and did not use is
--- taken back below). On a cluster the caller wrote the index: every id is looked up.
-local indexed, fresh, holders, claimed_id, claimed_key = {}, {}, {}, false, false
+-- entry until the purge), and the live keys' holders, one HMGET per shard or chunk. On a
+-- cluster the caller wrote the index: every id is looked up.
+local indexed = {}
 local lks = {}
 for i = 1, count do
   lks[i] = arg(i, 3) .. '\0' .. arg(i, 6) .. '\0' .. arg(i, 5)
 end
-if count == 1 then
-  local id = arg(1, 1)
-  if ix ~= '' then
-    claimed_id = redis.call('HSETNX', shard_of(id), id, queue) == 1
-    indexed[id] = not claimed_id
+if ix ~= '' then
+  local by_shard = {}
+  for i = 1, count do
+    local id = arg(i, 1)
+    local shard = id_shard(ix, id)
+    local list = by_shard[shard]
+    if list == nil then list = {}; by_shard[shard] = list end
+    list[#list + 1] = id
   end
-  if claimed_id or redis.call('EXISTS', jk(id)) == 0 then
-    fresh[id] = true
-    claimed_key = redis.call('HSETNX', LIVE, lks[1], id) == 1
-    if not claimed_key then holders[1] = redis.call('HGET', LIVE, lks[1]) end
-  end
-else
-  if ix ~= '' then
-    local by_shard = {}
-    for i = 1, count do
-      local id = arg(i, 1)
-      local shard = shard_of(id)
-      local list = by_shard[shard]
-      if list == nil then list = {}; by_shard[shard] = list end
-      list[#list + 1] = id
-    end
-    for shard, ids in pairs(by_shard) do
-      local found = call_chunked('HMGET', shard, ids, 1000)
-      for k = 1, #ids do
-        if found[k] then indexed[ids[k]] = true end
-      end
+  for shard, ids in pairs(by_shard) do
+    local found = call_chunked('HMGET', shard, ids, 1000)
+    for k = 1, #ids do
+      if found[k] then indexed[ids[k]] = true end
     end
   end
-  holders = call_chunked('HMGET', LIVE, lks, 1000)
 end
+local holders = call_chunked('HMGET', LIVE, lks, 1000)
 
 -- The plan.
 local planned, seen_ids, seen_keys, replaces = {}, {}, {}, {}
@@ -88,7 +67,7 @@ local new = 0
 for i = 1, count do
   local id, lk = arg(i, 1), lks[i]
   local stored = seen_ids[id]
-  if stored == nil and not fresh[id] and (ix == '' or indexed[id]) then
+  if stored == nil and (ix == '' or indexed[id]) then
     local run = redis.call('HMGET', jk(id), 'state', 'run')
     if run[1] then stored = run[2] or id end
   end
@@ -96,18 +75,9 @@ for i = 1, count do
     planned[i] = { 'same', id, stored }
   else
     local holder = seen_keys[lk]
-    if holder == nil and holders[i] then
-      local holder_id = holders[i]
-      local f = redis.call('HMGET', jk(holder_id), 'state', 'run', 'uq')
-      if f[1] and (LIVE_STATES[f[1]] or (f[3] and tonumber(f[3]) > tonumber(now))) then
-        holder = { holder_id, f[2] or holder_id }
-      end
-      -- Else a key left by a job that is gone, or by a finished one whose unique period
-      -- lapsed: it is free, and the new job takes it (its entry is written over below).
-    end
+    if holder == nil and holders[i] then holder = key_holder(holders[i], now) end
     if holder then
       if arg(i, 11) == 'e' then
-        if claimed_id then redis.call('HDEL', shard_of(id), id) end
         return { 'conflict', tostring(i), holder[1], holder[2] }
       end
       planned[i] = { 'held', holder[1], holder[2] }
@@ -115,7 +85,8 @@ for i = 1, count do
     else
       new = new + 1
       planned[i] = true
-      local run = run_of(i)
+      local run = arg(i, 2)
+      if run == '' then run = id end
       seen_ids[id] = run
       seen_keys[lk] = { id, run }
     end
@@ -127,14 +98,17 @@ local seq = 0
 if new > 0 then seq = redis.call('INCRBY', SEQ, new) - new end
 local due_now = false
 local due_later = nil
-local function later(run_at)
-  local at = tonumber(run_at)
-  if due_later == nil or at < tonumber(due_later) then due_later = run_at end
+local function due_at(run_at)
+  if tonumber(run_at) <= tonumber(now) then
+    due_now = true
+  elseif due_later == nil or tonumber(run_at) < tonumber(due_later) then
+    due_later = run_at
+  end
 end
 local created_head = string.format('%017d', tonumber(now)) .. ':'
 local all, by_state, due, live, shards = {}, {}, {}, {}, {}
 local function shard_put(id, value)
-  local shard = shard_of(id)
+  local shard = id_shard(ix, id)
   local list = shards[shard]
   if list == nil then list = {}; shards[shard] = list end
   list[#list + 1] = id
@@ -144,31 +118,10 @@ local out = { 'ok' }
 for i = 1, count do
   local plan = planned[i]
   if plan == true then
-    local id, run, name, input, key, tenant, max, run_at, tp, actor, prio, uq =
-      arg(i, 1), arg(i, 2), arg(i, 3), arg(i, 4), arg(i, 5), arg(i, 6), arg(i, 7), arg(i, 8),
-      arg(i, 9), arg(i, 10), arg(i, 12), arg(i, 13)
+    local id, run = arg(i, 1), arg(i, 2)
     seq = seq + 1
-    local state = 'delayed'
-    if tonumber(run_at) <= tonumber(now) then
-      state = 'ready'
-      due_now = true
-    else
-      later(run_at)
-    end
-    local h = { 'name', name, 'queue', queue, 'input', input, 'key', key, 'max', max,
-      'run_at', run_at, 'created', now, 'state', state, 'sq', seq }
-    if run ~= '' then h[#h + 1] = 'run'; h[#h + 1] = run end
-    if tenant ~= '' then h[#h + 1] = 'tenant'; h[#h + 1] = tenant end
-    if tp ~= '' then h[#h + 1] = 'tp'; h[#h + 1] = tp end
-    if actor ~= '' then h[#h + 1] = 'actor'; h[#h + 1] = actor end
-    if uq ~= '' then h[#h + 1] = 'uq'; h[#h + 1] = uq end
-    -- The default priority is not stored; another gives the row a lane of its own.
-    local row_lane = tenant
-    if prio ~= '' then
-      h[#h + 1] = 'prio'; h[#h + 1] = prio
-      row_lane = tenant .. '\0' .. prio
-    end
-    redis.call('HSET', jk(id), unpack(h))
+    local state, row_lane, run_at = store_new(ARGV, i, queue, now, seq)
+    due_at(run_at)
     local member = created_head .. id
     all[#all + 1] = 0
     all[#all + 1] = member
@@ -180,18 +133,14 @@ for i = 1, count do
     if list == nil then list = {}; due[row_lane] = list end
     list[#list + 1] = run_at
     list[#list + 1] = string.format('%016d', seq) .. id
-    if not claimed_key then
-      live[#live + 1] = lks[i]
-      live[#live + 1] = id
-    end
+    live[#live + 1] = lks[i]
+    live[#live + 1] = id
     if ix ~= '' then
-      if not claimed_id then shard_put(id, queue) end
+      shard_put(id, queue)
       -- A run is its first job's unless one was named: only a run begun elsewhere is indexed.
       if run ~= '' and run ~= id then shard_put(run, queue) end
     end
   else
-    -- A lone job that was not inserted gives back the index entry it claimed.
-    if claimed_id then redis.call('HDEL', shard_of(arg(i, 1)), arg(i, 1)) end
     local status = 'same'
     if plan[1] == 'held' then status = 'held' end
     out[#out + 1] = tostring(i)
@@ -202,7 +151,7 @@ for i = 1, count do
 end
 if new > 0 then
   for shard, list in pairs(shards) do call_chunked('HSET', shard, list, 2000) end
-  if #live > 0 then call_chunked('HSET', LIVE, live, 2000) end
+  call_chunked('HSET', LIVE, live, 2000)
   call_chunked('ZADD', ALL, all, 2000)
   for state, members in pairs(by_state) do call_chunked('ZADD', state_key(state), members, 2000) end
   for row_lane, members in pairs(due) do
@@ -210,21 +159,10 @@ if new > 0 then
     redis.call('SADD', TENANTS, row_lane)
   end
 end
--- Debounce, once the batch's own rows are indexed (a holder may be one of them): a holder
--- still queued takes the later job's input and run_at; one that started is left as it is.
+-- Debounce, once the batch's own rows are indexed (a holder may be one of them).
 for _, r in ipairs(replaces) do
-  local h = load(r[1])
-  if h and (h.state == 'ready' or h.state == 'delayed') then
-    local i = r[2]
-    local state = 'delayed'
-    if tonumber(arg(i, 8)) <= tonumber(now) then
-      state = 'ready'
-      due_now = true
-    else
-      later(arg(i, 8))
-    end
-    change(h, { input = arg(i, 4), run_at = arg(i, 8), state = state, updated = now }, now)
-  end
+  local run_at = replace_queued(r[1], ARGV, r[2], now)
+  if run_at then due_at(run_at) end
 end
 if due_now and channel ~= '' then redis.call('PUBLISH', channel, queue) end
 if due_later and channel ~= '' then redis.call('PUBLISH', channel, '@' .. due_later .. ':' .. queue) end

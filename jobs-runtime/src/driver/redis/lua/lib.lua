@@ -419,3 +419,59 @@ end
 local function held(j, worker, claim)
   return j ~= nil and j.state == 'running' and j.by == worker and j.claims == claim
 end
+
+-- The enqueue's rules, shared by `enqueue.lua` (a batch) and `enqueue_one.lua` (a lone job).
+-- Its ARGV: a head of 5 (now, wake channel, count, queue, the id index's key head), then 13
+-- fields a job (`enqueue.lua` lists them), job `i`'s from `enqueue_at(i)` + 1.
+local function enqueue_at(i) return 5 + (i - 1) * 13 end
+
+-- The id index shard of an id, as `keys.rs` names it: the id's last hex digit.
+local function id_shard(ix, id) return ix .. tonumber(string.sub(id, -1), 16) .. '}:ids' end
+
+-- The job that holds a live key whose entry names `holder_id`: {id, run} while it holds it
+-- (`holds_key`), or nil for a key left by a job that is gone, or by a finished one whose unique
+-- period lapsed: that key is free, and the new job takes it.
+local function key_holder(holder_id, now)
+  local f = redis.call('HMGET', jk(holder_id), 'state', 'run', 'uq')
+  if f[1] and holds_key(f[1], f[3], now) then return { holder_id, f[2] or holder_id } end
+  return nil
+end
+
+-- Stores job `i` of the call's `argv` as a new job in `queue` with insertion order `seq` (its
+-- hash only; the caller files it in the indexes). Answers its state, its lane and its run_at.
+local function store_new(argv, i, queue, now, seq)
+  local at = enqueue_at(i)
+  local id, run, name, input, key, tenant, max, run_at, tp, actor, prio, uq =
+    argv[at + 1], argv[at + 2], argv[at + 3], argv[at + 4], argv[at + 5], argv[at + 6],
+    argv[at + 7], argv[at + 8], argv[at + 9], argv[at + 10], argv[at + 12], argv[at + 13]
+  local state = 'delayed'
+  if tonumber(run_at) <= tonumber(now) then state = 'ready' end
+  local h = { 'name', name, 'queue', queue, 'input', input, 'key', key, 'max', max,
+    'run_at', run_at, 'created', now, 'state', state, 'sq', seq }
+  if run ~= '' then h[#h + 1] = 'run'; h[#h + 1] = run end
+  if tenant ~= '' then h[#h + 1] = 'tenant'; h[#h + 1] = tenant end
+  if tp ~= '' then h[#h + 1] = 'tp'; h[#h + 1] = tp end
+  if actor ~= '' then h[#h + 1] = 'actor'; h[#h + 1] = actor end
+  if uq ~= '' then h[#h + 1] = 'uq'; h[#h + 1] = uq end
+  -- The default priority is not stored; another gives the row a lane of its own.
+  local row_lane = tenant
+  if prio ~= '' then
+    h[#h + 1] = 'prio'; h[#h + 1] = prio
+    row_lane = tenant .. '\0' .. prio
+  end
+  redis.call('HSET', jk(id), unpack(h))
+  return state, row_lane, run_at
+end
+
+-- Debounce: a holder still queued takes the later job's input and run_at (job `i` of `argv`);
+-- one that started is left as it is. Answers the holder's new run_at when it was replaced.
+local function replace_queued(holder_id, argv, i, now)
+  local h = load(holder_id)
+  if not (h and (h.state == 'ready' or h.state == 'delayed')) then return nil end
+  local at = enqueue_at(i)
+  local input, run_at = argv[at + 4], argv[at + 8]
+  local state = 'delayed'
+  if tonumber(run_at) <= tonumber(now) then state = 'ready' end
+  change(h, { input = input, run_at = run_at, state = state, updated = now }, now)
+  return run_at
+end
