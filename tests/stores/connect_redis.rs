@@ -1,5 +1,6 @@
 //! Opening a Redis store, and what it refuses: a server keeping less than the URL requires, a
-//! wrong password, a user without scripts, a server that lost the driver's functions, a closed port (at once), a silent one (at the
+//! wrong password, a user without scripts, a server without functions (older than Redis 7.0), a
+//! server that lost the driver's functions, a closed port (at once), a silent one (at the
 //! connect timeout), a value over the server's limit, a full server, and an enqueue in a
 //! caller's transaction. Each on a `redis-server` of the test's own.
 
@@ -130,6 +131,23 @@ async fn a_user_without_scripts_is_refused_at_connect() {
     assert!(error.is(ErrorCode::DriverAuthFailed), "{error}");
     assert!(
         error.fix().unwrap_or_default().contains("+@scripting"),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_without_functions_is_refused_at_connect() {
+    // What a server older than Redis 7.0 answers to `FUNCTION LOAD`: an unknown command.
+    let server = RedisServer::start_with(
+        "no_functions",
+        Persistence::None,
+        &["--rename-command", "FUNCTION", ""],
+    );
+    let error = refused(RedisDriver::connect(&server.url()).await);
+    assert!(error.is(ErrorCode::DriverUrlInvalid), "{error}");
+    assert_eq!(error.class(), ErrorClass::Terminal);
+    assert!(
+        error.fix().unwrap_or_default().contains("Redis 7.0"),
         "{error:?}"
     );
 }

@@ -39,22 +39,36 @@ pub struct RedisServer {
     dir: PathBuf,
     persistence: Persistence,
     cluster: bool,
+    /// Further `redis-server` arguments (`start_with`).
+    extra: Vec<String>,
     child: Option<Child>,
 }
 
 impl RedisServer {
     /// A fresh server with `persistence`, answering PING.
     pub fn start(test: &str, persistence: Persistence) -> RedisServer {
-        RedisServer::start_in(fresh_dir(test), persistence, false)
+        RedisServer::start_in(fresh_dir(test), persistence, false, &[])
     }
 
-    fn start_in(dir: PathBuf, persistence: Persistence, cluster: bool) -> RedisServer {
+    /// A fresh server with `persistence` and further `redis-server` arguments (`extra`, such as
+    /// `--rename-command FUNCTION ""`), answering PING.
+    pub fn start_with(test: &str, persistence: Persistence, extra: &[&str]) -> RedisServer {
+        RedisServer::start_in(fresh_dir(test), persistence, false, extra)
+    }
+
+    fn start_in(
+        dir: PathBuf,
+        persistence: Persistence,
+        cluster: bool,
+        extra: &[&str],
+    ) -> RedisServer {
         apt::ensure(&[REDIS_SERVER, REDIS_CLI], &["redis-server", "redis-tools"]);
         let mut server = RedisServer {
             port: free_port(),
             dir,
             persistence,
             cluster,
+            extra: extra.iter().map(|a| a.to_string()).collect(),
             child: None,
         };
         // The port is free when picked; another process may take it before the server binds.
@@ -135,6 +149,7 @@ impl RedisServer {
                 "2000",
             ]);
         }
+        args.extend(self.extra.iter().map(String::as_str));
         // `setpriv --pdeathsig KILL`: the server dies with the thread that started it, so a
         // test process that exits (or is killed) leaves no server behind.
         let child = Command::new(SETPRIV)
@@ -181,7 +196,7 @@ impl RedisCluster {
             .map(|i| {
                 let dir = root.join(format!("node-{i}"));
                 std::fs::create_dir_all(&dir).expect("the node's directory");
-                RedisServer::start_in(dir, Persistence::AofEverySec, true)
+                RedisServer::start_in(dir, Persistence::AofEverySec, true, &[])
             })
             .collect();
         let addresses: Vec<String> = nodes

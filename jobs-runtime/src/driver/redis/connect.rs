@@ -309,7 +309,7 @@ async fn load_functions(conn: &Conn) -> Result<(), JobError> {
             ErrorCode::DriverUrlInvalid,
             "the Redis server has no functions (`FUNCTION LOAD`), and the driver is a library of them",
         )
-        .with_fix("point the URL at Redis 7.0 or newer")),
+        .with_fix("point the URL at Redis 7.0 or newer, with FUNCTION and FCALL not renamed away")),
         Err(_) => Err(JobError::new(
             ErrorCode::DriverAuthFailed,
             "the Redis server refuses Lua functions to this user, and the driver is a library of them",
