@@ -1,9 +1,10 @@
 //! The Redis driver on a Redis Cluster of the test's own: every key of a queue lives in the
 //! queue's one slot (a brace in a tenant or key cannot move one), queues spread over the
-//! masters, masters that lost the driver's functions are given them again, and a master killed after its replica caught up fails over with nothing lost while
-//! the driver follows the new master; a queue's slot migrated to another master while the
-//! driver works (`MOVED`, `ASK`, `TRYAGAIN`) loses nothing, and every refusal meanwhile is
-//! retryable.
+//! masters, other builds' function libraries are deleted from every master at connect and
+//! masters that lost this build's are given it again, and a master killed after its replica
+//! caught up fails over with nothing lost while the driver follows the new master; a queue's
+//! slot migrated to another master while the driver works (`MOVED`, `ASK`, `TRYAGAIN`) loses
+//! nothing, and every refusal meanwhile is retryable.
 
 use std::time::Duration;
 
@@ -120,10 +121,20 @@ async fn queues_spread_over_the_masters() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn masters_that_lost_the_functions_are_given_them_again() {
+async fn masters_lose_other_builds_libraries_and_are_given_this_ones_again() {
     let cluster = RedisCluster::start("functions_lost", 3, 0);
+    // Another build's library on every master: the connect deletes it everywhere.
+    let other_build = "jobs_00000000000000aa";
+    let source = format!(
+        "#!lua name={other_build}\nredis.register_function('{other_build}_enqueue', function() return 1 end)"
+    );
+    for node in cluster.nodes() {
+        assert_eq!(node.cli(&["function", "load", &source]), other_build);
+    }
     let jobs = Jobs::new(RedisDriver::connect(&cluster.url()).await.unwrap());
     for node in cluster.nodes() {
+        let list = node.cli(&["function", "list"]);
+        assert!(!list.contains(other_build), "{list}");
         assert_eq!(node.cli(&["function", "flush"]), "OK");
     }
     // Queues on every master: each call finds its master without the library and loads it.

@@ -1,8 +1,9 @@
 //! Opening a Redis store, and what it refuses: a server keeping less than the URL requires, a
 //! wrong password, a user without scripts, a server without functions (older than Redis 7.0), a
-//! server that lost the driver's functions, a closed port (at once), a silent one (at the
-//! connect timeout), a value over the server's limit, a full server, and an enqueue in a
-//! caller's transaction. Each on a `redis-server` of the test's own.
+//! closed port (at once), a silent one (at the connect timeout), a value over the server's
+//! limit, a full server, and an enqueue in a caller's transaction; and the function library: a
+//! server that lost it is given it again, other builds' libraries are deleted at connect. Each
+//! on a `redis-server` of the test's own.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -169,6 +170,35 @@ async fn a_server_that_lost_the_functions_is_given_them_again() {
         .expect("the call loads the library again and runs");
     assert_ne!(first.id, second.id);
     assert!(server.cli(&["function", "list"]).contains("jobs_"));
+}
+
+#[tokio::test]
+async fn a_connect_deletes_the_libraries_of_other_builds_and_no_others() {
+    let server = RedisServer::start("other_builds", Persistence::None);
+    let other_build = "jobs_00000000000000aa";
+    let loaded = |name: &str, function: &str| {
+        let source = format!(
+            "#!lua name={name}\nredis.register_function('{function}', function() return 1 end)"
+        );
+        assert_eq!(server.cli(&["function", "load", &source]), name);
+    };
+    loaded(other_build, "jobs_00000000000000aa_enqueue");
+    loaded("app_library", "app_function");
+    let jobs = Jobs::new(RedisDriver::connect(&server.url()).await.unwrap());
+    let list = server.cli(&["function", "list"]);
+    assert!(!list.contains(other_build), "{list}");
+    assert!(
+        list.contains("app_library"),
+        "an application's own library stays"
+    );
+    let ours: Vec<&str> = list
+        .lines()
+        .filter(|l| l.starts_with("jobs_") && l.len() == 21)
+        .collect();
+    assert_eq!(ours.len(), 1, "{list}");
+    jobs.enqueue::<CarryBlob>(Blob { text: "t".into() })
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

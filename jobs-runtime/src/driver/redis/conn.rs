@@ -20,7 +20,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, Value};
 
-use super::scripts::{Call, LIBRARY};
+use super::scripts::{is_library_name, Call, LIBRARY};
 
 use crate::driver::Operation as Op;
 use crate::error::{ErrorCode, JobError};
@@ -68,6 +68,33 @@ impl Conn {
         let mut cmd = redis::cmd("FUNCTION");
         cmd.arg("LOAD").arg("REPLACE").arg(&LIBRARY.source);
         self.on_every_master(op, cmd).await.map(drop)
+    }
+
+    /// Deletes the libraries other builds of this driver loaded (named `jobs_<digest>`, but not
+    /// this build's), so a server does not keep one for every deploy. A build still running
+    /// finds its library gone at its next call and loads it again (`script`). Housekeeping: a
+    /// failure is logged, not answered.
+    pub(super) async fn prune_other_libraries(&self, op: Op) {
+        let mut list = redis::cmd("FUNCTION");
+        list.arg("LIST").arg("LIBRARYNAME").arg("jobs_*");
+        let mut others: Vec<String> = match self.on_every_master(op, list).await {
+            Ok(texts) => texts
+                .into_iter()
+                .filter(|t| is_library_name(t) && *t != LIBRARY.name)
+                .collect(),
+            Err(error) => {
+                tracing::warn!(code = ?error.code(), "could not list the function libraries of other builds");
+                return;
+            }
+        };
+        others.sort_unstable();
+        others.dedup();
+        for name in others {
+            let mut delete = redis::cmd("FUNCTION");
+            delete.arg("DELETE").arg(&name);
+            // A master without it answers "Library not found": nothing to do there.
+            let _ = self.on_every_master(op, delete).await;
+        }
     }
 
     async fn send<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T, RedisError> {

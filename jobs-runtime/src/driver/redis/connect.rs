@@ -300,10 +300,14 @@ pub(super) async fn largest_value(conn: &Conn) -> Result<usize, JobError> {
 
 /// The driver is a library of Redis functions, loaded here on every master: a server older
 /// than Redis 7.0 (no functions), or a user without `+@scripting` (or `FUNCTION`/`FCALL`
-/// renamed away), is refused at connect, not at the first enqueue.
+/// renamed away), is refused at connect, not at the first enqueue. Other builds' libraries are
+/// deleted (`Conn::prune_other_libraries`).
 async fn load_functions(conn: &Conn) -> Result<(), JobError> {
     match conn.load_library(Op::Connect).await {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            conn.prune_other_libraries(Op::Connect).await;
+            Ok(())
+        }
         Err(error) if error.is(ErrorCode::DriverUnavailable) => Err(error),
         Err(error) if error.message().contains("unknown command") => Err(JobError::new(
             ErrorCode::DriverUrlInvalid,

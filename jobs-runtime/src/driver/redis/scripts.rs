@@ -1,16 +1,14 @@
 //! The Lua scripts, each one atomic on the server and each touching one hash slot (the
-//! queue's, or the store's beside the queues): the queue scripts start with `lua/lib.lua`,
-//! the one definition of a queue's keys and of how a job changes state.
-
-//! The Lua scripts, each one atomic on the server and each touching one hash slot (the
 //! queue's, or the store's beside the queues), loaded as one Redis function library
 //! (`FUNCTION LOAD`, once per master) and called by name (`FCALL`). The queue scripts share
 //! `lua/lib.lua`, the one definition of a queue's keys and of how a job changes state: as a
 //! library it is made once when the library loads, not on every call as a script sent by
-//! `EVALSHA` would remake it (about a fifth of a single enqueue's server time).
+//! `EVALSHA` would remake it (a single enqueue's server time went from 118 to 101 us).
 //!
 //! The library's name carries its source's digest, and each function's name the library's, so
-//! two builds of the driver running at once (a rolling deploy) each call their own functions.
+//! two builds of the driver running at once (a rolling deploy) each call their own functions;
+//! a build that connects deletes the others' libraries (`Conn::prune_other_libraries`), and
+//! one still running loads its own again at its next call.
 
 use std::sync::LazyLock;
 
@@ -72,13 +70,22 @@ pub(super) struct Library {
     pub(super) source: String,
 }
 
+/// What every library of this driver is named: this, then 16 hex digits of its digest.
+const LIBRARY_PREFIX: &str = "jobs_";
+
+/// Whether `name` is a library of this driver (this build's or another's).
+pub(super) fn is_library_name(name: &str) -> bool {
+    name.strip_prefix(LIBRARY_PREFIX)
+        .is_some_and(|digest| digest.len() == 16 && digest.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// The one library of this build: `lib.lua`, then each file as the body of a function taking
 /// the call's keys and arguments as `KEYS` and `ARGV` (so a file reads as the script it was),
 /// a queue script's body after `begin(KEYS)`, which points `lib.lua`'s key names at the queue.
 pub(super) static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     // Its digest names the library and, through it, its functions.
     let digest = redis::Script::new(&library_source("jobs")).get_hash()[..16].to_string();
-    let name = format!("jobs_{digest}");
+    let name = format!("{LIBRARY_PREFIX}{digest}");
     Library {
         source: library_source(&name),
         name,
