@@ -132,7 +132,7 @@ for i = 1, count do
     list = due[row_lane]
     if list == nil then list = {}; due[row_lane] = list end
     list[#list + 1] = run_at
-    list[#list + 1] = string.format('%016d', seq) .. id
+    list[#list + 1] = order_entry(seq, id)
     live[#live + 1] = lks[i]
     live[#live + 1] = id
     if ix ~= '' then

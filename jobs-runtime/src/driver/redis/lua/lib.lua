@@ -111,7 +111,13 @@ local function live_key(j) return j.name .. '\0' .. (j.tenant or '') .. '\0' .. 
 local function holds_key(state, uq, now)
   return LIVE_STATES[state] or (uq ~= nil and uq ~= false and tonumber(uq) > tonumber(now))
 end
-local function order_member(j) return string.format('%016d', tonumber(j.sq)) .. j.id end
+-- A job's member in its due set: its insertion order (16 digits), then its id.
+local function order_entry(sq, id) return string.format('%016d', tonumber(sq)) .. id end
+local function order_member(j) return order_entry(j.sq, j.id) end
+-- A job's member in the creation-order indexes: its creation (17 digits), ':', its id.
+local function created_entry(created, id)
+  return string.format('%017d', tonumber(created)) .. ':' .. id
+end
 
 local function load(id)
   local flat = redis.call('HGETALL', jk(id))
@@ -150,9 +156,7 @@ local function flat(j)
   return out
 end
 
-local function created_member(j)
-  return string.format('%017d', tonumber(j.created)) .. ':' .. j.id
-end
+local function created_member(j) return created_entry(j.created, j.id) end
 
 -- Index edits. A script that changes many jobs, each once (the claim, the batched ack), opens a
 -- batch (`batch_begin`): each key's removals and additions are then sent once, at
