@@ -23,10 +23,16 @@ pub struct PostgresOutboxFixture {
 }
 
 pub async fn postgres(test: &str) -> Arc<dyn OutboxFixture> {
+    let (fixture, _schema) = postgres_in_schema(test).await;
+    Arc::new(fixture)
+}
+
+/// [`postgres`]'s fixture, and the name of its schema (for a case that reads the tables).
+pub async fn postgres_in_schema(test: &str) -> (PostgresOutboxFixture, String) {
     let (pool, schema) = super::pg::schema(test).await;
     let outbox = PostgresOutbox::new(pool.clone(), &schema).expect("a test schema");
     outbox.install().await.expect("install over the migrations");
-    Arc::new(PostgresOutboxFixture { pool, outbox })
+    (PostgresOutboxFixture { pool, outbox }, schema)
 }
 
 #[async_trait]

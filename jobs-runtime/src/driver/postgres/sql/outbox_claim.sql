@@ -9,7 +9,9 @@
 -- version: a claim that waited on the lease behind another's claim, marks or release would
 -- answer rows that holder published meanwhile. So the lease is taken only when no one wrote it
 -- since the snapshot (its `xmin` is the one the snapshot saw); otherwise the claim takes nothing
--- and the next one reads afresh.
+-- and the next one reads afresh. A holder's own claim after its position ($7: a drain claims
+-- while its last batch is marked, and each mark writes the lease) is the exception: the rows
+-- after its position are its own to take while it holds the lease, and nobody else marked them.
 -- $1 holder, $2 rows, $3 now.
 with seen as (
     select xmin from {schema}.x_outbox_lease where id = 1
@@ -37,7 +39,7 @@ with seen as (
         claimed_at = excluded.claimed_at,
         last_staged_at = coalesce(excluded.last_staged_at, l.last_staged_at),
         last_id = coalesce(excluded.last_id, l.last_id)
-    where l.xmin = (select xmin from seen)
+    where (l.xmin = (select xmin from seen) or ($7 and l.claimed_by = $1))
       and (l.claimed_by is null or l.claimed_by = $1 or l.claimed_at <= $4)
       -- an idle relay's claim finds the lease free and leaves it so, writing nothing
       and (excluded.claimed_by is not null or l.claimed_by is not null)
