@@ -28,24 +28,7 @@ fn at(s: i64) -> Ts {
 }
 
 fn req(queue: &str, key: &str, run_at: Ts) -> EnqueueRequest {
-    EnqueueRequest {
-        id: Uuid::now_v7(),
-        run_id: Uuid::now_v7(),
-        name: "scratch.job".into(),
-        queue: queue.into(),
-        input: serde_json::json!({ "key": key }),
-        idempotency_key: key.into(),
-        tenant_id: None,
-        max_attempts: 3,
-        run_at,
-        priority: DEFAULT_PRIORITY,
-        on_conflict: ConflictPolicy::Dedupe,
-        traceparent: None,
-        actor: None,
-        unique_for: None,
-        dependencies: None,
-        now: t0(),
-    }
+    support::request::request("scratch.job", queue, key, run_at, t0())
 }
 
 async fn enq(d: &dyn JobDriver, queue: &str, key: &str, run_at: Ts) -> JobId {

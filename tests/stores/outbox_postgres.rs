@@ -7,7 +7,6 @@ use jobs::conformance::outbox::OutboxFixture;
 use jobs::driver::outbox::{OutboxClaimParams, OutboxPublished, OutboxSettle};
 use jobs::driver::*;
 use jobs::sqlx::AssertSqlSafe;
-use uuid::Uuid;
 
 use crate::support;
 
@@ -23,24 +22,7 @@ fn at(s: i64) -> Ts {
 }
 
 fn staged(key: &str) -> EnqueueRequest {
-    EnqueueRequest {
-        id: Uuid::now_v7(),
-        run_id: Uuid::now_v7(),
-        name: "outbox.race".into(),
-        queue: "default".into(),
-        input: serde_json::json!({ "key": key }),
-        idempotency_key: key.into(),
-        tenant_id: None,
-        max_attempts: 3,
-        run_at: at(0),
-        priority: DEFAULT_PRIORITY,
-        on_conflict: ConflictPolicy::Dedupe,
-        traceparent: None,
-        actor: None,
-        unique_for: None,
-        dependencies: None,
-        now: at(0),
-    }
+    support::request::request("outbox.race", "default", key, at(0), at(0))
 }
 
 fn claim(holder: &str, now: Ts) -> OutboxClaimParams {

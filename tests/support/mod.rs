@@ -17,6 +17,7 @@ pub mod nats;
 pub mod outbox;
 pub mod pg;
 pub mod redis;
+pub mod request;
 pub mod sqlite;
 pub mod store;
 pub mod time;
