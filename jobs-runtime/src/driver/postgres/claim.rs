@@ -45,11 +45,19 @@ impl PostgresDriver {
         let failed = |e| classify(Op::JobClaim, e);
         let mut result = ClaimResult::default();
         if let Some(known) = self.floors.known(&queues, params.now) {
-            // One queue of one tenant (the common case): the same claim without tenant turns.
-            let query = match (&queues[..], &known.tenant[..]) {
-                ([queue], [tenant]) => sqlx::query(self.sql.job_claim_one.clone())
-                    .bind(*queue)
-                    .bind(slots[0])
+            // One tenant of one queue known (the common case; the worker's other queues, if
+            // any, empty): the same claim on that queue, without tenant turns.
+            let one = match &known.tenant[..] {
+                [tenant] => queues
+                    .iter()
+                    .position(|q| *q == known.queue[0])
+                    .map(|at| (queues[at], slots[at], tenant)),
+                _ => None,
+            };
+            let query = match one {
+                Some((queue, free, tenant)) => sqlx::query(self.sql.job_claim_one.clone())
+                    .bind(queue)
+                    .bind(free)
                     .bind(&params.worker_id)
                     .bind(params.now)
                     .bind(visible_at)
@@ -57,7 +65,7 @@ impl PostgresDriver {
                     .bind(known.at[0])
                     .bind(known.id[0])
                     .bind(known.rank[0]),
-                _ => sqlx::query(self.sql.job_claim_known.clone())
+                None => sqlx::query(self.sql.job_claim_known.clone())
                     .bind(&queues)
                     .bind(&slots)
                     .bind(&params.worker_id)

@@ -38,10 +38,13 @@
 //! 110. It runs only while what it leaves out can wait a little: after a claim that searched
 //! (for [`KNOWN_RUN`], or once within [`KNOWN_AFTER_IDLE`], as a wake after a quiet spell),
 //! when that search found every tenant and no lapsed lease, and while no enqueue of this driver
-//! named a tenant the floors do not know. An empty answer is never final: the planned claim
-//! runs at once in the same call, so a worker never idles on it.
-//! A claim of one queue whose floors know one tenant (the common case) runs its one-tenant
-//! form, `job_claim_one.sql`: the same rows, without the turns across tenants.
+//! named a tenant the floors do not know. A queue where that search found no tenant at all
+//! (a worker's other queues, empty) has nothing to claim in it and does not stop it. An empty
+//! answer is never final: the planned claim runs at once in the same call, so a worker never
+//! idles on it.
+//! A claim whose floors know one tenant in all its queues (the common case: one queue with
+//! rows, of one tenant or none) runs its one-tenant form, `job_claim_one.sql`, on that queue:
+//! the same rows, without the turns across tenants.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -165,10 +168,10 @@ impl QueueFloors {
         self.discovery = None;
     }
 
-    /// Whether a claim of the known tenants alone misses nothing the last search knew of.
+    /// Whether a claim of the known tenants alone misses nothing the last search knew of (a
+    /// queue whose search found no tenant has none to claim: a worker's other queues, empty).
     fn known_suffice(&self) -> bool {
-        !self.tenants.is_empty()
-            && self.discovery.is_some()
+        self.discovery.is_some()
             && self
                 .crowded_until
                 .is_none_or(|until| Instant::now() >= until)
@@ -264,7 +267,8 @@ impl ClaimFloors {
             }
             from.push_tenants(queue, &floors.tenants);
         }
-        Some(from)
+        // No queue has a tenant to claim from: the planned claim looks.
+        (!from.tenant.is_empty()).then_some(from)
     }
 
     /// After a known-tenant claim at `now` that took rows (the floors stay: a row it skipped
@@ -768,5 +772,35 @@ mod tests {
             Duration::ZERO,
         );
         assert!(fresh.known_at(&["q"], at(10_001), soon).is_none());
+    }
+
+    #[test]
+    fn a_worker_s_other_queues_found_empty_leave_the_claim_lean() {
+        let t0 = Instant::now();
+        let soon = t0 + Duration::from_millis(1);
+        // A worker of three queues; the search found tenant "a" in "q" and nothing in the others.
+        let floors = searched(t0);
+        let queues = ["q", "empty", "idle"];
+        floors.after_full(&queues, at(10_000), &[], t0, Duration::ZERO);
+        floors.after_from(
+            &queues,
+            at(10_000),
+            t0,
+            &[head("a", Some(9_000))],
+            &[lapse(None)],
+        );
+        let known = floors.known_at(&queues, at(10_001), soon).expect("known");
+        assert_eq!(
+            (known.queue, known.tenant),
+            (vec!["q".to_string()], vec!["a".to_string()])
+        );
+        // Nothing known anywhere: the planned claim looks.
+        let bare = ClaimFloors::default();
+        bare.after_full(&["empty"], at(10_000), &[], t0, Duration::ZERO);
+        bare.after_from(&["empty"], at(10_000), t0, &[], &[]);
+        assert!(bare.known_at(&["empty"], at(10_001), soon).is_none());
+        // This driver enqueued into an empty queue: a tenant the floors do not know there.
+        floors.lower("empty", None, pos(10_000));
+        assert!(floors.known_at(&queues, at(10_001), soon).is_none());
     }
 }
