@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use jobs::clock::{add, Timestamp};
 use jobs::driver::{
-    AckParams, ClaimIdentity, ClaimParams, ConflictPolicy, EnqueueRequest, HeartbeatParams,
-    JobCancelParams, JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, NackParams,
-    NackTarget, QueueDemand, QueueStatsParams,
+    AckParams, ClaimIdentity, ClaimParams, EnqueueRequest, HeartbeatParams, JobCancelParams,
+    JobDriver, JobGetParams, JobId, JobRecord, MemoryDriver, NackParams, NackTarget, QueueDemand,
+    QueueStatsParams,
 };
 use jobs::sqlx::{self, AssertSqlSafe, PgPool};
 use proptest::prelude::*;
@@ -145,23 +145,19 @@ async fn run(
                 max_attempts,
             } => {
                 let n = ids.len() as u128 + 1;
+                let run_at = add(now, Duration::from_secs(u64::from(*delay_s)));
                 let request = EnqueueRequest {
                     id: uuid::Uuid::from_u128(n),
                     run_id: uuid::Uuid::from_u128((1 << 64) + n),
-                    name: "model".into(),
-                    queue: QUEUES[usize::from(*queue)].into(),
                     input: serde_json::json!({ "key": key }),
-                    idempotency_key: format!("k{key}"),
-                    tenant_id: None,
                     max_attempts: u32::from(*max_attempts),
-                    run_at: add(now, Duration::from_secs(u64::from(*delay_s))),
-                    priority: 0,
-                    on_conflict: ConflictPolicy::Dedupe,
-                    traceparent: None,
-                    actor: None,
-                    unique_for: None,
-                    dependencies: None,
-                    now,
+                    ..support::request::request(
+                        "model",
+                        QUEUES[usize::from(*queue)],
+                        &format!("k{key}"),
+                        run_at,
+                        now,
+                    )
                 };
                 ids.push(request.id);
                 let m = pair.memory.job_enqueue(&request).await;

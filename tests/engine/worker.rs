@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jobs::driver::{
-    AckParams, ClaimParams, ClaimResult, ConflictPolicy, EnqueueRequest, HeartbeatParams,
-    NackParams, NackTarget, QueueDemand, LEASE_LAPSED_FINAL_ATTEMPT,
+    AckParams, ClaimParams, ClaimResult, EnqueueRequest, HeartbeatParams, NackParams, NackTarget,
+    QueueDemand, LEASE_LAPSED_FINAL_ATTEMPT,
 };
 use jobs::prelude::*;
 use jobs::testing::TestKit;
@@ -165,21 +165,8 @@ async fn enqueue_raw(jobs: &Jobs, name: &str, input: serde_json::Value) -> uuid:
         .driver()
         .job_enqueue(&EnqueueRequest {
             id,
-            run_id: uuid::Uuid::new_v4(),
-            name: name.into(),
-            queue: "default".into(),
             input,
-            idempotency_key: format!("raw:{id}"),
-            tenant_id: None,
-            max_attempts: 3,
-            run_at: now,
-            priority: 0,
-            on_conflict: ConflictPolicy::Dedupe,
-            traceparent: None,
-            actor: None,
-            unique_for: None,
-            dependencies: None,
-            now,
+            ..crate::support::request::request(name, "default", &format!("raw:{id}"), now, now)
         })
         .await
         .unwrap();

@@ -40,7 +40,7 @@ local function range(lo, hi, desc, take)
     for _, id in ipairs(redis.call('ZRANGE', TIMED, 0, -1)) do
       local created = #id == ID_LENGTH and redis.call('HGET', jk(id), 'created')
       if created then
-        running[#running + 1] = string.format('%017d', tonumber(created)) .. ':' .. id
+        running[#running + 1] = created_entry(created, id)
       end
     end
     table.sort(running)
