@@ -209,6 +209,7 @@ macro_rules! __conformance_cases {
             tenancy::tenancy_refuses_a_cross_tenant_enqueue_unless_it_says_so,
             tenancy::tenancy_refuses_an_actor_out_of_bounds_before_any_write,
             introspect::job_list_pages_newest_first_both_ways,
+            introspect::job_list_merges_every_state_newest_first,
             introspect::job_list_filters_by_every_field,
             introspect::job_list_refuses_bad_limits_and_foreign_cursors,
             introspect::job_remove_deletes_the_row_and_its_steps,

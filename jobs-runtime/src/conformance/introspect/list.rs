@@ -63,6 +63,58 @@ pub async fn job_list_pages_newest_first_both_ways(driver: Arc<dyn JobDriver>) {
     assert!(default.jobs.iter().all(|j| j.state == JobState::Ready));
 }
 
+/// A list of every state holds every job newest first, whatever state each is in (ready,
+/// running, delayed, done, dead), paged both ways across them.
+pub async fn job_list_merges_every_state_newest_first(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let p = port(d);
+    let done = enqueue(d, &request_at("merge.job", "k1", at(1))).await.id;
+    let job = claim_one(d, "w", at(1)).await;
+    assert!(ack(d, job.id, &job.by, at(1)).await);
+    let running = enqueue(d, &request_at("merge.job", "k2", at(2))).await.id;
+    assert_eq!(claim_one(d, "w", at(2)).await.id, running);
+    let dead = enqueue(d, &request_at("merge.job", "k3", at(3))).await.id;
+    assert_eq!(run_dead(d, "w", at(3)).await.id, dead);
+    let mut later = request_at("merge.job", "k4", at(4));
+    later.run_at = at(100_000);
+    let delayed = enqueue(d, &later).await.id;
+    let ready = enqueue(d, &request_at("merge.job", "k5", at(5))).await.id;
+    let newest = enqueue(d, &request_at("merge.job", "k6", at(6))).await.id;
+
+    let whole = list(p, JobListParams::default()).await;
+    assert_eq!(ids(&whole), [newest, ready, delayed, dead, running, done]);
+    let states: Vec<JobState> = whole.jobs.iter().map(|j| j.state).collect();
+    assert_eq!(
+        states,
+        [
+            JobState::Ready,
+            JobState::Ready,
+            JobState::Delayed,
+            JobState::Dead,
+            JobState::Running,
+            JobState::Done,
+        ]
+    );
+    let pages = |after: Option<String>, before: Option<String>| JobListParams {
+        limit: Some(2),
+        after,
+        before,
+        ..JobListParams::default()
+    };
+    let first = list(p, pages(None, None)).await;
+    assert_eq!(ids(&first), [newest, ready]);
+    let second = list(p, pages(first.after.clone(), None)).await;
+    assert_eq!(ids(&second), [delayed, dead]);
+    let third = list(p, pages(second.after.clone(), None)).await;
+    assert_eq!(ids(&third), [running, done]);
+    let back = list(p, pages(None, third.before.clone())).await;
+    assert_eq!(
+        ids(&back),
+        [delayed, dead],
+        "the previous page, across states"
+    );
+}
+
 /// Every filter narrows the page: queue, name, state, tenant, id prefix, creation window.
 pub async fn job_list_filters_by_every_field(driver: Arc<dyn JobDriver>) {
     let d = &*driver;

@@ -20,8 +20,8 @@ pub use counters::{
     counters_rollup_folds_buckets_into_the_next_tier,
 };
 pub use list::{
-    job_list_filters_by_every_field, job_list_pages_newest_first_both_ways,
-    job_list_refuses_bad_limits_and_foreign_cursors,
+    job_list_filters_by_every_field, job_list_merges_every_state_newest_first,
+    job_list_pages_newest_first_both_ways, job_list_refuses_bad_limits_and_foreign_cursors,
 };
 pub use queue_pause::queue_pause_stops_the_next_claim;
 pub use verbs::{

@@ -27,7 +27,10 @@ local function begin(keys)
   -- one with a unique period (`uq`, microseconds: its creation plus the period), which keeps its
   -- entry when it finishes; a reader answers it only while `uq` is after now (`holds_key`)
   LIVE = Q .. ':live'
-  ALL = Q .. ':all'           -- zset by lex: '<created>:<id>' of every stored job
+  -- zset by lex: '<created>:<id>' of every stored job, which builds before the job list
+  -- merged the state indexes kept (one more index entry a job); a delete still takes a job's
+  -- entry out, so a store written by such a build sheds it as its jobs are purged
+  ALL = Q .. ':all'
   FIN = Q .. ':fin'           -- zset: finished rows by updated_at
   GONE = Q .. ':gone'         -- zset: ids whose job was deleted and history kept, by when
   PAUSE = Q .. ':pause'       -- hash: at, actor, while the queue is paused
@@ -73,9 +76,9 @@ local function lane(j)
   if j.prio == nil or j.prio == '0' then return tenant end
   return tenant .. '\0' .. j.prio
 end
--- A state's rows by creation (lex, '<created>:<id>'), for the lists and counts; none for
--- `running`, whose rows are few and which TIMED already holds (names made once a call, in
--- `STATE_KEYS`).
+-- A state's rows by creation (lex, '<created>:<id>'), for the lists and counts (a list of
+-- every state merges them: `introspect_list.lua`); none for `running`, whose rows are few and
+-- which TIMED already holds (names made once a call, in `STATE_KEYS`).
 local function state_key(state)
   local key = STATE_KEYS[state]
   if key == nil then key = Q .. ':st:' .. state; STATE_KEYS[state] = key end
@@ -240,16 +243,18 @@ end
 -- priority's), by run_at (the claim's and the stats'
 -- one index of them); a suspended or running one in TIMED, a finished one in FIN; and every
 -- row but a running one in its state's index.
-local function unindex(j)
+-- `member`, when the caller read it (the claim, from the due sets), is the row's due-order
+-- member, which `unindex` otherwise makes.
+local function unindex(j, member)
   local tenant = lane(j)
   if j.state == 'running' then
     zrem(TIMED, j.id)
     return
   end
   if j.state == 'suspended' then
-    zrem(TIMED, order_member(j))
+    zrem(TIMED, member or order_member(j))
   elseif QUEUED[j.state] then
-    zrem(due_key(tenant), order_member(j))
+    zrem(due_key(tenant), member or order_member(j))
     tenant_left(tenant)
   else
     zrem(FIN, j.id)
@@ -341,6 +346,20 @@ local function member_ended(j)
   noted = noted + 1
 end
 
+-- What follows when job `j` stops being live: its live key is freed (unless it has a unique
+-- period: `uq`, which `j` must hold when the job has it), its dependents are noted for judging
+-- and the groups still counting it for their pass.
+local function stopped_live(j)
+  if j.uq == nil then free_live_key(j) end
+  -- A job others depend on ended: its dependents are to be judged.
+  if j.hd then
+    redis.call('SADD', REL, j.id)
+    noted = noted + 1
+  end
+  -- A member of groups still counting it ended: the groups' pass counts it.
+  if j.gr then member_ended(j) end
+end
+
 -- Applies `set` (field -> text, or false to clear) to job `j`, moving its indexes, freeing its
 -- live key when it stops being live (unless it has a unique period: `uq`, which `j` must hold
 -- when the job has it), and counting a settle. The one place a stored job changes.
@@ -361,16 +380,7 @@ local function change(j, set, now)
   end
   if #hset > 0 then redis.call('HSET', jk(j.id), unpack(hset)) end
   if #hdel > 0 then redis.call('HDEL', jk(j.id), unpack(hdel)) end
-  if LIVE_STATES[before_state] and not LIVE_STATES[j.state] then
-    if j.uq == nil then free_live_key(j) end
-    -- A job others depend on ended: its dependents are to be judged.
-    if j.hd then
-      redis.call('SADD', REL, j.id)
-      noted = noted + 1
-    end
-    -- A member of groups still counting it ended: the groups' pass counts it.
-    if j.gr then member_ended(j) end
-  end
+  if LIVE_STATES[before_state] and not LIVE_STATES[j.state] then stopped_live(j) end
   index(j)
   observe(before_state, before_attempt, j, now)
 end
@@ -398,6 +408,7 @@ local function delete(j, now)
     redis.call('HDEL', LIVE, live_key(j))
   end
   redis.call('DEL', jk(j.id), steps_key(j.run))
+  -- Only a job stored by a build that kept ALL has an entry there (`begin`).
   redis.call('ZREM', ALL, created_member(j))
   if redis.call('EXISTS', hist_key(j.id)) == 1 then redis.call('ZADD', GONE, now, j.id) end
 end
