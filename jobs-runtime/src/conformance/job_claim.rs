@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::*;
+use crate::driver::StepPutParams;
 
 /// A claim that names no queue is refused with `X_JOB_CLAIM_QUEUES_EMPTY`.
 pub async fn job_claim_refuses_empty_demand(driver: Arc<dyn JobDriver>) {
@@ -489,4 +490,60 @@ pub async fn job_claim_takes_a_suspended_row_once_due(driver: Arc<dyn JobDriver>
     assert_eq!(resumed.id, id);
     assert_eq!(resumed.attempt, 1, "a suspension spends no attempt");
     assert_eq!(resumed.by.claim, 2);
+}
+
+/// A claimed job says whether its run has step records yet, each job of one claim for its own
+/// run: none on a first claim; after a retry, only the run that wrote a step.
+pub async fn job_claim_says_which_runs_have_steps(driver: Arc<dyn JobDriver>) {
+    let d = &*driver;
+    let stepped = enqueue_key(d, "stepped").await;
+    let plain = enqueue_key(d, "plain").await;
+    let first = claim(d, &claim_params("w1", 2, t0())).await.jobs;
+    assert_eq!(first.len(), 2);
+    assert!(
+        first.iter().all(|j| !j.has_steps),
+        "a first claim finds no steps"
+    );
+    let job = first.iter().find(|j| j.id == stepped).expect("claimed");
+    let record = StepRecord {
+        run_id: job.run_id,
+        name: "charge".into(),
+        status: StepStatus::Completed,
+        output: Some(serde_json::json!({ "charged": true })),
+        error: None,
+        attempts: 1,
+        wake_at: None,
+        wait: None,
+        updated_at: at(1),
+    };
+    let fence = StepFence {
+        job_id: job.id,
+        by: job.by.clone(),
+    };
+    assert!(d
+        .step_put(&StepPutParams {
+            record: &record,
+            fence: &fence,
+        })
+        .await
+        .unwrap_or_else(|e| panic!("step_put failed: {e}")));
+    for job in &first {
+        assert!(
+            nack(
+                d,
+                &nack_params(job.id, &job.by, NackTarget::Retry, at(2), at(2))
+            )
+            .await
+        );
+    }
+    let again = claim(d, &claim_params("w1", 2, at(2))).await.jobs;
+    let has_steps = |id: JobId| {
+        again
+            .iter()
+            .find(|j| j.id == id)
+            .unwrap_or_else(|| panic!("{id} claimed again"))
+            .has_steps
+    };
+    assert!(has_steps(stepped), "the run that wrote a step has steps");
+    assert!(!has_steps(plain), "the other run has none");
 }

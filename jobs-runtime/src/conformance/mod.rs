@@ -154,6 +154,7 @@ macro_rules! __conformance_cases {
             job_claim::job_claim_buries_without_spending_demand,
             job_claim::job_claim_with_no_slot_buries_and_hands_out_nothing,
             job_claim::job_claim_takes_a_suspended_row_once_due,
+            job_claim::job_claim_says_which_runs_have_steps,
             next_due::queue_next_due_answers_each_queue_s_earliest_later_run_time,
             job_settle::job_ack_settles_done,
             job_settle::job_ack_is_fenced_on_the_claim,

@@ -104,8 +104,15 @@ for i = 1, math.min(limit, #candidates) do
   row[n + 13] = 'started'; row[n + 14] = now
   row[n + 15] = 'id'; row[n + 16] = j.id
   row[n + 17] = 'run'; row[n + 18] = j.run
-  row[n + 19] = 'hs'; row[n + 20] = tostring(redis.call('EXISTS', steps_key(j.run)))
+  row[n + 19] = 'hs'; row[n + 20] = '0'
   claimed[#claimed + 1] = row
+end
+-- Whether each run has steps: one EXISTS of every claimed run's steps first, which finds none in
+-- the common case (first attempts), then one a job only when some run has them.
+local steps = {}
+for i, row in ipairs(claimed) do steps[i] = steps_key(row[#row - 2]) end
+if #steps > 0 and (#steps > 1000 or redis.call('EXISTS', unpack(steps)) > 0) then
+  for i, row in ipairs(claimed) do row[#row] = tostring(redis.call('EXISTS', steps[i])) end
 end
 batch_flush()
 return { claimed, exhausted }
