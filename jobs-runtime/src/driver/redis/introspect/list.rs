@@ -1,8 +1,7 @@
-//! The job list: keyset pages newest first by `(created_at, id)`. Each state's index in a queue
-//! is a lex zset of `'<created micros, 17 digits>:<id>'` (running rows are made so from the
-//! timed set), so a cursor and the creation window are one lex range; each queue answers its
-//! first `limit` matching rows from the range's near end, merging its states' ranges for a list
-//! of every state (`lua/introspect_list.lua`), and the shares merge here.
+//! The job list: keyset pages newest first by `(created_at, id)`. Each queue's `ALL` index (or
+//! the one state's index) is a lex zset of `'<created micros, 17 digits>:<id>'`, so a cursor and
+//! the creation window are one lex range; each queue answers its first `limit` matching rows
+//! from the range's near end (`lua/introspect_list.lua`), and the shares merge here.
 
 use std::cmp::Reverse;
 

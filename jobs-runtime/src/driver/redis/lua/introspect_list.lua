@@ -1,5 +1,5 @@
--- One queue's share of a job list page: the jobs of a lex range of one state's index (or of
--- every state's, merged) that pass the filters, from one end of the range, each as its fields
+-- One queue's share of a job list page: the jobs of a lex range of the queue's `ALL` index (or
+-- of one state's index) that pass the filters, from one end of the range, each as its fields
 -- with the input and the kept result left out (a page never carries payloads).
 -- ARGV: state ('' any), min, max (ZRANGEBYLEX bounds, built by the driver from the cursor and
 -- the creation window), order ('desc' newest first, 'asc' oldest first), limit, budget (index
@@ -12,12 +12,12 @@ local state, min, max, order = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local limit, budget = tonumber(ARGV[5]), tonumber(ARGV[6])
 local want = {}
 for i = 7, #ARGV, 2 do want[ARGV[i]] = ARGV[i + 1] end
+local index = ALL
+if state ~= '' then index = state_key(state) end
 
 -- A lex range's members from one end, as ZRANGEBYLEX / ZREVRANGEBYLEX answer them. Running
 -- rows have no state index (TIMED holds them, by lease, with the suspended ones): their
--- members are made here, once, from the running rows. A list of every state merges each
--- state's range (no index holds every job: an enqueue writes one entry fewer).
-local INDEXED = { 'ready', 'delayed', 'suspended', 'done', 'failed', 'dead', 'cancelled' }
+-- members are made here, once, from the running rows.
 local running = nil
 local function in_range(member, lo, hi)
   if lo ~= '-' then
@@ -30,9 +30,8 @@ local function in_range(member, lo, hi)
   end
   return true
 end
-local function range_of(of, lo, hi, desc, take)
-  if of ~= 'running' then
-    local index = state_key(of)
+local function range(lo, hi, desc, take)
+  if state ~= 'running' then
     if desc then return redis.call('ZREVRANGEBYLEX', index, hi, lo, 'LIMIT', 0, take) end
     return redis.call('ZRANGEBYLEX', index, lo, hi, 'LIMIT', 0, take)
   end
@@ -52,30 +51,6 @@ local function range_of(of, lo, hi, desc, take)
   for k = from, to, step do
     if #out >= take then break end
     if in_range(running[k], lo, hi) then out[#out + 1] = running[k] end
-  end
-  return out
-end
-local function range(lo, hi, desc, take)
-  if state ~= '' then return range_of(state, lo, hi, desc, take) end
-  -- Every state's first `take` of the range, merged (each in order): the first `take` of all.
-  local lists, at = { range_of('running', lo, hi, desc, take) }, { 1 }
-  for _, of in ipairs(INDEXED) do
-    lists[#lists + 1] = range_of(of, lo, hi, desc, take)
-    at[#at + 1] = 1
-  end
-  local out = {}
-  while #out < take do
-    local best = nil
-    for k = 1, #lists do
-      local member = lists[k][at[k]]
-      if member and (best == nil or (desc and member > lists[best][at[best]])
-          or (not desc and member < lists[best][at[best]])) then
-        best = k
-      end
-    end
-    if best == nil then break end
-    out[#out + 1] = lists[best][at[best]]
-    at[best] = at[best] + 1
   end
   return out
 end

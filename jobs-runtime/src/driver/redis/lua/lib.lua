@@ -27,10 +27,7 @@ local function begin(keys)
   -- one with a unique period (`uq`, microseconds: its creation plus the period), which keeps its
   -- entry when it finishes; a reader answers it only while `uq` is after now (`holds_key`)
   LIVE = Q .. ':live'
-  -- zset by lex: '<created>:<id>' of every stored job, which builds before the job list
-  -- merged the state indexes kept (one more index entry a job); a delete still takes a job's
-  -- entry out, so a store written by such a build sheds it as its jobs are purged
-  ALL = Q .. ':all'
+  ALL = Q .. ':all'           -- zset by lex: '<created>:<id>' of every stored job
   FIN = Q .. ':fin'           -- zset: finished rows by updated_at
   GONE = Q .. ':gone'         -- zset: ids whose job was deleted and history kept, by when
   PAUSE = Q .. ':pause'       -- hash: at, actor, while the queue is paused
@@ -76,9 +73,9 @@ local function lane(j)
   if j.prio == nil or j.prio == '0' then return tenant end
   return tenant .. '\0' .. j.prio
 end
--- A state's rows by creation (lex, '<created>:<id>'), for the lists and counts (a list of
--- every state merges them: `introspect_list.lua`); none for `running`, whose rows are few and
--- which TIMED already holds (names made once a call, in `STATE_KEYS`).
+-- A state's rows by creation (lex, '<created>:<id>'), for the lists and counts; none for
+-- `running`, whose rows are few and which TIMED already holds (names made once a call, in
+-- `STATE_KEYS`).
 local function state_key(state)
   local key = STATE_KEYS[state]
   if key == nil then key = Q .. ':st:' .. state; STATE_KEYS[state] = key end
@@ -408,7 +405,6 @@ local function delete(j, now)
     redis.call('HDEL', LIVE, live_key(j))
   end
   redis.call('DEL', jk(j.id), steps_key(j.run))
-  -- Only a job stored by a build that kept ALL has an entry there (`begin`).
   redis.call('ZREM', ALL, created_member(j))
   if redis.call('EXISTS', hist_key(j.id)) == 1 then redis.call('ZADD', GONE, now, j.id) end
 end
