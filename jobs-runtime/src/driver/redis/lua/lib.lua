@@ -1,6 +1,8 @@
 -- The queue library every queue function shares: the key layout of one queue (KEYS[1] is
 -- its hash tag, so every key below lives in the queue's one slot), a job as a Lua table, and
--- the one place a job changes state (`change`), which keeps every index and counter in step.
+-- how a job changes state (`change`, and its index moves `unindex` and `index`, which the claim
+-- and the ack, the hot paths, use with their writes spelled out), which keeps every index and
+-- counter in step.
 --
 -- Times are microseconds since the epoch, passed in as decimal strings and stored as such:
 -- Lua's numbers are doubles, and Redis turns a number argument into text with 14 digits, so
@@ -359,7 +361,9 @@ end
 
 -- Applies `set` (field -> text, or false to clear) to job `j`, moving its indexes, freeing its
 -- live key when it stops being live (unless it has a unique period: `uq`, which `j` must hold
--- when the job has it), and counting a settle. The one place a stored job changes.
+-- when the job has it), and counting a settle. Every change of a stored job but the claim's
+-- and the ack's goes through here; those two make the same moves with their fields written out
+-- (`claim.lua`, `settle.lua`).
 local function change(j, set, now)
   local before_state, before_attempt = j.state, tonumber(j.attempt)
   unindex(j)
