@@ -505,21 +505,13 @@ pub async fn job_claim_says_which_runs_have_steps(driver: Arc<dyn JobDriver>) {
         "a first claim finds no steps"
     );
     let job = first.iter().find(|j| j.id == stepped).expect("claimed");
-    let record = StepRecord {
-        run_id: job.run_id,
-        name: "charge".into(),
-        status: StepStatus::Completed,
-        output: Some(serde_json::json!({ "charged": true })),
-        error: None,
-        attempts: 1,
-        wake_at: None,
-        wait: None,
-        updated_at: at(1),
-    };
-    let fence = StepFence {
-        job_id: job.id,
-        by: job.by.clone(),
-    };
+    let record = completed_step_record(
+        job.run_id,
+        "charge",
+        serde_json::json!({ "charged": true }),
+        at(1),
+    );
+    let fence = step_fence(job);
     assert!(d
         .step_put(&StepPutParams {
             record: &record,

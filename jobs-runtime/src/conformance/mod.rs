@@ -380,6 +380,34 @@ pub(crate) async fn claim_none(driver: &dyn JobDriver, worker: &str, now: Timest
     );
 }
 
+/// A completed step of `run_id` named `name`, with `output`, written at `now`.
+pub(crate) fn completed_step_record(
+    run_id: RunId,
+    name: &str,
+    output: serde_json::Value,
+    now: Timestamp,
+) -> StepRecord {
+    StepRecord {
+        run_id,
+        name: name.to_string(),
+        status: StepStatus::Completed,
+        output: Some(output),
+        error: None,
+        attempts: 1,
+        wake_at: None,
+        wait: None,
+        updated_at: now,
+    }
+}
+
+/// The fence of `job`'s claim, as its step writes carry it.
+pub(crate) fn step_fence(job: &ClaimedJob) -> StepFence {
+    StepFence {
+        job_id: job.id,
+        by: job.by.clone(),
+    }
+}
+
 /// One job's row, which must exist.
 pub(crate) async fn get(driver: &dyn JobDriver, id: JobId) -> JobRecord {
     driver

@@ -7,27 +7,6 @@ use uuid::Uuid;
 use super::*;
 use crate::driver::{StepListParams, StepPutParams};
 
-fn completed(run_id: RunId, name: &str, output: serde_json::Value, now: Timestamp) -> StepRecord {
-    StepRecord {
-        run_id,
-        name: name.to_string(),
-        status: StepStatus::Completed,
-        output: Some(output),
-        error: None,
-        attempts: 1,
-        wake_at: None,
-        wait: None,
-        updated_at: now,
-    }
-}
-
-fn fence_of(job: &ClaimedJob) -> StepFence {
-    StepFence {
-        job_id: job.id,
-        by: job.by.clone(),
-    }
-}
-
 async fn list(d: &dyn JobDriver, run_id: RunId) -> Vec<StepRecord> {
     let mut steps = d
         .step_list(&StepListParams { run_id })
@@ -42,9 +21,9 @@ pub async fn step_put_then_list_round_trips(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     enqueue_key(d, "k").await;
     let job = claim_one(d, "w1", t0()).await;
-    let fence = fence_of(&job);
+    let fence = step_fence(&job);
     let records = vec![
-        completed(
+        completed_step_record(
             job.run_id,
             "a-completed",
             serde_json::json!({ "id": "msg-1", "n": [1, 2.5, null, true], "o": { "z": 1, "a": "é" } }),
@@ -91,7 +70,7 @@ pub async fn step_put_then_list_round_trips(driver: Arc<dyn JobDriver>) {
             }),
             updated_at: at(4),
         },
-        completed(job.run_id, "e-null", serde_json::Value::Null, at(5)),
+        completed_step_record(job.run_id, "e-null", serde_json::Value::Null, at(5)),
     ];
     for record in &records {
         assert!(
@@ -113,7 +92,7 @@ pub async fn step_put_overwrites_by_name(driver: Arc<dyn JobDriver>) {
     let d = &*driver;
     enqueue_key(d, "k").await;
     let job = claim_one(d, "w1", t0()).await;
-    let fence = fence_of(&job);
+    let fence = step_fence(&job);
     let mut record = StepRecord {
         run_id: job.run_id,
         name: "charge".into(),
@@ -132,7 +111,7 @@ pub async fn step_put_overwrites_by_name(driver: Arc<dyn JobDriver>) {
         })
         .await
         .unwrap());
-    record = completed(job.run_id, "charge", serde_json::json!("ch_1"), at(2));
+    record = completed_step_record(job.run_id, "charge", serde_json::json!("ch_1"), at(2));
     record.attempts = 2;
     assert!(d
         .step_put(&StepPutParams {
@@ -152,46 +131,46 @@ pub async fn step_put_is_fenced_on_the_claim(driver: Arc<dyn JobDriver>) {
     let first = claim_one(d, "w1", t0()).await;
     assert!(d
         .step_put(&StepPutParams {
-            record: &completed(first.run_id, "one", serde_json::json!(1), at(1)),
-            fence: &fence_of(&first)
+            record: &completed_step_record(first.run_id, "one", serde_json::json!(1), at(1)),
+            fence: &step_fence(&first)
         })
         .await
         .unwrap());
     let second = claim_one(d, "w2", at(30)).await;
-    let stale = completed(first.run_id, "two", serde_json::json!("stale"), at(31));
+    let stale = completed_step_record(first.run_id, "two", serde_json::json!("stale"), at(31));
     assert!(
         !d.step_put(&StepPutParams {
             record: &stale,
-            fence: &fence_of(&first)
+            fence: &step_fence(&first)
         })
         .await
         .unwrap(),
         "lapsed claim"
     );
-    let overwrite = completed(first.run_id, "one", serde_json::json!("stale"), at(31));
+    let overwrite = completed_step_record(first.run_id, "one", serde_json::json!("stale"), at(31));
     assert!(!d
         .step_put(&StepPutParams {
             record: &overwrite,
-            fence: &fence_of(&first)
+            fence: &step_fence(&first)
         })
         .await
         .unwrap());
-    let live = completed(second.run_id, "two", serde_json::json!(2), at(31));
+    let live = completed_step_record(second.run_id, "two", serde_json::json!(2), at(31));
     assert!(
         d.step_put(&StepPutParams {
             record: &live,
-            fence: &fence_of(&second)
+            fence: &step_fence(&second)
         })
         .await
         .unwrap(),
         "live claim"
     );
     assert!(ack(d, id, &second.by, at(32)).await);
-    let late = completed(second.run_id, "three", serde_json::json!(3), at(33));
+    let late = completed_step_record(second.run_id, "three", serde_json::json!(3), at(33));
     assert!(
         !d.step_put(&StepPutParams {
             record: &late,
-            fence: &fence_of(&second)
+            fence: &step_fence(&second)
         })
         .await
         .unwrap(),
@@ -219,11 +198,12 @@ pub async fn step_list_is_per_run(driver: Arc<dyn JobDriver>) {
     let jobs = claim(d, &claim_params("w1", 2, t0())).await.jobs;
     assert_eq!(jobs.len(), 2);
     for job in &jobs {
-        let record = completed(job.run_id, "same-name", serde_json::json!(job.id), at(1));
+        let record =
+            completed_step_record(job.run_id, "same-name", serde_json::json!(job.id), at(1));
         assert!(d
             .step_put(&StepPutParams {
                 record: &record,
-                fence: &fence_of(job)
+                fence: &step_fence(job)
             })
             .await
             .unwrap());

@@ -73,17 +73,7 @@ fn ids(page: &JobPage) -> Vec<JobId> {
 }
 
 fn completed_step(run_id: RunId, name: &str, now: Timestamp) -> StepRecord {
-    StepRecord {
-        run_id,
-        name: name.to_string(),
-        status: StepStatus::Completed,
-        output: Some(serde_json::json!({ "step": name })),
-        error: None,
-        attempts: 1,
-        wake_at: None,
-        wait: None,
-        updated_at: now,
-    }
+    completed_step_record(run_id, name, serde_json::json!({ "step": name }), now)
 }
 
 /// Runs job `id` (the only due one) to `dead` at `now`.
