@@ -75,7 +75,7 @@ table.sort(candidates, function(a, b)
   return a[2] < b[2]
 end)
 
-local claimed = {}
+local claimed, steps = {}, {}
 for i = 1, math.min(limit, #candidates) do
   local j, row = candidates[i][3], candidates[i][4]
   local attempt = tostring(tonumber(j.attempt) + 1)
@@ -106,11 +106,11 @@ for i = 1, math.min(limit, #candidates) do
   row[n + 17] = 'run'; row[n + 18] = j.run
   row[n + 19] = 'hs'; row[n + 20] = '0'
   claimed[#claimed + 1] = row
+  steps[#steps + 1] = steps_key(j.run)
 end
--- Whether each run has steps: one EXISTS of every claimed run's steps first, which finds none in
--- the common case (first attempts), then one a job only when some run has them.
-local steps = {}
-for i, row in ipairs(claimed) do steps[i] = steps_key(row[#row - 2]) end
+-- Whether each run has steps (the answer's last value): one EXISTS of every claimed run's steps
+-- first, which finds none in the common case (first attempts), then one a job only when some
+-- run has them.
 if #steps > 0 and (#steps > 1000 or redis.call('EXISTS', unpack(steps)) > 0) then
   for i, row in ipairs(claimed) do row[#row] = tostring(redis.call('EXISTS', steps[i])) end
 end
