@@ -25,6 +25,7 @@ mod export_postgres;
 mod groups_across_queues;
 mod hot_path_postgres;
 mod known_claim_postgres;
+mod layout_redis;
 mod lease_sweep;
 mod operator_sqlite;
 mod outbox_memory;

@@ -11,10 +11,16 @@ for i = 5, #ARGV do drop[ARGV[i]] = true end
 -- A claim with no slot (an operator's `jobs drain`) only buries lapsed final attempts.
 if redis.call('EXISTS', PAUSE) == 1 then return { {}, {} } end
 
--- Every due entry: {score, order member, id, priority (filled when loaded)}.
+-- Every due entry: {score, order member ('' for a running row), id, priority (filled when
+-- loaded)}.
 local due = {}
--- Lapsed running rows (member: the id) and suspended rows whose wait ended (a timeout, or an
--- event woke them; member: the order member), with the queued ones.
+-- Lapsed running rows (RUN, member: the id) and suspended rows whose wait ended (a timeout, or
+-- an event woke them; TIMED, member: the order member, or the bare id of a running row an
+-- older build filed there), with the queued ones.
+local lapsed = redis.call('ZRANGEBYSCORE', RUN, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+for i = 1, #lapsed, 2 do
+  due[#due + 1] = { tonumber(lapsed[i + 1]), '', lapsed[i], 0 }
+end
 local timed = redis.call('ZRANGEBYSCORE', TIMED, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
 for i = 1, #timed, 2 do
   local member = timed[i]
@@ -32,11 +38,14 @@ for _, row_lane in ipairs(limit > 0 and redis.call('SMEMBERS', TENANTS) or {}) d
     due[#due + 1] = { tonumber(rows[i + 1]), rows[i], string.sub(rows[i], 17), 0 }
   end
 end
--- Each entry's job, read once; its priority orders it.
+-- Each entry's job, read once; its priority orders it. A running row's entry whose job is no
+-- longer running is stale (an older build's ack, which took the row out of TIMED only) and goes.
 local loaded = {}
 for _, entry in ipairs(due) do
   local j, stored = load(entry[3])
-  if j then
+  if j and entry[2] == '' and j.state ~= 'running' then
+    unrun_now({ entry[3] })
+  elseif j then
     entry[4] = tonumber(j.prio or '0')
     loaded[entry[3]] = { j, stored }
   end
@@ -83,7 +92,7 @@ for i = 1, math.min(limit, #candidates) do
   -- `change`'s work for a claim, written out: a claim moves a live row to running (no live
   -- key, counter or note changes), and building and walking the field table `change` takes
   -- was about a seventh of a claim's time. The row leaves its index (a queued or suspended
-  -- one by the member its due read gave) for TIMED, by its new visibility.
+  -- one by the member its due read gave) for RUN, by its new visibility.
   local member = candidates[i][5]
   unindex(j, member ~= '' and member or nil)
   j.state, j.vis = 'running', visible_at

@@ -106,7 +106,7 @@ local function due_at(run_at)
   end
 end
 local created_head = string.format('%017d', tonumber(now)) .. ':'
-local all, by_state, due, live, shards = {}, {}, {}, {}, {}
+local by_state, due, live, shards = {}, {}, {}, {}
 local function shard_put(id, value)
   local shard = id_shard(ix, id)
   local list = shards[shard]
@@ -123,8 +123,6 @@ for i = 1, count do
     local state, row_lane, run_at = store_new(ARGV, i, queue, now, seq)
     due_at(run_at)
     local member = created_head .. id
-    all[#all + 1] = 0
-    all[#all + 1] = member
     local list = by_state[state]
     if list == nil then list = {}; by_state[state] = list end
     list[#list + 1] = 0
@@ -152,7 +150,6 @@ end
 if new > 0 then
   for shard, list in pairs(shards) do call_chunked('HSET', shard, list, 2000) end
   call_chunked('HSET', LIVE, live, 2000)
-  call_chunked('ZADD', ALL, all, 2000)
   for state, members in pairs(by_state) do call_chunked('ZADD', state_key(state), members, 2000) end
   for row_lane, members in pairs(due) do
     call_chunked('ZADD', due_key(row_lane), members, 2000)

@@ -46,7 +46,6 @@ end
 local seq = redis.call('INCRBY', SEQ, 1)
 local state, row_lane, run_at = store_new(ARGV, 1, queue, now, seq)
 local member = created_entry(now, id)
-redis.call('ZADD', ALL, 0, member)
 redis.call('ZADD', state_key(state), 0, member)
 redis.call('ZADD', due_key(row_lane), run_at, order_entry(seq, id))
 redis.call('SADD', TENANTS, row_lane)

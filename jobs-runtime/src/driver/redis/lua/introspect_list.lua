@@ -1,5 +1,5 @@
--- One queue's share of a job list page: the jobs of a lex range of the queue's `ALL` index (or
--- of one state's index) that pass the filters, from one end of the range, each as its fields
+-- One queue's share of a job list page: the jobs of a lex range of one state's index (or of
+-- every state's, merged) that pass the filters, from one end of the range, each as its fields
 -- with the input and the kept result left out (a page never carries payloads).
 -- ARGV: state ('' any), min, max (ZRANGEBYLEX bounds, built by the driver from the cursor and
 -- the creation window), order ('desc' newest first, 'asc' oldest first), limit, budget (index
@@ -12,13 +12,10 @@ local state, min, max, order = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local limit, budget = tonumber(ARGV[5]), tonumber(ARGV[6])
 local want = {}
 for i = 7, #ARGV, 2 do want[ARGV[i]] = ARGV[i + 1] end
-local index = ALL
-if state ~= '' then index = state_key(state) end
 
--- A lex range's members from one end, as ZRANGEBYLEX / ZREVRANGEBYLEX answer them. Running
--- rows have no state index (TIMED holds them, by lease, with the suspended ones): their
--- members are made here, once, from the running rows.
-local running = nil
+-- The states with an index of their own (`state_key`); running rows are in RUN, by lease.
+local INDEXED = { 'ready', 'delayed', 'suspended', 'done', 'failed', 'dead', 'cancelled' }
+
 local function in_range(member, lo, hi)
   if lo ~= '-' then
     local bound, open = string.sub(lo, 2), string.sub(lo, 1, 1) == '('
@@ -30,18 +27,15 @@ local function in_range(member, lo, hi)
   end
   return true
 end
-local function range(lo, hi, desc, take)
-  if state ~= 'running' then
-    if desc then return redis.call('ZREVRANGEBYLEX', index, hi, lo, 'LIMIT', 0, take) end
-    return redis.call('ZRANGEBYLEX', index, lo, hi, 'LIMIT', 0, take)
-  end
+
+-- The running rows' members, made once a call from RUN (a few: one a busy slot).
+local running = nil
+local function running_range(lo, hi, desc, take)
   if running == nil then
     running = {}
-    for _, id in ipairs(redis.call('ZRANGE', TIMED, 0, -1)) do
-      local created = #id == ID_LENGTH and redis.call('HGET', jk(id), 'created')
-      if created then
-        running[#running + 1] = created_entry(created, id)
-      end
+    for _, id in ipairs(redis.call('ZRANGE', RUN, 0, -1)) do
+      local created = redis.call('HGET', jk(id), 'created')
+      if created then running[#running + 1] = created_entry(created, id) end
     end
     table.sort(running)
   end
@@ -52,6 +46,32 @@ local function range(lo, hi, desc, take)
     if #out >= take then break end
     if in_range(running[k], lo, hi) then out[#out + 1] = running[k] end
   end
+  return out
+end
+
+local function index_range(key, lo, hi, desc, take)
+  if desc then return redis.call('ZREVRANGEBYLEX', key, hi, lo, 'LIMIT', 0, take) end
+  return redis.call('ZRANGEBYLEX', key, lo, hi, 'LIMIT', 0, take)
+end
+
+-- A lex range's first `take` members from one end, as ZRANGEBYLEX / ZREVRANGEBYLEX answer
+-- them. For every state: each index's first `take`, merged, then the first `take` of those
+-- (the union's first `take` are among them).
+local function range(lo, hi, desc, take)
+  if state == 'running' then return running_range(lo, hi, desc, take) end
+  if state ~= '' then return index_range(state_key(state), lo, hi, desc, take) end
+  local out = running_range(lo, hi, desc, take)
+  for _, s in ipairs(INDEXED) do
+    for _, member in ipairs(index_range(state_key(s), lo, hi, desc, take)) do
+      out[#out + 1] = member
+    end
+  end
+  if desc then
+    table.sort(out, function(a, b) return a > b end)
+  else
+    table.sort(out)
+  end
+  for k = #out, take + 1, -1 do out[k] = nil end
   return out
 end
 
@@ -66,9 +86,11 @@ local function wanted(j)
 end
 
 local rows, seen, last = {}, 0, ''
+-- Entries a round reads: enough for the rows still wanted, more when a filter turns some away
+-- (each round of a list of every state reads eight indexes).
 local CHUNK = 256
 while #rows < limit and seen < budget do
-  local take = math.min(CHUNK, budget - seen)
+  local take = math.min(CHUNK, budget - seen, math.max(2 * (limit - #rows), 32))
   local members = range(min, max, order == 'desc', take)
   for _, member in ipairs(members) do
     seen = seen + 1

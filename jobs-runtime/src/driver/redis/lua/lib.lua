@@ -12,7 +12,7 @@
 -- A function library's locals outlive a call, so `begin` sets them at the start of every queue
 -- function, and a call's own state afresh (`noted`, `STATE_KEYS`, `pending`, `bucket_of`,
 -- `dropped_groups`: each is described where it is used).
-local Q, TENANTS, TIMED, LIVE, ALL, FIN, GONE, PAUSE, SEQ, COUNTED, REL, GP
+local Q, TENANTS, TIMED, RUN, LIVE, FIN, GONE, PAUSE, SEQ, COUNTED, REL, GP
 local noted, STATE_KEYS, pending, bucket_of, dropped_groups
 local ID_LENGTH = 36
 local function begin(keys)
@@ -21,15 +21,18 @@ local function begin(keys)
   -- default priority, `<tenant>\0<priority>` for its rows of another (`lane`); each lane has
   -- a due set (`due_key`)
   TENANTS = Q .. ':tenants'
-  -- zset: the rows that come due at a time outside the due sets: running rows by visible_at
-  -- (member: the id; running rows have no state index, this is it) and suspended rows by run_at
-  -- (member: as the due sets', 16 digits of insertion order then the id).
+  -- zset: suspended rows by run_at, the end of their wait (member: as the due sets', 16 digits
+  -- of insertion order then the id). Builds before RUN filed running rows here too (member: the
+  -- bare id), which the claim still reads and `unrun` still removes.
   TIMED = Q .. ':timed'
+  -- zset: running rows by visible_at, the end of their lease (member: the id); running rows
+  -- have no state index, this is it. A set of its own, so a read of the running rows (the
+  -- lists, the counts) never walks the suspended ones, which can be many.
+  RUN = Q .. ':run'
   -- hash: live key (name NUL tenant NUL key) -> the job holding it: a live one, or a finished
   -- one with a unique period (`uq`, microseconds: its creation plus the period), which keeps its
   -- entry when it finishes; a reader answers it only while `uq` is after now (`holds_key`)
   LIVE = Q .. ':live'
-  ALL = Q .. ':all'           -- zset by lex: '<created>:<id>' of every stored job
   FIN = Q .. ':fin'           -- zset: finished rows by updated_at
   GONE = Q .. ':gone'         -- zset: ids whose job was deleted and history kept, by when
   PAUSE = Q .. ':pause'       -- hash: at, actor, while the queue is paused
@@ -76,8 +79,8 @@ local function lane(j)
   return tenant .. '\0' .. j.prio
 end
 -- A state's rows by creation (lex, '<created>:<id>'), for the lists and counts; none for
--- `running`, whose rows are few and which TIMED already holds (names made once a call, in
--- `STATE_KEYS`).
+-- `running`, whose rows are few and which RUN already holds (names made once a call, in
+-- `STATE_KEYS`). A list of every state merges these and RUN (`introspect_list.lua`).
 local function state_key(state)
   local key = STATE_KEYS[state]
   if key == nil then key = Q .. ':st:' .. state; STATE_KEYS[state] = key end
@@ -166,7 +169,8 @@ local function created_member(j) return created_entry(j.created, j.id) end
 -- batched, about 60). Within a batch every removal is applied before every addition, which is
 -- the order `change` makes them in for any one job. `pending` holds an open batch's edits.
 local function batch_begin()
-  pending = { zrem = {}, zadd = {}, left = {}, joined = {}, hincr = {}, names = {}, live = {} }
+  pending = { zrem = {}, zadd = {}, left = {}, joined = {}, hincr = {}, names = {}, live = {},
+    unrun = {} }
 end
 
 local function zrem(key, member)
@@ -199,9 +203,24 @@ end
 
 -- unpack() takes a few thousand values at most: long lists go in chunks (of whole pairs).
 local function call_chunked(command, key, list)
-  local CHUNK = 2000
+  local CHUNK, n = 2000, 0
   for from = 1, #list, CHUNK do
-    redis.call(command, key, unpack(list, from, math.min(from + CHUNK - 1, #list)))
+    n = n + redis.call(command, key, unpack(list, from, math.min(from + CHUNK - 1, #list)))
+  end
+  return n
+end
+
+-- Running rows leave RUN; one an older build claimed is in TIMED instead (a bare id), from
+-- which it goes when RUN did not hold them all.
+local function unrun_now(ids)
+  if call_chunked('ZREM', RUN, ids) < #ids then call_chunked('ZREM', TIMED, ids) end
+end
+
+local function unrun(id)
+  if pending then
+    pending.unrun[#pending.unrun + 1] = id
+  else
+    unrun_now({ id })
   end
 end
 
@@ -209,6 +228,7 @@ local function batch_flush()
   local p = pending
   pending = nil
   if p == nil then return end
+  if #p.unrun > 0 then unrun_now(p.unrun) end
   for key, members in pairs(p.zrem) do call_chunked('ZREM', key, members) end
   for key, members in pairs(p.zadd) do call_chunked('ZADD', key, members) end
   for tenant in pairs(p.left) do
@@ -239,15 +259,15 @@ local function batch_flush()
 end
 
 -- A ready or delayed row is in its lane's due set (its tenant's, or its tenant's and
--- priority's), by run_at (the claim's and the stats'
--- one index of them); a suspended or running one in TIMED, a finished one in FIN; and every
--- row but a running one in its state's index.
+-- priority's), by run_at (the claim's and the stats' one index of them); a suspended one in
+-- TIMED, a running one in RUN, a finished one in FIN; and every row but a running one in its
+-- state's index.
 -- `member`, when the caller read it (the claim, from the due sets), is the row's due-order
 -- member, which `unindex` otherwise makes.
 local function unindex(j, member)
   local tenant = lane(j)
   if j.state == 'running' then
-    zrem(TIMED, j.id)
+    unrun(j.id)
     return
   end
   if j.state == 'suspended' then
@@ -264,7 +284,7 @@ end
 local function index(j)
   local tenant = lane(j)
   if j.state == 'running' then
-    zadd(TIMED, j.vis, j.id)
+    zadd(RUN, j.vis, j.id)
     return
   end
   if j.state == 'suspended' then
@@ -409,7 +429,6 @@ local function delete(j, now)
     redis.call('HDEL', LIVE, live_key(j))
   end
   redis.call('DEL', jk(j.id), steps_key(j.run))
-  redis.call('ZREM', ALL, created_member(j))
   if redis.call('EXISTS', hist_key(j.id)) == 1 then redis.call('ZADD', GONE, now, j.id) end
 end
 

@@ -1,8 +1,9 @@
 -- One queue's next due time (queue_next_due): the earliest run time after `now` among its rows
 -- waiting for their time: each lane's first row past `now` in its due set (a delayed row, a
--- ready row backing off), and the first suspended row past `now` in TIMED (whose running rows,
--- members of a bare id, are passed over: at most the first 64 entries past `now` are looked
--- at, and a suspended row behind more running rows than that is left to the poll). ARGV: now.
+-- ready row backing off), and the first suspended row past `now` in TIMED (running rows an
+-- older build filed there, members of a bare id, are passed over: at most the first 64 entries
+-- past `now` are looked at, and a suspended row behind more of them is left to the poll).
+-- ARGV: now.
 -- Answers the time, or '' when the queue has none. A read: nothing is written.
 local now = ARGV[1]
 local after = '(' .. now

@@ -16,6 +16,8 @@ for _, row_lane in ipairs(redis.call('SMEMBERS', TENANTS)) do
 end
 local function count(state) return redis.call('ZCARD', state_key(state)) end
 local suspended = count('suspended')
--- TIMED holds the running rows and the suspended ones.
-return { due, total - due, redis.call('ZCARD', TIMED) - suspended, suspended, count('done'),
+-- RUN holds the running rows; TIMED the suspended ones, and any running row an older build
+-- filed there.
+local running = redis.call('ZCARD', RUN) + redis.call('ZCARD', TIMED) - suspended
+return { due, total - due, running, suspended, count('done'),
   count('failed'), count('dead'), count('cancelled'), oldest or '' }
