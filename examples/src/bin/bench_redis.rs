@@ -12,7 +12,8 @@
 //!
 //! Scenarios: `memory` (10,000 queued no-op jobs: the server's `used_memory` growth per job,
 //! and `MEMORY USAGE` of one job's hash), `idle` (one worker with default settings on an empty
-//! queue: `total_commands_processed` growth over `IDLE_SECS`, default 60, per minute), `single`
+//! queue: `total_commands_processed` growth over `IDLE_SECS`, default 60, per minute), `lists`
+//! (the operator's job list, a page per filter, on a queue with 100,000 parked rows), `single`
 //! and `cluster` (20,000 single enqueues, 100,000 in calls of 1,000, and an end-to-end drain of
 //! 20,000 no-op jobs with 16 slots; on the cluster also three queues drained by three workers,
 //! one queue per master's slot range where the names fall so), `ontime` (how late an idle worker
@@ -207,8 +208,9 @@ async fn info_field(url: &str, section: &str, field: &str) -> Result<u64, JobErr
         .unwrap_or(0))
 }
 
-/// Scripts the server has run (`EVALSHA` and `EVAL` calls), from `INFO commandstats`.
-fn script_calls(url: &str) -> Result<u64, JobError> {
+/// The script calls the server has run (`FCALL`, and `EVALSHA`/`EVAL` for other clients) and
+/// their server time in microseconds, from `INFO commandstats`.
+fn script_stats(url: &str) -> Result<(u64, u64), JobError> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let first = rest.split([',', '/', '?']).next().unwrap_or(rest);
     let (host, port) = first.rsplit_once(':').unwrap_or((first, "6379"));
@@ -216,18 +218,106 @@ fn script_calls(url: &str) -> Result<u64, JobError> {
         .args(["-h", host, "-p", port, "info", "commandstats"])
         .output()
         .map_err(|e| JobError::terminal(format!("redis-cli: {e}")))?;
+    let field = |line: &str, name: &str| -> u64 {
+        line.split(&format!("{name}="))
+            .nth(1)
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let scripts = ["cmdstat_fcall:", "cmdstat_evalsha:", "cmdstat_eval:"];
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| {
-            l.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
+        .filter(|l| scripts.iter().any(|s| l.starts_with(s)))
+        .fold((0, 0), |(calls, usec), l| {
+            (calls + field(l, "calls"), usec + field(l, "usec"))
+        }))
+}
+
+fn script_calls(url: &str) -> Result<u64, JobError> {
+    Ok(script_stats(url)?.0)
+}
+
+/// The operator's job list on a queue with many parked rows (`PARKED` jobs parked by a sleep
+/// or an event wait, 16 running, 100 ready): the server time of a page of 50 with each filter,
+/// from the scripts' time in `INFO commandstats`, median of five pages.
+async fn lists(url: &str) -> Result<(), JobError> {
+    const PARKED: u64 = 100_000;
+    let jobs = store(url).await?;
+    let driver = jobs.driver().clone();
+    let bench = bench_id();
+    let items = |from: u64, to: u64| {
+        let bench = bench.clone();
+        (from..to).map(move |n| Item {
+            bench: bench.clone(),
+            n,
         })
-        .sum())
+    };
+    for chunk in 0..PARKED / 1_000 {
+        NoopRedisBench::enqueue_many(&jobs, items(chunk * 1_000, (chunk + 1) * 1_000)).await?;
+    }
+    let far = jobs.now() + chrono::Duration::days(365);
+    let claim = |limit: u32| jobs::driver::ClaimParams {
+        demand: vec![jobs::driver::QueueDemand {
+            queue: "default".into(),
+            limit,
+        }],
+        worker_id: "bench".into(),
+        visibility_timeout: Duration::from_secs(3_600),
+        drop_exhausted: Vec::new(),
+        fair_after: String::new(),
+        now: jobs.now(),
+    };
+    let mut parked = 0;
+    while parked < PARKED {
+        let claimed = driver.job_claim(&claim(1_000)).await?.jobs;
+        if claimed.is_empty() {
+            break;
+        }
+        for job in claimed {
+            let park = jobs::driver::NackParams {
+                job_id: job.id,
+                by: job.by,
+                target: jobs::driver::NackTarget::Park,
+                run_at: far,
+                counts_as_attempt: false,
+                error: None,
+                error_code: None,
+                now: jobs.now(),
+            };
+            driver.job_nack(&park).await?;
+            parked += 1;
+        }
+    }
+    NoopRedisBench::enqueue_many(&jobs, items(PARKED, PARKED + 116)).await?;
+    driver.job_claim(&claim(16)).await?;
+    let introspect = driver
+        .introspect()
+        .ok_or_else(|| JobError::terminal("the Redis driver has an operator surface"))?;
+    for (label, state) in [
+        ("running", Some(jobs::driver::JobState::Running)),
+        ("every state", None),
+        ("ready", Some(jobs::driver::JobState::Ready)),
+        ("suspended", Some(jobs::driver::JobState::Suspended)),
+    ] {
+        let mut usec = Vec::new();
+        let mut rows = 0;
+        for _ in 0..5 {
+            let before = script_stats(url)?.1;
+            let params = jobs::driver::introspect::JobListParams {
+                state,
+                limit: Some(50),
+                ..Default::default()
+            };
+            rows = introspect.job_list(&params).await?.jobs.len();
+            usec.push((script_stats(url)?.1 - before) as f64);
+        }
+        println!(
+            "lists: {label}: {:.2} ms of server time a page of {rows} ({PARKED} parked, 16 running, 100 ready)",
+            median(usec) / 1_000.0
+        );
+    }
+    Ok(())
 }
 
 async fn memory(url: &str) -> Result<(), JobError> {
@@ -433,6 +523,9 @@ async fn main() -> Result<(), JobError> {
     }
     if wants("idle") {
         idle(&single).await?;
+    }
+    if wants("lists") {
+        lists(&single).await?;
     }
     if wants("ontime") {
         on_time_starts(&single).await?;

@@ -86,11 +86,12 @@ local function wanted(j)
 end
 
 local rows, seen, last = {}, 0, ''
--- Entries a round reads: enough for the rows still wanted, more when a filter turns some away
--- (each round of a list of every state reads eight indexes).
 local CHUNK = 256
 while #rows < limit and seen < budget do
-  local take = math.min(CHUNK, budget - seen, math.max(2 * (limit - #rows), 32))
+  local take = math.min(CHUNK, budget - seen)
+  -- A round of a list of every state reads eight indexes and sorts what they give: it takes
+  -- no more than the rows still wanted (another round follows when a filter turns some away).
+  if state == '' then take = math.min(take, math.max(limit - #rows, 16)) end
   local members = range(min, max, order == 'desc', take)
   for _, member in ipairs(members) do
     seen = seen + 1
