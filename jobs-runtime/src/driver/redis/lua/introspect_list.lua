@@ -55,23 +55,29 @@ local function index_range(key, lo, hi, desc, take)
 end
 
 -- A lex range's first `take` members from one end, as ZRANGEBYLEX / ZREVRANGEBYLEX answer
--- them. For every state: each index's first `take`, merged, then the first `take` of those
--- (the union's first `take` are among them).
+-- them. For every state: each index's first `take`, merged in order until `take` (the union's
+-- first `take` are among them).
 local function range(lo, hi, desc, take)
   if state == 'running' then return running_range(lo, hi, desc, take) end
   if state ~= '' then return index_range(state_key(state), lo, hi, desc, take) end
-  local out = running_range(lo, hi, desc, take)
-  for _, s in ipairs(INDEXED) do
-    for _, member in ipairs(index_range(state_key(s), lo, hi, desc, take)) do
-      out[#out + 1] = member
+  local lists = {}
+  local function add(list) if #list > 0 then lists[#lists + 1] = { list, 1 } end end
+  add(running_range(lo, hi, desc, take))
+  for _, s in ipairs(INDEXED) do add(index_range(state_key(s), lo, hi, desc, take)) end
+  local out = {}
+  while #out < take do
+    local best, best_member = nil, nil
+    for _, list in ipairs(lists) do
+      local member = list[1][list[2]]
+      if member and (best == nil or (desc and member > best_member)
+          or (not desc and member < best_member)) then
+        best, best_member = list, member
+      end
     end
+    if best == nil then break end
+    out[#out + 1] = best_member
+    best[2] = best[2] + 1
   end
-  if desc then
-    table.sort(out, function(a, b) return a > b end)
-  else
-    table.sort(out)
-  end
-  for k = #out, take + 1, -1 do out[k] = nil end
   return out
 end
 
