@@ -317,6 +317,17 @@ impl OutboxProbe {
     pub fn claims(&self) -> usize {
         self.state.claims.load(std::sync::atomic::Ordering::SeqCst)
     }
+
+    /// Counts a mark, and never returns from the one [`OutboxProbe::stall_on_mark`] names.
+    async fn mark_made(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let mark = self.state.marks.fetch_add(1, SeqCst) + 1;
+        if mark == self.state.stall_on_mark.load(SeqCst) {
+            self.state.stalled.notify_waiters();
+            self.state.stalled.notify_one();
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -348,14 +359,23 @@ impl crate::driver::OutboxStore for OutboxProbe {
         settle: &crate::driver::outbox::OutboxSettle<'_>,
         rows: &[crate::driver::outbox::OutboxPublished],
     ) -> Result<u64, crate::JobError> {
-        use std::sync::atomic::Ordering::SeqCst;
-        let mark = self.state.marks.fetch_add(1, SeqCst) + 1;
-        if mark == self.state.stall_on_mark.load(SeqCst) {
-            self.state.stalled.notify_waiters();
-            self.state.stalled.notify_one();
-            std::future::pending::<()>().await;
-        }
+        self.mark_made().await;
         self.inner.outbox_published(settle, rows).await
+    }
+
+    async fn outbox_published_then_claim(
+        &self,
+        settle: &crate::driver::outbox::OutboxSettle<'_>,
+        rows: &[crate::driver::outbox::OutboxPublished],
+        claim: &crate::driver::outbox::OutboxClaimParams,
+    ) -> Result<Vec<crate::driver::outbox::OutboxRecord>, crate::JobError> {
+        self.mark_made().await;
+        self.state
+            .claims
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner
+            .outbox_published_then_claim(settle, rows, claim)
+            .await
     }
 
     async fn outbox_release(

@@ -76,6 +76,7 @@ macro_rules! __outbox_cases {
             outbox_wake_signals_a_committed_stage,
             outbox_claim_never_hands_one_row_to_two_concurrent_relays,
             outbox_claim_after_a_position_takes_the_rows_after_it,
+            outbox_published_then_claim_marks_and_takes_only_for_the_holder,
             relay_publishes_committed_rows_once_in_order_and_the_job_runs,
             relay_stops_at_the_first_failed_row_and_keeps_the_rest,
             relay_sets_aside_a_row_the_job_store_refuses_for_good,
@@ -590,6 +591,72 @@ pub async fn outbox_claim_after_a_position_takes_the_rows_after_it(
     let mut expected = vec![ids(&first)[0], late.id, ids(&first)[1]];
     expected.extend(ids(&next));
     assert_eq!(ids(&all), expected);
+}
+
+/// A draining relay's step between batches marks the batch it published and takes the rows
+/// after the one it is publishing; once another relay took the lapsed lease over, the late
+/// holder's step marks nothing and takes nothing.
+pub async fn outbox_published_then_claim_marks_and_takes_only_for_the_holder(
+    fixture: Arc<dyn OutboxFixture>,
+) {
+    let store = fixture.store();
+    let rows: Vec<EnqueueRequest> = ["a", "b", "c", "d", "e", "f"]
+        .iter()
+        .zip(0..)
+        .map(|(key, secs)| staged(key, secs))
+        .collect();
+    stage(&*fixture, &rows).await;
+    let position = |records: &[OutboxRecord]| {
+        let last = records.last().expect("a row");
+        Some((last.staged_at(), last.request.id))
+    };
+    let first = claim_ok(&*store, &claim("r1", 2, at(10))).await;
+    let second = claim_ok(
+        &*store,
+        &OutboxClaimParams {
+            after: position(&first),
+            ..claim("r1", 2, at(11))
+        },
+    )
+    .await;
+    let third = store
+        .outbox_published_then_claim(
+            &settle("r1", at(12)),
+            &published(&first),
+            &OutboxClaimParams {
+                after: position(&second),
+                ..claim("r1", 2, at(12))
+            },
+        )
+        .await
+        .unwrap();
+    let staged_ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
+    assert_eq!(ids(&first), staged_ids[..2]);
+    assert_eq!(ids(&second), staged_ids[2..4]);
+    assert_eq!(ids(&third), staged_ids[4..]);
+    let s = stats(&*store).await;
+    assert_eq!((s.backlog, s.published), (4, 2));
+    // The lease lapses 30 s after r1's last claim: r2 takes the head over.
+    let over = claim_ok(&*store, &claim("r2", 10, at(43))).await;
+    assert_eq!(ids(&over), staged_ids[2..]);
+    let late = store
+        .outbox_published_then_claim(
+            &settle("r1", at(44)),
+            &published(&second),
+            &OutboxClaimParams {
+                after: position(&third),
+                ..claim("r1", 2, at(44))
+            },
+        )
+        .await
+        .unwrap();
+    assert!(late.is_empty(), "a lapsed holder takes nothing");
+    let s = stats(&*store).await;
+    assert_eq!(
+        (s.backlog, s.published),
+        (4, 2),
+        "a lapsed holder marks nothing"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

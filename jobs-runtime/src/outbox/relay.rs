@@ -248,7 +248,8 @@ impl OutboxRelay {
 
     /// Passes back to back until a claim comes back short of a full batch (or
     /// [`DRAIN_BATCHES`] went), pipelined: while a batch is published, the batch before it is
-    /// marked and the next one claimed after it, on connections of their own, so the outbox's
+    /// marked and the next one claimed after it, in one call of the outbox store
+    /// ([`OutboxStore::outbox_published_then_claim`]: one statement on Postgres), so the outbox's
     /// statements overlap the job store's. Order holds as in [`pass`](Self::pass): a batch is
     /// published only after the one before it was, and a failed publish releases its tail (and
     /// with it the lease) and leaves the batch claimed after it unpublished. A row that
@@ -275,16 +276,9 @@ impl OutboxRelay {
             let position = rows.last().map(|r| (r.staged_at(), r.request.id));
             let (settle_at, requests) = self.requests(rows);
             let mut marks = PassReport::default();
-            let (published, marked, next) = tokio::join!(
+            let (published, next) = tokio::join!(
                 inner.jobs.driver().job_enqueue_many(&requests),
-                self.mark_unmarked(unmarked.take(), &mut marks),
-                async {
-                    if go_on {
-                        self.claim(position).await
-                    } else {
-                        Ok(Vec::new())
-                    }
-                }
+                self.mark_then_claim(unmarked.take(), go_on.then_some(position), &mut marks),
             );
             report.published += marks.published;
             report.deduped += marks.deduped;
@@ -302,18 +296,51 @@ impl OutboxRelay {
                     if report.published > 0 {
                         inner.jobs.local_wake().notify_waiters();
                     }
-                    marked?;
                     next?;
                     return Ok(report);
                 }
             }
             // On an error, the rows left unmarked are published again by the next claim from
             // the head, and the job store answers their first jobs.
-            marked?;
             rows = next?;
         }
         self.mark_unmarked(unmarked, &mut report).await?;
         Ok(report)
+    }
+
+    /// Marks the batch a drain published last, if there is one, and claims the rows after
+    /// `after` when it is given: one call of the store when both are due
+    /// ([`OutboxStore::outbox_published_then_claim`]), so the outbox's database makes one commit
+    /// between two batches, not two.
+    async fn mark_then_claim(
+        &self,
+        unmarked: Option<Unmarked>,
+        after: Option<Option<(Timestamp, JobId)>>,
+        report: &mut PassReport,
+    ) -> Result<Vec<OutboxRecord>, JobError> {
+        match (unmarked, after) {
+            (Some((at, requests, results)), Some(after)) => {
+                let published = published_rows(&requests, &results);
+                let rows = self
+                    .inner
+                    .store
+                    .outbox_published_then_claim(
+                        &self.settle(at),
+                        &published,
+                        &self.claim_params(after),
+                    )
+                    .await?;
+                report.count(&published);
+                Ok(rows)
+            }
+            (unmarked, after) => {
+                self.mark_unmarked(unmarked, report).await?;
+                match after {
+                    Some(after) => self.claim(after).await,
+                    None => Ok(Vec::new()),
+                }
+            }
+        }
     }
 
     /// Marks the batch a drain published last, if there is one.
@@ -339,21 +366,26 @@ impl OutboxRelay {
         }
     }
 
+    /// A claim for this relay: the head, or the rows after `after`.
+    fn claim_params(&self, after: Option<(Timestamp, JobId)>) -> OutboxClaimParams {
+        let inner = &*self.inner;
+        OutboxClaimParams {
+            holder: inner.holder.clone(),
+            limit: inner.batch,
+            lease: inner.lease,
+            now: inner.jobs.now(),
+            after,
+        }
+    }
+
     /// Claims for this relay: the head, or the rows after `after`.
     async fn claim(
         &self,
         after: Option<(Timestamp, JobId)>,
     ) -> Result<Vec<OutboxRecord>, JobError> {
-        let inner = &*self.inner;
-        inner
+        self.inner
             .store
-            .outbox_claim(&OutboxClaimParams {
-                holder: inner.holder.clone(),
-                limit: inner.batch,
-                lease: inner.lease,
-                now: inner.jobs.now(),
-                after,
-            })
+            .outbox_claim(&self.claim_params(after))
             .await
     }
 
@@ -410,20 +442,12 @@ impl OutboxRelay {
         results: &[EnqueueResult],
         report: &mut PassReport,
     ) -> Result<(), JobError> {
-        let published: Vec<OutboxPublished> = requests
-            .iter()
-            .zip(results)
-            .map(|(request, result)| OutboxPublished {
-                id: request.id,
-                deduped: result.deduped,
-            })
-            .collect();
+        let published = published_rows(requests, results);
         self.inner
             .store
             .outbox_published(settle, &published)
             .await?;
-        report.published += published.len();
-        report.deduped += published.iter().filter(|p| p.deduped).count();
+        report.count(&published);
         Ok(())
     }
 
@@ -499,6 +523,26 @@ impl OutboxRelay {
                 }
             }
         }
+    }
+}
+
+/// The rows of a published batch, with what the job store answered for each.
+fn published_rows(requests: &[EnqueueRequest], results: &[EnqueueResult]) -> Vec<OutboxPublished> {
+    requests
+        .iter()
+        .zip(results)
+        .map(|(request, result)| OutboxPublished {
+            id: request.id,
+            deduped: result.deduped,
+        })
+        .collect()
+}
+
+impl PassReport {
+    /// Counts a marked batch.
+    fn count(&mut self, published: &[OutboxPublished]) {
+        self.published += published.len();
+        self.deduped += published.iter().filter(|p| p.deduped).count();
     }
 }
 

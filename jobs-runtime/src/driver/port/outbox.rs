@@ -159,6 +159,21 @@ pub trait OutboxStore: Send + Sync + 'static {
         rows: &[OutboxPublished],
     ) -> Result<u64, JobError>;
 
+    /// A pipelined relay's step between batches: marks `rows` published as
+    /// [`outbox_published`](Self::outbox_published) does, and claims the rows after
+    /// `claim.after` as [`outbox_claim`](Self::outbox_claim) does, for `settle.holder` (which is
+    /// `claim.holder`). A store may do both in one statement; this default makes the two calls.
+    /// A holder that no longer holds the lease does neither: it marks nothing and takes
+    /// nothing (the next claim from the head starts afresh).
+    async fn outbox_published_then_claim(
+        &self,
+        settle: &OutboxSettle<'_>,
+        rows: &[OutboxPublished],
+        claim: &OutboxClaimParams,
+    ) -> Result<Vec<OutboxRecord>, JobError> {
+        published_then_claim_in_two(self, settle, rows, claim).await
+    }
+
     /// Hands the head back at once: frees the lease, and answers how many of `ids` are still
     /// unpublished. `failed`, when given, is the row whose publish failed and the failure's
     /// code: its attempts go up by one and the code is kept. With no ids, it only frees the
@@ -191,4 +206,20 @@ pub trait OutboxStore: Send + Sync + 'static {
     async fn outbox_wake(&self) -> Result<Option<WakeReceiver>, JobError> {
         Ok(None)
     }
+}
+
+/// [`OutboxStore::outbox_published_then_claim`] as two calls: the mark, then the claim unless
+/// the mark changed fewer rows than it was given (only a holder that lost the lease marks short:
+/// within its lease no one else settles its rows).
+pub async fn published_then_claim_in_two<S: OutboxStore + ?Sized>(
+    store: &S,
+    settle: &OutboxSettle<'_>,
+    rows: &[OutboxPublished],
+    claim: &OutboxClaimParams,
+) -> Result<Vec<OutboxRecord>, JobError> {
+    let marked = store.outbox_published(settle, rows).await?;
+    if marked < rows.len() as u64 {
+        return Ok(Vec::new());
+    }
+    store.outbox_claim(claim).await
 }

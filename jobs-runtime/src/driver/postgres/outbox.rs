@@ -38,6 +38,7 @@ struct Statements {
     stage: SqlStr,
     claim: SqlStr,
     published: SqlStr,
+    published_then_claim: SqlStr,
     release: SqlStr,
     refused: SqlStr,
     stats: SqlStr,
@@ -51,6 +52,7 @@ impl Statements {
             stage: sql(include_str!("sql/outbox_stage.sql")),
             claim: sql(include_str!("sql/outbox_claim.sql")),
             published: sql(include_str!("sql/outbox_published.sql")),
+            published_then_claim: sql(include_str!("sql/outbox_published_then_claim.sql")),
             release: sql(include_str!("sql/outbox_release.sql")),
             refused: sql(include_str!("sql/outbox_refused.sql")),
             stats: sql(include_str!("sql/outbox_stats.sql")),
@@ -204,6 +206,32 @@ impl OutboxStore for PostgresOutbox {
             .await
             .map_err(|e| classify(Op::OutboxPublished, e))?;
         Ok(done.rows_affected())
+    }
+
+    async fn outbox_published_then_claim(
+        &self,
+        settle: &OutboxSettle<'_>,
+        rows: &[OutboxPublished],
+        claim: &OutboxClaimParams,
+    ) -> Result<Vec<OutboxRecord>, JobError> {
+        let Some(after) = claim.after else {
+            // From the head: the claim's own statement, which judges the lease by its snapshot.
+            return published_then_claim_in_two(self, settle, rows, claim).await;
+        };
+        let ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
+        let deduped: Vec<JobId> = rows.iter().filter(|r| r.deduped).map(|r| r.id).collect();
+        sqlx::query_as(self.sql.published_then_claim.clone())
+            .bind(settle.holder)
+            .bind(i64::try_from(claim.limit).unwrap_or(i64::MAX))
+            .bind(claim.now)
+            .bind(&ids)
+            .bind(after.0)
+            .bind(after.1)
+            .bind(&deduped)
+            .bind(settle.now)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| classify(Op::OutboxClaim, e))
     }
 
     async fn outbox_release(

@@ -315,6 +315,57 @@ impl OutboxStore for SqliteOutbox {
         Ok(done.rows_affected())
     }
 
+    /// The mark and the claim in one write transaction (one commit, not two), while the
+    /// holder holds the lease.
+    async fn outbox_published_then_claim(
+        &self,
+        settle: &OutboxSettle<'_>,
+        rows: &[OutboxPublished],
+        claim: &OutboxClaimParams,
+    ) -> Result<Vec<OutboxRecord>, JobError> {
+        let Some(after) = claim.after else {
+            return published_then_claim_in_two(self, settle, rows, claim).await;
+        };
+        let failed = |e| classify(Op::OutboxClaim, e);
+        let mut conn = self.pool.acquire().await.map_err(failed)?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
+        let lease: Option<(Option<String>, Option<Timestamp>)> = sqlx::query_as(LEASE)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed)?;
+        if !matches!(lease, Some((Some(by), _)) if by == claim.holder) {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
+        let deduped: Vec<JobId> = rows.iter().filter(|r| r.deduped).map(|r| r.id).collect();
+        sqlx::query(PUBLISHED)
+            .bind(settle.holder)
+            .bind(hex_ids(&ids))
+            .bind(ts(settle.now))
+            .bind(hex_ids(&deduped))
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        let records: Vec<OutboxRecord> = sqlx::query_as(HEAD)
+            .bind(i64::try_from(claim.limit).unwrap_or(i64::MAX))
+            .bind(ts(after.0))
+            .bind(after.1)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(failed)?;
+        let last = records.last();
+        sqlx::query(HOLD)
+            .bind(&claim.holder)
+            .bind(ts(claim.now))
+            .bind(last.map(|r| ts(r.staged_at())))
+            .bind(last.map(|r| r.request.id))
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        Ok(records)
+    }
+
     async fn outbox_release(
         &self,
         settle: &OutboxSettle<'_>,
