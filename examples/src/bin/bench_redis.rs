@@ -13,7 +13,8 @@
 //! Scenarios: `memory` (10,000 queued no-op jobs: the server's `used_memory` growth per job,
 //! and `MEMORY USAGE` of one job's hash), `idle` (one worker with default settings on an empty
 //! queue: `total_commands_processed` growth over `IDLE_SECS`, default 60, per minute), `lists`
-//! (the operator's job list, a page per filter, on a queue with 100,000 parked rows), `single`
+//! (the operator's job list, a page per filter, on a queue with 100,000 parked rows of a 2 KB
+//! input), `single`
 //! and `cluster` (20,000 single enqueues, 100,000 in calls of 1,000, and an end-to-end drain of
 //! 20,000 no-op jobs with 16 slots; on the cluster also three queues drained by three workers,
 //! one queue per master's slot range where the names fall so), `ontime` (how late an idle worker
@@ -55,6 +56,19 @@ async fn noop_redis_b(_run: Run, _input: Item) -> Result<(), JobError> {
 
 #[job(key = "noop:{bench}:{n}", tenant = none, queue = "q-c")]
 async fn noop_redis_c(_run: Run, _input: Item) -> Result<(), JobError> {
+    Ok(())
+}
+
+/// The list scenario's job: an input of about 2 KB (an order with its lines), outside its key.
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Order {
+    bench: String,
+    n: u64,
+    lines: String,
+}
+
+#[job(key = "order:{bench}:{n}", tenant = none)]
+async fn order_redis_bench(_run: Run, _input: Order) -> Result<(), JobError> {
     Ok(())
 }
 
@@ -238,23 +252,25 @@ fn script_calls(url: &str) -> Result<u64, JobError> {
     Ok(script_stats(url)?.0)
 }
 
-/// The operator's job list on a queue with many parked rows (`PARKED` jobs parked by a sleep
-/// or an event wait, 16 running, 100 ready): the server time of a page of 50 with each filter,
-/// from the scripts' time in `INFO commandstats`, median of five pages.
+/// The operator's job list on a queue with many parked rows (`PARKED` jobs of a 2 KB input
+/// parked by a sleep or an event wait, 16 running, 100 ready): the server time of a page of 50
+/// with each filter, from the scripts' time in `INFO commandstats`, median of five pages.
 async fn lists(url: &str) -> Result<(), JobError> {
     const PARKED: u64 = 100_000;
     let jobs = store(url).await?;
     let driver = jobs.driver().clone();
     let bench = bench_id();
+    let lines = "x".repeat(2_000);
     let items = |from: u64, to: u64| {
-        let bench = bench.clone();
-        (from..to).map(move |n| Item {
+        let (bench, lines) = (bench.clone(), lines.clone());
+        (from..to).map(move |n| Order {
             bench: bench.clone(),
             n,
+            lines: lines.clone(),
         })
     };
     for chunk in 0..PARKED / 1_000 {
-        NoopRedisBench::enqueue_many(&jobs, items(chunk * 1_000, (chunk + 1) * 1_000)).await?;
+        OrderRedisBench::enqueue_many(&jobs, items(chunk * 1_000, (chunk + 1) * 1_000)).await?;
     }
     let far = jobs.now() + chrono::Duration::days(365);
     let claim = |limit: u32| jobs::driver::ClaimParams {
@@ -289,7 +305,7 @@ async fn lists(url: &str) -> Result<(), JobError> {
             parked += 1;
         }
     }
-    NoopRedisBench::enqueue_many(&jobs, items(PARKED, PARKED + 116)).await?;
+    OrderRedisBench::enqueue_many(&jobs, items(PARKED, PARKED + 116)).await?;
     driver.job_claim(&claim(16)).await?;
     let introspect = driver
         .introspect()
@@ -313,7 +329,7 @@ async fn lists(url: &str) -> Result<(), JobError> {
             usec.push((script_stats(url)?.1 - before) as f64);
         }
         println!(
-            "lists: {label}: {:.2} ms of server time a page of {rows} ({PARKED} parked, 16 running, 100 ready)",
+            "lists: {label}: {:.2} ms of server time a page of {rows} ({PARKED} parked, 16 running, 100 ready; inputs of 2 KB)",
             median(usec) / 1_000.0
         );
     }

@@ -1,6 +1,6 @@
 -- One queue's share of a job list page: the jobs of a lex range of one state's index (or of
--- every state's, merged) that pass the filters, from one end of the range, each as its fields
--- with the input and the kept result left out (a page never carries payloads).
+-- every state's, merged) that pass the filters, from one end of the range, each as the fields a
+-- page shows (`SHOWN`: never the input nor the kept result, a page carries no payloads).
 -- ARGV: state ('' any), min, max (ZRANGEBYLEX bounds, built by the driver from the cursor and
 -- the creation window), order ('desc' newest first, 'asc' oldest first), limit, budget (index
 -- entries to look at before answering), then filter pairs: ('name', v), ('tenant', v),
@@ -12,6 +12,11 @@ local state, min, max, order = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local limit, budget = tonumber(ARGV[5]), tonumber(ARGV[6])
 local want = {}
 for i = 7, #ARGV, 2 do want[ARGV[i]] = ARGV[i + 1] end
+
+-- The fields a row of a page shows (`codec.rs`' `job` reads them), 'state' first as `load_some`
+-- wants: never the input nor the kept result, so a large payload is not even read.
+local SHOWN = { 'state', 'run', 'name', 'queue', 'key', 'tenant', 'attempt', 'max', 'run_at',
+  'prio', 'created', 'updated', 'err', 'errc', 'by', 'claims', 'vis', 'prog', 'tp', 'actor', 'uq' }
 
 -- The states with an index of their own (`state_key`); running rows are in RUN, by lease.
 local INDEXED = { 'ready', 'delayed', 'suspended', 'done', 'failed', 'dead', 'cancelled' }
@@ -95,7 +100,7 @@ local rows, seen, last = {}, 0, ''
 local CHUNK = 256
 while #rows < limit and seen < budget do
   local take = math.min(CHUNK, budget - seen)
-  -- A round of a list of every state reads eight indexes and sorts what they give: it takes
+  -- A round of a list of every state reads eight indexes and merges what they give: it takes
   -- no more than the rows still wanted (another round follows when a filter turns some away).
   if state == '' then take = math.min(take, math.max(limit - #rows, 16)) end
   local members = range(min, max, order == 'desc', take)
@@ -105,10 +110,9 @@ while #rows < limit and seen < budget do
     local id = id_of(member)
     -- The id is in the member: a prefix filter needs no load.
     if not want.id or string.sub(id, 1, #want.id) == want.id then
-      local j = load(id)
+      local j = load_some(id, SHOWN)
       if j and wanted(j) then
         j.input = 'null'
-        j.res = nil
         rows[#rows + 1] = flat(j)
         if #rows >= limit then return { rows, last } end
       end
