@@ -9,10 +9,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use jobs::driver::{
-    AckParams, ClaimParams, ClaimedJob, ConflictPolicy, EnqueueRequest, JobDriver, QueueDemand,
-    QueueStatsParams, RedisDriver,
+    AckParams, ClaimParams, ClaimedJob, JobDriver, QueueDemand, QueueStatsParams, RedisDriver,
 };
-use jobs::DEFAULT_PRIORITY;
 use uuid::Uuid;
 
 use crate::support;
@@ -39,24 +37,7 @@ async fn driver(test: &str) -> (&'static RedisServer, Arc<dyn JobDriver>, String
 }
 
 async fn enqueue(driver: &dyn JobDriver, key: &str) -> Uuid {
-    let request = EnqueueRequest {
-        id: Uuid::now_v7(),
-        run_id: Uuid::now_v7(),
-        name: "layout.job".into(),
-        queue: QUEUE.into(),
-        input: serde_json::json!({ "key": key }),
-        idempotency_key: key.into(),
-        tenant_id: None,
-        max_attempts: 3,
-        run_at: t(0),
-        priority: DEFAULT_PRIORITY,
-        on_conflict: ConflictPolicy::Dedupe,
-        traceparent: None,
-        actor: None,
-        unique_for: None,
-        dependencies: None,
-        now: t(0),
-    };
+    let request = support::request::request("layout.job", QUEUE, key, t(0), t(0));
     driver.job_enqueue(&request).await.expect("enqueued").id
 }
 

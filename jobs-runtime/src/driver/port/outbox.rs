@@ -98,6 +98,15 @@ pub struct OutboxPublished {
     pub deduped: bool,
 }
 
+impl OutboxPublished {
+    /// The ids of `rows`, and of those the job store already held: the two lists a mark binds.
+    pub fn ids_and_deduped(rows: &[OutboxPublished]) -> (Vec<JobId>, Vec<JobId>) {
+        let ids = rows.iter().map(|r| r.id).collect();
+        let deduped = rows.iter().filter(|r| r.deduped).map(|r| r.id).collect();
+        (ids, deduped)
+    }
+}
+
 /// A change the relay makes to the rows of its claim.
 #[derive(Debug, Clone)]
 pub struct OutboxSettle<'a> {

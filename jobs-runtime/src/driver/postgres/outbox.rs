@@ -195,8 +195,7 @@ impl OutboxStore for PostgresOutbox {
         settle: &OutboxSettle<'_>,
         rows: &[OutboxPublished],
     ) -> Result<u64, JobError> {
-        let ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
-        let deduped: Vec<JobId> = rows.iter().filter(|r| r.deduped).map(|r| r.id).collect();
+        let (ids, deduped) = OutboxPublished::ids_and_deduped(rows);
         let done = sqlx::query(self.sql.published.clone())
             .bind(settle.holder)
             .bind(&ids)
@@ -218,8 +217,7 @@ impl OutboxStore for PostgresOutbox {
             // From the head: the claim's own statement, which judges the lease by its snapshot.
             return published_then_claim_in_two(self, settle, rows, claim).await;
         };
-        let ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
-        let deduped: Vec<JobId> = rows.iter().filter(|r| r.deduped).map(|r| r.id).collect();
+        let (ids, deduped) = OutboxPublished::ids_and_deduped(rows);
         sqlx::query_as(self.sql.published_then_claim.clone())
             .bind(settle.holder)
             .bind(i64::try_from(claim.limit).unwrap_or(i64::MAX))

@@ -221,6 +221,63 @@ fn hex_ids(ids: &[JobId]) -> String {
     .to_string()
 }
 
+/// The outbox's lease, its holder and when it was taken, as the write transaction sees it.
+async fn lease_of(
+    tx: &mut sqlx::SqliteConnection,
+) -> Result<Option<(Option<String>, Option<Timestamp>)>, JobError> {
+    sqlx::query_as(LEASE)
+        .fetch_optional(tx)
+        .await
+        .map_err(|e| classify(Op::OutboxClaim, e))
+}
+
+/// The rows after `after` a claim takes, in its write transaction.
+async fn head(
+    tx: &mut sqlx::SqliteConnection,
+    params: &OutboxClaimParams,
+    after: (Timestamp, JobId),
+) -> Result<Vec<OutboxRecord>, JobError> {
+    sqlx::query_as(HEAD)
+        .bind(i64::try_from(params.limit).unwrap_or(i64::MAX))
+        .bind(ts(after.0))
+        .bind(after.1)
+        .fetch_all(tx)
+        .await
+        .map_err(|e| classify(Op::OutboxClaim, e))
+}
+
+/// Takes the lease for the claim's holder, noting the last of `records` (if any).
+async fn hold(
+    tx: &mut sqlx::SqliteConnection,
+    params: &OutboxClaimParams,
+    records: &[OutboxRecord],
+) -> Result<(), JobError> {
+    let last = records.last();
+    sqlx::query(HOLD)
+        .bind(&params.holder)
+        .bind(ts(params.now))
+        .bind(last.map(|r| ts(r.staged_at())))
+        .bind(last.map(|r| r.request.id))
+        .execute(tx)
+        .await
+        .map_err(|e| classify(Op::OutboxClaim, e))?;
+    Ok(())
+}
+
+/// A claim after the holder's position (`params.after`): the rows after it, and the lease held
+/// even when there are none (its batches still await their marks).
+async fn head_and_hold(
+    tx: &mut sqlx::SqliteConnection,
+    params: &OutboxClaimParams,
+) -> Result<Vec<OutboxRecord>, JobError> {
+    let after = params
+        .after
+        .unwrap_or_else(OutboxClaimParams::start_of_time);
+    let records = head(tx, params, after).await?;
+    hold(tx, params, &records).await?;
+    Ok(records)
+}
+
 #[async_trait]
 impl OutboxStore for SqliteOutbox {
     fn name(&self) -> &'static str {
@@ -257,42 +314,27 @@ impl OutboxStore for SqliteOutbox {
         let mut conn = self.pool.acquire().await.map_err(failed)?;
         // The write lock makes claims take turns: each sees the lease the last one left.
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-        let lease: Option<(Option<String>, Option<Timestamp>)> = sqlx::query_as(LEASE)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(failed)?;
+        let lease = lease_of(&mut tx).await?;
         if let Some((Some(by), Some(at))) = lease {
             if by != params.holder && at > params.live_after() {
                 return Ok(Vec::new());
             }
         }
-        let after = params
-            .after
-            .unwrap_or_else(OutboxClaimParams::start_of_time);
-        let records: Vec<OutboxRecord> = sqlx::query_as(HEAD)
-            .bind(i64::try_from(params.limit).unwrap_or(i64::MAX))
-            .bind(ts(after.0))
-            .bind(after.1)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(failed)?;
-        if records.is_empty() && params.after.is_none() {
-            sqlx::query(FREE)
-                .bind(&params.holder)
-                .execute(&mut *tx)
-                .await
-                .map_err(failed)?;
+        let records = if params.after.is_none() {
+            let records = head(&mut tx, params, OutboxClaimParams::start_of_time()).await?;
+            if records.is_empty() {
+                sqlx::query(FREE)
+                    .bind(&params.holder)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(failed)?;
+            } else {
+                hold(&mut tx, params, &records).await?;
+            }
+            records
         } else {
-            let last = records.last();
-            sqlx::query(HOLD)
-                .bind(&params.holder)
-                .bind(ts(params.now))
-                .bind(last.map(|r| ts(r.staged_at())))
-                .bind(last.map(|r| r.request.id))
-                .execute(&mut *tx)
-                .await
-                .map_err(failed)?;
-        }
+            head_and_hold(&mut tx, params).await?
+        };
         tx.commit().await.map_err(failed)?;
         Ok(records)
     }
@@ -302,8 +344,7 @@ impl OutboxStore for SqliteOutbox {
         settle: &OutboxSettle<'_>,
         rows: &[OutboxPublished],
     ) -> Result<u64, JobError> {
-        let ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
-        let deduped: Vec<JobId> = rows.iter().filter(|r| r.deduped).map(|r| r.id).collect();
+        let (ids, deduped) = OutboxPublished::ids_and_deduped(rows);
         let done = sqlx::query(PUBLISHED)
             .bind(settle.holder)
             .bind(hex_ids(&ids))
@@ -323,21 +364,17 @@ impl OutboxStore for SqliteOutbox {
         rows: &[OutboxPublished],
         claim: &OutboxClaimParams,
     ) -> Result<Vec<OutboxRecord>, JobError> {
-        let Some(after) = claim.after else {
+        if claim.after.is_none() {
             return published_then_claim_in_two(self, settle, rows, claim).await;
-        };
+        }
         let failed = |e| classify(Op::OutboxClaim, e);
         let mut conn = self.pool.acquire().await.map_err(failed)?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
-        let lease: Option<(Option<String>, Option<Timestamp>)> = sqlx::query_as(LEASE)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(failed)?;
+        let lease = lease_of(&mut tx).await?;
         if !matches!(lease, Some((Some(by), _)) if by == claim.holder) {
             return Ok(Vec::new());
         }
-        let ids: Vec<JobId> = rows.iter().map(|r| r.id).collect();
-        let deduped: Vec<JobId> = rows.iter().filter(|r| r.deduped).map(|r| r.id).collect();
+        let (ids, deduped) = OutboxPublished::ids_and_deduped(rows);
         sqlx::query(PUBLISHED)
             .bind(settle.holder)
             .bind(hex_ids(&ids))
@@ -346,22 +383,7 @@ impl OutboxStore for SqliteOutbox {
             .execute(&mut *tx)
             .await
             .map_err(failed)?;
-        let records: Vec<OutboxRecord> = sqlx::query_as(HEAD)
-            .bind(i64::try_from(claim.limit).unwrap_or(i64::MAX))
-            .bind(ts(after.0))
-            .bind(after.1)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(failed)?;
-        let last = records.last();
-        sqlx::query(HOLD)
-            .bind(&claim.holder)
-            .bind(ts(claim.now))
-            .bind(last.map(|r| ts(r.staged_at())))
-            .bind(last.map(|r| r.request.id))
-            .execute(&mut *tx)
-            .await
-            .map_err(failed)?;
+        let records = head_and_hold(&mut tx, claim).await?;
         tx.commit().await.map_err(failed)?;
         Ok(records)
     }
