@@ -2,14 +2,16 @@
 //! running rows never walks the suspended ones), and a running row an older build filed in the
 //! timed set (a bare id there) is still counted, recovered when its lease lapses and taken out
 //! when it settles, while a stale entry (a row an older build's ack took out of the timed set
-//! only) is dropped by the next claim, never claimed.
+//! only) is never listed as running and is dropped by the next claim, never claimed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use jobs::driver::introspect::JobListParams;
 use jobs::driver::{
-    AckParams, ClaimParams, ClaimedJob, JobDriver, QueueDemand, QueueStatsParams, RedisDriver,
+    AckParams, ClaimParams, ClaimedJob, JobDriver, JobState, QueueDemand, QueueStatsParams,
+    RedisDriver,
 };
 use uuid::Uuid;
 
@@ -154,6 +156,18 @@ async fn a_stale_running_entry_is_dropped_never_claimed() {
     assert!(ack(&*d, &job, t(2)).await);
     // What an older build's ack leaves: the entry, its job done.
     server.cli(&["ZADD", &run, score.trim(), &id.to_string()]);
+    let listed = d
+        .introspect()
+        .expect("an operator surface")
+        .job_list(&JobListParams::default())
+        .await
+        .expect("listed");
+    assert_eq!(
+        listed.jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
+        [id],
+        "listed once, as done"
+    );
+    assert_eq!(listed.jobs[0].state, JobState::Done);
     assert!(
         claim(&*d, t(40)).await.is_empty(),
         "a done job is never claimed"

@@ -33,14 +33,16 @@ local function in_range(member, lo, hi)
   return true
 end
 
--- The running rows' members, made once a call from RUN (a few: one a busy slot).
+-- The running rows' members, made once a call from RUN (a few: one a busy slot). An entry
+-- whose job no longer runs (an older build's ack left it; the next claim drops it) is passed
+-- over, so a list of every state does not show its job twice.
 local running = nil
 local function running_range(lo, hi, desc, take)
   if running == nil then
     running = {}
     for _, id in ipairs(redis.call('ZRANGE', RUN, 0, -1)) do
-      local created = redis.call('HGET', jk(id), 'created')
-      if created then running[#running + 1] = created_entry(created, id) end
+      local f = redis.call('HMGET', jk(id), 'state', 'created')
+      if f[1] == 'running' then running[#running + 1] = created_entry(f[2], id) end
     end
     table.sort(running)
   end
