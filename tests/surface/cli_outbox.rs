@@ -103,6 +103,8 @@ fn assert_four(json: &serde_json::Value, store: &str) {
         "staged {STAGED_AGO:?} ago: {json}"
     );
     assert!(json["oldest_staged_at"].is_string(), "{json}");
+    // The release handed the lease back: no relay holds it.
+    assert_eq!(json["lease"], serde_json::Value::Null, "{json}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,6 +151,10 @@ async fn the_outbox_beside_the_jobs_on_postgres() {
         out.contains("\npublished      1 (kept until the outbox purge)\n"),
         "{out}"
     );
+    assert!(
+        out.contains("\nrelay          - (no relay holds the lease)\n"),
+        "{out}"
+    );
 
     let (code, out, err) = jobs_cli(&schema, &["outbox", "--json"]).await;
     assert_eq!(code, 0, "{err}");
@@ -175,6 +181,41 @@ async fn the_outbox_beside_the_jobs_on_postgres() {
     let json: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_four(&json, "postgres");
     assert_eq!(json["source"], "outbox-url");
+
+    // A relay claims the two rows left and goes quiet: the tool names it and its last claim,
+    // 90 s ago by the staging clock, past the default lease.
+    let held = outbox
+        .outbox_claim(&OutboxClaimParams {
+            holder: "relay:quiet".into(),
+            limit: 10,
+            lease: DEFAULT_OUTBOX_CLAIM_LEASE,
+            now: jobs.now(),
+            after: None,
+        })
+        .await
+        .expect("claim");
+    assert_eq!(held.len(), 2);
+    let (code, out, err) = jobs_cli(&schema, &["outbox"]).await;
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("relay "))
+        .unwrap_or_else(|| panic!("a relay line: {out}"));
+    assert!(
+        line.starts_with("relay          relay:quiet (last claim "),
+        "{out}"
+    );
+    assert!(
+        line.ends_with(", 1m ago, past the default 30 s lease)"),
+        "{out}"
+    );
+    let (code, out, err) = jobs_cli(&schema, &["outbox", "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(json["lease"]["holder"], "relay:quiet", "{json}");
+    assert!(json["lease"]["claimed_at"].is_string(), "{json}");
+    let age = json["lease"]["claim_seconds"].as_f64().expect("an age");
+    assert!(age >= STAGED_AGO.as_secs_f64(), "{json}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

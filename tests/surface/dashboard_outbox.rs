@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use jobs::clock::SystemClock;
 use jobs::dashboard::standalone::{app, Credentials};
 use jobs::dashboard::DashboardOptions;
+use jobs::driver::outbox::{OutboxClaimParams, DEFAULT_OUTBOX_CLAIM_LEASE};
 use jobs::driver::sqlite::SqliteOutbox;
 use jobs::driver::{MemoryDriver, MemoryOutbox};
 use jobs::outbox::OutboxMode;
@@ -82,6 +83,7 @@ async fn the_overview_shows_the_outbox_and_metrics_its_gauges() {
     assert_eq!(cells[3], "<code>X_DRIVER_UNAVAILABLE</code>", "{panel}");
     assert_eq!(cells[4], "1", "refused: {panel}");
     assert_eq!(cells[5], "1", "published: {panel}");
+    assert!(panel.contains("No relay holds the lease."), "{panel}");
 
     let metrics = get(addr, "/metrics").await;
     for line in [
@@ -90,6 +92,8 @@ async fn the_overview_shows_the_outbox_and_metrics_its_gauges() {
         "\njobs_outbox_refused 1\n",
         "\njobs_outbox_published 1\n",
         "# TYPE jobs_outbox_oldest_staged_seconds gauge\n",
+        "\njobs_outbox_lease_held 0\n",
+        "# TYPE jobs_outbox_lease_claim_seconds gauge\n",
     ] {
         assert!(metrics.contains(line), "{line:?} in {metrics}");
     }
@@ -97,6 +101,39 @@ async fn the_overview_shows_the_outbox_and_metrics_its_gauges() {
     // A tenant's dashboard leaves out what spans every tenant, the outbox too.
     let scoped = serve(jobs.clone(), DashboardOptions::default().for_tenant("acme")).await;
     assert!(outbox_panel(&get(scoped, "/").await).is_none());
+
+    // A relay claims the rows left: the panel names it, the gauges count its lease.
+    let claimed_at = jobs.now() - chrono::Duration::seconds(5);
+    let held = jobs
+        .outbox()
+        .expect("an outbox")
+        .outbox_claim(&OutboxClaimParams {
+            holder: "relay:panel".into(),
+            limit: 10,
+            lease: DEFAULT_OUTBOX_CLAIM_LEASE,
+            now: claimed_at,
+            after: None,
+        })
+        .await
+        .expect("claim");
+    assert_eq!(held.len(), 2);
+    let page = get(addr, "/").await;
+    let panel = outbox_panel(&page).unwrap_or_else(|| panic!("an outbox panel: {page}"));
+    assert!(
+        panel.contains("Relay holding the lease: <code>relay:panel</code>, last claim "),
+        "{panel}"
+    );
+    let metrics = get(addr, "/metrics").await;
+    assert!(
+        metrics.contains("\njobs_outbox_lease_held 1\n"),
+        "{metrics}"
+    );
+    let age: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("jobs_outbox_lease_claim_seconds "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("a lease age: {metrics}"));
+    assert!(age >= 5.0, "claimed 5 s ago: {metrics}");
 }
 
 #[tokio::test]

@@ -70,6 +70,7 @@ macro_rules! __outbox_cases {
             outbox_marks_are_fenced_on_the_holder,
             outbox_release_hands_rows_back_and_records_the_failure,
             outbox_claim_that_takes_nothing_leaves_the_lease_free,
+            outbox_stats_name_the_lease_holder_and_its_last_claim,
             outbox_refused_rows_leave_the_backlog_and_are_kept,
             outbox_purge_deletes_settled_rows_before_the_cutoff_in_bounded_batches,
             outbox_stage_refuses_a_connection_of_another_kind,
@@ -394,6 +395,51 @@ pub async fn outbox_claim_that_takes_nothing_leaves_the_lease_free(
     );
     let again = claim_ok(&*store, &claim("r3", 5, at(16))).await;
     assert_eq!(ids(&again), ids(&b));
+}
+
+/// The stats name the relay holding the lease and when it last claimed: a claim stamps it, a
+/// lapsed holder still shows (the reader judges the lapse) until another relay takes the lease
+/// over, and a release or a claim that finds nothing clears it.
+pub async fn outbox_stats_name_the_lease_holder_and_its_last_claim(
+    fixture: Arc<dyn OutboxFixture>,
+) {
+    let store = fixture.store();
+    let held = |holder: &str, secs: i64| {
+        Some(OutboxLease {
+            holder: holder.to_string(),
+            claimed_at: at(secs),
+        })
+    };
+    assert_eq!(stats(&*store).await.lease, None);
+    stage(&*fixture, &[staged("a", 0), staged("b", 1)]).await;
+    let a = claim_ok(&*store, &claim("r1", 1, at(10))).await;
+    assert_eq!(stats(&*store).await.lease, held("r1", 10));
+    store
+        .outbox_published(&settle("r1", at(11)), &published(&a))
+        .await
+        .unwrap();
+    let b = claim_ok(&*store, &claim("r1", 1, at(12))).await;
+    assert_eq!(stats(&*store).await.lease, held("r1", 12));
+    assert_eq!(
+        store
+            .outbox_release(&settle("r1", at(13)), &ids(&b), None)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(stats(&*store).await.lease, None);
+    // r2 claims and goes quiet: its lease shows until r3 takes it over after the lapse.
+    assert_eq!(claim_ok(&*store, &claim("r2", 1, at(20))).await.len(), 1);
+    assert_eq!(stats(&*store).await.lease, held("r2", 20));
+    let over = claim_ok(&*store, &claim("r3", 5, at(51))).await;
+    assert_eq!(ids(&over), ids(&b));
+    assert_eq!(stats(&*store).await.lease, held("r3", 51));
+    store
+        .outbox_published(&settle("r3", at(52)), &published(&over))
+        .await
+        .unwrap();
+    assert!(claim_ok(&*store, &claim("r3", 5, at(53))).await.is_empty());
+    assert_eq!(stats(&*store).await.lease, None);
 }
 
 /// A refused row leaves the backlog for good and is counted apart.

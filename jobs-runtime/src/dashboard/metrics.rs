@@ -145,4 +145,18 @@ fn register_outbox(registry: &mut Registry, stats: &OutboxStats, now: Timestamp)
         "Published outbox rows kept until the purge",
         count(stats.published),
     );
+    registry.register(
+        "outbox_lease_held",
+        "1 while a relay holds the outbox's lease, else 0",
+        count(u64::from(stats.lease.is_some())),
+    );
+    let claim = Gauge::<f64, AtomicU64>::default();
+    claim.set(stats.lease.as_ref().map_or(0.0, |lease| {
+        crate::telemetry::lease_claim_seconds(lease, now)
+    }));
+    registry.register(
+        "outbox_lease_claim_seconds",
+        "Seconds since the relay holding the outbox's lease last claimed, 0 when none holds it",
+        claim,
+    );
 }

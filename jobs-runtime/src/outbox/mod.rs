@@ -53,5 +53,5 @@ pub use relay::{
     DRAIN_BATCHES,
 };
 
-pub use crate::driver::outbox::{OutboxStats, DEFAULT_OUTBOX_CLAIM_LEASE};
+pub use crate::driver::outbox::{OutboxLease, OutboxStats, DEFAULT_OUTBOX_CLAIM_LEASE};
 pub use crate::enqueue::OutboxMode;

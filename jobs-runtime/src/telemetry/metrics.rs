@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use super::spans::outcome_name;
 use crate::clock::Timestamp;
-use crate::driver::outbox::OutboxStats;
+use crate::driver::outbox::{OutboxLease, OutboxStats};
 use crate::driver::{JobRecord, JobState, QueueStats};
 use crate::execution::{ExecutionOutcome, JobExecution};
 
@@ -33,12 +33,14 @@ pub const METRIC_NAMES: [&str; 5] = [
 /// | `outbox_failing` | gauge | backlog rows whose last publish failed (the relay retries them) |
 /// | `outbox_refused` | gauge | rows the job store refused for good: never published, kept for the operator |
 /// | `outbox_published` | gauge | published rows kept as the audit trail, until the outbox's purge |
-pub const OUTBOX_METRIC_NAMES: [&str; 5] = [
+pub const OUTBOX_METRIC_NAMES: [&str; 7] = [
     "outbox_backlog",
     "outbox_oldest_staged_seconds",
     "outbox_failing",
     "outbox_refused",
     "outbox_published",
+    "outbox_lease_held",
+    "outbox_lease_claim_seconds",
 ];
 
 /// The runtime's metrics. Every [`Jobs`](crate::Jobs) owns one (`jobs.metrics()`), shared by
@@ -249,6 +251,12 @@ pub(crate) fn oldest_staged_seconds(stats: &OutboxStats, now: Timestamp) -> f64 
     })
 }
 
+/// How long ago the relay holding the outbox's lease last claimed, in seconds: 0 for a clock
+/// ahead of `now`.
+pub(crate) fn lease_claim_seconds(lease: &OutboxLease, now: Timestamp) -> f64 {
+    (now - lease.claimed_at).num_milliseconds().max(0) as f64 / 1000.0
+}
+
 /// The outbox's gauges ([`OUTBOX_METRIC_NAMES`]) as exposition text, from `stats` read at `now`.
 /// Nothing here is kept between scrapes: the outbox's store is the source of truth.
 pub(crate) fn render_outbox(stats: &OutboxStats, now: Timestamp) -> String {
@@ -279,6 +287,16 @@ pub(crate) fn render_outbox(stats: &OutboxStats, now: Timestamp) -> String {
             "outbox_published",
             "Published outbox rows kept until the purge.",
             stats.published.to_string(),
+        ),
+        (
+            "outbox_lease_held",
+            "1 while a relay holds the outbox's lease, else 0.",
+            u8::from(stats.lease.is_some()).to_string(),
+        ),
+        (
+            "outbox_lease_claim_seconds",
+            "Seconds since the relay holding the outbox's lease last claimed, 0 when none holds it.",
+            format_float(stats.lease.as_ref().map_or(0.0, |l| lease_claim_seconds(l, now))),
         ),
     ] {
         header(&mut out, name, help, "gauge");
@@ -382,6 +400,10 @@ job_leases_lost_total{queue=\"billing\"} 1
             last_error_code: Some("X_DRIVER_UNAVAILABLE".into()),
             refused: 2,
             published: 40,
+            lease: Some(OutboxLease {
+                holder: "relay:a".into(),
+                claimed_at: now - chrono::Duration::milliseconds(2_250),
+            }),
         };
         let expected = "\
 # HELP outbox_backlog Outbox rows staged and committed, not yet published nor refused.
@@ -399,6 +421,12 @@ outbox_refused 2
 # HELP outbox_published Published outbox rows kept until the purge.
 # TYPE outbox_published gauge
 outbox_published 40
+# HELP outbox_lease_held 1 while a relay holds the outbox's lease, else 0.
+# TYPE outbox_lease_held gauge
+outbox_lease_held 1
+# HELP outbox_lease_claim_seconds Seconds since the relay holding the outbox's lease last claimed, 0 when none holds it.
+# TYPE outbox_lease_claim_seconds gauge
+outbox_lease_claim_seconds 2.25
 ";
         let text = render_outbox(&stats, now);
         assert_eq!(text, expected);
@@ -412,6 +440,11 @@ outbox_published 40
         let empty = render_outbox(&OutboxStats::default(), now);
         assert!(
             empty.contains("\noutbox_oldest_staged_seconds 0\n"),
+            "{empty}"
+        );
+        assert!(empty.contains("\noutbox_lease_held 0\n"), "{empty}");
+        assert!(
+            empty.contains("\noutbox_lease_claim_seconds 0\n"),
             "{empty}"
         );
         let ahead = OutboxStats {

@@ -45,9 +45,9 @@ mod metrics;
 mod spans;
 mod traceparent;
 
-#[cfg(feature = "dashboard")]
-pub(crate) use metrics::oldest_staged_seconds;
 pub(crate) use metrics::render_outbox;
+#[cfg(feature = "dashboard")]
+pub(crate) use metrics::{lease_claim_seconds, oldest_staged_seconds};
 pub use metrics::{Metrics, METRIC_NAMES, OUTBOX_METRIC_NAMES};
 pub use traceparent::TraceContext;
 

@@ -1,10 +1,11 @@
 //! `jobs outbox`: the transactional outbox's figures (backlog, the oldest staged row's age,
-//! failing rows and the last error code, refused rows, published rows kept), read beside the
-//! jobs or at `--outbox-url`.
+//! failing rows and the last error code, refused rows, published rows kept, the relay holding
+//! the lease and its last claim), read beside the jobs or at `--outbox-url`.
 
 use serde_json::json;
 
 use crate::clock::{Clock, SystemClock};
+use crate::driver::outbox::DEFAULT_OUTBOX_CLAIM_LEASE;
 use crate::error::JobError;
 
 use crate::cli::args::Cli;
@@ -29,6 +30,11 @@ pub(in crate::cli) async fn outbox(cli: &Cli) -> Result<String, JobError> {
             "last_error_code": stats.last_error_code,
             "refused": stats.refused,
             "published": stats.published,
+            "lease": stats.lease.as_ref().map(|lease| json!({
+                "holder": lease.holder,
+                "claimed_at": lease.claimed_at,
+                "claim_seconds": crate::telemetry::lease_claim_seconds(lease, now),
+            })),
         })));
     }
     let mut text = String::new();
@@ -63,6 +69,27 @@ pub(in crate::cli) async fn outbox(cli: &Cli) -> Result<String, JobError> {
     field(
         "published",
         format!("{} (kept until the outbox purge)", stats.published),
+    );
+    field(
+        "relay",
+        stats
+            .lease
+            .as_ref()
+            .map_or("- (no relay holds the lease)".into(), |lease| {
+                let lapsed = if crate::telemetry::lease_claim_seconds(lease, now)
+                    > DEFAULT_OUTBOX_CLAIM_LEASE.as_secs_f64()
+                {
+                    ", past the default 30 s lease"
+                } else {
+                    ""
+                };
+                format!(
+                    "{} (last claim {}, {}{lapsed})",
+                    lease.holder,
+                    time(lease.claimed_at),
+                    ago(lease.claimed_at, now)
+                )
+            }),
     );
     Ok(text)
 }

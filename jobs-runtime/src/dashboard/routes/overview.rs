@@ -53,6 +53,10 @@ fn outbox_panel(read: Result<OutboxStats, JobError>, now: crate::clock::Timestam
             "last_error_code": stats.last_error_code,
             "refused": stats.refused,
             "published": stats.published,
+            "relay": stats.lease.as_ref().map(|lease| json!({
+                "holder": lease.holder,
+                "ago": format!("{:.1}s", crate::telemetry::lease_claim_seconds(lease, now)),
+            })),
         }),
         Err(error) => json!({ "error": {
             "code": error.code().map_or("X_ERROR", ErrorCode::as_str),

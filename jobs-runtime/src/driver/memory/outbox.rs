@@ -266,6 +266,10 @@ impl OutboxStore for MemoryOutbox {
                 .values()
                 .filter(|(_, refused)| !*refused)
                 .count() as u64,
+            lease: rows.lease.as_ref().map(|(holder, at)| OutboxLease {
+                holder: holder.clone(),
+                claimed_at: *at,
+            }),
         })
     }
 

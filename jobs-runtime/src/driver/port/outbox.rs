@@ -131,6 +131,29 @@ pub struct OutboxStats {
     pub refused: u64,
     /// Published rows kept as the audit trail.
     pub published: u64,
+    /// The relay holding the outbox's lease, and when it last claimed; `None` while no relay
+    /// holds it. A holder whose last claim is older than its relay's lease (by default
+    /// [`DEFAULT_OUTBOX_CLAIM_LEASE`]) has lapsed: the next relay's claim takes the lease over.
+    pub lease: Option<OutboxLease>,
+}
+
+/// Who holds the outbox's lease (one relay at a time publishes), as [`OutboxStats`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxLease {
+    /// The relay's holder id (`OutboxRelayBuilder::holder`; by default `relay:<uuid>`).
+    pub holder: String,
+    /// The store's now at the holder's latest claim: its lease runs from then.
+    pub claimed_at: Timestamp,
+}
+
+impl OutboxLease {
+    /// The lease from a stored holder and claim time; `None` when either is absent (freed).
+    pub fn of(holder: Option<String>, claimed_at: Option<Timestamp>) -> Option<OutboxLease> {
+        Some(OutboxLease {
+            holder: holder?,
+            claimed_at: claimed_at?,
+        })
+    }
 }
 
 impl std::fmt::Debug for dyn OutboxStore {

@@ -284,6 +284,10 @@ impl OutboxStore for PostgresOutbox {
             last_error_code: row.try_get("last_error_code").map_err(failed)?,
             refused: count("refused")?,
             published: count("published")?,
+            lease: OutboxLease::of(
+                row.try_get("lease_holder").map_err(failed)?,
+                row.try_get("lease_claimed_at").map_err(failed)?,
+            ),
         })
     }
 

@@ -159,7 +159,9 @@ const STATS: &str = "select
         where published_at is null and refused_at is null and last_error_at is not null
         order by last_error_at desc limit 1) as last_error_code,
     (select count(*) from x_outbox where refused_at is not null) as refused,
-    (select count(*) from x_outbox where published_at is not null) as published";
+    (select count(*) from x_outbox where published_at is not null) as published,
+    (select claimed_by from x_outbox_lease where id = 1) as lease_holder,
+    (select claimed_at from x_outbox_lease where id = 1) as lease_claimed_at";
 
 const PURGE: &str = "delete from x_outbox
     where id in (
@@ -437,14 +439,18 @@ impl OutboxStore for SqliteOutbox {
 
     async fn outbox_stats(&self) -> Result<OutboxStats, JobError> {
         let failed = |e| classify(Op::OutboxStats, e);
-        let (backlog, oldest_staged_at, failing, last_error_code, refused, published): (
+        type Stats = (
             i64,
             Option<Timestamp>,
             i64,
             Option<String>,
             i64,
             i64,
-        ) = sqlx::query_as(STATS)
+            Option<String>,
+            Option<Timestamp>,
+        );
+        let (backlog, oldest_staged_at, failing, last_error_code, refused, published, holder, at): Stats =
+            sqlx::query_as(STATS)
             .fetch_one(&self.pool)
             .await
             .map_err(failed)?;
@@ -455,6 +461,7 @@ impl OutboxStore for SqliteOutbox {
             last_error_code,
             refused: refused.max(0) as u64,
             published: published.max(0) as u64,
+            lease: OutboxLease::of(holder, at),
         })
     }
 
