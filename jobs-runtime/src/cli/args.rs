@@ -39,8 +39,9 @@ pub(super) enum Verb {
     #[command(flatten)]
     Queue(QueueVerb),
     /// The transactional outbox: the backlog, the age of the oldest staged row, failing rows
-    /// and the last error code, refused rows, published rows kept. It is read beside the jobs
-    /// (DATABASE_URL and --schema), or in the app's database at --outbox-url.
+    /// and the last error code, refused rows, published rows kept, the relay holding the lease
+    /// and its last claim. It is read beside the jobs (DATABASE_URL and --schema), or in the
+    /// app's database at --outbox-url.
     Outbox,
     /// The manifest of the jobs and tasks linked into this binary; `--out DIR` writes every
     /// generated output, `--check DIR` fails when a committed copy is stale.
