@@ -33,6 +33,8 @@ pub const METRIC_NAMES: [&str; 5] = [
 /// | `outbox_failing` | gauge | backlog rows whose last publish failed (the relay retries them) |
 /// | `outbox_refused` | gauge | rows the job store refused for good: never published, kept for the operator |
 /// | `outbox_published` | gauge | published rows kept as the audit trail, until the outbox's purge |
+/// | `outbox_lease_held` | gauge | 1 while a relay holds the outbox's lease, else 0 |
+/// | `outbox_lease_claim_seconds` | gauge | seconds since that relay last claimed (0 when none holds it): past its lease, it has lapsed |
 pub const OUTBOX_METRIC_NAMES: [&str; 7] = [
     "outbox_backlog",
     "outbox_oldest_staged_seconds",
