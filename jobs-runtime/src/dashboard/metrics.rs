@@ -15,6 +15,7 @@ use crate::driver::introspect::{CounterTotals, QueuePause, WorkerRow};
 use crate::driver::outbox::OutboxStats;
 use crate::driver::QueueStats;
 use crate::error::{ErrorCode, JobError};
+use crate::telemetry::OutboxGauge;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -110,53 +111,21 @@ pub(crate) fn render(scrape: &Scrape<'_>) -> Result<String, JobError> {
     Ok(text)
 }
 
-/// The outbox's gauges, named as `Operator::metrics_text` names them, under this registry's
-/// `jobs` prefix (`jobs_outbox_backlog`, ...).
+/// The outbox's gauges (`telemetry`'s table, as `Operator::metrics_text` names them), under
+/// this registry's `jobs` prefix (`jobs_outbox_backlog`, ...).
 fn register_outbox(registry: &mut Registry, stats: &OutboxStats, now: Timestamp) {
-    let count = |n: u64| {
-        let gauge = Gauge::<i64>::default();
-        gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
-        gauge
-    };
-    registry.register(
-        "outbox_backlog",
-        "Outbox rows staged and committed, not yet published nor refused",
-        count(stats.backlog),
-    );
-    let oldest = Gauge::<f64, AtomicU64>::default();
-    oldest.set(crate::telemetry::oldest_staged_seconds(stats, now));
-    registry.register(
-        "outbox_oldest_staged_seconds",
-        "Age of the oldest outbox row not yet published nor refused",
-        oldest,
-    );
-    registry.register(
-        "outbox_failing",
-        "Outbox rows whose last publish failed (retried)",
-        count(stats.failing),
-    );
-    registry.register(
-        "outbox_refused",
-        "Outbox rows the job store refused for good",
-        count(stats.refused),
-    );
-    registry.register(
-        "outbox_published",
-        "Published outbox rows kept until the purge",
-        count(stats.published),
-    );
-    registry.register(
-        "outbox_lease_held",
-        "1 while a relay holds the outbox's lease, else 0",
-        count(u64::from(stats.lease.is_some())),
-    );
-    let claim = Gauge::<f64, AtomicU64>::default();
-    claim.set(stats.lease.as_ref().map_or(0.0, |lease| {
-        crate::telemetry::lease_claim_seconds(lease, now)
-    }));
-    registry.register(
-        "outbox_lease_claim_seconds",
-        "Seconds since the relay holding the outbox's lease last claimed, 0 when none holds it",
-        claim,
-    );
+    for (name, help, value) in crate::telemetry::outbox_gauges(stats, now) {
+        match value {
+            OutboxGauge::Count(n) => {
+                let gauge = Gauge::<i64>::default();
+                gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+                registry.register(name, help, gauge);
+            }
+            OutboxGauge::Seconds(secs) => {
+                let gauge = Gauge::<f64, AtomicU64>::default();
+                gauge.set(secs);
+                registry.register(name, help, gauge);
+            }
+        }
+    }
 }

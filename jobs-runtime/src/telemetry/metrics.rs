@@ -259,50 +259,74 @@ pub(crate) fn lease_claim_seconds(lease: &OutboxLease, now: Timestamp) -> f64 {
     (now - lease.claimed_at).num_milliseconds().max(0) as f64 / 1000.0
 }
 
-/// The outbox's gauges ([`OUTBOX_METRIC_NAMES`]) as exposition text, from `stats` read at `now`.
-/// Nothing here is kept between scrapes: the outbox's store is the source of truth.
-pub(crate) fn render_outbox(stats: &OutboxStats, now: Timestamp) -> String {
-    let oldest = oldest_staged_seconds(stats, now);
-    let mut out = String::new();
-    for (name, help, value) in [
+/// One of the outbox's gauges at one read: a count, or a time in seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum OutboxGauge {
+    Count(u64),
+    Seconds(f64),
+}
+
+/// The outbox's gauges ([`OUTBOX_METRIC_NAMES`], in order) from `stats` read at `now`: each
+/// name, its help (one sentence, no final stop) and its value. Both renderers read this table:
+/// [`render_outbox`] and the dashboard's registry.
+pub(crate) fn outbox_gauges(
+    stats: &OutboxStats,
+    now: Timestamp,
+) -> [(&'static str, &'static str, OutboxGauge); 7] {
+    use OutboxGauge::{Count, Seconds};
+    let claim = stats
+        .lease
+        .as_ref()
+        .map_or(0.0, |lease| lease_claim_seconds(lease, now));
+    [
         (
             "outbox_backlog",
-            "Outbox rows staged and committed, not yet published nor refused.",
-            stats.backlog.to_string(),
+            "Outbox rows staged and committed, not yet published nor refused",
+            Count(stats.backlog),
         ),
         (
             "outbox_oldest_staged_seconds",
-            "Age of the oldest outbox row not yet published nor refused, in seconds.",
-            format_float(oldest),
+            "Age of the oldest outbox row not yet published nor refused, in seconds",
+            Seconds(oldest_staged_seconds(stats, now)),
         ),
         (
             "outbox_failing",
-            "Outbox rows whose last publish failed (retried).",
-            stats.failing.to_string(),
+            "Outbox rows whose last publish failed (retried)",
+            Count(stats.failing),
         ),
         (
             "outbox_refused",
-            "Outbox rows the job store refused for good.",
-            stats.refused.to_string(),
+            "Outbox rows the job store refused for good",
+            Count(stats.refused),
         ),
         (
             "outbox_published",
-            "Published outbox rows kept until the purge.",
-            stats.published.to_string(),
+            "Published outbox rows kept until the purge",
+            Count(stats.published),
         ),
         (
             "outbox_lease_held",
-            "1 while a relay holds the outbox's lease, else 0.",
-            u8::from(stats.lease.is_some()).to_string(),
+            "1 while a relay holds the outbox's lease, else 0",
+            Count(u64::from(stats.lease.is_some())),
         ),
         (
             "outbox_lease_claim_seconds",
-            "Seconds since the relay holding the outbox's lease last claimed, 0 when none holds it.",
-            format_float(stats.lease.as_ref().map_or(0.0, |l| lease_claim_seconds(l, now))),
+            "Seconds since the relay holding the outbox's lease last claimed, 0 when none holds it",
+            Seconds(claim),
         ),
-    ] {
-        header(&mut out, name, help, "gauge");
-        let _ = writeln!(out, "{name} {value}");
+    ]
+}
+
+/// The outbox's gauges ([`OUTBOX_METRIC_NAMES`]) as exposition text, from `stats` read at `now`.
+/// Nothing here is kept between scrapes: the outbox's store is the source of truth.
+pub(crate) fn render_outbox(stats: &OutboxStats, now: Timestamp) -> String {
+    let mut out = String::new();
+    for (name, help, value) in outbox_gauges(stats, now) {
+        header(&mut out, name, &format!("{help}."), "gauge");
+        let _ = match value {
+            OutboxGauge::Count(n) => writeln!(out, "{name} {n}"),
+            OutboxGauge::Seconds(secs) => writeln!(out, "{name} {}", format_float(secs)),
+        };
     }
     out
 }

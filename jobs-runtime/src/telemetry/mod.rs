@@ -47,7 +47,7 @@ mod traceparent;
 
 pub(crate) use metrics::render_outbox;
 #[cfg(feature = "dashboard")]
-pub(crate) use metrics::{lease_claim_seconds, oldest_staged_seconds};
+pub(crate) use metrics::{lease_claim_seconds, oldest_staged_seconds, outbox_gauges, OutboxGauge};
 pub use metrics::{Metrics, METRIC_NAMES, OUTBOX_METRIC_NAMES};
 pub use traceparent::TraceContext;
 
