@@ -248,19 +248,24 @@ impl Metrics {
 /// How long ago the oldest backlog row of the outbox was staged, in seconds: 0 when there is
 /// none, or when a clock ahead of `now` staged it.
 pub(crate) fn oldest_staged_seconds(stats: &OutboxStats, now: Timestamp) -> f64 {
-    stats.oldest_staged_at.map_or(0.0, |at| {
-        (now - at).num_milliseconds().max(0) as f64 / 1000.0
-    })
+    stats
+        .oldest_staged_at
+        .map_or(0.0, |at| seconds_since(at, now))
 }
 
 /// How long ago the relay holding the outbox's lease last claimed, in seconds: 0 for a clock
 /// ahead of `now`.
 pub(crate) fn lease_claim_seconds(lease: &OutboxLease, now: Timestamp) -> f64 {
-    (now - lease.claimed_at).num_milliseconds().max(0) as f64 / 1000.0
+    seconds_since(lease.claimed_at, now)
+}
+
+/// Seconds from `at` to `now`, to the millisecond; 0 when `at` is after `now`.
+fn seconds_since(at: Timestamp, now: Timestamp) -> f64 {
+    (now - at).num_milliseconds().max(0) as f64 / 1000.0
 }
 
 /// One of the outbox's gauges at one read: a count, or a time in seconds.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum OutboxGauge {
     Count(u64),
     Seconds(f64),

@@ -79,9 +79,12 @@ pub(in crate::cli) async fn outbox(cli: &Cli) -> Result<String, JobError> {
                 let lapsed = if crate::telemetry::lease_claim_seconds(lease, now)
                     > DEFAULT_OUTBOX_CLAIM_LEASE.as_secs_f64()
                 {
-                    ", past the default 30 s lease"
+                    format!(
+                        ", past the default {} s lease",
+                        DEFAULT_OUTBOX_CLAIM_LEASE.as_secs()
+                    )
                 } else {
-                    ""
+                    String::new()
                 };
                 format!(
                     "{} (last claim {}, {}{lapsed})",

@@ -266,20 +266,6 @@ async fn hold(
     Ok(())
 }
 
-/// A claim after the holder's position (`params.after`): the rows after it, and the lease held
-/// even when there are none (its batches still await their marks).
-async fn head_and_hold(
-    tx: &mut sqlx::SqliteConnection,
-    params: &OutboxClaimParams,
-) -> Result<Vec<OutboxRecord>, JobError> {
-    let after = params
-        .after
-        .unwrap_or_else(OutboxClaimParams::start_of_time);
-    let records = head(tx, params, after).await?;
-    hold(tx, params, &records).await?;
-    Ok(records)
-}
-
 #[async_trait]
 impl OutboxStore for SqliteOutbox {
     fn name(&self) -> &'static str {
@@ -322,21 +308,21 @@ impl OutboxStore for SqliteOutbox {
                 return Ok(Vec::new());
             }
         }
-        let records = if params.after.is_none() {
-            let records = head(&mut tx, params, OutboxClaimParams::start_of_time()).await?;
-            if records.is_empty() {
-                sqlx::query(FREE)
-                    .bind(&params.holder)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(failed)?;
-            } else {
-                hold(&mut tx, params, &records).await?;
-            }
-            records
+        let after = params
+            .after
+            .unwrap_or_else(OutboxClaimParams::start_of_time);
+        let records = head(&mut tx, params, after).await?;
+        // A claim from the head that finds nothing frees the lease; one after the holder's
+        // position keeps it even then (its batches still await their marks).
+        if records.is_empty() && params.after.is_none() {
+            sqlx::query(FREE)
+                .bind(&params.holder)
+                .execute(&mut *tx)
+                .await
+                .map_err(failed)?;
         } else {
-            head_and_hold(&mut tx, params).await?
-        };
+            hold(&mut tx, params, &records).await?;
+        }
         tx.commit().await.map_err(failed)?;
         Ok(records)
     }
@@ -366,9 +352,9 @@ impl OutboxStore for SqliteOutbox {
         rows: &[OutboxPublished],
         claim: &OutboxClaimParams,
     ) -> Result<Vec<OutboxRecord>, JobError> {
-        if claim.after.is_none() {
+        let Some(after) = claim.after else {
             return published_then_claim_in_two(self, settle, rows, claim).await;
-        }
+        };
         let failed = |e| classify(Op::OutboxClaim, e);
         let mut conn = self.pool.acquire().await.map_err(failed)?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(failed)?;
@@ -385,7 +371,8 @@ impl OutboxStore for SqliteOutbox {
             .execute(&mut *tx)
             .await
             .map_err(failed)?;
-        let records = head_and_hold(&mut tx, claim).await?;
+        let records = head(&mut tx, claim, after).await?;
+        hold(&mut tx, claim, &records).await?;
         tx.commit().await.map_err(failed)?;
         Ok(records)
     }
