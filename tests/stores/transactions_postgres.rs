@@ -255,12 +255,12 @@ async fn drain(wakes: &mut WakeReceiver) -> Vec<WakeSignal> {
 }
 
 #[tokio::test]
-async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
+async fn the_wake_is_proven_then_announces_queues_throttled_by_the_client() {
     let (driver, _pool, _schema) = postgres("wake_notify").await;
     let mut wakes = proven_wake(&driver).await;
 
-    // Another connection (another process, as far as the listener can tell) enqueues, on a
-    // frozen clock: every enqueue below falls in one 250 ms slot, whatever the machine's pace.
+    // Another connection (another process, as far as the listener can tell) enqueues. The
+    // throttle runs on the machine's time, not the `Jobs` clock: a frozen clock changes nothing.
     let enqueuer = Jobs::with_clock(Arc::new(driver.clone()), Arc::new(TestClock::new()));
     SendWelcome::enqueue(&enqueuer, Signup { user_id: 10 })
         .await
@@ -270,10 +270,16 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
         WakeSignal::Queue("email".into())
     );
 
-    // Same queue, same 250 ms slot: silent. A dedupe: silent.
+    // The next job of the queue: announced by itself when the window ended, else by one
+    // trailing announcement after it committed. Either way exactly one, after its commit.
     SendWelcome::enqueue(&enqueuer, Signup { user_id: 11 })
         .await
         .expect("enqueue");
+    assert_eq!(
+        next_signal(&mut wakes).await,
+        WakeSignal::Queue("email".into())
+    );
+    // A dedupe announces nothing.
     SendWelcome::enqueue(&enqueuer, Signup { user_id: 10 })
         .await
         .expect("dedupe");
@@ -301,32 +307,6 @@ async fn the_wake_is_proven_then_announces_queues_throttled_in_the_statement() {
             at: due
         }]
     );
-
-    // Once the slot's waiting rows are claimed, the next job of the queue is announced again:
-    // a quiet queue wakes its idle worker for every job.
-    let claimed = enqueuer
-        .driver()
-        .job_claim(&jobs::driver::ClaimParams {
-            demand: vec![jobs::driver::QueueDemand {
-                queue: "email".into(),
-                limit: 10,
-            }],
-            worker_id: "w".into(),
-            visibility_timeout: Duration::from_secs(30),
-            drop_exhausted: Vec::new(),
-            fair_after: String::new(),
-            now: enqueuer.now(),
-        })
-        .await
-        .expect("claim");
-    assert_eq!(claimed.jobs.len(), 2);
-    SendWelcome::enqueue(&enqueuer, Signup { user_id: 13 })
-        .await
-        .expect("enqueue");
-    assert_eq!(
-        next_signal(&mut wakes).await,
-        WakeSignal::Queue("email".into())
-    );
 }
 
 #[derive(Serialize, Deserialize, JsonSchema)]
@@ -341,14 +321,12 @@ async fn welcome_org_member(_run: Run, _input: TenantSignup) -> Result<(), JobEr
 }
 
 #[tokio::test]
-async fn many_tenants_filling_one_queue_announce_it_once_per_slot() {
-    let (driver, _pool, _schema) = postgres("wake_tenants").await;
+async fn a_burst_into_one_queue_announces_it_at_most_twice_a_window() {
+    let (driver, _pool, _schema) = postgres("wake_burst").await;
     let mut wakes = proven_wake(&driver).await;
-    // One frozen clock: every enqueue falls in the same 250 ms slot.
-    let clock = TestClock::new();
-    let enqueuer = Jobs::with_clock(Arc::new(driver.clone()), Arc::new(clock.clone()));
-    // 40 tenants, one job each: the first announces the queue; each later one finds an
-    // unclaimed row of the queue among the slot's newest rows and stays silent.
+    let enqueuer = Jobs::new(driver.clone());
+    // 40 tenants, one job each, as fast as one connection goes.
+    let started = std::time::Instant::now();
     for n in 0..40 {
         WelcomeOrgMember::enqueue(
             &enqueuer,
@@ -360,24 +338,19 @@ async fn many_tenants_filling_one_queue_announce_it_once_per_slot() {
         .await
         .expect("enqueue");
     }
-    assert_eq!(
-        drain(&mut wakes).await,
-        vec![WakeSignal::Queue("email".into())]
+    let took = started.elapsed();
+    let seen = drain(&mut wakes).await;
+    assert!(
+        seen.iter().all(|s| *s == WakeSignal::Queue("email".into())),
+        "{seen:?}"
     );
-    // The next slot announces again.
-    clock.advance(Duration::from_millis(250));
-    WelcomeOrgMember::enqueue(
-        &enqueuer,
-        TenantSignup {
-            org: "org-late".into(),
-            user_id: 99,
-        },
-    )
-    .await
-    .expect("enqueue");
-    assert_eq!(
-        next_signal(&mut wakes).await,
-        WakeSignal::Queue("email".into())
+    // The first at once, then at most one more in each window the burst spanned and one
+    // trailing after it, whatever the machine's pace (a slow one announces more jobs itself).
+    let windows = took.as_millis() / 25 + 1;
+    assert!(
+        !seen.is_empty() && seen.len() as u128 <= 2 * windows + 1,
+        "{} announcements for 40 enqueues over {took:?}",
+        seen.len()
     );
 }
 

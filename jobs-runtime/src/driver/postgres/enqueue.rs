@@ -6,8 +6,10 @@ use sqlx::postgres::PgConnection;
 use sqlx::Connection;
 use sqlx::Row;
 
+use std::time::Instant;
+
 use super::classify::{classify, Op};
-use super::{floors, PostgresDriver};
+use super::{announce, floors, PostgresDriver};
 use crate::clock::Timestamp;
 use crate::driver::records::*;
 use crate::error::{ErrorCode, JobError};
@@ -33,6 +35,23 @@ pub(super) fn bind_job<'q>(
         .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
 }
 
+/// Binds what every single-job enqueue statement numbers $1 to $14: the job's eight columns
+/// (`bind_job`), $9 run at, $10 now, $11 traceparent, $12 actor, $13 priority, $14 the new
+/// row's `unique_until`.
+fn bind_enqueue<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    request: &'q EnqueueRequest,
+    now: Timestamp,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    bind_job(query, request)
+        .bind(request.run_at)
+        .bind(now)
+        .bind(&request.traceparent)
+        .bind(&request.actor)
+        .bind(request.priority)
+        .bind(request.unique_until(now))
+}
+
 /// The row that holds an enqueue's job: its own id, or the holder of its key.
 pub(super) struct Holder {
     pub id: JobId,
@@ -42,8 +61,9 @@ pub(super) struct Holder {
     pub state: JobState,
 }
 
-/// Whose transaction an enqueue runs in: its own one-statement transaction may fail and roll
-/// back alone; a caller's (or a batch's) must not fail.
+/// Whose transaction an enqueue runs in: its own one-statement transaction has committed when
+/// the statement returns, so the client decides its wake announcement (`announce.rs`); a
+/// caller's (or a batch's) commits later, unseen, so its statement decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Transaction {
     Own,
@@ -106,45 +126,24 @@ impl PostgresDriver {
         transaction: Transaction,
     ) -> Result<EnqueueResult, JobError> {
         let failed = |e| classify(Op::JobEnqueue, e);
-        // The insert answers nothing when a row holds the job; the holder lookup then names it.
+        // The insert inserts nothing when a row holds the job; the holder lookup then names it.
         // A holder that finished in between frees the key, and the lookup clears a lapsed unique
         // period's mark: insert again. Three rounds at most.
-        let statement = match transaction {
-            Transaction::Own => &self.sql.job_enqueue,
-            Transaction::Callers => &self.sql.job_enqueue_in,
-        };
         for _ in 0..ENQUEUE_ROUNDS {
-            let inserted = bind_job(sqlx::query(statement.clone()), request)
-                .bind(request.run_at)
-                .bind(now)
-                .bind(&*self.wake_channel)
-                .bind(wake_slot(now))
-                .bind(&request.traceparent)
-                .bind(&request.actor)
-                .bind(request.priority)
-                .bind(request.unique_until(now))
-                .fetch_optional(&mut *conn)
-                .await;
-            // In its own transaction, a key or id taken under the statement is a unique
-            // violation that rolled back only that statement: find the holder.
-            let inserted = match inserted {
-                Err(sqlx::Error::Database(db))
-                    if transaction == Transaction::Own
-                        && db.code().as_deref() == Some(UNIQUE_VIOLATION) =>
-                {
-                    None
-                }
-                other => other.map_err(failed)?,
-            };
-            if let Some(row) = inserted {
+            let inserted = match transaction {
+                Transaction::Own => self.insert_own(conn, request, now).await,
+                Transaction::Callers => self.insert_in_callers(conn, request, now).await,
+            }
+            .map_err(failed)?;
+            if inserted {
                 self.floors.lower(
                     &request.queue,
                     request.tenant_id.as_deref(),
                     floors::Position::of(request.priority, request.run_at, request.id),
                 );
                 return Ok(EnqueueResult {
-                    id: row.try_get("id").map_err(failed)?,
-                    run_id: row.try_get("run_id").map_err(failed)?,
+                    id: request.id,
+                    run_id: request.run_id,
                     deduped: false,
                 });
             }
@@ -157,6 +156,77 @@ impl PostgresDriver {
             return EnqueueResult::held(request, holder.id, holder.run_id, holder.same_id);
         }
         Err(EnqueueResult::key_kept_moving(request))
+    }
+
+    /// The insert in the driver's own one-statement transaction: silent (`job_enqueue`), or
+    /// announcing (`job_enqueue_announced`) a job due later, or the first job of its queue in
+    /// the announcer's window. Answers whether it inserted the job; one inserted silently owes
+    /// its queue a trailing announcement, now that it committed, and one that announced its
+    /// queue covers the jobs that owed one before it was sent.
+    async fn insert_own(
+        &self,
+        conn: &mut PgConnection,
+        request: &EnqueueRequest,
+        now: Timestamp,
+    ) -> Result<bool, sqlx::Error> {
+        let due_now = request.run_at <= now;
+        let sent = Instant::now();
+        let announced = !due_now || self.announcer.at_send(&request.queue, sent);
+        let inserted = if announced {
+            bind_enqueue(
+                sqlx::query(self.sql.job_enqueue_announced.clone()),
+                request,
+                now,
+            )
+            .bind(&*self.wake_channel)
+            .fetch_optional(&mut *conn)
+            .await?
+            .is_some()
+        } else {
+            bind_enqueue(sqlx::query(self.sql.job_enqueue.clone()), request, now)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected()
+                == 1
+        };
+        match (inserted, announced) {
+            (true, false) => self.owe_announcement(&request.queue),
+            (true, true) if due_now => self.announcer.covered(&request.queue, sent),
+            _ => {}
+        }
+        Ok(inserted)
+    }
+
+    /// The insert in a caller's transaction (`job_enqueue_in`), whose statement decides its
+    /// announcement (the driver never sees the commit). Answers whether it inserted the job.
+    async fn insert_in_callers(
+        &self,
+        conn: &mut PgConnection,
+        request: &EnqueueRequest,
+        now: Timestamp,
+    ) -> Result<bool, sqlx::Error> {
+        Ok(
+            bind_enqueue(sqlx::query(self.sql.job_enqueue_in.clone()), request, now)
+                .bind(&*self.wake_channel)
+                .bind(wake_slot(now))
+                .fetch_optional(&mut *conn)
+                .await?
+                .is_some(),
+        )
+    }
+
+    /// A job of `queue` due now committed unannounced: its queue's trailing announcement is
+    /// scheduled, unless one already is.
+    fn owe_announcement(&self, queue: &str) {
+        if let Some(at) = self.announcer.owe(queue, Instant::now()) {
+            announce::send_trailing(
+                self.announcer.clone(),
+                self.pool.clone(),
+                self.wake_channel.clone(),
+                queue.to_string(),
+                at,
+            );
+        }
     }
 
     /// The row holding `request`'s job at `now` (`job_enqueue_holder.sql`, which also clears a
@@ -441,7 +511,8 @@ impl PostgresDriver {
 /// Jobs per statement in `job_enqueue_many`.
 const ENQUEUE_BATCH: usize = 5_000;
 
-/// Enqueues announce their queue at most once per slot of this length.
+/// Enqueues in a caller's transaction announce their queue at most once per slot of this
+/// length (the driver's own: `announce::WINDOW`).
 const WAKE_SLOT_MS: i64 = 250;
 
 /// The start of the wake slot `now` falls in.

@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod announce;
 mod backfill;
 mod caller_tx;
 mod claim;
@@ -91,6 +92,8 @@ pub struct PostgresDriver {
     pinned: Arc<PinnedConnections>,
     /// Where each queue's claimable rows begin, as this driver's claims last saw them.
     floors: Arc<floors::ClaimFloors>,
+    /// Which single enqueues announce their queue on the wake channel.
+    announcer: Arc<announce::Announcer>,
     /// Whether the pool sets `TCP_NODELAY` as it dials (the pool `connect` builds); a pool of
     /// the caller's own does not, so its connections get it when they are pinned.
     pool_sets_nodelay: bool,
@@ -205,6 +208,7 @@ impl PostgresDriver {
             wake_channel: wake::channel(schema).into(),
             pinned: Arc::default(),
             floors: Arc::default(),
+            announcer: Arc::default(),
             pool_sets_nodelay: false,
         })
     }

@@ -91,6 +91,7 @@ macro_rules! statements {
 
 statements!(
     job_enqueue,
+    job_enqueue_announced,
     job_enqueue_in,
     job_enqueue_holder,
     job_unique_lapse,
@@ -319,6 +320,7 @@ mod tests {
         let s = Statements::new("tenant_a");
         let statements = [
             &s.job_enqueue,
+            &s.job_enqueue_announced,
             &s.job_enqueue_in,
             &s.job_claim,
             &s.job_claim_from,

@@ -3,12 +3,13 @@
 -- row holds its (name, tenant, key) in the live-key index (a live row, or one with a unique
 -- period's mark, lapsed or not) or its id already names a row; answers the new row's ids, or
 -- nothing when it inserted nothing (the caller then asks job_enqueue_holder which row holds the
--- job, which also clears a lapsed mark, so the next round inserts). $16: the new row's
+-- job, which also clears a lapsed mark, so the next round inserts). $14: the new row's
 -- unique_until. "on conflict do nothing" without a target covers both the primary key and
 -- the partial unique index x_jobs_name_tenant_idempotency_live_idx. job_enqueue is the same
--- statement without the speculative insertion, for the driver's own one-statement transactions.
+-- statement's silent form, for the driver's own one-statement transactions.
 --
--- The wake: fragment_wake_unless_waiting.sql.
+-- Parameters as job_enqueue.sql numbers them, and $15 the wake channel, $16 the wake slot's
+-- start. The wake: fragment_wake_unless_waiting.sql.
 insert into {schema}.x_jobs (
     id, run_id, name, queue, input, idempotency_key, tenant_id, state,
     max_attempts, run_at, created_at, updated_at, traceparent, actor, priority, unique_until
@@ -16,7 +17,7 @@ insert into {schema}.x_jobs (
 values (
     $1, $2, $3, $4, $5, $6, $7,
     case when $9 <= $10 then 'ready' else 'delayed' end,
-    $8, $9, $10, $10, $13, $14, $15, $16
+    $8, $9, $10, $10, $11, $12, $13, $14
 )
 on conflict do nothing
 returning id, run_id,
