@@ -50,6 +50,10 @@ const FRAGMENTS: &[(&str, &str)] = &[
         include_str!("sql/fragment_count_settled.sql"),
     ),
     (
+        "enqueue_insert",
+        include_str!("sql/fragment_enqueue_insert.sql"),
+    ),
+    (
         "wake_unless_waiting",
         include_str!("sql/fragment_wake_unless_waiting.sql"),
     ),

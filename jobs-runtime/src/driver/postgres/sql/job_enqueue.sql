@@ -16,13 +16,4 @@
 -- $1 id, $2 run id, $3 name, $4 queue, $5 input, $6 key, $7 tenant, $8 max attempts, $9 run
 -- at, $10 now, $11 traceparent, $12 actor, $13 priority, $14 the new row's unique_until (its
 -- creation plus its period; null: none). Every enqueue statement numbers them so.
-insert into {schema}.x_jobs (
-    id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-    max_attempts, run_at, created_at, updated_at, traceparent, actor, priority, unique_until
-)
-values (
-    $1, $2, $3, $4, $5, $6, $7,
-    case when $9 <= $10 then 'ready' else 'delayed' end,
-    $8, $9, $10, $10, $11, $12, $13, $14
-)
-on conflict do nothing
+{enqueue_insert}

@@ -10,15 +10,6 @@
 --
 -- Parameters as job_enqueue.sql numbers them, and $15 the wake channel, $16 the wake slot's
 -- start. The wake: fragment_wake_unless_waiting.sql.
-insert into {schema}.x_jobs (
-    id, run_id, name, queue, input, idempotency_key, tenant_id, state,
-    max_attempts, run_at, created_at, updated_at, traceparent, actor, priority, unique_until
-)
-values (
-    $1, $2, $3, $4, $5, $6, $7,
-    case when $9 <= $10 then 'ready' else 'delayed' end,
-    $8, $9, $10, $10, $11, $12, $13, $14
-)
-on conflict do nothing
+{enqueue_insert}
 returning id, run_id,
     {wake_unless_waiting} as woke
