@@ -156,29 +156,27 @@ async fn the_outbox_beside_the_jobs_on_postgres() {
         "{out}"
     );
 
-    let (code, out, err) = jobs_cli(&schema, &["outbox", "--json"]).await;
-    assert_eq!(code, 0, "{err}");
-    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let json = json_of(jobs_cli(&schema, &["outbox", "--json"]).await);
     assert_four(&json, "postgres");
     assert_eq!(json["schema"], schema.as_str());
     assert_eq!(json["source"], "database-url");
 
     // The same outbox named by --outbox-url, whatever job store --database-url names.
     let url = support::pg::database_url();
-    let (code, out, err) = jobs_cli_on(
-        "memory:",
-        &[
-            "outbox",
-            "--outbox-url",
-            url,
-            "--outbox-schema",
-            &schema,
-            "--json",
-        ],
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
-    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let json = json_of(
+        jobs_cli_on(
+            "memory:",
+            &[
+                "outbox",
+                "--outbox-url",
+                url,
+                "--outbox-schema",
+                &schema,
+                "--json",
+            ],
+        )
+        .await,
+    );
     assert_four(&json, "postgres");
     assert_eq!(json["source"], "outbox-url");
 
@@ -209,9 +207,7 @@ async fn the_outbox_beside_the_jobs_on_postgres() {
         line.ends_with(", 1m ago, past the default 30 s lease)"),
         "{out}"
     );
-    let (code, out, err) = jobs_cli(&schema, &["outbox", "--json"]).await;
-    assert_eq!(code, 0, "{err}");
-    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let json = json_of(jobs_cli(&schema, &["outbox", "--json"]).await);
     assert_eq!(json["lease"]["holder"], "relay:quiet", "{json}");
     assert!(json["lease"]["claimed_at"].is_string(), "{json}");
     let age = json["lease"]["claim_seconds"].as_f64().expect("an age");
@@ -244,9 +240,7 @@ async fn the_outbox_beside_the_jobs_on_sqlite() {
         out.contains("\nfailing        1 (last error X_DRIVER_UNAVAILABLE)\n"),
         "{out}"
     );
-    let (code, out, err) = jobs_cli_on(&dir.url(), &["outbox", "--json"]).await;
-    assert_eq!(code, 0, "{err}");
-    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let json = json_of(jobs_cli_on(&dir.url(), &["outbox", "--json"]).await);
     assert_four(&json, "sqlite");
     assert_eq!(json["schema"], serde_json::Value::Null);
 }
@@ -281,13 +275,13 @@ async fn an_app_database_apart_is_read_at_outbox_url() {
         "{out}"
     );
     assert!(out.contains("\nbacklog        2\n"), "{out}");
-    let (code, out, err) = jobs_cli_on(
-        "redis://127.0.0.1:1/",
-        &["outbox", "--outbox-url", &app_url, "--json"],
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
-    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let json = json_of(
+        jobs_cli_on(
+            "redis://127.0.0.1:1/",
+            &["outbox", "--outbox-url", &app_url, "--json"],
+        )
+        .await,
+    );
     assert_four(&json, "sqlite");
     assert_eq!(json["source"], "outbox-url");
 }
@@ -416,4 +410,10 @@ async fn a_database_without_x_outbox_is_told_how_to_get_one() {
         err.contains("no outbox table `x_outbox`") && err.contains("`SqliteOutbox::install()`"),
         "{err}"
     );
+}
+
+/// The JSON a successful run of the tool printed (its stderr in the failure's message).
+fn json_of((code, out, err): (u8, String, String)) -> serde_json::Value {
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).expect("json")
 }

@@ -43,67 +43,80 @@ struct QueueWindow {
 }
 
 impl Announcer {
+    /// Runs `f` on `queue`'s window, opened empty on the queue's first use (no key is allocated
+    /// for a queue already known: this runs on every enqueue).
+    fn with_window<R>(&self, queue: &str, f: impl FnOnce(&mut QueueWindow) -> R) -> R {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(window) = queues.get_mut(queue) {
+            return f(window);
+        }
+        f(queues.entry(queue.into()).or_default())
+    }
+
     /// Whether an enqueue of a job of `queue` that is due now, sent at `now`, announces the
     /// queue in its own statement (it opens a window when it does).
     pub(crate) fn at_send(&self, queue: &str, now: Instant) -> bool {
-        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(window) = queues.get_mut(queue) {
+        self.with_window(queue, |window| {
             let open = window
                 .announced
                 .is_some_and(|at| now.saturating_duration_since(at) < WINDOW);
             if !open {
                 window.announced = Some(now);
             }
-            return !open;
-        }
-        queues.insert(
-            queue.into(),
-            QueueWindow {
-                announced: Some(now),
-                ..QueueWindow::default()
-            },
-        );
-        true
+            !open
+        })
     }
 
     /// An enqueue of `queue` sent at `sent` announced it and committed: it covers every job
     /// that committed unannounced before it was sent.
     pub(crate) fn covered(&self, queue: &str, sent: Instant) {
-        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(window) = queues.get_mut(queue) {
+        self.with_window(queue, |window| {
             if window.owed.is_some_and(|owed| owed < sent) {
                 window.owed = None;
             }
+        });
+    }
+
+    /// An enqueue of `queue` that did not announce it committed: its trailing announcement is
+    /// scheduled on `channel`, through `pool`, unless one already is.
+    pub(crate) fn owe(self: &Arc<Self>, queue: &str, pool: &PgPool, channel: &Arc<str>) {
+        if let Some(at) = self.owe_at(queue, Instant::now()) {
+            send_trailing(
+                self.clone(),
+                pool.clone(),
+                channel.clone(),
+                queue.to_string(),
+                at,
+            );
         }
     }
 
-    /// An enqueue of `queue` that did not announce it committed at `now`: answers when its
-    /// trailing announcement is due (the window's end, or at once when it ended), or `None`
-    /// when one is already scheduled.
-    pub(crate) fn owe(&self, queue: &str, now: Instant) -> Option<Instant> {
-        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        let window = queues.entry(queue.into()).or_default();
-        window.owed = Some(now);
-        if window.trailing {
-            return None;
-        }
-        window.trailing = true;
-        Some(window.announced.map_or(now, |at| (at + WINDOW).max(now)))
+    /// [`Announcer::owe`] at `now`: answers when the trailing announcement is due (the window's
+    /// end, or at once when it ended), or `None` when one is already scheduled.
+    fn owe_at(&self, queue: &str, now: Instant) -> Option<Instant> {
+        self.with_window(queue, |window| {
+            window.owed = Some(now);
+            if window.trailing {
+                return None;
+            }
+            window.trailing = true;
+            Some(window.announced.map_or(now, |at| (at + WINDOW).max(now)))
+        })
     }
 
     /// The trailing announcement of `queue` is due at `now`: answers whether it is still owed
     /// (no announcement sent since covered the jobs that owe it). When it is, it goes out now,
     /// covers them and opens a window; a job that commits unannounced from now on owes another
     /// (this one may reach a worker before that job commits).
-    pub(crate) fn trailing_due(&self, queue: &str, now: Instant) -> bool {
-        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        let window = queues.entry(queue.into()).or_default();
-        window.trailing = false;
-        if window.owed.take().is_none() {
-            return false;
-        }
-        window.announced = Some(now);
-        true
+    fn trailing_due(&self, queue: &str, now: Instant) -> bool {
+        self.with_window(queue, |window| {
+            window.trailing = false;
+            if window.owed.take().is_none() {
+                return false;
+            }
+            window.announced = Some(now);
+            true
+        })
     }
 }
 
@@ -111,7 +124,7 @@ impl Announcer {
 /// enqueue's own announcement covered it first (under a steady stream of enqueues, the next
 /// window's first one does). A failure is logged and dropped: the wake is an optimisation, the
 /// workers' poll the guarantee.
-pub(crate) fn send_trailing(
+fn send_trailing(
     announcer: Arc<Announcer>,
     pool: PgPool,
     channel: Arc<str>,
@@ -153,14 +166,14 @@ mod tests {
         assert!(!announcer.at_send("email", t0 + ms(2)));
         // The first silent one to commit schedules the trailing announcement at the window's
         // end; the second finds it scheduled.
-        assert_eq!(announcer.owe("email", t0 + ms(3)), Some(t0 + WINDOW));
-        assert_eq!(announcer.owe("email", t0 + ms(4)), None);
+        assert_eq!(announcer.owe_at("email", t0 + ms(3)), Some(t0 + WINDOW));
+        assert_eq!(announcer.owe_at("email", t0 + ms(4)), None);
         // Due: still owed, so it goes out and opens a window; a silent job that commits after
         // it owes another.
         let sent = t0 + WINDOW;
         assert!(announcer.trailing_due("email", sent));
         assert!(!announcer.at_send("email", sent + ms(1)));
-        assert_eq!(announcer.owe("email", sent + ms(2)), Some(sent + WINDOW));
+        assert_eq!(announcer.owe_at("email", sent + ms(2)), Some(sent + WINDOW));
     }
 
     #[test]
@@ -169,7 +182,7 @@ mod tests {
         let t0 = Instant::now();
         assert!(announcer.at_send("email", t0));
         assert!(!announcer.at_send("email", t0 + ms(1)));
-        assert_eq!(announcer.owe("email", t0 + ms(2)), Some(t0 + WINDOW));
+        assert_eq!(announcer.owe_at("email", t0 + ms(2)), Some(t0 + WINDOW));
         // The next window's first enqueue, sent after that commit, announced and committed:
         // the trailing one is no longer owed and stays unsent.
         let next = t0 + WINDOW + ms(1);
@@ -178,7 +191,7 @@ mod tests {
         assert!(!announcer.trailing_due("email", next + ms(1)));
         // A silent job that committed after the announcement was sent is not covered by it.
         assert!(!announcer.at_send("email", next + ms(2)));
-        assert_eq!(announcer.owe("email", next + ms(3)), Some(next + WINDOW));
+        assert_eq!(announcer.owe_at("email", next + ms(3)), Some(next + WINDOW));
         announcer.covered("email", next);
         assert!(announcer.trailing_due("email", next + WINDOW));
     }
@@ -191,7 +204,7 @@ mod tests {
         assert!(!announcer.at_send("email", t0 + WINDOW / 2));
         // Committed after its window ended: the trailing one is due at once.
         let late = t0 + WINDOW * 3;
-        assert_eq!(announcer.owe("email", late), Some(late));
+        assert_eq!(announcer.owe_at("email", late), Some(late));
         // A quiet queue: every enqueue a window apart announces itself.
         assert!(announcer.at_send("email", t0 + WINDOW * 4));
         assert!(announcer.at_send("email", t0 + WINDOW * 5));

@@ -9,7 +9,7 @@ use sqlx::Row;
 use std::time::Instant;
 
 use super::classify::{classify, Op};
-use super::{announce, floors, PostgresDriver};
+use super::{floors, PostgresDriver};
 use crate::clock::Timestamp;
 use crate::driver::records::*;
 use crate::error::{ErrorCode, JobError};
@@ -190,7 +190,9 @@ impl PostgresDriver {
                 == 1
         };
         match (inserted, announced) {
-            (true, false) => self.owe_announcement(&request.queue),
+            (true, false) => self
+                .announcer
+                .owe(&request.queue, &self.pool, &self.wake_channel),
             (true, true) if due_now => self.announcer.covered(&request.queue, sent),
             _ => {}
         }
@@ -213,20 +215,6 @@ impl PostgresDriver {
                 .await?
                 .is_some(),
         )
-    }
-
-    /// A job of `queue` due now committed unannounced: its queue's trailing announcement is
-    /// scheduled, unless one already is.
-    fn owe_announcement(&self, queue: &str) {
-        if let Some(at) = self.announcer.owe(queue, Instant::now()) {
-            announce::send_trailing(
-                self.announcer.clone(),
-                self.pool.clone(),
-                self.wake_channel.clone(),
-                queue.to_string(),
-                at,
-            );
-        }
     }
 
     /// The row holding `request`'s job at `now` (`job_enqueue_holder.sql`, which also clears a
