@@ -222,7 +222,11 @@ pub(crate) const CANCEL_REASON: Field = Field {
 
 /// Checks one stored identifier: within its limit, and free of NUL. `whose` says what it
 /// belongs to (e.g. "job `send_welcome`"), never the value.
-pub(crate) fn check_text(field: Field, whose: &str, value: &str) -> Result<(), JobError> {
+pub(crate) fn check_text(
+    field: Field,
+    whose: impl std::fmt::Display + Copy,
+    value: &str,
+) -> Result<(), JobError> {
     if value.len() > field.limit {
         return Err(JobError::new(
             ErrorCode::LimitExceeded,
@@ -256,7 +260,11 @@ pub(crate) fn check_text(field: Field, whose: &str, value: &str) -> Result<(), J
 /// the grammar the macros check the same literal with at compile time
 /// (`jobs_grammar::name::check_name`): a refusal is `X_JOB_DECLARATION_INVALID`, naming the
 /// character, never the whole value.
-pub(crate) fn check_name(field: Field, whose: &str, value: &str) -> Result<(), JobError> {
+pub(crate) fn check_name(
+    field: Field,
+    whose: impl std::fmt::Display + Copy,
+    value: &str,
+) -> Result<(), JobError> {
     check_text(field, whose, value)?;
     jobs_grammar::name::check_name(value).map_err(|why| {
         JobError::new(
@@ -274,7 +282,10 @@ pub(crate) fn check_name(field: Field, whose: &str, value: &str) -> Result<(), J
 /// Checks a tenant: within its limit and free of NUL ([`check_text`]), then the grammar
 /// (`jobs_grammar::name::check_tenant`): an empty or blank tenant files the job under no one
 /// (`X_JOB_TENANT_REQUIRED`), a control character is `X_VALUE_UNSTORABLE`, as in an actor.
-pub(crate) fn check_tenant(whose: &str, tenant: &str) -> Result<(), JobError> {
+pub(crate) fn check_tenant(
+    whose: impl std::fmt::Display + Copy,
+    tenant: &str,
+) -> Result<(), JobError> {
     use jobs_grammar::name::InvalidName;
     check_text(TENANT, whose, tenant)?;
     match jobs_grammar::name::check_tenant(tenant) {
@@ -303,18 +314,19 @@ pub(crate) fn check_tenant(whose: &str, tenant: &str) -> Result<(), JobError> {
 /// refuses the same values.
 pub(crate) fn check_enqueue(request: &EnqueueRequest) -> Result<(), JobError> {
     check_name(JOB_NAME, "a job", &request.name)?;
-    let whose = format!("job `{}`", request.name);
-    check_name(QUEUE, &whose, &request.queue)?;
-    check_text(IDEMPOTENCY_KEY, &whose, &request.idempotency_key)?;
+    // Written into a message only when one is refused.
+    let whose = JobNamed(&request.name);
+    check_name(QUEUE, whose, &request.queue)?;
+    check_text(IDEMPOTENCY_KEY, whose, &request.idempotency_key)?;
     if let Some(tenant) = &request.tenant_id {
-        check_tenant(&whose, tenant)?;
+        check_tenant(whose, tenant)?;
     }
     if let Some(actor) = &request.actor {
-        check_actor(&whose, actor)?;
+        check_actor(whose, actor)?;
     }
-    check_priority(&whose, request.priority)?;
+    check_priority(whose, request.priority)?;
     if let Some(period) = request.unique_for {
-        check_unique_for(&whose, period)?;
+        check_unique_for(whose, period)?;
     }
     if let Some(dependencies) = &request.dependencies {
         crate::driver::check_dependencies(request.id, dependencies, request.run_at, request.now)?;
@@ -329,8 +341,21 @@ pub(crate) fn check_enqueue(request: &EnqueueRequest) -> Result<(), JobError> {
     Ok(())
 }
 
+/// "job `<name>`", as a refusal names the job it checked.
+#[derive(Clone, Copy)]
+struct JobNamed<'a>(&'a str);
+
+impl std::fmt::Display for JobNamed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "job `{}`", self.0)
+    }
+}
+
 /// Checks a priority: within [`MIN_PRIORITY`]..=[`MAX_PRIORITY`], else `X_INVARIANT`.
-pub(crate) fn check_priority(whose: &str, priority: i16) -> Result<(), JobError> {
+pub(crate) fn check_priority(
+    whose: impl std::fmt::Display + Copy,
+    priority: i16,
+) -> Result<(), JobError> {
     if (MIN_PRIORITY..=MAX_PRIORITY).contains(&priority) {
         return Ok(());
     }
@@ -345,7 +370,10 @@ pub(crate) fn check_priority(whose: &str, priority: i16) -> Result<(), JobError>
 
 /// Checks a unique period: from 1 ms (stores keep it in whole milliseconds) to
 /// [`MAX_UNIQUE_FOR`], else `X_INVARIANT`.
-pub(crate) fn check_unique_for(whose: &str, period: std::time::Duration) -> Result<(), JobError> {
+pub(crate) fn check_unique_for(
+    whose: impl std::fmt::Display + Copy,
+    period: std::time::Duration,
+) -> Result<(), JobError> {
     const SHORTEST: std::time::Duration = std::time::Duration::from_millis(1);
     if (SHORTEST..=MAX_UNIQUE_FOR).contains(&period) {
         return Ok(());
@@ -365,7 +393,10 @@ pub(crate) fn check_unique_for(whose: &str, period: std::time::Duration) -> Resu
 /// Checks an actor: within its limit, no NUL, and no other control character either, since it
 /// is printed as is in operator tables, logs and span fields, where a newline or an escape
 /// sequence would forge lines or repaint a terminal.
-pub(crate) fn check_actor(whose: &str, actor: &str) -> Result<(), JobError> {
+pub(crate) fn check_actor(
+    whose: impl std::fmt::Display + Copy,
+    actor: &str,
+) -> Result<(), JobError> {
     check_text(ACTOR, whose, actor)?;
     if actor.chars().any(char::is_control) {
         return Err(JobError::new(

@@ -28,7 +28,7 @@ impl EnqueueTrace {
         };
         let parent = given.or_else(current);
         let context = parent.map_or_else(TraceContext::new_root, |p| p.child());
-        let stamp = context.to_string();
+        let stamp = context.to_traceparent();
         for request in requests.iter_mut() {
             let valid = request
                 .traceparent

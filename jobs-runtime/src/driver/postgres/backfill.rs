@@ -46,9 +46,7 @@ fn pass(row: &PgRow) -> Result<BackfillPass, JobError> {
 impl BackfillStore for PostgresDriver {
     async fn backfill_begin(&self, p: &BackfillBeginParams) -> Result<BackfillBegin, JobError> {
         let tenant = tenant_column(p.tenant.as_deref());
-        let mut tx = self
-            .pool()
-            .begin()
+        let mut tx = super::pooled::begin(self.pool())
             .await
             .map_err(|e| classify(Op::BackfillBegin, e))?;
         sqlx::query(self.sql.backfill_lock.clone())

@@ -55,7 +55,7 @@ impl PostgresDriver {
         // or the key is held): the transaction, which names the error or the holder.
         let failed = |e| classify(Op::JobEnqueue, e);
         for _ in 0..ENQUEUE_ROUNDS {
-            let mut tx = self.pool.begin().await.map_err(failed)?;
+            let mut tx = super::pooled::begin(&self.pool).await.map_err(failed)?;
             let found: BTreeMap<JobId, JobState> = sqlx::query_as(self.sql.dependency_lock.clone())
                 .bind(&dependencies.on)
                 .bind(&request.tenant_id)
@@ -176,7 +176,7 @@ impl PostgresDriver {
     pub(super) async fn release_pending(&self, now: Timestamp) -> Result<(), JobError> {
         let failed = |e| classify(Op::JobRelease, e);
         for _ in 0..RELEASE_ROUNDS {
-            let mut conn = self.pool.acquire().await.map_err(failed)?;
+            let mut conn = super::pooled::acquire(&self.pool).await.map_err(failed)?;
             let mut tx = conn.begin().await.map_err(failed)?;
             let taken: Vec<JobId> = sqlx::query_scalar(self.sql.dependency_release_take.clone())
                 .bind(RELEASE_BATCH)

@@ -35,15 +35,26 @@ pub(super) fn bind_job<'q>(
         .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
 }
 
-/// Binds what every single-job enqueue statement numbers $1 to $14: the job's eight columns
-/// (`bind_job`), $9 run at, $10 now, $11 traceparent, $12 actor, $13 priority, $14 the new
-/// row's `unique_until`.
+/// `statement` with what every single-job enqueue statement numbers $1 to $14 bound: the job's
+/// eight columns (`bind_job`), $9 run at, $10 now, $11 traceparent, $12 actor, $13 priority,
+/// $14 the new row's `unique_until`. Its arguments are sized for them (and the two a statement
+/// may add) up front: grown one value at a time they were reallocated five times a call.
 fn bind_enqueue<'q>(
-    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    statement: &sqlx::SqlStr,
     request: &'q EnqueueRequest,
     now: Timestamp,
 ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    bind_job(query, request)
+    let mut arguments = sqlx::postgres::PgArguments::default();
+    sqlx::Arguments::reserve(
+        &mut arguments,
+        16,
+        ARGUMENT_BYTES
+            + request.name.len()
+            + request.queue.len()
+            + request.idempotency_key.len()
+            + request.tenant_id.as_ref().map_or(0, String::len),
+    );
+    bind_job(sqlx::query_with(statement.clone(), arguments), request)
         .bind(request.run_at)
         .bind(now)
         .bind(&request.traceparent)
@@ -51,6 +62,10 @@ fn bind_enqueue<'q>(
         .bind(request.priority)
         .bind(request.unique_until(now))
 }
+
+/// Room for an enqueue's fixed-width values, their length prefixes, a traceparent and a small
+/// input; a larger input grows the buffer once.
+const ARGUMENT_BYTES: usize = 384;
 
 /// The row that holds an enqueue's job: its own id, or the holder of its key.
 pub(super) struct Holder {
@@ -173,17 +188,13 @@ impl PostgresDriver {
         let sent = Instant::now();
         let announced = !due_now || self.announcer.at_send(&request.queue, sent);
         let inserted = if announced {
-            bind_enqueue(
-                sqlx::query(self.sql.job_enqueue_announced.clone()),
-                request,
-                now,
-            )
-            .bind(&*self.wake_channel)
-            .fetch_optional(&mut *conn)
-            .await?
-            .is_some()
+            bind_enqueue(&self.sql.job_enqueue_announced, request, now)
+                .bind(&*self.wake_channel)
+                .fetch_optional(&mut *conn)
+                .await?
+                .is_some()
         } else {
-            bind_enqueue(sqlx::query(self.sql.job_enqueue.clone()), request, now)
+            bind_enqueue(&self.sql.job_enqueue, request, now)
                 .execute(&mut *conn)
                 .await?
                 .rows_affected()
@@ -207,14 +218,12 @@ impl PostgresDriver {
         request: &EnqueueRequest,
         now: Timestamp,
     ) -> Result<bool, sqlx::Error> {
-        Ok(
-            bind_enqueue(sqlx::query(self.sql.job_enqueue_in.clone()), request, now)
-                .bind(&*self.wake_channel)
-                .bind(wake_slot(now))
-                .fetch_optional(&mut *conn)
-                .await?
-                .is_some(),
-        )
+        Ok(bind_enqueue(&self.sql.job_enqueue_in, request, now)
+            .bind(&*self.wake_channel)
+            .bind(wake_slot(now))
+            .fetch_optional(&mut *conn)
+            .await?
+            .is_some())
     }
 
     /// The row holding `request`'s job at `now` (`job_enqueue_holder.sql`, which also clears a

@@ -36,9 +36,7 @@ impl PostgresDriver {
     }
 
     pub(super) async fn publish_event(&self, event: &EventPublish) -> Result<EventId, JobError> {
-        let mut conn = self
-            .pool
-            .acquire()
+        let mut conn = super::pooled::acquire(&self.pool)
             .await
             .map_err(|e| classify(Op::EventPublish, e))?;
         self.event_publish_in(&mut conn, event).await

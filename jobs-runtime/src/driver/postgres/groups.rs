@@ -77,7 +77,7 @@ impl PostgresDriver {
         let failed = |e| classify(Op::JobEnqueue, e);
         let members = distinct(params.members);
         self.mark_members(&members).await?;
-        let mut tx = self.pool.begin().await.map_err(failed)?;
+        let mut tx = super::pooled::begin(&self.pool).await.map_err(failed)?;
         sqlx::query(self.sql.group_note.clone())
             .bind(params.group)
             .bind(params.now)

@@ -80,7 +80,7 @@ impl JobIntrospection for PostgresDriver {
         // drop the filters a call leaves out, so it read the whole table for a page of 50
         // (1.3 s at 1,000,000 rows); planned with the values, a page is an index walk.
         let list = |e| classify(Op::IntrospectJobList, e);
-        let mut tx = self.pool.begin().await.map_err(list)?;
+        let mut tx = super::pooled::begin(&self.pool).await.map_err(list)?;
         sqlx::query("set local plan_cache_mode = force_custom_plan")
             .execute(&mut *tx)
             .await

@@ -27,7 +27,7 @@ fn slot(lease: &HeldLease) -> i32 {
 impl LeaseStore for PostgresDriver {
     async fn lease_acquire(&self, p: &LeaseAcquire) -> Result<Option<HeldLease>, JobError> {
         let failed = |e| classify(Op::LeaseAcquire, e);
-        let mut tx = self.pool.begin().await.map_err(failed)?;
+        let mut tx = super::pooled::begin(&self.pool).await.map_err(failed)?;
         sqlx::query(self.sql.lease_acquire_lock.clone())
             .bind(&p.key)
             .execute(&mut *tx)

@@ -42,9 +42,7 @@ impl LedgerBook for PostgresDriver {
         let minors: Vec<i64> = w.lines.iter().map(|l| l.minor).collect();
         let currencies: Vec<&str> = w.lines.iter().map(|l| l.currency.as_str()).collect();
         let scales: Vec<Option<i16>> = w.lines.iter().map(|l| l.scale.map(i16::from)).collect();
-        let mut tx = self
-            .pool()
-            .begin()
+        let mut tx = super::pooled::begin(self.pool())
             .await
             .map_err(|e| classify(Op::LedgerInsert, e))?;
         let inserted = sqlx::query(self.sql.ledger_insert.clone())

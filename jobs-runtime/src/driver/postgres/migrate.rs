@@ -71,7 +71,9 @@ pub const MIGRATIONS: &[Migration] = migrations! {
 /// Creates the schema and applies every migration not yet applied there. Idempotent; safe to
 /// run from several processes at once. Answers the versions it applied.
 pub(crate) async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<i32>, JobError> {
-    let mut tx = pool.begin().await.map_err(|e| classify(Op::Migrate, e))?;
+    let mut tx = super::pooled::begin(pool)
+        .await
+        .map_err(|e| classify(Op::Migrate, e))?;
     sqlx::query("select pg_advisory_xact_lock(hashtext($1))")
         .bind(format!("jobs.migrate:{schema}"))
         .execute(&mut *tx)

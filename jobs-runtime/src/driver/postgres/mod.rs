@@ -34,6 +34,7 @@ mod nodelay;
 mod outbox;
 mod partitions;
 mod pinned;
+mod pooled;
 mod purge;
 mod reads;
 mod rows;

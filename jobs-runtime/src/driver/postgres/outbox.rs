@@ -120,7 +120,7 @@ impl PostgresOutbox {
     /// at once.
     pub async fn install(&self) -> Result<(), JobError> {
         let failed = |e| classify(Op::OutboxInstall, e);
-        let mut tx = self.pool.begin().await.map_err(failed)?;
+        let mut tx = super::pooled::begin(&self.pool).await.map_err(failed)?;
         sqlx::query("select pg_advisory_xact_lock(hashtext($1))")
             .bind(format!("jobs.outbox.install:{}", self.schema))
             .execute(&mut *tx)

@@ -46,7 +46,9 @@ pub(crate) fn check_table(table: &str) -> Result<(), JobError> {
 impl PgPartitions {
     /// Runs one DDL statement in its own transaction under `lock_timeout`.
     async fn ddl(&self, op: Op, statement: SqlStr, lock_timeout: Duration) -> Result<(), JobError> {
-        let mut tx = self.pool.begin().await.map_err(|e| classify(op, e))?;
+        let mut tx = super::pooled::begin(&self.pool)
+            .await
+            .map_err(|e| classify(op, e))?;
         let millis = lock_timeout.as_millis().clamp(1, i32::MAX as u128);
         sqlx::query("select set_config('lock_timeout', $1, true)")
             .bind(format!("{millis}ms"))

@@ -95,7 +95,7 @@ impl Pinned {
         set_nodelay: bool,
     ) -> Result<Lease<'a>, sqlx::Error> {
         let Ok(mut guard) = self.slot.try_lock() else {
-            return Ok(Lease::Pooled(pool.acquire().await?));
+            return Ok(Lease::Pooled(super::pooled::acquire(pool).await?));
         };
         if let Some(held) = guard.as_mut() {
             if held.last_used.elapsed() > IDLE_CHECK && held.conn.ping().await.is_err() {
@@ -111,7 +111,7 @@ impl Pinned {
         }
         if guard.is_none() {
             // Detached: the pool no longer counts it, and never pings it on a return.
-            let mut conn = pool.acquire().await?.detach();
+            let mut conn = super::pooled::acquire(pool).await?.detach();
             if set_nodelay {
                 super::nodelay::apply(&mut conn, pool.connect_options().get_port()).await;
             }

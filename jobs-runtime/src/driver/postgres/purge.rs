@@ -11,7 +11,7 @@ impl PostgresDriver {
         let purge = |e| classify(Op::JobPurge, e);
         // The jobs, then the history of the jobs gone, in one transaction: job_purge.sql
         // answers only a count, so history_purge.sql finds the gone jobs' rows by their absence.
-        let mut tx = self.pool.begin().await.map_err(purge)?;
+        let mut tx = super::pooled::begin(&self.pool).await.map_err(purge)?;
         let gone: i64 = sqlx::query_scalar(self.sql.job_purge.clone())
             .bind(params.done_before)
             .bind(params.finished_before)

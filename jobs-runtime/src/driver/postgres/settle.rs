@@ -121,7 +121,7 @@ impl PostgresDriver {
         let (id, now) = (params.id, params.now);
         let cancel = |e| classify(Op::JobCancel, e);
         // The cancel and its history row commit together.
-        let mut tx = self.pool.begin().await.map_err(cancel)?;
+        let mut tx = super::pooled::begin(&self.pool).await.map_err(cancel)?;
         let row = sqlx::query(self.sql.job_cancel.clone())
             .bind(id)
             .bind(now)
