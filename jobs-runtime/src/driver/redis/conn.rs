@@ -52,10 +52,10 @@ impl Conn {
         call: &Call,
     ) -> Result<T, JobError> {
         let cmd = call.command();
-        match self.send(&cmd).await {
+        match self.send(cmd).await {
             Err(error) if function_missing(&error) => {
                 self.load_library(op).await?;
-                self.send(&cmd).await
+                self.send(cmd).await
             }
             result => result,
         }

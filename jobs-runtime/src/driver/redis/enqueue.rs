@@ -42,7 +42,11 @@ pub(super) async fn enqueue(
         .map(|r| serde_json::to_string(&r.input).unwrap_or_else(|_| "null".into()))
         .collect();
     for (request, input) in requests.iter().zip(&inputs) {
-        driver.check_value(&format!("the input of job `{}`", request.name), input.len())?;
+        // The message is written only for a refusal.
+        driver.check_value(
+            format_args!("the input of job `{}`", request.name),
+            input.len(),
+        )?;
     }
     driver.file_queues(op, by_queue.keys().copied()).await?;
     // On one server the enqueue script files the ids itself (one round trip); a cluster keeps

@@ -203,7 +203,7 @@ impl RedisDriver {
 
     /// Refuses a value the server would refuse (over its `proto-max-bulk-len`) before anything
     /// is written: the server would answer with a protocol error and drop the connection.
-    fn check_value(&self, what: &str, len: usize) -> Result<(), JobError> {
+    fn check_value(&self, what: impl std::fmt::Display, len: usize) -> Result<(), JobError> {
         if len <= self.inner.largest_value {
             return Ok(());
         }

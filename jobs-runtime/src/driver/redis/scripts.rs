@@ -10,7 +10,7 @@
 //! a build that connects deletes the others' libraries (`Conn::prune_other_libraries`), and
 //! one still running loads its own again at its next call.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use redis::ToRedisArgs;
 
@@ -23,6 +23,8 @@ pub(super) struct Function {
     /// Whether it works on one queue: called with the queue's tag as `KEYS[1]`, after
     /// `lib.lua`'s `begin`.
     on_queue: bool,
+    /// Its name on the server, made at its first call.
+    called: OnceLock<String>,
 }
 
 macro_rules! functions {
@@ -32,6 +34,7 @@ macro_rules! functions {
                 name: $file,
                 body: include_str!(concat!("lua/", $file, ".lua")),
                 on_queue: $on_queue,
+                called: OnceLock::new(),
             };
         )*
         /// Every function, in the library's order.
@@ -105,50 +108,42 @@ fn library_source(name: &str) -> String {
 }
 
 impl Function {
-    /// A call with `key` as its first key.
-    pub(super) fn key<T: ToRedisArgs>(&'static self, key: T) -> Call {
-        let mut call = Call {
-            function: self,
-            keys: Vec::new(),
-            args: Vec::new(),
-        };
-        call.key(key);
-        call
+    /// A call with `key` as its only key.
+    pub(super) fn key(&'static self, key: impl AsRef<[u8]>) -> Call {
+        self.keys(&[key.as_ref()])
+    }
+
+    /// A call with `keys` (`KEYS`), to which its arguments are added. The `FCALL` command is
+    /// written as the call is made: made from lists of keys and arguments when it was sent, it
+    /// copied every argument once more and named the function with a `format!`.
+    pub(super) fn keys(&'static self, keys: &[&[u8]]) -> Call {
+        let name = self
+            .called
+            .get_or_init(|| format!("{}_{}", LIBRARY.name, self.name));
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(name.as_str()).arg(keys.len());
+        for key in keys {
+            cmd.arg(*key);
+        }
+        Call { cmd }
     }
 }
 
 /// A call of one function: its keys (`KEYS`) and arguments (`ARGV`), sent by `Conn::script`.
 pub(super) struct Call {
-    function: &'static Function,
-    keys: Vec<Vec<u8>>,
-    args: Vec<Vec<u8>>,
+    cmd: redis::Cmd,
 }
 
 impl Call {
     /// Adds an argument (`ARGV[i]`).
     pub(super) fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
-        arg.write_redis_args(&mut self.args);
-        self
-    }
-
-    /// Adds a key (`KEYS[i]`), which routes the call on a cluster.
-    pub(super) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
-        key.write_redis_args(&mut self.keys);
+        self.cmd.arg(arg);
         self
     }
 
     /// The `FCALL` command.
-    pub(super) fn command(&self) -> redis::Cmd {
-        let mut cmd = redis::cmd("FCALL");
-        cmd.arg(format!("{}_{}", LIBRARY.name, self.function.name))
-            .arg(self.keys.len());
-        for key in &self.keys {
-            cmd.arg(key.as_slice());
-        }
-        for arg in &self.args {
-            cmd.arg(arg.as_slice());
-        }
-        cmd
+    pub(super) fn command(&self) -> &redis::Cmd {
+        &self.cmd
     }
 }
 
@@ -160,9 +155,8 @@ impl Call {
 /// migration. Outside a migration the two names only route the script to the queue's master.
 pub(super) fn on_queue(script: &'static Function, keys: &super::keys::Keys, queue: &str) -> Call {
     let tag = keys.queue(queue);
-    let mut invocation = script.key(&tag);
-    invocation.key(format!("{tag}:route"));
-    invocation
+    let route = format!("{tag}:route");
+    script.keys(&[tag.as_bytes(), route.as_bytes()])
 }
 
 /// Runs `verb` of a script whose first argument names what to do (`lua/dependencies.lua`,
