@@ -120,14 +120,19 @@ impl Function {
         let name = self
             .called
             .get_or_init(|| format!("{}_{}", LIBRARY.name, self.name));
-        let mut cmd = redis::cmd("FCALL");
-        cmd.arg(name.as_str()).arg(keys.len());
+        let mut cmd = redis::Cmd::with_capacity(CALL_ARGS, CALL_BYTES);
+        cmd.arg("FCALL").arg(name.as_str()).arg(keys.len());
         for key in keys {
             cmd.arg(*key);
         }
         Call { cmd }
     }
 }
+
+/// Room a call's command is made with: a single enqueue's arguments and their bytes with a
+/// small input (more grows it).
+const CALL_ARGS: usize = 24;
+const CALL_BYTES: usize = 512;
 
 /// A call of one function: its keys (`KEYS`) and arguments (`ARGV`), sent by `Conn::script`.
 pub(super) struct Call {
