@@ -31,6 +31,8 @@ mod sql_rows;
 mod sql_types;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(test)]
+pub(crate) mod test_records;
 pub mod url;
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod wake_payload;

@@ -135,7 +135,7 @@ impl TraceContext {
 
     /// The `traceparent` value as a `String` of its exact length (as `to_string`, without the
     /// formatter's growth).
-    pub(crate) fn to_traceparent(&self) -> String {
+    pub(crate) fn to_traceparent(self) -> String {
         // Only ASCII hex digits and dashes were written.
         std::str::from_utf8(&self.header())
             .map(str::to_owned)

@@ -375,27 +375,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-
-    fn request(now: Timestamp) -> EnqueueRequest {
-        EnqueueRequest {
-            id: crate::entropy::new_id(),
-            run_id: crate::entropy::new_id(),
-            name: "held.job".to_string(),
-            queue: "default".to_string(),
-            input: serde_json::json!({}),
-            idempotency_key: "held".to_string(),
-            tenant_id: None,
-            max_attempts: 3,
-            run_at: now,
-            priority: 0,
-            on_conflict: ConflictPolicy::Dedupe,
-            traceparent: None,
-            actor: None,
-            unique_for: None,
-            dependencies: None,
-            now,
-        }
-    }
+    use crate::driver::test_records::{claim_one, request};
 
     /// A group outlives its waiter until every member is counted; removing a member leaves
     /// its place, read back as gone.
@@ -467,17 +447,7 @@ mod tests {
         let now = chrono::Utc::now();
         let job = runtime.block_on(async {
             driver.job_enqueue(&request(now)).await.expect("enqueued");
-            let params = ClaimParams {
-                demand: vec![QueueDemand {
-                    queue: "default".to_string(),
-                    limit: 1,
-                }],
-                worker_id: "w".into(),
-                visibility_timeout: Duration::from_secs(30),
-                drop_exhausted: Vec::new(),
-                fair_after: String::new(),
-                now,
-            };
+            let params = claim_one(now);
             driver
                 .job_claim(&params)
                 .await

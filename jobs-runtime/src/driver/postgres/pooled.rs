@@ -23,13 +23,10 @@ pub(super) async fn begin(pool: &PgPool) -> Result<Transaction<'static, Postgres
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use sqlx::postgres::PgPoolOptions;
 
-    use crate::driver::{
-        ClaimParams, ConflictPolicy, EnqueueRequest, JobDriver, PostgresDriver, QueueDemand,
-    };
+    use crate::driver::test_records::{claim_one, request};
+    use crate::driver::{JobDriver, PostgresDriver};
 
     /// The largest future a hot port call may make: a pool's wait inline is about 8.6 KB.
     const HOT_CALL_BYTES: usize = 2048;
@@ -43,35 +40,8 @@ mod tests {
             .expect("a lazy pool");
         let driver = PostgresDriver::new(pool, "future_sizes").expect("schema");
         let now = chrono::Utc::now();
-        let request = EnqueueRequest {
-            id: uuid::Uuid::now_v7(),
-            run_id: uuid::Uuid::now_v7(),
-            name: "sizes.job".to_string(),
-            queue: "default".to_string(),
-            input: serde_json::json!({}),
-            idempotency_key: "k".to_string(),
-            tenant_id: None,
-            max_attempts: 3,
-            run_at: now,
-            priority: crate::driver::DEFAULT_PRIORITY,
-            on_conflict: ConflictPolicy::Dedupe,
-            traceparent: None,
-            actor: None,
-            unique_for: None,
-            dependencies: None,
-            now,
-        };
-        let claim = ClaimParams {
-            demand: vec![QueueDemand {
-                queue: "default".to_string(),
-                limit: 1,
-            }],
-            worker_id: "w".into(),
-            visibility_timeout: Duration::from_secs(30),
-            drop_exhausted: Vec::new(),
-            fair_after: String::new(),
-            now,
-        };
+        let request = request(now);
+        let claim = claim_one(now);
         let sizes = [
             ("job_enqueue", size_of_val(&*driver.job_enqueue(&request))),
             (
