@@ -2,7 +2,8 @@
 //! running rows never walks the suspended ones), and a running row an older build filed in the
 //! timed set (a bare id there) is still counted, recovered when its lease lapses and taken out
 //! when it settles, while a stale entry (a row an older build's ack took out of the timed set
-//! only) is never listed as running and is dropped by the next claim, never claimed.
+//! only) is never listed as running and is dropped by the next claim, never claimed. And the
+//! index members keep their widths, and times compare as numbers, whatever a time's length.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -173,4 +174,45 @@ async fn a_stale_running_entry_is_dropped_never_claimed() {
         "a done job is never claimed"
     );
     assert!(members(server, &run).is_empty(), "the stale entry is gone");
+}
+
+/// Times are decimal texts of microseconds, which the scripts compare as text when two have one
+/// length and pad into index members without a number conversion: a time of fewer digits (in
+/// 1970) or of more (in 2300) than the store's now still compares as a number, and the members
+/// keep their widths (creation 17 digits, then ':' and the id; insertion order 16, then the id).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn times_of_other_lengths_compare_as_numbers_and_members_keep_their_widths() {
+    let (server, d, head) = driver("time_texts").await;
+    let early = DateTime::from_timestamp_micros(999).expect("a time");
+    let late = DateTime::parse_from_rfc3339("2300-01-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    let enqueue_at = |key: &'static str, run_at, now| {
+        let request = support::request::request("layout.job", QUEUE, key, run_at, now);
+        let d = d.clone();
+        async move { d.job_enqueue(&request).await.expect("enqueued").id }
+    };
+    let due = enqueue_at("due", early, t(0)).await;
+    let later = enqueue_at("later", late, t(0)).await;
+    let claimed = claim(&*d, t(1)).await;
+    assert_eq!(
+        claimed.iter().map(|j| j.id).collect::<Vec<_>>(),
+        [due],
+        "due in 1970 is due; due in 2300 is not"
+    );
+    assert_eq!(
+        members(server, &format!("{head}:st:delayed")),
+        [format!("{:017}:{later}", t(0).timestamp_micros())]
+    );
+    // Created at a time of three digits: padded to 17.
+    let old = enqueue_at("old", early, early).await;
+    assert_eq!(
+        members(server, &format!("{head}:st:ready")),
+        [format!("00000000000000999:{old}")]
+    );
+    assert_eq!(
+        members(server, &format!("{head}:due:")),
+        [format!("{:016}{old}", 3), format!("{:016}{later}", 2)],
+        "by due time, each member its insertion order then its id"
+    );
 }

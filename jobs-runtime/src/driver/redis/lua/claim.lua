@@ -6,6 +6,7 @@
 -- Answers {claimed, exhausted}: each job's fields as pairs (a claimed one with `hs`, whether
 -- its run has steps).
 local now, limit, worker, visible_at = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local limit_text = ARGV[2]
 local drop = {}
 for i = 5, #ARGV do drop[ARGV[i]] = true end
 -- A claim with no slot (an operator's `jobs drain`) only buries lapsed final attempts.
@@ -17,11 +18,11 @@ local due = {}
 -- Lapsed running rows (RUN, member: the id) and suspended rows whose wait ended (a timeout, or
 -- an event woke them; TIMED, member: the order member, or the bare id of a running row an
 -- older build filed there), with the queued ones.
-local lapsed = redis.call('ZRANGEBYSCORE', RUN, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+local lapsed = redis.call('ZRANGEBYSCORE', RUN, '-inf', now, 'WITHSCORES', 'LIMIT', '0', '1000')
 for i = 1, #lapsed, 2 do
   due[#due + 1] = { tonumber(lapsed[i + 1]), '', lapsed[i], 0 }
 end
-local timed = redis.call('ZRANGEBYSCORE', TIMED, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1000)
+local timed = redis.call('ZRANGEBYSCORE', TIMED, '-inf', now, 'WITHSCORES', 'LIMIT', '0', '1000')
 for i = 1, #timed, 2 do
   local member = timed[i]
   if #member == ID_LENGTH then
@@ -32,7 +33,8 @@ for i = 1, #timed, 2 do
 end
 -- Each lane (a tenant's rows of one priority) gives its due heads, at most `limit`.
 for _, row_lane in ipairs(limit > 0 and redis.call('SMEMBERS', TENANTS) or {}) do
-  local rows = redis.call('ZRANGEBYSCORE', due_key(row_lane), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  local rows = redis.call('ZRANGEBYSCORE', due_key(row_lane), '-inf', now, 'WITHSCORES', 'LIMIT', '0',
+    limit_text)
   for i = 1, #rows, 2 do
     -- The member is the insertion order (16 digits) then the id.
     due[#due + 1] = { tonumber(rows[i + 1]), rows[i], string.sub(rows[i], 17), 0 }
@@ -46,7 +48,7 @@ for _, entry in ipairs(due) do
   if j and entry[2] == '' and j.state ~= 'running' then
     unrun_now({ entry[3] })
   elseif j then
-    entry[4] = tonumber(j.prio or '0')
+    if j.prio then entry[4] = tonumber(j.prio) end
     loaded[entry[3]] = { j, stored }
   end
 end
@@ -87,8 +89,7 @@ end)
 local claimed, steps = {}, {}
 for i = 1, math.min(limit, #candidates) do
   local j, row = candidates[i][3], candidates[i][4]
-  local attempt = tostring(tonumber(j.attempt) + 1)
-  local claims = tostring(tonumber(j.claims) + 1)
+  local attempt, claims = succ(j.attempt), succ(j.claims)
   -- `change`'s work for a claim, written out: a claim moves a live row to running (no live
   -- key, counter or note changes), and building and walking the field table `change` takes
   -- was about a seventh of a claim's time. The row leaves its index (a queued or suspended

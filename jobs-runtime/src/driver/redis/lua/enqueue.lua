@@ -99,13 +99,13 @@ if new > 0 then seq = redis.call('INCRBY', SEQ, new) - new end
 local due_now = false
 local due_later = nil
 local function due_at(run_at)
-  if tonumber(run_at) <= tonumber(now) then
+  if not_after(run_at, now) then
     due_now = true
-  elseif due_later == nil or tonumber(run_at) < tonumber(due_later) then
+  elseif due_later == nil or not not_after(due_later, run_at) then
     due_later = run_at
   end
 end
-local created_head = string.format('%017d', tonumber(now)) .. ':'
+local created_head = pad(now, 17) .. ':'
 local by_state, due, live, shards = {}, {}, {}, {}
 local function shard_put(id, value)
   local shard = id_shard(ix, id)
@@ -120,17 +120,18 @@ for i = 1, count do
   if plan == true then
     local id, run = arg(i, 1), arg(i, 2)
     seq = seq + 1
-    local state, row_lane, run_at = store_new(ARGV, i, queue, now, seq)
+    local sq = string.format('%d', seq)
+    local state, row_lane, run_at = store_new(ARGV, i, queue, now, sq)
     due_at(run_at)
     local member = created_head .. id
     local list = by_state[state]
     if list == nil then list = {}; by_state[state] = list end
-    list[#list + 1] = 0
+    list[#list + 1] = '0'
     list[#list + 1] = member
     list = due[row_lane]
     if list == nil then list = {}; due[row_lane] = list end
     list[#list + 1] = run_at
-    list[#list + 1] = order_entry(seq, id)
+    list[#list + 1] = order_entry(sq, id)
     live[#live + 1] = lks[i]
     live[#live + 1] = id
     if ix ~= '' then

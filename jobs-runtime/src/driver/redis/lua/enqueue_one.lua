@@ -10,7 +10,7 @@ local lk = ARGV[at + 3] .. '\0' .. ARGV[at + 6] .. '\0' .. ARGV[at + 5]
 -- The wake for a job due at `run_at`: now, or an idle worker's timer (`enqueue.lua`'s).
 local function announce(run_at)
   if channel == '' then return end
-  if tonumber(run_at) <= tonumber(now) then
+  if not_after(run_at, now) then
     redis.call('PUBLISH', channel, queue)
   else
     redis.call('PUBLISH', channel, '@' .. run_at .. ':' .. queue)
@@ -43,10 +43,10 @@ if not claimed_key then
   redis.call('HSET', LIVE, lk, id)
 end
 
-local seq = redis.call('INCRBY', SEQ, 1)
+local seq = string.format('%d', redis.call('INCRBY', SEQ, '1'))
 local state, row_lane, run_at = store_new(ARGV, 1, queue, now, seq)
 local member = created_entry(now, id)
-redis.call('ZADD', state_key(state), 0, member)
+redis.call('ZADD', state_key(state), '0', member)
 redis.call('ZADD', due_key(row_lane), run_at, order_entry(seq, id))
 redis.call('SADD', TENANTS, row_lane)
 if ix ~= '' then

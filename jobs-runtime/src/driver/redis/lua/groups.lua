@@ -205,7 +205,7 @@ elseif verb == 'count' then
   for group in pairs(groups) do check(group, now, true) end
   local record = {}
   if answered ~= '' then record = answer_group(answered) end
-  return { record, dropped_groups }
+  return { record, dropped_groups or {} }
 elseif verb == 'take' then
   local queue, now, limit = ARGV[2], ARGV[3], tonumber(ARGV[5])
   channel = ARGV[4]
@@ -228,7 +228,7 @@ elseif verb == 'take' then
     end
     if left == 0 then redis.call('SREM', GP, member) end
   end
-  return { tostring(#taken), elsewhere, dropped_groups }
+  return { tostring(#taken), elsewhere, dropped_groups or {} }
 elseif verb == 'done' then
   local touched = {}
   for i = 2, #ARGV, 2 do

@@ -10,13 +10,40 @@
 
 -- The queue a call works on: KEYS[1] is its hash tag, every key below lives in its one slot.
 -- A function library's locals outlive a call, so `begin` sets them at the start of every queue
--- function, and a call's own state afresh (`noted`, `STATE_KEYS`, `pending`, `bucket_of`,
--- `dropped_groups`: each is described where it is used).
+-- function: the key names only when the queue is not the last call's (a worker's claims and
+-- acks are on one queue, and making the names was a dozen strings a call), and a call's own
+-- state afresh (`noted`, `pending`, `dropped_groups`: each is described where it is used).
 local Q, TENANTS, TIMED, RUN, LIVE, FIN, GONE, PAUSE, SEQ, COUNTED, REL, GP
-local noted, STATE_KEYS, pending, bucket_of, dropped_groups
+local noted, STATE_KEYS, pending, dropped_groups
 local ID_LENGTH = 36
+-- Texts of numbers made once, at a library's first queue call (its top level cannot reach
+-- `string`): Lua's number-to-text goes through sprintf's floating-point path and its
+-- text-to-number through strtod, each a few tenths of a microsecond, which a job's enqueue,
+-- claim and ack paid a dozen times. `ZEROS[n]`: n zeros (`pad`); `NEXT_COUNT['<n>']`: the text
+-- of n + 1 for the small counts an attempt or a claim ordinal is (`succ`); `SHARD_OF[byte]`:
+-- the id index shard of an id's last character (`id_shard`); `byte`: `string.byte`.
+local ZEROS, NEXT_COUNT, SHARD_OF, byte
+local function make_number_texts()
+  byte = string.byte
+  ZEROS = {}
+  for n = 0, 17 do ZEROS[n] = string.rep('0', n) end
+  NEXT_COUNT = {}
+  for n = 0, 1023 do NEXT_COUNT[tostring(n)] = tostring(n + 1) end
+  SHARD_OF = {}
+  for n = 0, 15 do
+    local digit = string.format('%x', n)
+    SHARD_OF[byte(digit)] = tostring(n)
+    SHARD_OF[byte(string.upper(digit))] = tostring(n)
+  end
+end
 local function begin(keys)
+  if ZEROS == nil then make_number_texts() end
+  noted = 0
+  pending = nil
+  dropped_groups = nil
+  if keys[1] == Q then return end
   Q = keys[1]
+  STATE_KEYS = {}
   -- set: the lanes with ready or delayed rows: a tenant ('' is no tenant) for its rows of the
   -- default priority, `<tenant>\0<priority>` for its rows of another (`lane`); each lane has
   -- a due set (`due_key`)
@@ -53,11 +80,6 @@ local function begin(keys)
   -- pass takes (`groups.lua`'s `take`): a settle costs the same few calls however many members
   -- its groups have.
   GP = Q .. ':gp'
-  noted = 0
-  STATE_KEYS = {}
-  pending = nil
-  bucket_of = {}
-  dropped_groups = {}
 end
 
 local function group_key(group) return Q .. ':g:' .. group end
@@ -79,7 +101,7 @@ local function lane(j)
   return tenant .. '\0' .. j.prio
 end
 -- A state's rows by creation (lex, '<created>:<id>'), for the lists and counts; none for
--- `running`, whose rows are few and which RUN already holds (names made once a call, in
+-- `running`, whose rows are few and which RUN already holds (names made once a queue, in
 -- `STATE_KEYS`). A list of every state merges these and RUN (`introspect_list.lua`).
 local function state_key(state)
   local key = STATE_KEYS[state]
@@ -113,16 +135,30 @@ local function live_key(j) return j.name .. '\0' .. (j.tenant or '') .. '\0' .. 
 
 -- Whether a job of `state` with unique mark `uq` (nil: none) holds its key at `now`: while
 -- live, and after that while its unique period lasts (the port's `holds_key`).
-local function holds_key(state, uq, now)
-  return LIVE_STATES[state] or (uq ~= nil and uq ~= false and tonumber(uq) > tonumber(now))
+-- Whether time `a` is not after time `b`, both decimal texts: two of the same length compare as
+-- text (the times of one store all have 16 digits), others as numbers.
+local function not_after(a, b)
+  if #a == #b and byte(a, 1) ~= 45 and byte(b, 1) ~= 45 then return a <= b end
+  return tonumber(a) <= tonumber(b)
 end
--- A job's member in its due set: its insertion order (16 digits), then its id.
-local function order_entry(sq, id) return string.format('%016d', tonumber(sq)) .. id end
+local function holds_key(state, uq, now)
+  return LIVE_STATES[state] or (uq ~= nil and uq ~= false and not not_after(uq, now))
+end
+-- A decimal text of `width` digits at least, as string.format('%0<width>d') writes it: zeros
+-- before a text without a sign (a negative one, which no store time is, goes the long way).
+local function pad(text, width)
+  local short = width - #text
+  if short <= 0 then return text end
+  if byte(text, 1) == 45 then return string.format('%0' .. width .. 'd', tonumber(text)) end
+  return ZEROS[short] .. text
+end
+-- The text of count `n` + 1 (`n` a text).
+local function succ(n) return NEXT_COUNT[n] or string.format('%d', tonumber(n) + 1) end
+-- A job's member in its due set: its insertion order (16 digits; `sq`, a text), then its id.
+local function order_entry(sq, id) return pad(sq, 16) .. id end
 local function order_member(j) return order_entry(j.sq, j.id) end
 -- A job's member in the creation-order indexes: its creation (17 digits), ':', its id.
-local function created_entry(created, id)
-  return string.format('%017d', tonumber(created)) .. ':' .. id
-end
+local function created_entry(created, id) return pad(created, 17) .. ':' .. id end
 
 local function load(id)
   local flat = redis.call('HGETALL', jk(id))
@@ -295,7 +331,7 @@ local function index(j)
   else
     zadd(FIN, j.updated, j.id)
   end
-  zadd(state_key(j.state), 0, created_member(j))
+  zadd(state_key(j.state), '0', created_member(j))
 end
 
 -- Frees a job's live key if it still names the job.
@@ -319,16 +355,17 @@ local function counted(name)
   if pending then pending.names[name] = true else redis.call('SADD', COUNTED, name) end
 end
 
--- The minute bucket's field head of `now` ('60:<bucket start secs>:'), made once a call (kept
--- in `bucket_of`).
+-- The minute bucket's field head of `now` ('60:<bucket start secs>:') and `now` as a number,
+-- made once for each `now` (the last one's kept: `bucket_at`, `bucket_head`, `bucket_at_n`).
+local bucket_at, bucket_head, bucket_at_n
 local function bucket_field(now)
-  local field = bucket_of[now]
-  if field == nil then
-    local now_s = math.floor(tonumber(now) / 1000000)
-    field = '60:' .. string.format('%d', now_s - (now_s % 60)) .. ':'
-    bucket_of[now] = field
+  if now ~= bucket_at then
+    local now_n = tonumber(now)
+    local now_s = math.floor(now_n / 1000000)
+    bucket_head = '60:' .. string.format('%d', now_s - (now_s % 60)) .. ':'
+    bucket_at, bucket_at_n = now, now_n
   end
-  return field
+  return bucket_head, bucket_at_n
 end
 
 -- A settle's outcome for the per-name counters (the port's CounterOutcome::of), added to the
@@ -342,12 +379,13 @@ local function observe(before_state, before_attempt, j, now)
   elseif j.state == 'ready' and tonumber(j.attempt) >= before_attempt then outcome = 'retried'
   end
   if outcome == nil then return end
-  local started = tonumber(j.started or now)
-  local elapsed = math.floor((tonumber(now) - started) / 1000)
+  local field, now_n = bucket_field(now)
+  local started = now_n
+  if j.started then started = tonumber(j.started) end
+  local elapsed = math.floor((now_n - started) / 1000)
   if elapsed < 0 then elapsed = 0 end
   local key = counters_key(j.name)
   counted(j.name)
-  local field = bucket_field(now)
   count(key, field .. outcome, 1)
   count(key, field .. 'duration_ms', elapsed)
 end
@@ -432,10 +470,11 @@ local function delete(j, now)
   if redis.call('EXISTS', hist_key(j.id)) == 1 then redis.call('ZADD', GONE, now, j.id) end
 end
 
--- Drops a group: its record, members and marks; its id goes in `dropped_groups`, which the
--- driver takes out of the id index.
+-- Drops a group: its record, members and marks; its id goes in `dropped_groups` (nil until a
+-- call drops one), which the driver takes out of the id index.
 local function drop_group(group)
   redis.call('DEL', group_key(group), group_list_key(group), group_marks_key(group))
+  if dropped_groups == nil then dropped_groups = {} end
   dropped_groups[#dropped_groups + 1] = group
 end
 
@@ -460,7 +499,9 @@ end
 local function enqueue_at(i) return 5 + (i - 1) * 13 end
 
 -- The id index shard of an id, as `keys.rs` names it: the id's last hex digit.
-local function id_shard(ix, id) return ix .. tonumber(string.sub(id, -1), 16) .. '}:ids' end
+local function id_shard(ix, id)
+  return ix .. (SHARD_OF[byte(id, -1)] or tonumber(string.sub(id, -1), 16)) .. '}:ids'
+end
 
 -- The job that holds a live key whose entry names `holder_id`: {id, run} while it holds it
 -- (`holds_key`), or nil for a key left by a job that is gone, or by a finished one whose unique
@@ -471,15 +512,16 @@ local function key_holder(holder_id, now)
   return nil
 end
 
--- Stores job `i` of the call's `argv` as a new job in `queue` with insertion order `seq` (its
--- hash only; the caller files it in the indexes). Answers its state, its lane and its run_at.
+-- Stores job `i` of the call's `argv` as a new job in `queue` with insertion order `seq` (a
+-- text): its hash only; the caller files it in the indexes. Answers its state, its lane and its
+-- run_at.
 local function store_new(argv, i, queue, now, seq)
   local at = enqueue_at(i)
   local id, run, name, input, key, tenant, max, run_at, tp, actor, prio, uq =
     argv[at + 1], argv[at + 2], argv[at + 3], argv[at + 4], argv[at + 5], argv[at + 6],
     argv[at + 7], argv[at + 8], argv[at + 9], argv[at + 10], argv[at + 12], argv[at + 13]
   local state = 'delayed'
-  if tonumber(run_at) <= tonumber(now) then state = 'ready' end
+  if not_after(run_at, now) then state = 'ready' end
   local h = { 'name', name, 'queue', queue, 'input', input, 'key', key, 'max', max,
     'run_at', run_at, 'created', now, 'state', state, 'sq', seq }
   if run ~= '' then h[#h + 1] = 'run'; h[#h + 1] = run end
@@ -505,7 +547,7 @@ local function replace_queued(holder_id, argv, i, now)
   local at = enqueue_at(i)
   local input, run_at = argv[at + 4], argv[at + 8]
   local state = 'delayed'
-  if tonumber(run_at) <= tonumber(now) then state = 'ready' end
+  if not_after(run_at, now) then state = 'ready' end
   change(h, { input = input, run_at = run_at, state = state, updated = now }, now)
   return run_at
 end

@@ -81,5 +81,5 @@ for _, id in ipairs(redis.call('ZRANGE', GONE, 0, limit - 1)) do
 end
 local out = { tostring(#deleted) }
 for _, id in ipairs(forgotten) do out[#out + 1] = id end
-for _, group in ipairs(dropped_groups) do out[#out + 1] = group end
+for _, group in ipairs(dropped_groups or {}) do out[#out + 1] = group end
 return out
