@@ -133,14 +133,14 @@ end
 
 local function live_key(j) return j.name .. '\0' .. (j.tenant or '') .. '\0' .. j.key end
 
--- Whether a job of `state` with unique mark `uq` (nil: none) holds its key at `now`: while
--- live, and after that while its unique period lasts (the port's `holds_key`).
 -- Whether time `a` is not after time `b`, both decimal texts: two of the same length compare as
 -- text (the times of one store all have 16 digits), others as numbers.
 local function not_after(a, b)
   if #a == #b and byte(a, 1) ~= 45 and byte(b, 1) ~= 45 then return a <= b end
   return tonumber(a) <= tonumber(b)
 end
+-- Whether a job of `state` with unique mark `uq` (nil: none) holds its key at `now`: while
+-- live, and after that while its unique period lasts (the port's `holds_key`).
 local function holds_key(state, uq, now)
   return LIVE_STATES[state] or (uq ~= nil and uq ~= false and not not_after(uq, now))
 end
