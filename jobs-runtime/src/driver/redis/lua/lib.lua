@@ -20,7 +20,7 @@ local ID_LENGTH = 36
 -- `string`): Lua's number-to-text goes through sprintf's floating-point path and its
 -- text-to-number through strtod, each a few tenths of a microsecond, which a job's enqueue,
 -- claim and ack paid a dozen times. `ZEROS[n]`: n zeros (`pad`); `NEXT_COUNT['<n>']`: the text
--- of n + 1 for the small counts an attempt or a claim ordinal is (`succ`); `SHARD_OF[byte]`:
+-- of n + 1 for n under 128, as an attempt or a claim ordinal is (`succ`); `SHARD_OF[byte]`:
 -- the id index shard of an id's last character (`id_shard`); `byte`: `string.byte`.
 local ZEROS, NEXT_COUNT, SHARD_OF, byte
 local function make_number_texts()
@@ -28,7 +28,7 @@ local function make_number_texts()
   ZEROS = {}
   for n = 0, 17 do ZEROS[n] = string.rep('0', n) end
   NEXT_COUNT = {}
-  for n = 0, 1023 do NEXT_COUNT[tostring(n)] = tostring(n + 1) end
+  for n = 0, 127 do NEXT_COUNT[tostring(n)] = tostring(n + 1) end
   SHARD_OF = {}
   for n = 0, 15 do
     local digit = string.format('%x', n)
