@@ -21,7 +21,6 @@
 -- new job and one command per index for the whole batch. The rules each job meets (`key_holder`,
 -- `store_new`, `replace_queued`) are `lib.lua`'s.
 local now, channel, count, queue, ix = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local function arg(i, n) return ARGV[enqueue_at(i) + n] end
 
 -- unpack() takes a few thousand values at most: long lists go in chunks.
 local function call_chunked(command, key, list, chunk)
@@ -37,17 +36,20 @@ end
 
 -- Which ids the index already names (perhaps stale: a job taken back or removed leaves its
 -- entry until the purge), and the live keys' holders, one HMGET per shard or chunk. On a
--- cluster the caller wrote the index: every id is looked up.
+-- cluster the caller wrote the index: every id is looked up. Each job's live key and id
+-- shard are made once here, for the plan and the write.
 local indexed = {}
-local lks = {}
+local lks, shard_of = {}, {}
 for i = 1, count do
-  lks[i] = arg(i, 3) .. '\0' .. arg(i, 6) .. '\0' .. arg(i, 5)
+  local at = enqueue_at(i)
+  lks[i] = ARGV[at + 3] .. '\0' .. ARGV[at + 6] .. '\0' .. ARGV[at + 5]
 end
 if ix ~= '' then
   local by_shard = {}
   for i = 1, count do
-    local id = arg(i, 1)
+    local id = ARGV[enqueue_at(i) + 1]
     local shard = id_shard(ix, id)
+    shard_of[i] = shard
     local list = by_shard[shard]
     if list == nil then list = {}; by_shard[shard] = list end
     list[#list + 1] = id
@@ -61,34 +63,51 @@ if ix ~= '' then
 end
 local holders = call_chunked('HMGET', LIVE, lks, 1000)
 
--- The plan.
+-- The plan: `true` for a new job, else {status, id, run}. A job new in this batch is noted
+-- by its place (`seen_ids`, `seen_keys`), so a later one with its id or key answers it.
 local planned, seen_ids, seen_keys, replaces = {}, {}, {}, {}
 local new = 0
+-- The id and run of the batch's job `i`.
+local function id_run(i)
+  local at = enqueue_at(i)
+  local run = ARGV[at + 2]
+  if run == '' then run = ARGV[at + 1] end
+  return ARGV[at + 1], run
+end
 for i = 1, count do
-  local id, lk = arg(i, 1), lks[i]
-  local stored = seen_ids[id]
-  if stored == nil and (ix == '' or indexed[id]) then
+  local at = enqueue_at(i)
+  local id, lk = ARGV[at + 1], lks[i]
+  local stored
+  local earlier = seen_ids[id]
+  if earlier then
+    local _, run = id_run(earlier)
+    stored = run
+  elseif ix == '' or indexed[id] then
     local run = redis.call('HMGET', jk(id), 'state', 'run')
     if run[1] then stored = run[2] or id end
   end
   if stored then
     planned[i] = { 'same', id, stored }
   else
-    local holder = seen_keys[lk]
-    if holder == nil and holders[i] then holder = key_holder(holders[i], now) end
+    local holder
+    local earlier_key = seen_keys[lk]
+    if earlier_key then
+      holder = { id_run(earlier_key) }
+    elseif holders[i] then
+      holder = key_holder(holders[i], now)
+    end
+    local policy = ARGV[at + 11]
     if holder then
-      if arg(i, 11) == 'e' then
+      if policy == 'e' then
         return { 'conflict', tostring(i), holder[1], holder[2] }
       end
       planned[i] = { 'held', holder[1], holder[2] }
-      if arg(i, 11) == 'r' then replaces[#replaces + 1] = { holder[1], i } end
+      if policy == 'r' then replaces[#replaces + 1] = { holder[1], i } end
     else
       new = new + 1
       planned[i] = true
-      local run = arg(i, 2)
-      if run == '' then run = id end
-      seen_ids[id] = run
-      seen_keys[lk] = { id, run }
+      seen_ids[id] = i
+      seen_keys[lk] = i
     end
   end
 end
@@ -107,8 +126,7 @@ local function due_at(run_at)
 end
 local created_head = pad(now, 17) .. ':'
 local by_state, due, live, shards = {}, {}, {}, {}
-local function shard_put(id, value)
-  local shard = id_shard(ix, id)
+local function shard_put(shard, id, value)
   local list = shards[shard]
   if list == nil then list = {}; shards[shard] = list end
   list[#list + 1] = id
@@ -118,16 +136,16 @@ local out = { 'ok' }
 for i = 1, count do
   local plan = planned[i]
   if plan == true then
-    local id, run = arg(i, 1), arg(i, 2)
+    local at = enqueue_at(i)
+    local id, run = ARGV[at + 1], ARGV[at + 2]
     seq = seq + 1
     local sq = string.format('%d', seq)
     local state, row_lane, run_at = store_new(ARGV, i, queue, now, sq)
     due_at(run_at)
-    local member = created_head .. id
     local list = by_state[state]
     if list == nil then list = {}; by_state[state] = list end
     list[#list + 1] = '0'
-    list[#list + 1] = member
+    list[#list + 1] = created_head .. id
     list = due[row_lane]
     if list == nil then list = {}; due[row_lane] = list end
     list[#list + 1] = run_at
@@ -135,9 +153,9 @@ for i = 1, count do
     live[#live + 1] = lks[i]
     live[#live + 1] = id
     if ix ~= '' then
-      shard_put(id, queue)
+      shard_put(shard_of[i], id, queue)
       -- A run is its first job's unless one was named: only a run begun elsewhere is indexed.
-      if run ~= '' and run ~= id then shard_put(run, queue) end
+      if run ~= '' and run ~= id then shard_put(id_shard(ix, run), run, queue) end
     end
   else
     local status = 'same'

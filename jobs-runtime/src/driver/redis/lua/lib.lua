@@ -522,6 +522,19 @@ local function store_new(argv, i, queue, now, seq)
     argv[at + 7], argv[at + 8], argv[at + 9], argv[at + 10], argv[at + 12], argv[at + 13]
   local state = 'delayed'
   if not_after(run_at, now) then state = 'ready' end
+  -- A job with no optional field but its trace context (every traced enqueue's) is written
+  -- without building the field table (a table, its growth and its unpacking were about 6% of
+  -- a bulk enqueue's server instructions).
+  if run == '' and tenant == '' and actor == '' and uq == '' and prio == '' then
+    if tp == '' then
+      redis.call('HSET', jk(id), 'name', name, 'queue', queue, 'input', input, 'key', key,
+        'max', max, 'run_at', run_at, 'created', now, 'state', state, 'sq', seq)
+    else
+      redis.call('HSET', jk(id), 'name', name, 'queue', queue, 'input', input, 'key', key,
+        'max', max, 'run_at', run_at, 'created', now, 'state', state, 'sq', seq, 'tp', tp)
+    end
+    return state, tenant, run_at
+  end
   local h = { 'name', name, 'queue', queue, 'input', input, 'key', key, 'max', max,
     'run_at', run_at, 'created', now, 'state', state, 'sq', seq }
   if run ~= '' then h[#h + 1] = 'run'; h[#h + 1] = run end
