@@ -39,21 +39,20 @@ end
 -- cluster the caller wrote the index: every id is looked up. Each job's live key and id
 -- shard are made once here, for the plan and the write.
 local indexed = {}
-local lks, shard_of = {}, {}
+local lks, shard_of, by_shard = {}, {}, {}
 for i = 1, count do
   local at = enqueue_at(i)
   lks[i] = ARGV[at + 3] .. '\0' .. ARGV[at + 6] .. '\0' .. ARGV[at + 5]
-end
-if ix ~= '' then
-  local by_shard = {}
-  for i = 1, count do
-    local id = ARGV[enqueue_at(i) + 1]
+  if ix ~= '' then
+    local id = ARGV[at + 1]
     local shard = id_shard(ix, id)
     shard_of[i] = shard
     local list = by_shard[shard]
     if list == nil then list = {}; by_shard[shard] = list end
     list[#list + 1] = id
   end
+end
+if ix ~= '' then
   for shard, ids in pairs(by_shard) do
     local found = call_chunked('HMGET', shard, ids, 1000)
     for k = 1, #ids do
@@ -67,12 +66,12 @@ local holders = call_chunked('HMGET', LIVE, lks, 1000)
 -- by its place (`seen_ids`, `seen_keys`), so a later one with its id or key answers it.
 local planned, seen_ids, seen_keys, replaces = {}, {}, {}, {}
 local new = 0
--- The id and run of the batch's job `i`.
-local function id_run(i)
+-- The run of the batch's job `i` (its id unless it named one).
+local function run_of(i)
   local at = enqueue_at(i)
   local run = ARGV[at + 2]
-  if run == '' then run = ARGV[at + 1] end
-  return ARGV[at + 1], run
+  if run == '' then return ARGV[at + 1] end
+  return run
 end
 for i = 1, count do
   local at = enqueue_at(i)
@@ -80,8 +79,7 @@ for i = 1, count do
   local stored
   local earlier = seen_ids[id]
   if earlier then
-    local _, run = id_run(earlier)
-    stored = run
+    stored = run_of(earlier)
   elseif ix == '' or indexed[id] then
     local run = redis.call('HMGET', jk(id), 'state', 'run')
     if run[1] then stored = run[2] or id end
@@ -92,7 +90,7 @@ for i = 1, count do
     local holder
     local earlier_key = seen_keys[lk]
     if earlier_key then
-      holder = { id_run(earlier_key) }
+      holder = { ARGV[enqueue_at(earlier_key) + 1], run_of(earlier_key) }
     elseif holders[i] then
       holder = key_holder(holders[i], now)
     end
