@@ -535,26 +535,39 @@ pub(crate) fn check_progress_note(job: &str, note: &str) -> Result<(), JobError>
     Ok(())
 }
 
-/// Whether any string or map key in `value` holds a NUL. Walks with its own stack, so a deeply
-/// nested value cannot overflow the thread's.
+/// Whether any string or map key in `value` holds a NUL. Containers wait on a stack of its own,
+/// so a deeply nested value cannot overflow the thread's; strings are checked as they are met,
+/// so a flat input (the usual one) allocates nothing.
 pub(crate) fn holds_nul(value: &Value) -> bool {
-    let mut pending = vec![value];
-    while let Some(value) = pending.pop() {
-        match value {
-            Value::String(s) if s.contains('\0') => return true,
-            Value::Array(items) => pending.extend(items),
-            Value::Object(map) => {
-                for (key, item) in map {
-                    if key.contains('\0') {
-                        return true;
-                    }
-                    pending.push(item);
-                }
-            }
-            _ => {}
+    let mut pending = Vec::new();
+    let mut next = Some(value);
+    while let Some(value) = next {
+        let found = match value {
+            Value::String(s) => s.contains('\0'),
+            Value::Array(items) => items.iter().any(|item| met(item, &mut pending)),
+            Value::Object(map) => map
+                .iter()
+                .any(|(key, item)| key.contains('\0') || met(item, &mut pending)),
+            _ => false,
+        };
+        if found {
+            return true;
         }
+        next = pending.pop();
     }
     false
+}
+
+/// A member of a container: a string is checked now, a container waits on `pending`.
+fn met<'a>(item: &'a Value, pending: &mut Vec<&'a Value>) -> bool {
+    match item {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(_) | Value::Object(_) => {
+            pending.push(item);
+            false
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -647,6 +660,10 @@ mod tests {
         assert!(!holds_nul(&json!({ "a": ["b", 1, null, { "c": "d" }] })));
         assert!(holds_nul(&json!({ "a": ["b\u{0}"] })));
         assert!(holds_nul(&json!({ "a\u{0}": 1 })));
+        assert!(holds_nul(&json!("a\u{0}")));
+        assert!(holds_nul(&json!([{ "b": { "c\u{0}": 1 } }])));
+        assert!(holds_nul(&json!({ "a": [1, [2, ["x\u{0}"]]] })));
+        assert!(!holds_nul(&json!(["a", { "b": ["c", { "d": "e" }] }])));
         // serde_json drops a value recursively: build and drop the deep one on a thread with
         // room for that.
         let deep = std::thread::Builder::new()

@@ -277,11 +277,19 @@ impl Compared {
         self.ratios.push(bare.as_secs_f64() / ours.as_secs_f64());
     }
 
+    /// Adds the medians; the ratio also shows its range over the runs, since a target is met
+    /// only when every run meets it.
     fn report(self, table: &mut Table, bare_label: &str, ours_label: &str) {
         table.add(bare_label, format!("{:.0}", median(self.bare)));
+        let low = self.ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = self.ratios.iter().copied().fold(0.0, f64::max);
         table.add(
             ours_label,
-            format!("{:.0} ({:.2}x)", median(self.ours), median(self.ratios)),
+            format!(
+                "{:.0} ({:.2}x; runs {low:.2}x-{high:.2}x)",
+                median(self.ours),
+                median(self.ratios)
+            ),
         );
     }
 }

@@ -2,9 +2,9 @@
 //! died), a batch in one transaction (plain inserts first, then the dedupe form when a job is
 //! held), and a job in a caller's own transaction.
 
-use sqlx::postgres::PgConnection;
-use sqlx::Connection;
-use sqlx::Row;
+use sqlx::error::BoxDynError;
+use sqlx::postgres::{PgArguments, PgConnection};
+use sqlx::{Arguments, Connection, Row};
 
 use std::time::Instant;
 
@@ -35,18 +35,18 @@ pub(super) fn bind_job<'q>(
         .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
 }
 
-/// `statement` with what every single-job enqueue statement numbers $1 to $14 bound: the job's
-/// eight columns (`bind_job`), $9 run at, $10 now, $11 traceparent, $12 actor, $13 priority,
-/// $14 the new row's `unique_until`. Its arguments are sized for them (and the two a statement
-/// may add) up front: grown one value at a time they were reallocated five times a call.
-fn bind_enqueue<'q>(
-    statement: &sqlx::SqlStr,
-    request: &'q EnqueueRequest,
+/// What every single-job enqueue statement numbers $1 to $14: the job's eight columns (as
+/// `bind_job` binds them), $9 run at, $10 now, $11 traceparent, $12 actor, $13 priority, $14
+/// the new row's `unique_until`; then `extra` ($15 on). Added to the arguments directly rather
+/// than bound one `Query::bind` at a time, which moves the whole query on every value, and sized
+/// up front: grown one value at a time they were reallocated five times a call.
+fn enqueue_arguments(
+    request: &EnqueueRequest,
     now: Timestamp,
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    let mut arguments = sqlx::postgres::PgArguments::default();
-    sqlx::Arguments::reserve(
-        &mut arguments,
+    extra: impl FnOnce(&mut PgArguments) -> Result<(), BoxDynError>,
+) -> Result<PgArguments, sqlx::Error> {
+    let mut arguments = PgArguments::default();
+    arguments.reserve(
         16,
         ARGUMENT_BYTES
             + request.name.len()
@@ -54,13 +54,24 @@ fn bind_enqueue<'q>(
             + request.idempotency_key.len()
             + request.tenant_id.as_ref().map_or(0, String::len),
     );
-    bind_job(sqlx::query_with(statement.clone(), arguments), request)
-        .bind(request.run_at)
-        .bind(now)
-        .bind(&request.traceparent)
-        .bind(&request.actor)
-        .bind(request.priority)
-        .bind(request.unique_until(now))
+    let added = (|| {
+        arguments.add(request.id)?;
+        arguments.add(request.run_id)?;
+        arguments.add(&request.name)?;
+        arguments.add(&request.queue)?;
+        arguments.add(&request.input)?;
+        arguments.add(&request.idempotency_key)?;
+        arguments.add(&request.tenant_id)?;
+        arguments.add(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))?;
+        arguments.add(request.run_at)?;
+        arguments.add(now)?;
+        arguments.add(&request.traceparent)?;
+        arguments.add(&request.actor)?;
+        arguments.add(request.priority)?;
+        arguments.add(request.unique_until(now))?;
+        extra(&mut arguments)
+    })();
+    added.map(|()| arguments).map_err(sqlx::Error::Encode)
 }
 
 /// Room for an enqueue's fixed-width values, their length prefixes, a traceparent and a small
@@ -188,13 +199,15 @@ impl PostgresDriver {
         let sent = Instant::now();
         let announced = !due_now || self.announcer.at_send(&request.queue, sent);
         let inserted = if announced {
-            bind_enqueue(&self.sql.job_enqueue_announced, request, now)
-                .bind(&*self.wake_channel)
+            let channel = &*self.wake_channel;
+            let arguments = enqueue_arguments(request, now, |a| a.add(channel))?;
+            sqlx::query_with(self.sql.job_enqueue_announced.clone(), arguments)
                 .fetch_optional(&mut *conn)
                 .await?
                 .is_some()
         } else {
-            bind_enqueue(&self.sql.job_enqueue, request, now)
+            let arguments = enqueue_arguments(request, now, |_| Ok(()))?;
+            sqlx::query_with(self.sql.job_enqueue.clone(), arguments)
                 .execute(&mut *conn)
                 .await?
                 .rows_affected()
@@ -218,9 +231,12 @@ impl PostgresDriver {
         request: &EnqueueRequest,
         now: Timestamp,
     ) -> Result<bool, sqlx::Error> {
-        Ok(bind_enqueue(&self.sql.job_enqueue_in, request, now)
-            .bind(&*self.wake_channel)
-            .bind(wake_slot(now))
+        let channel = &*self.wake_channel;
+        let arguments = enqueue_arguments(request, now, |a| {
+            a.add(channel)?;
+            a.add(wake_slot(now))
+        })?;
+        Ok(sqlx::query_with(self.sql.job_enqueue_in.clone(), arguments)
             .fetch_optional(&mut *conn)
             .await?
             .is_some())
