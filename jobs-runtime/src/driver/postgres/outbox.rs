@@ -11,7 +11,7 @@ use sqlx::{Row, SqlStr};
 
 use super::classify::{classify, Op};
 use super::enqueue::bind_job;
-use super::sql::{check_schema, render, safe, statement};
+use super::sql::{check_schema, render, safe};
 use super::wake;
 use crate::clock::Timestamp;
 use crate::driver::caller_tx::{foreign_connection, CallerConn};
@@ -47,20 +47,16 @@ struct Statements {
 
 impl Statements {
     fn new(schema: &str) -> Self {
-        macro_rules! sql {
-            ($name:literal) => {
-                statement($name, include_str!(concat!("sql/", $name, ".sql")), schema)
-            };
-        }
+        let sql = |text: &str| safe(render(text, schema));
         Statements {
-            stage: sql!("outbox_stage"),
-            claim: sql!("outbox_claim"),
-            published: sql!("outbox_published"),
-            published_then_claim: sql!("outbox_published_then_claim"),
-            release: sql!("outbox_release"),
-            refused: sql!("outbox_refused"),
-            stats: sql!("outbox_stats"),
-            purge: sql!("outbox_purge"),
+            stage: sql(include_str!("sql/outbox_stage.sql")),
+            claim: sql(include_str!("sql/outbox_claim.sql")),
+            published: sql(include_str!("sql/outbox_published.sql")),
+            published_then_claim: sql(include_str!("sql/outbox_published_then_claim.sql")),
+            release: sql(include_str!("sql/outbox_release.sql")),
+            refused: sql(include_str!("sql/outbox_refused.sql")),
+            stats: sql(include_str!("sql/outbox_stats.sql")),
+            purge: sql(include_str!("sql/outbox_purge.sql")),
         }
     }
 }

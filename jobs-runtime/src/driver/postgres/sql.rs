@@ -86,7 +86,7 @@ macro_rules! statements {
         impl Statements {
             pub(crate) fn new(schema: &str) -> Self {
                 Statements {
-                    $($name: statement(stringify!($name), include_str!(concat!("sql/", stringify!($name), ".sql")), schema),)*
+                    $($name: safe(render(include_str!(concat!("sql/", stringify!($name), ".sql")), schema)),)*
                 }
             }
         }
@@ -280,26 +280,14 @@ impl PartitionDdl<'_> {
     }
 }
 
-/// The statement `name` (its file's name) rendered for `schema`, as it is sent: its comment
-/// lines left out, and its name in their place so the server's activity view and logs still
-/// say which statement it is. sqlx finds a connection's prepared statement by hashing and
-/// comparing the whole text on every execution: with the files' explanations (over 2 KB for
-/// the enqueue) that was about a thirtieth of an enqueue's client work. No statement holds `--`
-/// after code on a line, so only whole comment lines are dropped.
-pub(crate) fn statement(name: &str, template: &str, schema: &str) -> SqlStr {
-    let rendered = render(template, schema);
-    let mut text = format!("-- {name}\n");
-    for line in rendered.lines() {
-        let code = line.trim_start();
-        if !code.is_empty() && !code.starts_with("--") {
-            text.push_str(line);
-            text.push('\n');
-        }
-    }
-    safe(text)
-}
-
-/// Fills the `{schema}` and column-list placeholders.
+/// Fills the `{schema}` and column-list placeholders, and leaves out the comment lines.
+///
+/// A statement goes out as its code and its name: a file opens with `-- <name>:` and that line
+/// is sent as `-- <name>`, so the server's activity view and logs still say which statement
+/// runs. The rest of the explanation stays in the file: sqlx finds a connection's prepared
+/// statement by hashing and comparing the whole text on every execution, and the server copies
+/// the text into its activity view on every execution too (the enqueue's comments were over
+/// 2 KB). No statement or migration has `--` after code on a line, so only whole lines go.
 pub(crate) fn render(template: &str, schema: &str) -> String {
     let prefixed: Vec<String> = JOB_COLUMNS.iter().map(|c| format!("j.{c}")).collect();
     let spliced = FRAGMENTS
@@ -307,11 +295,32 @@ pub(crate) fn render(template: &str, schema: &str) -> String {
         .fold(template.to_string(), |text, (name, fragment)| {
             text.replace(&format!("{{{name}}}"), fragment)
         });
-    spliced
+    let filled = spliced
         .replace("{schema}", schema)
         .replace("{job_columns}", &JOB_COLUMNS.join(", "))
         .replace("{j_job_columns}", &prefixed.join(", "))
-        .replace("{summary_columns}", SUMMARY_COLUMNS)
+        .replace("{summary_columns}", SUMMARY_COLUMNS);
+    let mut text = String::with_capacity(filled.len());
+    let name = filled
+        .lines()
+        .next()
+        .and_then(|first| first.strip_prefix("-- "))
+        .and_then(|first| first.split_once(':'))
+        .map(|(name, _)| name)
+        .filter(|name| plain_identifier(name) || name.chars().all(|c| c.is_ascii_digit()));
+    if let Some(name) = name {
+        text.push_str("-- ");
+        text.push_str(name);
+        text.push('\n');
+    }
+    for line in filled.lines() {
+        let code = line.trim_start();
+        if !code.is_empty() && !code.starts_with("--") {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    text
 }
 
 /// A schema name the driver can splice into its statements: a plain lower-case identifier.
@@ -368,25 +377,22 @@ mod tests {
 
     #[test]
     fn a_statement_is_sent_without_its_comment_lines_and_named() {
-        let text = statement(
-            "job_probe",
+        let text = render(
             "-- job_probe: what it does\n-- and why\n\nselect 1\n  -- within\n  from {schema}.x_jobs\n",
             "jobs",
         );
+        assert_eq!(text, "-- job_probe\nselect 1\n  from jobs.x_jobs\n");
+        // A first line that does not open with a name is left out like the rest.
         assert_eq!(
-            text.as_str(),
-            "-- job_probe\nselect 1\n  from jobs.x_jobs\n"
+            render("-- Why not: because\nselect 2", "jobs"),
+            "select 2\n"
         );
-        let enqueue = Statements::new("jobs").job_enqueue;
-        assert!(enqueue
-            .as_str()
-            .starts_with("-- job_enqueue\ninsert into jobs.x_jobs"));
-        assert_eq!(
-            enqueue.as_str().matches("--").count(),
-            1,
-            "{}",
-            enqueue.as_str()
-        );
+        let s = Statements::new("jobs");
+        for (name, statement) in [("job_enqueue", &s.job_enqueue), ("job_claim", &s.job_claim)] {
+            let text = statement.as_str();
+            assert!(text.starts_with(&format!("-- {name}\n")), "{text}");
+            assert_eq!(text.matches("--").count(), 1, "{text}");
+        }
     }
 
     #[test]

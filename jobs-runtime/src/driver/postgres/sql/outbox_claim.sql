@@ -1,4 +1,4 @@
--- The relay's claim, one statement: takes the outbox's lease for $1 unless another holder's
+-- outbox_claim: the relay's claim, one statement: takes the outbox's lease for $1 unless another holder's
 -- claim has not lapsed ($4: claims made after it are live; the lease row's lock makes claims
 -- take turns), and answers the outbox's rows after ($5, $6) in (staged_at, id) order: the head
 -- (a position before every row), or, when $7, after the holder's batches awaiting their marks.

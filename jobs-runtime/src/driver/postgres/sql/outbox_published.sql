@@ -1,4 +1,4 @@
--- Marks rows published, fenced on the outbox's lease: a lapsed relay's late mark, after another
+-- outbox_published: marks rows published, fenced on the outbox's lease: a lapsed relay's late mark, after another
 -- took the lease over, changes nothing. $1 holder, $2 ids, $3 those the job store already held
 -- (deduped), $4 now. The rows are found by their primary key: the unsettled test is written so
 -- it does not match the pending index's predicate, which would let a plan walk the whole

@@ -1,4 +1,4 @@
--- A draining relay's step between batches, one statement where it made two (the mark of the
+-- outbox_published_then_claim: a draining relay's step between batches, one statement where it made two (the mark of the
 -- batch it published, then the claim of the rows after the batch it is publishing), so one
 -- commit and one turn at the lease row's lock. Both are fenced on the lease as this relay's:
 -- the lease row's latest version must name $1 (the update waits for any other writer of it and

@@ -1,4 +1,4 @@
--- Sets aside a row the job store refused for good, fenced on the outbox's lease, with the
+-- outbox_refused: sets aside a row the job store refused for good, fenced on the outbox's lease, with the
 -- code. $1 holder, $2 id, $3 code, $4 now.
 -- It writes the lease row as the mark does (outbox_published.sql), so a claim that read the
 -- outbox before it does not answer the row again.

@@ -1,4 +1,4 @@
--- Hands the head back at once, fenced on the outbox's lease: frees the lease, and counts the
+-- outbox_release: hands the head back at once, fenced on the outbox's lease: frees the lease, and counts the
 -- rows of $2 still unpublished (found by their primary key, as the mark finds them). $3, when
 -- not null, is the row whose publish failed: its attempts go up and the failure's code ($4) is
 -- kept. $1 holder, $5 now.

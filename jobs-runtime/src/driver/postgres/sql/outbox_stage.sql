@@ -1,4 +1,4 @@
--- Stages one job on the caller's transaction, and announces it on the outbox's wake channel
+-- outbox_stage: stages one job on the caller's transaction, and announces it on the outbox's wake channel
 -- (delivered at COMMIT) unless a committed row already waits unclaimed: the relay is then
 -- already due to pass, and a burst of stages costs one notification. Unclaimed: after the
 -- last row of the lease holder's latest claim, or any row while no relay holds the lease.

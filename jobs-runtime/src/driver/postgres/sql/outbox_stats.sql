@@ -1,4 +1,4 @@
--- The outbox as an operator sees it; each count reads its own partial index, and the lease its
+-- outbox_stats: the outbox as an operator sees it; each count reads its own partial index, and the lease its
 -- one row.
 select
     (select count(*) from {schema}.x_outbox
