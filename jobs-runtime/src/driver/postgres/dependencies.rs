@@ -16,7 +16,7 @@ use sqlx::Connection;
 use sqlx::Row;
 
 use super::classify::{classify, Op};
-use super::enqueue::bind_job;
+use super::enqueue::job_query;
 use super::{floors, PostgresDriver};
 use crate::clock::Timestamp;
 use crate::driver::records::*;
@@ -66,7 +66,8 @@ impl PostgresDriver {
                 .collect();
             // Refused, the transaction is dropped and rolls back: nothing was written.
             let start = dependencies.start_among(&found, request.run_at)?;
-            let inserted = bind_job(sqlx::query(self.sql.job_enqueue_dependent.clone()), request)
+            let inserted = job_query(self.sql.job_enqueue_dependent.clone(), request)
+                .map_err(failed)?
                 .bind(start.run_at)
                 .bind(now)
                 .bind(&*self.wake_channel)
@@ -118,6 +119,17 @@ impl PostgresDriver {
     ) -> Result<Option<EnqueueResult>, JobError> {
         let failed = |e| classify(Op::JobEnqueue, e);
         let now = request.now;
+        let query = job_query(self.sql.job_enqueue_dependent_one.clone(), request)
+            .map_err(failed)?
+            .bind(blocked_until())
+            .bind(now)
+            .bind(&*self.wake_channel)
+            .bind(&request.traceparent)
+            .bind(&request.actor)
+            .bind(request.priority)
+            .bind(request.unique_until(now))
+            .bind(dependencies.on_failure.as_str())
+            .bind(&dependencies.on);
         // On the pinned enqueue connection, as a plain enqueue (`pinned.rs` says why).
         let mut lease = self
             .pinned
@@ -125,22 +137,7 @@ impl PostgresDriver {
             .lease(&self.pool, !self.pool_sets_nodelay)
             .await
             .map_err(failed)?;
-        let row = bind_job(
-            sqlx::query(self.sql.job_enqueue_dependent_one.clone()),
-            request,
-        )
-        .bind(blocked_until())
-        .bind(now)
-        .bind(&*self.wake_channel)
-        .bind(&request.traceparent)
-        .bind(&request.actor)
-        .bind(request.priority)
-        .bind(request.unique_until(now))
-        .bind(dependencies.on_failure.as_str())
-        .bind(&dependencies.on)
-        .fetch_one(lease.conn())
-        .await
-        .map_err(failed);
+        let row = query.fetch_one(lease.conn()).await.map_err(failed);
         lease.end(&row);
         let row = row?;
         let inserted: Option<JobId> = row.try_get("id").map_err(failed)?;

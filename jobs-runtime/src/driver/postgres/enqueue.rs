@@ -17,34 +17,36 @@ use crate::error::{ErrorCode, JobError};
 /// The SQLSTATE of a unique violation.
 const UNIQUE_VIOLATION: &str = "23505";
 
-/// Binds a request's first eight columns as every enqueue statement numbers them (and the
+/// Adds a request's first eight columns as every enqueue statement numbers them (and the
 /// outbox's stage): $1 id, $2 run id, $3 name, $4 queue, $5 input, $6 key, $7 tenant, $8 max
-/// attempts.
-pub(super) fn bind_job<'q>(
-    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    request: &'q EnqueueRequest,
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    query
-        .bind(request.id)
-        .bind(request.run_id)
-        .bind(&request.name)
-        .bind(&request.queue)
-        .bind(&request.input)
-        .bind(&request.idempotency_key)
-        .bind(&request.tenant_id)
-        .bind(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
+/// attempts. Added to the arguments directly: each `Query::bind` moves the whole query.
+fn add_job(arguments: &mut PgArguments, request: &EnqueueRequest) -> Result<(), BoxDynError> {
+    arguments.add(request.id)?;
+    arguments.add(request.run_id)?;
+    arguments.add(&request.name)?;
+    arguments.add(&request.queue)?;
+    arguments.add(&request.input)?;
+    arguments.add(&request.idempotency_key)?;
+    arguments.add(&request.tenant_id)?;
+    arguments.add(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))
 }
 
-/// What every single-job enqueue statement numbers $1 to $14: the job's eight columns (as
-/// `bind_job` binds them), $9 run at, $10 now, $11 traceparent, $12 actor, $13 priority, $14
-/// the new row's `unique_until`; then `extra` ($15 on). Added to the arguments directly rather
-/// than bound one `Query::bind` at a time, which moves the whole query on every value, and sized
-/// up front: grown one value at a time they were reallocated five times a call.
-fn enqueue_arguments(
+/// `statement` with a request's first eight columns bound (`add_job`); the caller binds the
+/// statement's own parameters after them.
+pub(super) fn job_query<'q>(
+    statement: sqlx::SqlStr,
     request: &EnqueueRequest,
-    now: Timestamp,
-    extra: impl FnOnce(&mut PgArguments) -> Result<(), BoxDynError>,
-) -> Result<PgArguments, sqlx::Error> {
+) -> Result<sqlx::query::Query<'q, sqlx::Postgres, PgArguments>, sqlx::Error> {
+    let mut arguments = PgArguments::default();
+    add_job(&mut arguments, request).map_err(sqlx::Error::Encode)?;
+    Ok(sqlx::query_with(statement, arguments))
+}
+
+/// What every single-job enqueue statement numbers $1 to $14: the job's eight columns
+/// (`add_job`), $9 run at, $10 now, $11 traceparent, $12 actor, $13 priority, $14 the new row's
+/// `unique_until`. Sized up front for them and the two a statement may bind after them: grown
+/// one value at a time they were reallocated five times a call.
+fn enqueue_arguments(request: &EnqueueRequest, now: Timestamp) -> Result<PgArguments, sqlx::Error> {
     let mut arguments = PgArguments::default();
     arguments.reserve(
         16,
@@ -54,23 +56,13 @@ fn enqueue_arguments(
             + request.idempotency_key.len()
             + request.tenant_id.as_ref().map_or(0, String::len),
     );
-    let added = (|| {
-        arguments.add(request.id)?;
-        arguments.add(request.run_id)?;
-        arguments.add(&request.name)?;
-        arguments.add(&request.queue)?;
-        arguments.add(&request.input)?;
-        arguments.add(&request.idempotency_key)?;
-        arguments.add(&request.tenant_id)?;
-        arguments.add(i32::try_from(request.max_attempts).unwrap_or(i32::MAX))?;
-        arguments.add(request.run_at)?;
-        arguments.add(now)?;
-        arguments.add(&request.traceparent)?;
-        arguments.add(&request.actor)?;
-        arguments.add(request.priority)?;
-        arguments.add(request.unique_until(now))?;
-        extra(&mut arguments)
-    })();
+    let added = add_job(&mut arguments, request)
+        .and_then(|()| arguments.add(request.run_at))
+        .and_then(|()| arguments.add(now))
+        .and_then(|()| arguments.add(&request.traceparent))
+        .and_then(|()| arguments.add(&request.actor))
+        .and_then(|()| arguments.add(request.priority))
+        .and_then(|()| arguments.add(request.unique_until(now)));
     added.map(|()| arguments).map_err(sqlx::Error::Encode)
 }
 
@@ -199,18 +191,22 @@ impl PostgresDriver {
         let sent = Instant::now();
         let announced = !due_now || self.announcer.at_send(&request.queue, sent);
         let inserted = if announced {
-            let channel = &*self.wake_channel;
-            let arguments = enqueue_arguments(request, now, |a| a.add(channel))?;
-            sqlx::query_with(self.sql.job_enqueue_announced.clone(), arguments)
-                .fetch_optional(&mut *conn)
-                .await?
-                .is_some()
+            sqlx::query_with(
+                self.sql.job_enqueue_announced.clone(),
+                enqueue_arguments(request, now)?,
+            )
+            .bind(&*self.wake_channel)
+            .fetch_optional(&mut *conn)
+            .await?
+            .is_some()
         } else {
-            let arguments = enqueue_arguments(request, now, |_| Ok(()))?;
-            sqlx::query_with(self.sql.job_enqueue.clone(), arguments)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected()
+            sqlx::query_with(
+                self.sql.job_enqueue.clone(),
+                enqueue_arguments(request, now)?,
+            )
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
                 == 1
         };
         match (inserted, announced) {
@@ -231,12 +227,10 @@ impl PostgresDriver {
         request: &EnqueueRequest,
         now: Timestamp,
     ) -> Result<bool, sqlx::Error> {
-        let channel = &*self.wake_channel;
-        let arguments = enqueue_arguments(request, now, |a| {
-            a.add(channel)?;
-            a.add(wake_slot(now))
-        })?;
+        let arguments = enqueue_arguments(request, now)?;
         Ok(sqlx::query_with(self.sql.job_enqueue_in.clone(), arguments)
+            .bind(&*self.wake_channel)
+            .bind(wake_slot(now))
             .fetch_optional(&mut *conn)
             .await?
             .is_some())

@@ -10,7 +10,7 @@ use sqlx::postgres::{PgConnection, PgPool};
 use sqlx::{Row, SqlStr};
 
 use super::classify::{classify, Op};
-use super::enqueue::bind_job;
+use super::enqueue::job_query;
 use super::sql::{check_schema, render, safe};
 use super::wake;
 use crate::clock::Timestamp;
@@ -154,7 +154,9 @@ impl OutboxStore for PostgresOutbox {
         let conn = conn
             .downcast_mut::<PgConnection>()
             .ok_or_else(|| foreign_connection("postgres outbox", "PgConnection"))?;
-        bind_job(sqlx::query(self.sql.stage.clone()), request)
+        let failed = |e| classify(Op::OutboxStage, e);
+        job_query(self.sql.stage.clone(), request)
+            .map_err(failed)?
             .bind(request.run_at)
             .bind(request.on_conflict.as_str())
             .bind(&request.traceparent)
@@ -165,7 +167,7 @@ impl OutboxStore for PostgresOutbox {
             .bind(request.unique_for_ms())
             .execute(conn)
             .await
-            .map_err(|e| classify(Op::OutboxStage, e))?;
+            .map_err(failed)?;
         Ok(())
     }
 

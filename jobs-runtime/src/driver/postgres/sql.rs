@@ -307,7 +307,7 @@ pub(crate) fn render(template: &str, schema: &str) -> String {
         .and_then(|first| first.strip_prefix("-- "))
         .and_then(|first| first.split_once(':'))
         .map(|(name, _)| name)
-        .filter(|name| plain_identifier(name) || name.chars().all(|c| c.is_ascii_digit()));
+        .filter(|name| plain_identifier(name));
     if let Some(name) = name {
         text.push_str("-- ");
         text.push_str(name);
